@@ -1,0 +1,7 @@
+"""Autograd: nodes, the stepping engine, and PyTorch's ``torch.autograd`` entry points."""
+from gradviz.autograd.engine import backward, backward_steps, grad
+from gradviz.autograd.function import Function
+from gradviz.autograd.node import AccumulateGrad, Node, RemovableHandle
+from gradviz.autograd.step import Step
+
+__all__ = ["AccumulateGrad", "Function", "Node", "RemovableHandle", "Step", "backward", "backward_steps", "grad"]

@@ -1,0 +1,229 @@
+"""Graph nodes: the objects a tensor's ``grad_fn`` points to.
+
+A node knows the nodes that produced its inputs (``next_functions``, in input order, with
+``(None, 0)`` for inputs that do not require grad), the tensors it saved for backward, and the
+hooks a user registered. Nodes are numbered in creation order (``_sequence_nr``): the engine runs
+the newest ready node first, as PyTorch's does.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import weakref
+
+_sequence = itertools.count()
+ACCUMULATE_SEQUENCE_NR = 2**64 - 1  # PyTorch gives AccumulateGrad UINT64_MAX: it runs as soon as ready
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``: ``handle.remove()`` takes the hook away again."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict):
+        self.id = next(self._ids)
+        self._hooks = hooks
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.remove()
+
+
+class SavedTensor:
+    """An array saved for backward, with the version of its tensor at the time it was saved.
+
+    Unpacking checks that the tensor was not modified in place since (PyTorch's version
+    counter check) and that the graph was not freed by an earlier backward.
+    """
+
+    __slots__ = ("data", "version_counter", "saved_version", "description", "is_output", "output_name",
+                 "requires_grad", "grad_fn_ref")
+
+    def __init__(self, tensor, is_output: bool = False, output_name: str | None = None):
+        self.data = tensor._data
+        self.version_counter = tensor._vc
+        self.saved_version = tensor._vc[0]
+        self.is_output = is_output
+        self.output_name = output_name
+        self.requires_grad = tensor._requires_grad
+        grad_fn = tensor.grad_fn
+        # A saved output must not keep its own node alive (that would be a cycle); an input may.
+        self.grad_fn_ref = weakref.ref(grad_fn) if is_output and grad_fn is not None else grad_fn
+        self.description = (_type_string(tensor), tensor.shape)
+        if output_name is None and grad_fn is not None:
+            self.output_name = _forward_name(grad_fn)
+
+    def unpack(self):
+        if self.data is None:
+            raise RuntimeError(FREED_MESSAGE)
+        if self.version_counter[0] != self.saved_version:
+            raise RuntimeError(self._modified_message())
+        return self.data
+
+    def _modified_message(self) -> str:
+        type_string, shape = self.description
+        where = f"[{type_string} [{', '.join(str(s) for s in shape)}]]"
+        producer = self.output_name
+        if producer is not None:
+            where += f", which is output 0 of {producer},"
+        return (
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: {where} is at version {self.version_counter[0]}; expected version "
+            f"{self.saved_version} instead. Hint: enable anomaly detection to find the operation that "
+            "failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+        )
+
+    def free(self) -> None:
+        self.data = None
+
+
+def _forward_name(grad_fn) -> str:
+    """PyTorch names the op that produced a modified tensor without its Backward suffix."""
+    return re.sub(r"Backward\d*$", "", grad_fn.name())
+
+
+def _type_string(tensor) -> str:
+    names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+             "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
+             "uint8": "ByteTensor", "bool": "BoolTensor"}
+    prefix = "torch.cuda." if tensor.device.type == "cuda" else "torch."
+    return prefix + names[tensor.dtype.name]
+
+
+class Node:
+    """Base of every node: ``name()``, ``next_functions``, hooks, metadata, saved tensors."""
+
+    _num_outputs = 1
+
+    def __init__(self, sequence_nr: int | None = None):
+        self._sequence_nr = next(_sequence) if sequence_nr is None else sequence_nr
+        self._next_functions = ()
+        self._saved = None  # name -> SavedTensor or a plain value (int, float, tuple)
+        self._hooks = None
+        self._pre_hooks = None
+        self._tensor_pre_hooks = None  # output_nr -> {id: hook}: hooks registered on tensors
+        self._retain_grad_hooks = None  # output_nr -> hook: retain_grad() runs after other hooks
+        self._metadata = None
+
+    # -- what PyTorch's Node exposes -------------------------------------------------------
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple:
+        return self._next_functions
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """``hook(grad_inputs, grad_outputs)`` runs after the node; it may return new grad_inputs."""
+        if self._hooks is None:
+            self._hooks = {}
+        handle = RemovableHandle(self._hooks)
+        self._hooks[handle.id] = hook
+        return handle
+
+    def register_prehook(self, hook) -> RemovableHandle:
+        """``hook(grad_outputs)`` runs before the node; it may return new grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        handle = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[handle.id] = hook
+        return handle
+
+    def _register_tensor_pre_hook(self, output_nr: int, hook) -> RemovableHandle:
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        hooks = self._tensor_pre_hooks.setdefault(output_nr, {})
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def _sequence_number(self) -> int:
+        return self._sequence_nr
+
+    # -- saved tensors ----------------------------------------------------------------------
+    def _saved_value(self, name: str):
+        """The saved entry ``name`` as PyTorch's ``_saved_<name>`` shows it (a Tensor or a value)."""
+        entry = self._saved[name]
+        if isinstance(entry, SavedTensor):
+            from gradviz.tensor import Tensor
+
+            data = entry.unpack()
+            grad_fn = entry.grad_fn_ref() if isinstance(entry.grad_fn_ref, weakref.ref) else entry.grad_fn_ref
+            return Tensor._make(data, requires_grad=entry.requires_grad, grad_fn=grad_fn)
+        return entry
+
+    def saved_names(self) -> tuple:
+        return tuple(self._saved) if self._saved else ()
+
+    def saved_entries(self) -> tuple:
+        """``(name, SavedTensor or value)`` pairs, for the graph snapshot."""
+        return tuple(self._saved.items()) if self._saved else ()
+
+    def _release_variables(self) -> None:
+        if self._saved:
+            for entry in self._saved.values():
+                if isinstance(entry, SavedTensor):
+                    entry.free()
+
+    def __getattr__(self, attribute: str):
+        if attribute.startswith("_saved_"):
+            saved = self.__dict__.get("_saved")
+            name = attribute[len("_saved_"):]
+            if saved and name in saved:
+                return self._saved_value(name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attribute}'")
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | {f"_saved_{name}" for name in self.saved_names()})
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+    # -- what subclasses provide --------------------------------------------------------------
+    def backward(self, grad_output):
+        """Gradients for each input (aligned with ``next_functions``), from the output's gradient."""
+        raise NotImplementedError
+
+
+class AccumulateGrad(Node):
+    """The sink for a leaf tensor: adds the arriving gradient into ``variable.grad``."""
+
+    derivatives = {"variable": ("variable.grad += grad", r"\mathrm{grad} \mathrel{+}= \bar{y}")}
+
+    def __init__(self, variable):
+        super().__init__(sequence_nr=ACCUMULATE_SEQUENCE_NR)
+        self.variable = variable
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+
+class GraphRoot(Node):
+    """Feeds the starting gradients when backward starts from several tensors at once."""
+
+    def __init__(self, edges, gradients):
+        super().__init__()
+        self._next_functions = tuple(edges)
+        self._gradients = tuple(gradients)
+        self._num_outputs = 0
+
+    def backward(self, grad_output):
+        return self._gradients

@@ -1,0 +1,43 @@
+"""One record per node run by the backward pass.
+
+The engine (and the torch tracer in ``gradviz.graph.torch_source``) yields a ``Step`` each
+time it runs a node. A Step is immutable: the widget, the HTML export and the text stepper
+all read the same records, whichever engine produced them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Step:
+    """What happened when one node ran.
+
+    ``grad_outputs`` are the gradients that arrived at the node (one per output of the forward
+    op, already summed over every path); ``contributions`` lists, per output, the separate
+    ``(sender_node, gradient)`` pieces that were summed, so a learner can see a tensor used twice.
+    ``grad_inputs`` are the gradients the node sends on, aligned with ``node.next_functions``
+    (``None`` where the edge leads nowhere). For AccumulateGrad, ``grad_before`` and
+    ``grad_after`` are the leaf's ``.grad`` around the accumulation (``None`` otherwise and for
+    a leaf that had no grad yet). Arrays are backend arrays (numpy or torch), never Tensors.
+    """
+
+    index: int
+    node: Any
+    grad_outputs: tuple
+    grad_inputs: tuple
+    contributions: tuple = ()
+    grad_before: Any = None
+    grad_after: Any = None
+
+    @property
+    def name(self) -> str:
+        return self.node.name()
+
+    @property
+    def is_accumulate(self) -> bool:
+        return self.name == "torch::autograd::AccumulateGrad" or type(self.node).__name__ == "AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"Step({self.index}, {self.name})"

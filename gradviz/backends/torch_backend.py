@@ -1,0 +1,178 @@
+"""The torch backend: data lives in plain torch tensors (never requiring grad) on any device.
+
+gradviz still records the graph and runs its own engine; torch only does the arithmetic, so a
+lesson can run on a GPU. This module imports torch, so it is imported only when a tensor asks
+for it (``device='cuda'`` or ``gradviz.backends.use('torch')``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+name = "torch"
+ndarray = torch.Tensor
+
+_DTYPES = {
+    "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16,
+    "int32": torch.int32, "int64": torch.int64, "float16": torch.float16,
+    "float32": torch.float32, "float64": torch.float64,
+}
+
+
+def _t(dtype):
+    return _DTYPES[dtype.name]
+
+
+def array(data, dtype, device="cpu"):
+    if isinstance(data, torch.Tensor):
+        return data.detach().to(device=str(device), dtype=_t(dtype) if dtype is not None else None, copy=True)
+    values = np.asarray(data)
+    if dtype is not None:
+        values = values.astype(dtype.numpy)
+    return torch.as_tensor(values, device=str(device)).clone()
+
+
+def full(shape, value, dtype, device="cpu"):
+    return torch.full(tuple(shape), value, dtype=_t(dtype), device=str(device))
+
+
+def eye(n, m, dtype, device="cpu"):
+    return torch.eye(n, m, dtype=_t(dtype), device=str(device))
+
+
+def arange(start, end, step, dtype, device="cpu"):
+    return torch.arange(start, end, step, dtype=_t(dtype), device=str(device))
+
+
+def randn(shape, dtype, device, generator):
+    values = generator.standard_normal(tuple(shape)).astype(dtype.numpy)
+    return torch.as_tensor(values, device=str(device))
+
+
+def rand(shape, dtype, device, generator):
+    values = generator.random(tuple(shape)).astype(dtype.numpy)
+    return torch.as_tensor(values, device=str(device))
+
+
+def astype(x, dtype):
+    return x.to(_t(dtype))
+
+
+def to_numpy(x):
+    return x.detach().cpu().numpy()
+
+
+def copy(x):
+    return x.clone()
+
+
+def dtype_of(x):
+    return str(x.dtype).replace("torch.", "")
+
+
+def device_of(x):
+    return str(x.device)
+
+
+add, sub, mul, div = torch.add, torch.sub, torch.mul, torch.true_divide
+neg, exp, log, log1p = torch.neg, torch.exp, torch.log, torch.log1p
+sin, cos, tanh, sqrt, abs, sign = torch.sin, torch.cos, torch.tanh, torch.sqrt, torch.abs, torch.sign
+gt, ge, lt, le, eq = torch.gt, torch.ge, torch.lt, torch.le, torch.eq
+matmul = torch.matmul
+
+
+def pow(a, b):
+    return torch.pow(a, b)
+
+
+def _tensor_like(value, other):
+    if isinstance(value, torch.Tensor):
+        return value
+    return torch.as_tensor(value, dtype=other.dtype, device=other.device)
+
+
+def maximum(a, b):
+    return torch.maximum(a, _tensor_like(b, a))
+
+
+def minimum(a, b):
+    return torch.minimum(a, _tensor_like(b, a))
+
+
+def clip(a, low, high):
+    return torch.clamp(a, low, high)
+
+
+def where(condition, a, b):
+    reference = a if isinstance(a, torch.Tensor) else b
+    return torch.where(condition, _tensor_like(a, reference), _tensor_like(b, reference))
+
+
+def _dims(axis):
+    if axis is None:
+        return None
+    return axis if isinstance(axis, tuple) else (axis,)
+
+
+def sum(a, axis, keepdims=False):
+    dims = _dims(axis)
+    return torch.sum(a) if dims is None and not keepdims else torch.sum(a, dim=dims or tuple(range(a.ndim)), keepdim=keepdims)
+
+
+def amax(a, axis, keepdims=False):
+    dims = _dims(axis)
+    return torch.amax(a, dim=dims if dims is not None else tuple(range(a.ndim)), keepdim=keepdims)
+
+
+def argmax(a, axis):
+    return torch.argmax(a, dim=axis)
+
+
+def reshape(a, shape):
+    return a.reshape(shape)
+
+
+def permute(a, axes):
+    return a.permute(*axes)
+
+
+def broadcast_to(a, shape):
+    return torch.broadcast_to(a, tuple(shape))
+
+
+def getitem(a, index):
+    return a[index]
+
+
+def zeros_like(a):
+    return torch.zeros_like(a)
+
+
+def one_hot_scatter(shape, index, axis, dtype):
+    out = torch.zeros(tuple(shape), dtype=dtype, device=index.device)
+    return out.scatter_(axis, index.unsqueeze(axis), 1)
+
+
+def iadd(out, b):
+    return out.add_(b)
+
+
+def isub(out, b):
+    return out.sub_(b)
+
+
+def imul(out, b):
+    return out.mul_(b)
+
+
+def idiv(out, b):
+    return out.div_(b)
+
+
+def fill(out, value):
+    return out.fill_(value)
+
+
+def assign(out, value, index=Ellipsis):
+    out[index] = value if not isinstance(value, np.ndarray) else torch.as_tensor(value, device=out.device)
+    return out

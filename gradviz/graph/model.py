@@ -1,0 +1,177 @@
+"""The plain graph model every view consumes.
+
+A ``Graph`` is a frozen snapshot of an autograd graph, built either from gradviz's own engine
+(``gradviz.graph.build``) or from real PyTorch tensors (``gradviz.graph.torch_source``). The
+renderer, the widget and the HTML export read only this model (through ``to_dict()``), never
+Tensor internals.
+
+Edges point the way data flows forward, the way learners draw it: from an input
+(a leaf, a constant, or the grad_fn that produced it) to the node that consumed it. For a grad_fn
+node, the edge with ``slot=k`` is ``node.next_functions[k]`` seen from the other side.
+
+JSON shape of ``Graph.to_dict()`` (version 1)::
+
+    {"version": 1, "source": "gradviz" | "torch", "root": "n0",
+     "nodes": [{"id", "kind", "name", "label", "shape", "dtype", "value", "grad",
+                "saved": [{"name", "value", "freed"}], "formula": [{"input", "text", "latex"}],
+                "module", "note"}],
+     "edges": [{"source", "target", "slot", "kind"}]}
+
+``kind`` of a node: ``output`` (the tensor shown), ``function`` (a grad_fn), ``accumulate``
+(AccumulateGrad), ``leaf`` (a tensor that requires grad), ``constant`` (an input that does not
+require grad: a plain tensor, a ``detach()``-ed one, or one made under ``no_grad``).
+``value``/``grad`` are array summaries ``{"shape", "dtype", "preview"}`` or null.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+NODE_KINDS = ("output", "function", "accumulate", "leaf", "constant")
+EDGE_KINDS = ("data", "variable", "output")
+
+
+@dataclass(frozen=True)
+class ArraySummary:
+    """A short, display-ready description of an array: never the array itself."""
+
+    shape: tuple
+    dtype: str
+    preview: str
+
+    def to_dict(self) -> dict:
+        return {"shape": list(self.shape), "dtype": self.dtype, "preview": self.preview}
+
+
+def summarize(array: Any, max_elements: int = 12) -> ArraySummary | None:
+    """Summarise a numpy or torch array for display (values copied to the CPU)."""
+    if array is None:
+        return None
+    values = to_numpy(array)
+    dtype = str(getattr(array, "dtype", values.dtype)).replace("torch.", "")
+    return ArraySummary(tuple(values.shape), dtype, preview_text(values, max_elements))
+
+
+def to_numpy(array: Any) -> np.ndarray:
+    """A numpy copy of a numpy or torch array (torch only touched when given torch data)."""
+    if isinstance(array, np.ndarray):
+        return array
+    if hasattr(array, "detach") and hasattr(array, "cpu"):
+        return array.detach().cpu().numpy()
+    return np.asarray(array)
+
+
+def preview_text(values: np.ndarray, max_elements: int = 12) -> str:
+    """Values as PyTorch would show them, shortened: ``6.7924`` or ``[[0.3333, 0.6667, ...]]``."""
+    if values.ndim == 0:
+        return _format_number(values.item())
+    with np.printoptions(precision=4, threshold=max_elements, edgeitems=2, suppress=True,
+                         floatmode="maxprec_equal", linewidth=60):
+        return np.array2string(values, separator=", ")
+
+
+def _format_number(value) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.4f}".rstrip("0")  # 3.0 -> "3.", as PyTorch prints it
+
+
+@dataclass(frozen=True)
+class SavedSummary:
+    """One saved tensor of a node, as its ``_saved_<name>`` attribute; ``value`` is None when freed."""
+
+    name: str
+    value: ArraySummary | None
+    freed: bool = False
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "value": self.value.to_dict() if self.value else None,
+                "freed": self.freed}
+
+
+@dataclass(frozen=True)
+class Formula:
+    """The local derivative for one input, as plain text and as LaTeX."""
+
+    input: str
+    text: str
+    latex: str
+
+    def to_dict(self) -> dict:
+        return {"input": self.input, "text": self.text, "latex": self.latex}
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    id: str
+    kind: str
+    name: str
+    label: str
+    shape: tuple | None = None
+    dtype: str | None = None
+    value: ArraySummary | None = None
+    grad: ArraySummary | None = None
+    saved: tuple = ()
+    formula: tuple = ()
+    module: str | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id, "kind": self.kind, "name": self.name, "label": self.label,
+            "shape": list(self.shape) if self.shape is not None else None, "dtype": self.dtype,
+            "value": self.value.to_dict() if self.value else None,
+            "grad": self.grad.to_dict() if self.grad else None,
+            "saved": [s.to_dict() for s in self.saved],
+            "formula": [f.to_dict() for f in self.formula],
+            "module": self.module, "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    source: str
+    target: str
+    slot: int = 0
+    kind: str = "data"
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "target": self.target, "slot": self.slot, "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class Graph:
+    """An immutable snapshot: nodes and edges in a deterministic order, JSON-ready."""
+
+    nodes: tuple
+    edges: tuple
+    root: str
+    source: str = "gradviz"
+    node_ids: Any = field(default=None, compare=False, repr=False)  # {id(autograd node): graph id}
+
+    def node(self, node_id: str) -> GraphNode:
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+    def id_of(self, autograd_node: Any) -> str | None:
+        """The graph id of an autograd node (grad_fn) captured in this snapshot."""
+        return (self.node_ids or {}).get(id(autograd_node))
+
+    def to_dict(self) -> dict:
+        return {"version": 1, "source": self.source, "root": self.root,
+                "nodes": [n.to_dict() for n in self.nodes],
+                "edges": [e.to_dict() for e in self.edges]}
+
+    def to_dot(self) -> str:
+        from gradviz.render.dot import graph_to_dot
+
+        return graph_to_dot(self)
+
+    def __len__(self) -> int:
+        return len(self.nodes)

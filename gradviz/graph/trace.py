@@ -1,0 +1,57 @@
+"""Turn backward Steps into the JSON trace the widget and the HTML export replay.
+
+Each entry names graph ids, not Python objects, so the trace can be stepped in a browser with
+no kernel. Shape of one entry::
+
+    {"index": 0, "node": "n1", "name": "MulBackward0",
+     "grad_outputs": [summary], "grad_inputs": [summary | null],
+     "targets": ["n2" | null],            # graph id each grad_input flows to (next_functions)
+     "contributions": [[{"from": "n0" | null, "value": summary}]],  # per output, summed pieces
+     "leaf": "n5" | null,                 # AccumulateGrad: the leaf whose .grad changes
+     "grad_before": summary | null, "grad_after": summary | null}
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from gradviz.graph.model import Graph, summarize
+
+
+def step_to_dict(step, graph: Graph) -> dict:
+    node = step.node
+    targets = [graph.id_of(fn) if fn is not None else None for fn, _ in node.next_functions]
+    leaf = None
+    if step.is_accumulate:
+        leaf = _leaf_id(graph, graph.id_of(node))
+    return {
+        "index": step.index,
+        "node": graph.id_of(node),
+        "name": step.name,
+        "grad_outputs": [_summary(g) for g in step.grad_outputs],
+        "grad_inputs": [_summary(g) for g in step.grad_inputs],
+        "targets": targets,
+        "contributions": [
+            [{"from": graph.id_of(sender) if sender is not None else None, "value": _summary(g)}
+             for sender, g in pieces]
+            for pieces in step.contributions
+        ],
+        "leaf": leaf,
+        "grad_before": _summary(step.grad_before),
+        "grad_after": _summary(step.grad_after),
+    }
+
+
+def trace_to_dict(steps: Iterable, graph: Graph) -> list:
+    return [step_to_dict(step, graph) for step in steps]
+
+
+def _summary(array):
+    summary = summarize(array)
+    return summary.to_dict() if summary is not None else None
+
+
+def _leaf_id(graph: Graph, accumulate_id: str | None) -> str | None:
+    for edge in graph.edges:
+        if edge.target == accumulate_id and edge.kind == "variable":
+            return edge.source
+    return None

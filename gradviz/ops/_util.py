@@ -1,0 +1,83 @@
+"""Helpers the ops share: reading operands, and undoing broadcasting in gradients."""
+from __future__ import annotations
+
+from gradviz import _dtype
+from gradviz.tensor import Tensor
+
+
+def data(value):
+    """The backend array of a tensor, or a Python number unchanged."""
+    return value._data if isinstance(value, Tensor) else value
+
+
+def backend_of(*values):
+    for value in values:
+        if isinstance(value, Tensor):
+            return value._backend
+    raise TypeError("expected at least one Tensor operand")
+
+
+def promote(a, b):
+    """Both operands' data cast to PyTorch's result dtype (scalars stay Python numbers)."""
+    a_is, b_is = isinstance(a, Tensor), isinstance(b, Tensor)
+    if a_is and b_is:
+        if a._data.dtype == b._data.dtype:
+            return a._data, b._data
+        target = _dtype.result_type((a, b))
+        return _cast(a, target), _cast(b, target)
+    tensor, scalar = (a, b) if a_is else (b, a)
+    if not isinstance(scalar, (int, float, bool)) and not hasattr(scalar, "__float__"):
+        raise TypeError(f"unsupported operand type: {type(scalar).__name__}")
+    target = _dtype.result_type((tensor,), (scalar,))
+    tensor_data = _cast(tensor, target)
+    if target.is_floating_point:
+        scalar = float(scalar)
+    return (tensor_data, scalar) if a_is else (scalar, tensor_data)
+
+
+def _cast(tensor, target):
+    if tensor.dtype is target:
+        return tensor._data
+    return tensor._backend.astype(tensor._data, target)
+
+
+def float_data(tensor):
+    """Data as floating point: ``exp`` of an int tensor is float32, as in PyTorch."""
+    if tensor.dtype.is_floating_point:
+        return tensor._data
+    return tensor._backend.astype(tensor._data, _dtype.default_float)
+
+
+def sum_to(backend, grad, shape):
+    """Sum ``grad`` down to ``shape``: the gradient of broadcasting is summing."""
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, size in enumerate(shape) if size == 1 and grad.shape[lead + i] != 1)
+    summed = backend.sum(grad, axes, keepdims=True) if axes else grad
+    return backend.reshape(summed, shape)
+
+
+def shape_of(value):
+    return value._data.shape if isinstance(value, Tensor) else ()
+
+
+def broadcast_shapes(a_shape, b_shape) -> tuple:
+    """The broadcast shape, with PyTorch's error for incompatible sizes."""
+    result = []
+    for i in range(1, max(len(a_shape), len(b_shape)) + 1):
+        a_size = a_shape[-i] if i <= len(a_shape) else 1
+        b_size = b_shape[-i] if i <= len(b_shape) else 1
+        if a_size != b_size and a_size != 1 and b_size != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({a_size}) must match the size of tensor b ({b_size}) at "
+                f"non-singleton dimension {max(len(a_shape), len(b_shape)) - i}")
+        result.append(max(a_size, b_size) if a_size != 0 and b_size != 0 else 0)
+    return tuple(reversed(result))
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    from gradviz.tensor import _wrap_dim
+
+    return _wrap_dim(dim, ndim)

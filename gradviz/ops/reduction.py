@@ -1,0 +1,188 @@
+"""Reductions: ``sum``, ``mean``, ``max``, whole or along ``dim`` (with ``keepdim``).
+
+The gradient of a reduction spreads the incoming gradient back over the reduced elements:
+equally for sum (and divided by their count for mean), and only to the maximum for max.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from gradviz import _dtype
+from gradviz.autograd.function import Function
+from gradviz.ops._util import wrap_dim
+from gradviz.tensor import Tensor
+
+
+def _dims(dim, ndim: int) -> tuple:
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    return tuple(sorted(wrap_dim(d, ndim) for d in dims))
+
+
+def _expand_back(backend, grad, input_shape, dims, keepdim: bool):
+    """Broadcast a reduced gradient back to the input's shape."""
+    if not keepdim:
+        shape = list(input_shape)
+        for d in dims:
+            shape[d] = 1
+        grad = backend.reshape(grad, tuple(shape))
+    return backend.broadcast_to(grad, input_shape)
+
+
+def _sum_dtype(tensor):
+    return tensor.dtype if tensor.dtype.is_floating_point else _dtype.int64
+
+
+class SumBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.expand_symint(self.sym_sizes())", r"\bar{y}\,\mathbf{1}")}
+
+    def forward(ctx, self):
+        ctx.save(self_sym_sizes=tuple(self.shape))
+        backend = self._backend
+        result = backend.sum(self._data, None)
+        return result if self.dtype.is_floating_point else backend.astype(result, _dtype.int64)
+
+    def backward(ctx, grad):
+        return ctx.backend.broadcast_to(grad, ctx.saved("self_sym_sizes"))
+
+
+class SumBackward1(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("sum_backward(grad, self.sym_sizes(), dim, keepdim)", r"\bar{y}\,\mathbf{1}")}
+
+    def forward(ctx, self, dim, keepdim=False):
+        dims = _dims(dim, self.ndim)
+        ctx.save(dim=dims, keepdim=keepdim, self_sym_sizes=tuple(self.shape))
+        result = self._backend.sum(self._data, dims, keepdims=keepdim)
+        return result if self.dtype.is_floating_point else self._backend.astype(result, _dtype.int64)
+
+    def backward(ctx, grad):
+        dims, keepdim, shape = ctx.saved("dim", "keepdim", "self_sym_sizes")
+        return _expand_back(ctx.backend, grad, shape, dims, keepdim)
+
+
+def _check_float_for_mean(tensor) -> None:
+    if not tensor.dtype.is_floating_point:
+        names = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
+                           f"point or complex dtype. Got: {names[tensor.dtype.name]}")
+
+
+class MeanBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.expand_symint(self.sym_sizes()) / self.sym_numel()", r"\bar{y} / n")}
+
+    def forward(ctx, self):
+        _check_float_for_mean(self)
+        ctx.save(self_sym_sizes=tuple(self.shape), self_sym_numel=self.numel())
+        backend = self._backend
+        return backend.div(backend.sum(self._data, None), self.numel())
+
+    def backward(ctx, grad):
+        shape, count = ctx.saved("self_sym_sizes", "self_sym_numel")
+        backend = ctx.backend
+        return backend.broadcast_to(backend.div(grad, count), shape)
+
+
+class MeanBackward1(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("mean_backward(grad, self.sym_sizes(), dim, self.sym_numel(), keepdim)",
+                            r"\bar{y} / n")}
+
+    def forward(ctx, self, dim, keepdim=False):
+        _check_float_for_mean(self)
+        dims = _dims(dim, self.ndim)
+        count = 1
+        for d in dims:
+            count *= self.shape[d]
+        ctx.save(dim=dims, keepdim=keepdim, self_sym_sizes=tuple(self.shape), self_sym_numel=self.numel())
+        ctx.count = count
+        backend = self._backend
+        return backend.div(backend.sum(self._data, dims, keepdims=keepdim), count)
+
+    def backward(ctx, grad):
+        dims, keepdim, shape = ctx.saved("dim", "keepdim", "self_sym_sizes")
+        backend = ctx.backend
+        return _expand_back(backend, backend.div(grad, ctx.count), shape, dims, keepdim)
+
+
+class MaxBackward1(Function):
+    """The maximum of all elements; ties share the gradient equally, as in PyTorch."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("evenly_distribute_backward(grad, self, result)", r"\bar{y}\,[x = \max x] / k")}
+
+    def forward(ctx, self):
+        if self.numel() == 0:
+            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        ctx.save(self=self)
+        ctx.save_result()
+        return self._backend.amax(self._data, None)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, result = ctx.saved("self", "result")
+        mask = backend.astype(backend.eq(self, result), _dtype.from_any(grad.dtype))
+        return backend.mul(backend.div(mask, backend.sum(mask, None)), grad)
+
+
+class MaxBackward0(Function):
+    """The maximum along ``dim``: the gradient goes to the index that won."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("value_selecting_reduction_backward(grad, dim, indices, self.sym_sizes(), keepdim)",
+                            r"\bar{y}\,[i = \arg\max]")}
+
+    def forward(ctx, self, dim, keepdim=False):
+        axis = wrap_dim(dim, self.ndim)
+        backend = self._backend
+        indices = backend.argmax(self._data, axis) if self.ndim else backend.reshape(self._data, ()) * 0
+        ctx.save(dim=axis, keepdim=keepdim, self_sym_sizes=tuple(self.shape))
+        ctx.indices = indices
+        return backend.amax(self._data, axis, keepdims=keepdim)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        axis, keepdim, shape = ctx.saved("dim", "keepdim", "self_sym_sizes")
+        if keepdim:
+            grad = backend.reshape(grad, tuple(s for i, s in enumerate(grad.shape) if i != axis))
+        picked = backend.one_hot_scatter(shape, ctx.indices, axis, grad.dtype)
+        expanded = backend.reshape(grad, tuple(1 if i == axis else s for i, s in enumerate(shape)))
+        return backend.mul(picked, expanded)
+
+
+max_result = namedtuple("max", ["values", "indices"])
+
+
+def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    if dim is None:
+        return SumBackward0.apply(input)
+    return SumBackward1.apply(input, dim, keepdim=keepdim)
+
+
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    if dim is None:
+        return MeanBackward0.apply(input)
+    return MeanBackward1.apply(input, dim, keepdim=keepdim)
+
+
+def max(input, dim=None, keepdim: bool = False):
+    if isinstance(dim, Tensor):
+        from gradviz.ops.elementwise_extra import maximum
+
+        return maximum(input, dim)
+    if dim is None:
+        return MaxBackward1.apply(input)
+    values = MaxBackward0.apply(input, dim, keepdim=keepdim)
+    node = values.grad_fn
+    indices_data = node.indices if node is not None else input._backend.argmax(input._data, wrap_dim(dim, input.ndim))
+    if keepdim and node is None:
+        indices_data = input._backend.reshape(indices_data, values.shape)
+    elif keepdim:
+        indices_data = input._backend.reshape(indices_data, values.shape)
+    return max_result(values, Tensor._make(input._backend.astype(indices_data, _dtype.int64), backend=input._backend))

@@ -1,0 +1,340 @@
+"""Ops that move elements around without changing them: views, transposes, indexing.
+
+Their gradients move the incoming gradient back where each element came from.
+"""
+from __future__ import annotations
+
+from gradviz.autograd.function import Function
+from gradviz.ops._util import wrap_dim
+from gradviz.tensor import Tensor
+
+
+def _view_of(out: Tensor, base: Tensor) -> Tensor:
+    """Views share their base's version counter, so an in-place change to either is seen."""
+    out._vc = base._vc
+    out._is_view = True
+    out._base = base if base._base is None else base._base
+    return out
+
+
+def _infer_shape(shape, numel: int) -> tuple:
+    shape = tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+class ViewBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.reshape_symint(self.sym_sizes())", r"\mathrm{reshape}(\bar{y})")}
+
+    def forward(ctx, self, shape):
+        ctx.save(self_sym_sizes=tuple(self.shape))
+        return self._backend.reshape(self._data, shape)
+
+    def backward(ctx, grad):
+        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
+
+
+class TBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.t()", r"\bar{y}^{\top}")}
+
+    def forward(ctx, self):
+        return self._backend.permute(self._data, tuple(reversed(range(self.ndim))))
+
+    def backward(ctx, grad):
+        return ctx.backend.permute(grad, tuple(reversed(range(grad.ndim))))
+
+
+class PermuteBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("permute_backwards(grad, dims)", r"\mathrm{permute}^{-1}(\bar{y})")}
+
+    def forward(ctx, self, dims):
+        ctx.save(dims=dims)
+        return self._backend.permute(self._data, dims)
+
+    def backward(ctx, grad):
+        dims = ctx.saved("dims")
+        inverse = [0] * len(dims)
+        for position, d in enumerate(dims):
+            inverse[d] = position
+        return ctx.backend.permute(grad, tuple(inverse))
+
+
+class TransposeBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.transpose(dim0, dim1)", r"\bar{y}^{\top}")}
+
+    def forward(ctx, self, dim0, dim1):
+        ctx.save(dim0=dim0, dim1=dim1)
+        axes = list(range(self.ndim))
+        axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
+        return self._backend.permute(self._data, tuple(axes))
+
+    def backward(ctx, grad):
+        dim0, dim1 = ctx.saved("dim0", "dim1")
+        axes = list(range(grad.ndim))
+        axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
+        return ctx.backend.permute(grad, tuple(axes))
+
+
+class UnsqueezeBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.squeeze(dim)", r"\mathrm{squeeze}(\bar{y})")}
+
+    def forward(ctx, self, dim):
+        ctx.save(dim=dim)
+        shape = list(self.shape)
+        shape.insert(dim, 1)
+        return self._backend.reshape(self._data, tuple(shape))
+
+    def backward(ctx, grad):
+        dim = ctx.saved("dim")
+        return ctx.backend.reshape(grad, tuple(s for i, s in enumerate(grad.shape) if i != dim))
+
+
+class SqueezeBackward0(Function):
+    """``squeeze()`` with no dim: drop every size-1 dimension."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("unsqueeze_to(grad, self.sym_sizes())", r"\mathrm{unsqueeze}(\bar{y})")}
+
+    def forward(ctx, self):
+        ctx.save(self_sym_sizes=tuple(self.shape))
+        return self._backend.reshape(self._data, tuple(s for s in self.shape if s != 1))
+
+    def backward(ctx, grad):
+        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
+
+
+class SqueezeBackward1(Function):
+    """``squeeze(dim)``: drop one dimension if its size is 1."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("unsqueeze_to(grad, dim, self.sym_sizes())", r"\mathrm{unsqueeze}(\bar{y})")}
+
+    def forward(ctx, self, dim):
+        ctx.save(dim=dim, self_sym_sizes=tuple(self.shape))
+        shape = tuple(s for i, s in enumerate(self.shape) if not (i == dim and s == 1))
+        return self._backend.reshape(self._data, shape)
+
+    def backward(ctx, grad):
+        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
+
+
+class SqueezeBackward4(Function):
+    """``squeeze(dims)`` with a tuple of dims (what ``matmul`` uses to drop a vector's extra dim)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("unsqueeze_to(grad, dim, self.sym_sizes())", r"\mathrm{unsqueeze}(\bar{y})")}
+
+    def forward(ctx, self, dims):
+        ctx.save(dim=dims, self_sym_sizes=tuple(self.shape))
+        shape = tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))
+        return self._backend.reshape(self._data, shape)
+
+    def backward(ctx, grad):
+        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
+
+
+class ExpandBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("at::sum_to(grad, self.sym_sizes())", r"\textstyle\sum_{\mathrm{broadcast}} \bar{y}")}
+
+    def forward(ctx, self, shape):
+        ctx.save(self_sym_sizes=tuple(self.shape))
+        return self._backend.broadcast_to(self._data, shape)
+
+    def backward(ctx, grad):
+        from gradviz.ops._util import sum_to
+
+        return sum_to(ctx.backend, grad, ctx.saved("self_sym_sizes"))
+
+
+class SelectBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("select_backward_symint(grad, self.sym_sizes(), dim, index)", r"\bar{y}\ \mathrm{at}\ i")}
+
+    def forward(ctx, self, dim, index):
+        ctx.save(dim=dim, index=index, self_sym_sizes=tuple(self.shape))
+        key = (slice(None),) * dim + (index,)
+        return self._backend.getitem(self._data, key)
+
+    def backward(ctx, grad):
+        dim, index, shape = ctx.saved("dim", "index", "self_sym_sizes")
+        return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (index,))
+
+
+class SliceBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("slice_backward_wrapper(grad, self.sym_sizes(), dim, start, end, step)",
+                            r"\bar{y}\ \mathrm{in\ the\ slice}")}
+
+    def forward(ctx, self, dim, start, end, step):
+        ctx.save(dim=dim, start=start, end=end, step=step, self_sym_sizes=tuple(self.shape))
+        key = (slice(None),) * dim + (slice(start, end, step),)
+        return self._backend.getitem(self._data, key)
+
+    def backward(ctx, grad):
+        dim, start, end, step, shape = ctx.saved("dim", "start", "end", "step", "self_sym_sizes")
+        return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (slice(start, end, step),))
+
+
+class IndexBackward0(Function):
+    """Indexing with a tensor or list of indices (advanced indexing)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("index_backward(grad.new_zeros(self.sym_sizes()), indices, grad)",
+                            r"\bar{y}\ \mathrm{at\ the\ indices}")}
+
+    def forward(ctx, self, key):
+        ctx.save(self_sym_sizes=tuple(self.shape))
+        ctx.key = key
+        return self._backend.getitem(self._data, key)
+
+    def backward(ctx, grad):
+        import numpy as np
+
+        shape = ctx.saved("self_sym_sizes")
+        backend = ctx.backend
+        out = backend.full(shape, 0, _dtype_of(grad), None) if backend.name == "numpy" else backend.zeros_like(
+            backend.broadcast_to(grad.reshape(-1)[:1], shape).contiguous())
+        if backend.name == "numpy":
+            np.add.at(out, ctx.key, grad)
+        else:
+            out.index_put_(ctx.key if isinstance(ctx.key, tuple) else (ctx.key,), grad, accumulate=True)
+        return out
+
+
+def _dtype_of(array):
+    from gradviz import _dtype
+
+    return _dtype.from_any(array.dtype)
+
+
+def _scatter_back(backend, grad, shape, key):
+    out = backend.full(shape, 0, _dtype_of(grad), _device_of(backend, grad))
+    return backend.assign(out, grad, key)
+
+
+def _device_of(backend, array):
+    return backend.device_of(array)
+
+
+# -- the functions tensors call -----------------------------------------------------------------------
+def view(input, *shape):
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    shape = _infer_shape(shape, input.numel())
+    return _view_of(ViewBackward0.apply(input, shape), input)
+
+
+def reshape(input, *shape):
+    return view(input, *shape)
+
+
+def flatten(input, start_dim: int = 0, end_dim: int = -1):
+    if input.ndim == 0:
+        return view(input, 1)
+    start, end = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
+    if start == end:
+        return input
+    shape = list(input.shape)
+    size = 1
+    for s in shape[start:end + 1]:
+        size *= s
+    return view(input, tuple(shape[:start] + [size] + shape[end + 1:]))
+
+
+def t(input):
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return _view_of(TBackward0.apply(input), input)
+
+
+def permute(input, *dims):
+    dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    dims = tuple(wrap_dim(d, input.ndim) for d in dims)
+    return _view_of(PermuteBackward0.apply(input, dims), input)
+
+
+def T(input):
+    """``x.T``: PyTorch records it as a permute reversing all dims."""
+    return permute(input, tuple(reversed(range(input.ndim))))
+
+
+def transpose(input, dim0: int, dim1: int):
+    dim0, dim1 = wrap_dim(dim0, input.ndim), wrap_dim(dim1, input.ndim)
+    return _view_of(TransposeBackward0.apply(input, dim0, dim1), input)
+
+
+def unsqueeze(input, dim: int):
+    dim = wrap_dim(dim, input.ndim + 1)
+    return _view_of(UnsqueezeBackward0.apply(input, dim), input)
+
+
+def squeeze(input, dim=None):
+    if dim is None:
+        return _view_of(SqueezeBackward0.apply(input), input)
+    if isinstance(dim, (tuple, list)):
+        dims = tuple(wrap_dim(d, max(input.ndim, 1)) for d in dim)
+        return _view_of(SqueezeBackward4.apply(input, dims), input)
+    return _view_of(SqueezeBackward1.apply(input, wrap_dim(dim, max(input.ndim, 1))), input)
+
+
+def expand(input, *sizes):
+    sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    lead = len(sizes) - input.ndim
+    shape = tuple(input.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    return _view_of(ExpandBackward0.apply(input, shape), input)
+
+
+def getitem(input, key):
+    """Basic indexing as a chain of PyTorch's Select/Slice nodes; tensor indices as IndexBackward0."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(isinstance(k, (Tensor, list)) for k in key) or any(
+            hasattr(k, "dtype") and not isinstance(k, int) for k in key):
+        arrays = tuple(k._data if isinstance(k, Tensor) else k for k in key)
+        return IndexBackward0.apply(input, arrays if len(arrays) > 1 else arrays[0])
+    if Ellipsis in key:
+        position = key.index(Ellipsis)
+        fill = input.ndim - (len(key) - 1 - key.count(None))
+        key = key[:position] + (slice(None),) * fill + key[position + 1:]
+    out = input
+    dim = 0
+    for k in key:
+        if k is None:
+            out = unsqueeze(out, dim)
+            dim += 1
+        elif isinstance(k, slice):
+            size = out.shape[dim]
+            start, end, step = k.indices(size)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            if (start, end, step) != (0, size, 1):
+                out = _view_of(SliceBackward0.apply(out, dim, start, max(end, start), step), input)
+            dim += 1
+        else:
+            index = int(k)
+            size = out.shape[dim] if dim < out.ndim else None
+            if size is None:
+                raise IndexError(f"too many indices for tensor of dimension {input.ndim}")
+            if not -size <= index < size:
+                raise IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
+            out = _view_of(SelectBackward0.apply(out, dim, index % size), input)
+    if out is input:
+        return _view_of(ViewBackward0.apply(input, tuple(input.shape)) if input._requires_grad else
+                        Tensor._make(input._data, backend=input._backend), input)
+    return out

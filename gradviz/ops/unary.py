@@ -1,0 +1,208 @@
+"""Elementwise functions of one tensor: each local derivative is one line of math."""
+from __future__ import annotations
+
+from gradviz.autograd.function import Function
+from gradviz.ops._util import float_data
+
+
+class ExpBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad * result", r"\bar{y}\,e^{x}")}
+
+    def forward(ctx, self):
+        ctx.save_result()
+        return self._backend.exp(float_data(self))
+
+    def backward(ctx, grad):
+        return ctx.backend.mul(grad, ctx.saved("result"))
+
+
+class LogBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.div(self.conj())", r"\bar{y} / x")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return self._backend.log(float_data(self))
+
+    def backward(ctx, grad):
+        return ctx.backend.div(grad, ctx.saved("self"))
+
+
+class SinBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad * self.cos().conj()", r"\bar{y}\cos x")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return self._backend.sin(float_data(self))
+
+    def backward(ctx, grad):
+        return ctx.backend.mul(grad, ctx.backend.cos(ctx.saved("self")))
+
+
+class CosBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad * -self.sin().conj()", r"-\bar{y}\sin x")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return self._backend.cos(float_data(self))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        return backend.mul(grad, backend.neg(backend.sin(ctx.saved("self"))))
+
+
+class TanhBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("tanh_backward(grad, result)", r"\bar{y}\,(1 - y^{2})")}
+
+    def forward(ctx, self):
+        ctx.save_result()
+        return self._backend.tanh(float_data(self))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        result = ctx.saved("result")
+        return backend.mul(grad, backend.sub(1, backend.mul(result, result)))
+
+
+class SigmoidBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("sigmoid_backward(grad, result)", r"\bar{y}\,y\,(1 - y)")}
+
+    def forward(ctx, self):
+        ctx.save_result()
+        backend = self._backend
+        values = float_data(self)
+        # 1 / (1 + e^-x) overflows for very negative x; the two-sided form never does
+        positive = backend.ge(values, 0)
+        exp_neg_abs = backend.exp(backend.neg(backend.abs(values)))
+        return backend.where(positive, backend.div(1, backend.add(1, exp_neg_abs)),
+                             backend.div(exp_neg_abs, backend.add(1, exp_neg_abs)))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        result = ctx.saved("result")
+        return backend.mul(grad, backend.mul(result, backend.sub(1, result)))
+
+
+class ReluBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("threshold_backward(grad, result, 0)", r"\bar{y}\,[y > 0]")}
+
+    def forward(ctx, self):
+        ctx.save_result()
+        return self._backend.maximum(self._data, 0)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        return backend.mul(grad, backend.astype(backend.gt(ctx.saved("result"), 0), _dtype_of(grad)))
+
+
+class SqrtBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad / (2 * result.conj())", r"\bar{y} / (2\sqrt{x})")}
+
+    def forward(ctx, self):
+        ctx.save_result()
+        return self._backend.sqrt(float_data(self))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        return backend.div(grad, backend.mul(ctx.saved("result"), 2))
+
+
+class AbsBackward0(Function):
+    inputs = ("self",)
+    derivatives = {"self": ("grad * self.sgn()", r"\bar{y}\,\mathrm{sgn}(x)")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return self._backend.abs(self._data)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        return backend.mul(grad, backend.sign(ctx.saved("self")))
+
+
+class ClampBackward1(Function):
+    """``clamp(x, min, max)`` with number bounds: the gradient passes where x is inside them."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("where((self >= min).logical_and_(self <= max), grad, 0)",
+                            r"\bar{y}\,[\min \le x \le \max]")}
+
+    def forward(ctx, self, min=None, max=None):
+        ctx.save(self=self, min=min, max=max)
+        backend = self._backend
+        values = self._data
+        if min is not None:
+            values = backend.maximum(values, min)
+        if max is not None:
+            values = backend.minimum(values, max)
+        return values
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, low, high = ctx.saved("self", "min", "max")
+        mask = backend.ge(self, low) if low is not None else None
+        if high is not None:
+            upper = backend.le(self, high)
+            mask = upper if mask is None else backend.astype(backend.mul(mask, upper), _bool())
+        return backend.where(mask, grad, 0.0) if mask is not None else grad
+
+
+def _dtype_of(array):
+    from gradviz import _dtype
+
+    return _dtype.from_any(array.dtype)
+
+
+def _bool():
+    from gradviz import _dtype
+
+    return _dtype.bool
+
+
+def exp(input):
+    return ExpBackward0.apply(input)
+
+
+def log(input):
+    return LogBackward0.apply(input)
+
+
+def sin(input):
+    return SinBackward0.apply(input)
+
+
+def cos(input):
+    return CosBackward0.apply(input)
+
+
+def tanh(input):
+    return TanhBackward0.apply(input)
+
+
+def sigmoid(input):
+    return SigmoidBackward0.apply(input)
+
+
+def relu(input):
+    return ReluBackward0.apply(input)
+
+
+def sqrt(input):
+    return SqrtBackward0.apply(input)
+
+
+def abs(input):
+    return AbsBackward0.apply(input)
+
+
+def clamp(input, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return ClampBackward1.apply(input, min=min, max=max)
