@@ -64,19 +64,32 @@ def to_numpy(array: Any) -> np.ndarray:
 
 
 def preview_text(values: np.ndarray, max_elements: int = 12) -> str:
-    """Values as PyTorch would show them, shortened: ``6.7924`` or ``[[0.3333, 0.6667, ...]]``."""
+    """Values as PyTorch shows them, shortened: ``6.7924``, ``[[0.3333, 0.6667], ...]``.
+
+    Large arrays show their first and last elements, flattened: a preview, not a printout
+    (formatting every element of every tensor would dominate snapshot time on big graphs).
+    """
     if values.ndim == 0:
         return _format_number(values.item())
-    with np.printoptions(precision=4, threshold=max_elements, edgeitems=2, suppress=True,
-                         floatmode="maxprec_equal", linewidth=60):
-        return np.array2string(values, separator=", ")
+    if values.size <= max_elements and values.ndim <= 2:
+        rows = values.tolist() if values.ndim == 2 else [values.tolist()]
+        text = ", ".join("[" + ", ".join(_format_number(v) for v in row) + "]" for row in rows)
+        return text if values.ndim == 1 else "[" + text + "]"
+    flat = values.reshape(-1)
+    if flat.size <= max_elements:
+        return "[" + ", ".join(_format_number(v) for v in flat.tolist()) + "]"
+    head = ", ".join(_format_number(v) for v in flat[:3].tolist())
+    tail = ", ".join(_format_number(v) for v in flat[-2:].tolist())
+    return f"[{head}, …, {tail}]"
 
 
 def _format_number(value) -> str:
-    if isinstance(value, bool):
+    if isinstance(value, (bool, int)):
         return str(value)
-    if isinstance(value, int):
+    if value != value or value in (float("inf"), float("-inf")):
         return str(value)
+    if value != 0 and (abs(value) >= 1e8 or abs(value) < 1e-4):
+        return f"{value:.4e}"
     return f"{value:.4f}".rstrip("0")  # 3.0 -> "3.", as PyTorch prints it
 
 

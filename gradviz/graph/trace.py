@@ -17,12 +17,12 @@ from typing import Iterable
 from gradviz.graph.model import Graph, summarize
 
 
-def step_to_dict(step, graph: Graph) -> dict:
+def step_to_dict(step, graph: Graph, leaves: dict | None = None) -> dict:
     node = step.node
     targets = [graph.id_of(fn) if fn is not None else None for fn, _ in node.next_functions]
     leaf = None
     if step.is_accumulate:
-        leaf = _leaf_id(graph, graph.id_of(node))
+        leaf = (leaves if leaves is not None else leaf_ids(graph)).get(graph.id_of(node))
     return {
         "index": step.index,
         "node": graph.id_of(node),
@@ -42,7 +42,8 @@ def step_to_dict(step, graph: Graph) -> dict:
 
 
 def trace_to_dict(steps: Iterable, graph: Graph) -> list:
-    return [step_to_dict(step, graph) for step in steps]
+    leaves = leaf_ids(graph)
+    return [step_to_dict(step, graph, leaves) for step in steps]
 
 
 def _summary(array):
@@ -50,8 +51,6 @@ def _summary(array):
     return summary.to_dict() if summary is not None else None
 
 
-def _leaf_id(graph: Graph, accumulate_id: str | None) -> str | None:
-    for edge in graph.edges:
-        if edge.target == accumulate_id and edge.kind == "variable":
-            return edge.source
-    return None
+def leaf_ids(graph: Graph) -> dict:
+    """``{AccumulateGrad id: leaf id}``, built once per trace (a scan per step is quadratic)."""
+    return {edge.target: edge.source for edge in graph.edges if edge.kind == "variable"}
