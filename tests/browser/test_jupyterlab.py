@@ -1,0 +1,150 @@
+"""The widget in a real JupyterLab 4: shown by a cell, stepped by clicks in the trace's order,
+``step_index`` synced both ways, and live after ``loss.backward()`` runs in the next cell."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+REPO = pathlib.Path(__file__).parents[2]
+CELLS = [
+    "import json, torch\n"
+    "import gradviz as gv\n"
+    "x = torch.tensor(2.0, requires_grad=True)\n"
+    "w = torch.tensor(3.0, requires_grad=True)\n"
+    "b = torch.tensor(1.0, requires_grad=True)\n"
+    "z = x * w + b\n"
+    "loss = z * x\n"
+    "widget = gv.show(loss)\n"
+    'print("ORDER", json.dumps([step["node"] for step in widget.trace]))\n'
+    "widget",
+    'print("STEP", widget.step_index)',
+    "widget.reset()",
+    "loss.backward()",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 with a notebook that shows the widget; yields its URL."""
+    pytest.importorskip("jupyterlab")
+    pytest.importorskip("torch")
+    if shutil.which("jupyter") is None:
+        pytest.skip("jupyter is not installed")
+    import nbformat
+
+    root = tmp_path_factory.mktemp("lab")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, root / "lesson.ipynb")
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+               JUPYTER_CONFIG_DIR=str(root / "config"), JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--port={port}",
+         "--IdentityProvider.token=", "--LabApp.expose_app_in_browser=True", "--allow-root",
+         f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=open(root / "server.log", "w"))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"{url}/api/status", timeout=1)
+                break
+            except OSError:
+                if server.poll() is not None:
+                    pytest.fail((root / "server.log").read_text())
+                time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def run_cell(page, index: int) -> None:
+    page.evaluate(f"""async () => {{
+        const panel = window.jupyterapp.shell.currentWidget;
+        panel.content.activeCellIndex = {index};
+        await window.jupyterapp.commands.execute('notebook:run-cell');
+    }}""")
+
+
+def output_text(page, marker: str) -> str:
+    locator = page.locator(".jp-OutputArea-output", has_text=marker).last
+    locator.wait_for(timeout=120_000)
+    return locator.inner_text()
+
+
+def current_ids(page) -> list:
+    return page.eval_on_selector_all(".gv-root .gv-current", "els => els.map(e => e.getAttribute('data-node-id'))")
+
+
+def test_widget_in_jupyterlab_steps_and_goes_live(browser, lab, artifacts):
+    context = browser.new_context(viewport={"width": 1200, "height": 1000})
+    page = context.new_page()
+    page.goto(f"{lab}/lab/tree/lesson.ipynb")
+    page.wait_for_function("""() => {
+        const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+        const kernel = panel && panel.sessionContext && panel.sessionContext.session
+                       && panel.sessionContext.session.kernel;
+        return kernel && kernel.status === 'idle';
+    }""", timeout=120_000)
+
+    page.add_style_tag(content=".Toastify { display: none !important; }")  # JupyterLab's news toast
+    run_cell(page, 0)
+    order = json.loads(output_text(page, "ORDER").split("ORDER", 1)[1])
+    page.wait_for_selector(".gv-root [data-node-id]", timeout=120_000)
+    names = page.eval_on_selector_all(".gv-root [data-node-id]", "els => els.map(e => e.getAttribute('data-name'))")
+    assert {"x", "w", "b", "MulBackward0", "AddBackward0", "AccumulateGrad"} <= set(names)
+    assert current_ids(page) == []
+
+    seen = []
+    for index in range(len(order)):
+        page.click(".gv-root [data-action=next]")
+        seen.append(current_ids(page))
+        if index == 2:
+            page.locator(".gv-root").screenshot(path=str(artifacts / "widget-mid-step.png"))
+    assert seen == [[node] for node in order]
+
+    run_cell(page, 1)  # browser -> Python: the kernel sees the step the learner clicked to
+    assert output_text(page, "STEP").strip() == f"STEP {len(order)}"
+    run_cell(page, 2)  # Python -> browser
+    page.wait_for_function("document.querySelectorAll('.gv-root .gv-current').length === 0", timeout=60_000)
+
+    x_node = "[data-name=x]"
+    assert "grad: None" in page.text_content(f".gv-root {x_node}")
+    run_cell(page, 3)  # loss.backward(): the widget follows without being shown again
+    page.wait_for_function(
+        f"document.querySelector('.gv-root {x_node}').textContent.includes('grad: 13.')", timeout=60_000)
+    page.wait_for_function("document.querySelector('.gv-root .gv-note') && "
+                           "document.querySelector('.gv-root .gv-note').textContent.includes('freed')",
+                           timeout=60_000)
+    assert page.locator(".gv-root .gv-freed").count() >= 1
+    page.locator(".gv-root").screenshot(path=str(artifacts / "widget-live-after-backward.png"))
+
+    page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+    page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=60_000)
+    page.click(".gv-root [data-action=next]")
+    page.click(".gv-root [data-action=next]")
+    page.locator(".gv-root").screenshot(path=str(artifacts / "widget-dark.png"))
+    context.close()

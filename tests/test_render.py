@@ -1,0 +1,172 @@
+"""gradviz.render: DOT text and node positions, with and without the ``dot`` executable."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from gradviz.graph.model import ArraySummary, Graph, GraphEdge, GraphNode, SavedSummary
+from gradviz.render import compute_layout, dot_available, graph_to_dot
+from gradviz.render.layout import GROUP_ABOVE, closest_spaced, node_size
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+from fixtures.widget_graphs import HOSTILE  # noqa: E402
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz dot is not installed")
+
+
+def small_graph(label_x: str = "x") -> Graph:
+    """``loss = x * w`` drawn by hand: output <- MulBackward0 <- two AccumulateGrads <- leaves."""
+    scalar = ArraySummary((), "float32", "2.")
+    nodes = (
+        GraphNode("n0", "output", "loss", "loss", (), "float32", scalar),
+        GraphNode("n1", "function", "MulBackward0", "loss", (), "float32",
+                  saved=(SavedSummary("self", scalar), SavedSummary("other", scalar))),
+        GraphNode("n2", "accumulate", "AccumulateGrad", "AccumulateGrad"),
+        GraphNode("n3", "leaf", label_x, label_x, (), "float32", scalar),
+        GraphNode("n4", "accumulate", "AccumulateGrad", "AccumulateGrad"),
+        GraphNode("n5", "leaf", "w", "w", (), "float32", scalar),
+    )
+    edges = (GraphEdge("n1", "n0", 0, "output"), GraphEdge("n2", "n1", 0), GraphEdge("n3", "n2", 0, "variable"),
+             GraphEdge("n4", "n1", 1), GraphEdge("n5", "n4", 0, "variable"))
+    return Graph(nodes, edges, "n0")
+
+
+def chain_graph(length: int, module_every: int = 0) -> Graph:
+    """A long chain of functions with a leaf feeding every fifth one: big graphs cheaply."""
+    nodes = [GraphNode("n0", "output", "out", "out")]
+    edges = []
+    previous = "n0"
+    for i in range(1, length):
+        module = f"layers.{i // module_every}" if module_every else None
+        node_id = f"n{i}"
+        if i % 5 == 4:
+            nodes.append(GraphNode(node_id, "leaf", f"p{i}", f"p{i}", (3,), "float32", module=module))
+            edges.append(GraphEdge(node_id, f"n{i - 1}", 1, "variable"))
+            continue
+        nodes.append(GraphNode(node_id, "function", "AddBackward0", "AddBackward0", module=module))
+        edges.append(GraphEdge(node_id, previous, 0, "data" if previous != "n0" else "output"))
+        previous = node_id
+    return Graph(tuple(nodes), tuple(edges), "n0")
+
+
+def assert_forward_direction(graph: Graph, layout: dict) -> None:
+    """Every edge points down the page: inputs above the nodes that consume them."""
+    positions = layout["nodes"]
+    assert set(positions) == {node.id for node in graph.nodes}
+    for edge in graph.edges:
+        assert positions[edge.source][1] < positions[edge.target][1], edge
+
+
+def assert_no_overlap(layout: dict) -> None:
+    boxes = sorted(layout["nodes"].values(), key=lambda box: (box[1], box[0]))
+    rows = {}
+    for box in boxes:
+        rows.setdefault(box[1], []).append(box)
+    for row in rows.values():
+        for left, right in zip(row, row[1:]):
+            assert left[0] + left[2] / 2 <= right[0] - right[2] / 2 + 0.5
+
+
+# ---------------------------------------------------------------- DOT text
+
+
+def test_graph_to_dot_names_every_node_and_edge():
+    graph = small_graph()
+    text = graph_to_dot(graph)
+    assert text.startswith("digraph gradviz {")
+    assert "MulBackward0" in text and "AccumulateGrad" in text
+    assert text.count("->") == len(graph.edges)
+    assert graph.to_dot() == text
+
+
+def test_graph_to_dot_quotes_hostile_labels():
+    text = graph_to_dot(small_graph('a"b\\c\n' + HOSTILE))
+    assert '"a\\"b\\\\c\\n' in text
+
+
+@needs_dot
+def test_dot_accepts_the_text_for_hostile_labels():
+    result = subprocess.run(["dot", "-Tsvg"], input=graph_to_dot(small_graph('a"b\\' + HOSTILE)),
+                            capture_output=True, text=True, check=True)
+    assert "<img" not in result.stdout  # Graphviz escapes it as &lt;img
+
+
+# ---------------------------------------------------------------- layout
+
+
+@needs_dot
+def test_layout_uses_dot_when_present():
+    graph = small_graph()
+    layout = compute_layout(graph)
+    assert layout["engine"] == "dot"
+    assert_forward_direction(graph, layout)
+    assert len(layout["edges"]) == len(graph.edges)
+    assert all(points and len(points) >= 8 for points in layout["edges"])
+
+
+def test_layout_without_dot_on_path(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert not dot_available()
+    graph = small_graph()
+    layout = compute_layout(graph)
+    assert layout["engine"] == "layered"
+    assert_forward_direction(graph, layout)
+    assert_no_overlap(layout)
+    assert layout["edges"] == [None] * len(graph.edges)
+    assert layout["width"] > 0 and layout["height"] > 0
+
+
+def test_both_engines_give_the_same_json_shape(monkeypatch, tmp_path):
+    graph = small_graph()
+    layered = compute_layout(graph, engine="layered")
+    if dot_available():
+        assert set(compute_layout(graph, engine="dot")) == set(layered)
+    assert set(layered) == {"engine", "width", "height", "nodes", "edges", "groups"}
+    for node in graph.nodes:  # sizes come from the same rule either way
+        assert tuple(layered["nodes"][node.id][2:]) == node_size(node)
+
+
+def test_layered_layout_handles_big_deep_graphs_without_recursion():
+    graph = chain_graph(6000)
+    layout = compute_layout(graph, engine="layered")
+    assert_forward_direction(graph, layout)
+    assert_no_overlap(layout)
+    assert layout["width"] < 2000  # a chain stays a column, it does not drift sideways
+
+
+def test_layout_falls_back_when_dot_fails(monkeypatch):
+    from gradviz.render import layout as layout_module
+
+    def broken(*args, **kwargs):
+        raise subprocess.TimeoutExpired("dot", 1)
+
+    monkeypatch.setattr(layout_module, "dot_available", lambda: True)
+    monkeypatch.setattr(layout_module.subprocess, "run", broken)
+    assert compute_layout(small_graph())["engine"] == "layered"
+
+
+def test_big_graphs_get_collapsible_groups():
+    graph = chain_graph(GROUP_ABOVE + 500)
+    layout = compute_layout(graph, engine="layered")
+    members = [m for group in layout["groups"] for m in group["members"]]
+    assert layout["groups"] and len(members) == len(set(members))
+    assert graph.root not in members
+    small = compute_layout(chain_graph(200), engine="layered")
+    assert small["groups"] == []
+
+
+def test_groups_follow_module_names_when_known():
+    layout = compute_layout(chain_graph(GROUP_ABOVE + 500, module_every=100), engine="layered")
+    assert {group["label"] for group in layout["groups"]} >= {"layers.0", "layers.1"}
+
+
+def test_closest_spaced_keeps_order_and_gaps():
+    assert closest_spaced([0, 50, 100], [10, 10]) == [0, 50, 100]
+    placed = closest_spaced([5, 5, 5], [10, 10])
+    assert placed == [-5, 5, 15]
+    placed = closest_spaced([30, 0], [20])
+    assert placed[1] - placed[0] == pytest.approx(20)
+    assert sum(placed) / 2 == pytest.approx(15)
