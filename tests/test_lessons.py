@@ -1,0 +1,385 @@
+"""Every lesson runs headless, top to bottom, and reproduces the seed tutorials' results.
+
+Each notebook is copied to a temporary folder and executed with nbclient (python3 kernel, 60 s
+per cell), with this checkout first on the kernel's PYTHONPATH. The assertions read the
+*executed outputs* (stdout, stderr, results, errors) of cells found by their id, never the
+notebook's source. A second run fills in every exercise's prediction to prove that the
+self-check cells accept right answers, and one wrong answer to prove they reject it.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LESSONS = ROOT / "lessons"
+STEMS = ["01_computational_graph", "02_chain_rule", "03_accumulation", "04_no_grad",
+         "05_dynamic_graphs", "06_devices", "07_real_pytorch"]
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
+CELL_TIMEOUT = 60
+
+# The right answer for every exercise's prediction cell (used only by the self-check test).
+ANSWERS = {
+    "l01-ex2-prediction": "(gv.sigmoid(z) - y) / 3",
+    "l02-ex1-prediction": "6.7924",
+    "l02-ex2-prediction": "6.6918",
+    "l02-ex3-prediction": "[[1/3, 2/3, 1.0], [2.5/3, 9.8/3, 5.7/3]]",
+    "l03-ex1-prediction": "8.0",
+    "l04-ex1-prediction": "4.8 + 4.8",
+    "l04-ex2-prediction": "[False, False, True, True]",
+    "l05-ex1-prediction": "[32.0, 32.0]",
+    "l05-ex2-prediction": "6.0",
+    "l06-ex1-prediction": "6.0",
+}
+PREDICTION_LINE = re.compile(r"^prediction = None\b.*$", re.MULTILINE)
+
+
+def execute(stem: str, tmp_path: pathlib.Path, edit=None, extra_path: str | None = None):
+    """Run a temp copy of a lesson; returns (notebook with outputs, seconds)."""
+    notebook = nbformat.read(LESSONS / f"{stem}.ipynb", as_version=4)
+    if edit is not None:
+        edit(notebook)
+    workdir = tmp_path / stem
+    workdir.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, workdir / f"{stem}.ipynb")
+    env = dict(os.environ)
+    paths = [p for p in (extra_path, str(ROOT), env.get("PYTHONPATH")) if p]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
+                                     allow_errors=True, resources={"metadata": {"path": str(workdir)}})
+    started = time.perf_counter()
+    client.execute(env=env)
+    return notebook, time.perf_counter() - started
+
+
+@pytest.fixture(scope="session")
+def run_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("lessons")
+
+
+_RUNS: dict = {}
+
+
+@pytest.fixture(scope="session")
+def executed(run_dir):
+    """Execute each lesson once per session, on first use."""
+    def get(stem: str):
+        if stem not in _RUNS:
+            _RUNS[stem] = execute(stem, run_dir)
+        return _RUNS[stem][0]
+    return get
+
+
+def cell(notebook, cell_id: str):
+    for candidate in notebook.cells:
+        if candidate.get("id") == cell_id:
+            return candidate
+    raise AssertionError(f"no cell with id {cell_id!r}: was lessons/_build.py changed?")
+
+
+def text(notebook, cell_id: str) -> str:
+    """Everything a reader sees from a cell except stderr: stdout, results and errors."""
+    parts = []
+    for output in cell(notebook, cell_id).outputs:
+        if output.output_type == "stream" and output.name == "stdout":
+            parts.append(output.text)
+        elif output.output_type in ("execute_result", "display_data"):
+            parts.append(output.get("data", {}).get("text/plain", "") + "\n")
+        elif output.output_type == "error":
+            parts.append(f"{output.ename}: {output.evalue}\n")
+    return "".join(parts)
+
+
+def stderr(notebook, cell_id: str) -> str:
+    return "".join(o.text for o in cell(notebook, cell_id).outputs
+                   if o.output_type == "stream" and o.name == "stderr")
+
+
+def has_widget(notebook, cell_id: str) -> bool:
+    return any(WIDGET_MIME in o.get("data", {}) for o in cell(notebook, cell_id).outputs)
+
+
+def errors(notebook) -> list:
+    found = []
+    for candidate in notebook.cells:
+        for output in candidate.get("outputs", []):
+            if output.output_type == "error":
+                found.append(f"[{candidate.id}] {output.ename}: {output.evalue}")
+    return found
+
+
+def numbers(tensor_text: str) -> list:
+    return [float(v) for v in re.findall(r"-?\d+\.\d*(?:e[-+]?\d+)?", tensor_text)]
+
+
+# -- the notebooks on disk -----------------------------------------------------------------------
+def test_every_lesson_exists_and_is_committed_without_outputs():
+    found = sorted(p.stem for p in LESSONS.glob("[0-9][0-9]_*.ipynb"))
+    assert found == STEMS
+    for stem in STEMS:
+        notebook = nbformat.read(LESSONS / f"{stem}.ipynb", as_version=4)
+        nbformat.validate(notebook)
+        assert notebook.metadata["kernelspec"]["name"] == "python3"
+        for candidate in notebook.cells:
+            if candidate.cell_type == "code":
+                assert candidate.outputs == [], f"{stem}: cell {candidate.id} has outputs"
+                assert candidate.execution_count is None, f"{stem}: cell {candidate.id} has a count"
+
+
+def test_notebooks_are_what_the_generator_writes(tmp_path):
+    copy = tmp_path / "lessons"
+    copy.mkdir()
+    shutil.copy(LESSONS / "_build.py", copy / "_build.py")
+    subprocess.run([sys.executable, str(copy / "_build.py")], check=True, capture_output=True)
+    for stem in STEMS:
+        assert (copy / f"{stem}.ipynb").read_text() == (LESSONS / f"{stem}.ipynb").read_text(), (
+            f"{stem}.ipynb differs from what lessons/_build.py writes: run `python lessons/_build.py`")
+
+
+def test_every_lesson_states_goals_and_has_a_self_checked_exercise():
+    for stem in STEMS:
+        notebook = nbformat.read(LESSONS / f"{stem}.ipynb", as_version=4)
+        markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+        assert "Learning goals" in markdown, stem
+        if stem != "07_real_pytorch":
+            assert "Exercise 1" in markdown, stem
+
+
+# -- every lesson runs -----------------------------------------------------------------------------
+@pytest.mark.parametrize("stem", STEMS)
+def test_lesson_runs_top_to_bottom_without_errors(stem, executed):
+    notebook = executed(stem)
+    assert errors(notebook) == []
+    seconds = _RUNS[stem][1]
+    assert seconds < 60, f"{stem} took {seconds:.1f} s"
+    print(f"{stem}: {seconds:.1f} s")
+
+
+# -- lesson 01: the one-layer network ---------------------------------------------------------------
+def test_01_one_layer_network(executed):
+    notebook = executed("01_computational_graph")
+    grad_fns = text(notebook, "l01-grad-fn")
+    assert re.search(r"^Gradient function for z = <AddBackward0 object at 0x[0-9a-f]+>$", grad_fns, re.M)
+    assert re.search(r"^Gradient function for loss = <BinaryCrossEntropyWithLogitsBackward0 object at "
+                     r"0x[0-9a-f]+>$", grad_fns, re.M)
+    next_functions = text(notebook, "l01-next-functions").splitlines()
+    assert next_functions[0].startswith("((<AddBackward0 object at")
+    assert "SqueezeBackward4" in next_functions[1] and "AccumulateGrad" in next_functions[1]
+
+    printed = text(notebook, "l01-backward")
+    w_text, b_text = printed.split("\ntensor(", 1)
+    w_grad, b_grad = numbers(w_text), numbers(b_text)
+    assert w_text.startswith("tensor([[") and len(w_grad) == 15 and len(b_grad) == 3
+    assert [w_grad[i:i + 3] for i in range(0, 15, 3)] == [b_grad] * 5  # x is ones: rows equal b.grad
+    assert "✅" in text(notebook, "l01-check-rows")
+    assert text(notebook, "l01-requires-grad-later") == "False\nTrue\n"
+    walked = text(notebook, "l01-walk")
+    assert walked.startswith("step 0: BinaryCrossEntropyWithLogitsBackward0")
+    assert walked.count("AccumulateGrad") == 2
+    assert "→ BinaryCrossEntropyWithLogitsBackward0" in text(notebook, "l01-view-step")
+    assert has_widget(notebook, "l01-show")
+
+
+# -- lesson 02: the chain rule ------------------------------------------------------------------------
+def test_02_sin_cos_example_and_non_leaf_warning(executed):
+    notebook = executed("02_chain_rule")
+    assert text(notebook, "l02-x") == "tensor(4., requires_grad=True)\n"
+    assert text(notebook, "l02-y") == "tensor(3.4180, grad_fn=<MulBackward0>)\n"
+    assert text(notebook, "l02-z") == "tensor(-0.2729, grad_fn=<SinBackward0>)\n"
+    assert text(notebook, "l02-x-grad") == "tensor(6.7924)\n"
+    assert text(notebook, "l02-nonleaf-grad") == "None\n"
+    warning = stderr(notebook, "l02-nonleaf-grad")
+    assert "UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being accessed" in warning
+    assert ".retain_grad()" in warning
+    assert "dz/dx = tensor(6.7924)" in text(notebook, "l02-retain-grad")
+    assert has_widget(notebook, "l02-show-z")
+
+
+def test_02_manual_chain_rule_matches_autograd(executed):
+    notebook = executed("02_chain_rule")
+    assert text(notebook, "l02-manual-loss") == "tensor(6.7012)\n"
+    manual = text(notebook, "l02-manual-grads")
+    assert "(dw): 6.6917" in manual and "(db): 0.9987" in manual
+    dw, db = (float(v) for v in re.findall(r": (\d+\.\d+)$", manual, re.M))
+    assert round(dw, 4) == 6.6918 and round(db, 4) == 0.9988
+    assert text(notebook, "l02-auto-z") == "tensor(6.7000, grad_fn=<AddBackward0>)\n"
+    assert text(notebook, "l02-auto-ypred") == "tensor(0.9988, grad_fn=<SigmoidBackward0>)\n"
+    assert text(notebook, "l02-auto-loss") == "tensor(6.7012, grad_fn=<NegBackward0>)\n"
+    assert text(notebook, "l02-auto-grads") == "tensor(6.6918)\ntensor(0.9988)\n"
+    assert has_widget(notebook, "l02-show-loss")
+
+
+def test_02_mean_of_squares(executed):
+    notebook = executed("02_chain_rule")
+    assert text(notebook, "l02-matrix-x") == ("tensor([[1.0000, 2.0000, 3.0000],\n"
+                                              "        [2.5000, 9.8000, 5.7000]], requires_grad=True)\n")
+    assert text(notebook, "l02-matrix-y") == "tensor(24.7967, grad_fn=<MeanBackward0>)\n"
+    assert text(notebook, "l02-matrix-grad") == ("tensor([[0.3333, 0.6667, 1.0000],\n"
+                                                 "        [0.8333, 3.2667, 1.9000]])\n")
+
+
+# -- lesson 03: accumulation ----------------------------------------------------------------------
+def test_03_accumulation_zero_and_live_widget(executed):
+    notebook = executed("03_accumulation")
+    assert text(notebook, "l03-x") == "tensor(2., requires_grad=True)\n"
+    assert text(notebook, "l03-y") == "tensor(4., grad_fn=<PowBackward0>)\n"
+    assert has_widget(notebook, "l03-show")
+    assert text(notebook, "l03-first-backward") == "tensor(4.)\n"
+    assert text(notebook, "l03-second-backward").endswith("tensor(8.)\n")
+    assert text(notebook, "l03-third-backward") == "tensor(12.)\n"
+    # the widget displayed earlier followed the later cells by itself
+    assert text(notebook, "l03-widget-grad") == "['12.']\n"
+    assert text(notebook, "l03-zero") == "tensor(0.)\n"
+    assert text(notebook, "l03-widget-zero") == "['0.']\n"
+    assert text(notebook, "l03-clear-grad") == "tensor(4.)\ntensor(0.)\n"
+
+
+def test_03_retain_graph_error(executed):
+    notebook = executed("03_accumulation")
+    printed = text(notebook, "l03-retain-error")
+    assert "first backward: x.grad = tensor(6.)" in printed
+    assert ("second backward failed: Trying to backward through the graph a second time (or directly "
+            "access saved tensors after they have already been freed).") in printed
+    assert "Specify retain_graph=True" in printed
+    assert has_widget(notebook, "l03-show-freed")
+
+
+def test_03_forgotten_zero_grad(executed):
+    notebook = executed("03_accumulation")
+    good = float(re.search(r"final loss with zero_grad\(\): (\d+\.\d+)", text(notebook, "l03-train-good"))[1])
+    bad = float(re.search(r"final loss without zero_grad\(\): (\d+\.\d+)", text(notebook, "l03-train-bug"))[1])
+    assert good < 0.01 < 0.1 < bad
+    assert "✅" in text(notebook, "l03-train-check")
+
+
+# -- lesson 04: no_grad, detach, requires_grad_(False) ------------------------------------------------
+def test_04_three_ways_to_stop_tracking(executed):
+    notebook = executed("04_no_grad")
+    assert text(notebook, "l04-three-flags") == "True\nFalse\nFalse\n"
+    assert has_widget(notebook, "l04-show-detached")
+    assert text(notebook, "l04-way1-grad") == "tensor(4.)\n"
+    assert text(notebook, "l04-way1-off") == "tensor(2.)\n"
+    assert text(notebook, "l04-way1-y") == "tensor(4.)\n"
+    assert text(notebook, "l04-way1-error") == NO_GRAD_FN + "\n"
+    assert text(notebook, "l04-way2-detach") == "tensor(2.)\n"
+    assert text(notebook, "l04-way2-error") == "tensor(4.)\n" + NO_GRAD_FN + "\n"
+    assert text(notebook, "l04-way3-no-grad") == "tensor(4.8000)\n" + NO_GRAD_FN + "\n"
+
+
+def test_04_dtype_error_and_frozen_parameters(executed):
+    notebook = executed("04_no_grad")
+    assert text(notebook, "l04-dtype-error") == ("Only Tensors of floating point and complex dtype can require "
+                                                 "gradients\ntensor([1., 2.], requires_grad=True)\n")
+    assert text(notebook, "l04-frozen-grads").startswith("has .grad: [False, False, True, True]\n")
+    assert has_widget(notebook, "l04-show-frozen")
+
+
+# -- lesson 05: dynamic graphs ------------------------------------------------------------------------
+def test_05_dynamic_graphs(executed):
+    notebook = executed("05_dynamic_graphs")
+    assert text(notebook, "l05-new-graph") == ("same grad_fn object? False\n"
+                                               "w.grad after two forward + backward passes: tensor(54.)\n")
+    branches = text(notebook, "l05-if")
+    assert "positive input → <MulBackward0" in branches and "negative input → <NegBackward0" in branches
+    assert text(notebook, "l05-while") == "nodes for small input: 7\nnodes for large input: 4\n"
+    assert text(notebook, "l05-loop-grads") == "small.grad = tensor([32., 32.])    large.grad = tensor([4., 4.])\n"
+    used_twice = text(notebook, "l05-used-twice").splitlines()[0]
+    assert used_twice.count("AccumulateGrad") == 2
+    assert "AccumulateGrad" in text(notebook, "l05-used-twice-check")
+    assert has_widget(notebook, "l05-show-loop") and has_widget(notebook, "l05-used-twice")
+
+
+# -- lesson 06: devices -----------------------------------------------------------------------------
+def test_06_devices(executed):
+    notebook = executed("06_devices")
+    device = text(notebook, "l06-device").split()[-1]
+    assert device in ("cpu", "cuda")
+    suffix = ", device='cuda:0'" if device == "cuda" else ""
+    assert text(notebook, "l06-x") == f"tensor(3.{suffix}, requires_grad=True)\n"
+    assert text(notebook, "l06-y") == f"tensor(9.{suffix}, grad_fn=<PowBackward0>)\n"
+    assert text(notebook, "l06-x-grad") == f"tensor(6.{suffix})\n"
+    assert text(notebook, "l06-x-grad-again") == f"tensor(12.{suffix})\n"
+    assert text(notebook, "l06-move").endswith("→ tensor(14.)\n")
+    assert has_widget(notebook, "l06-show")
+
+
+# -- lesson 07: the drop-in -----------------------------------------------------------------------------
+def test_07_seed_code_runs_with_import_gradviz_as_torch(executed):
+    notebook = executed("07_real_pytorch")
+    grad_fns = text(notebook, "l07-seed-grad-fn")
+    assert "Gradient function for z = <AddBackward0 object at" in grad_fns
+    assert "Gradient function for loss = <BinaryCrossEntropyWithLogitsBackward0 object at" in grad_fns
+    assert text(notebook, "l07-seed-backward").startswith("tensor([[")
+    assert text(notebook, "l07-seed-no-grad") == "True\nFalse\n"
+    assert text(notebook, "l07-seed-detach") == "False\n"
+
+
+def test_07_compares_with_real_torch(executed):
+    pytest.importorskip("torch")
+    notebook = executed("07_real_pytorch")
+    assert "is installed: we can compare" in text(notebook, "l07-torch-available")
+    rows = text(notebook, "l07-side-by-side").splitlines()[1:]
+    grad_fn_rows = [row for row in rows if "Gradient function" in row]
+    assert len(grad_fn_rows) == 2 and all(row.endswith("✓") for row in grad_fn_rows)
+    flag_rows = [row for row in rows if row.split()[0] in ("True", "False")]
+    assert len(flag_rows) == 3 and all(row.endswith("✓") for row in flag_rows)
+    report = text(notebook, "l07-compare")
+    for aspect in ("names", "values", "step order"):
+        assert re.search(rf"^  {aspect} +agree$", report, re.M), report
+    assert has_widget(notebook, "l07-show-torch")
+    assert "✅ The same gradients" in text(notebook, "l07-same-grads")
+
+
+def test_07_skips_the_torch_part_without_torch(tmp_path):
+    """A `torch` that cannot be imported (as on Binder) makes the lesson skip, not fail."""
+    shadow = tmp_path / "no_torch"
+    (shadow / "torch").mkdir(parents=True)
+    (shadow / "torch" / "__init__.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
+    notebook, _ = execute("07_real_pytorch", tmp_path, extra_path=str(shadow))
+    assert errors(notebook) == []
+    assert "PyTorch is not installed here" in text(notebook, "l07-torch-available")
+    assert text(notebook, "l07-compare") == "Skipped: PyTorch is not installed.\n"
+    assert "Gradient function for z = <AddBackward0" in text(notebook, "l07-side-by-side")
+
+
+# -- the exercises' self-checks -------------------------------------------------------------------------
+def _fill_predictions(answers: dict):
+    def edit(notebook):
+        for candidate in notebook.cells:
+            if candidate.get("id") in answers:
+                candidate.source = PREDICTION_LINE.sub(f"prediction = {answers[candidate.id]}", candidate.source)
+    return edit
+
+
+def test_unanswered_exercises_ask_for_a_prediction(executed):
+    notebook = executed("02_chain_rule")
+    outputs = "".join(text(notebook, c.id) for c in notebook.cells if c.cell_type == "code")
+    assert outputs.count("✏️  Put your prediction in the cell above") == 3
+
+
+@pytest.mark.parametrize("stem", STEMS[:6])
+def test_self_checks_accept_right_predictions(stem, tmp_path):
+    notebook, _ = execute(stem, tmp_path, edit=_fill_predictions(ANSWERS))
+    assert errors(notebook) == []
+    prefix = "l" + stem[:2] + "-"
+    expected = sum(1 for key in ANSWERS if key.startswith(prefix))
+    outputs = "".join(text(notebook, c.id) for c in notebook.cells if c.cell_type == "code")
+    assert outputs.count("✅ Correct! autograd agrees") == expected
+    assert "Put your prediction" not in outputs
+
+
+def test_self_check_rejects_a_wrong_prediction_kindly(tmp_path):
+    notebook, _ = execute("06_devices", tmp_path, edit=_fill_predictions({"l06-ex1-prediction": "9.0"}))
+    found = errors(notebook)
+    assert len(found) == 1 and "AssertionError: Not quite: you predicted 9.0, autograd computed 6.0" in found[0]
