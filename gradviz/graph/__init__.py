@@ -1,6 +1,6 @@
 """Graph snapshots and backward traces, from gradviz tensors or from real torch tensors.
 
-``snapshot`` and ``trace`` are what the widget, the HTML export and the text stepper use; they
+``snapshot`` and ``trace_of`` are what the widget, the HTML export and the text stepper use; they
 dispatch on the tensor's type, so torch is imported only when a torch tensor is given.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ def snapshot(tensor, names: dict | None = None, model=None) -> Graph:
     return build_graph(tensor, names)
 
 
-def trace(tensor, graph: Graph, gradient=None) -> list:
+def trace_of(tensor, graph: Graph, gradient=None) -> list:
     """The backward pass from ``tensor`` as JSON-ready steps, by a dry run (no ``.grad`` changes)."""
     from gradviz.autograd.engine import backward_steps
     from gradviz.graph.trace import trace_to_dict
@@ -48,4 +48,4 @@ def graph(tensor, names: dict | None = None, model=None) -> Graph:
     return snapshot(tensor, names, model)
 
 
-__all__ = ["Graph", "GraphEdge", "GraphNode", "graph", "snapshot", "trace"]
+__all__ = ["Graph", "GraphEdge", "GraphNode", "graph", "snapshot", "trace_of"]

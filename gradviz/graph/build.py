@@ -79,7 +79,7 @@ def _describe(fn, fn_id: str, by_grad_fn: dict) -> GraphNode:
                          formula=_formulas(fn))
     name = fn.name()
     variable = by_grad_fn.get(id(fn))
-    label = f"{variable} = {name}" if variable else name
+    label = variable or name
     return GraphNode(fn_id, "function", name, label, saved=_saved(fn), formula=_formulas(fn))
 
 

@@ -174,7 +174,7 @@ class _GraphWalker:
         named = self.labels.for_grad_fn(node)
         shape, dtype = _output_metadata(node)
         fields = dict(id=graph_id, kind="function", name=name, label=name, shape=shape,
-                      dtype=dtype, saved=self._saved(node), note=_node_note(node))
+                      dtype=dtype, saved=self._saved(node), note=_node_note(node), formula=_formulas(name))
         if named is not None:
             label, tensor = named
             fields.update(label=label, shape=tuple(tensor.shape),
@@ -220,6 +220,14 @@ class _GraphWalker:
         """The finished node; ``modules`` maps id(torch node) to its module path."""
         module = modules.get(self.owner_key.get(graph_id))
         return GraphNode(module=module, **self.pending[graph_id])
+
+
+def _formulas(name: str) -> tuple:
+    """The chain-rule formulas gradviz declares for the op of the same PyTorch name."""
+    from gradviz.graph.model import Formula
+    from gradviz.ops import derivatives_for
+
+    return tuple(Formula(input_name, text, latex) for input_name, (text, latex) in derivatives_for(name).items())
 
 
 def _saved_entries(node: Any, attr: str, name: str, cache: dict) -> list:
