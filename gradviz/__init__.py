@@ -15,9 +15,10 @@ from gradviz.tensor import (Generator, Size, Tensor, arange, as_tensor, empty, e
                             is_tensor, linspace, manual_seed, ones, ones_like, rand, rand_like, randn, randn_like,
                             tensor, zeros, zeros_like)
 from gradviz import ops  # noqa: E402  (installs the Tensor methods)
-from gradviz.ops import (abs, add, clamp, clone, cos, div, dot, exp, flatten, log, matmul, max, mean, mm, mul,
-                         mv, neg, permute, pow, reciprocal, relu, reshape, rsub, sigmoid, sin, sqrt, squeeze, sub,
-                         sum, t, tanh, transpose, unsqueeze)
+from gradviz.ops import (abs, add, addmm, bmm, clamp, clone, cos, div, dot, eq, exp, flatten, ge, gt, le, log,
+                         log_softmax, lt, matmul, max, maximum, mean, minimum, mm, mul, mv, ne, neg, permute, pow,
+                         reciprocal, relu, reshape, rsub, sigmoid, sin, softmax, sqrt, squeeze, sub, sum, t, tanh,
+                         transpose, unsqueeze, where)
 from gradviz import autograd, cuda  # noqa: E402
 from gradviz.graph import graph  # noqa: E402
 

@@ -14,10 +14,10 @@ from gradviz.backends import numpy_backend
 _default_cpu = numpy_backend
 
 
-def torch_backend():
+def _load_torch_backend():
     """The torch backend module, importing torch on first use with a clear message if absent."""
     try:
-        return importlib.import_module("gradviz.backends.torch_backend")
+        module = importlib.import_module("gradviz.backends.torch_backend")
     except ModuleNotFoundError as error:
         if error.name != "torch":
             raise
@@ -25,6 +25,12 @@ def torch_backend():
             "This needs PyTorch, which is not installed. Install it with "
             "`pip install 'gradviz-lab[torch]'` (or `pip install torch`), or use device='cpu'."
         ) from None
+    # importing a submodule binds its name on this package, over this function: bind it back
+    globals()["torch_backend"] = _load_torch_backend
+    return module
+
+
+torch_backend = _load_torch_backend
 
 
 def for_device(device) -> object:

@@ -59,6 +59,20 @@ def device_of(x):
     return "cpu"
 
 
+def strides(x):
+    """Strides in elements, as PyTorch counts them (a transposed view has reversed strides)."""
+    return tuple(stride // x.itemsize for stride in x.strides)
+
+
+def can_view(x, shape):
+    """Whether ``x`` can take ``shape`` without copying (else PyTorch's reshape copies)."""
+    try:
+        x.view().shape = tuple(shape)
+    except AttributeError:
+        return False
+    return True
+
+
 def add(a, b):
     return _arr(np.add(a, b))
 
@@ -73,6 +87,10 @@ def mul(a, b):
 
 def div(a, b):
     return _arr(np.true_divide(a, b))
+
+
+def reciprocal(a):
+    return _arr(np.reciprocal(a))
 
 
 def neg(a):
@@ -222,3 +240,16 @@ def fill(out, value):
 def assign(out, value, index=Ellipsis):
     out[index] = value
     return out
+
+
+def ne(a, b):
+    return _arr(np.not_equal(a, b))
+
+
+def any(a):
+    """Whether any element is true, as a Python bool."""
+    return bool(np.any(a))
+
+
+def take_along_axis(a, index, axis):
+    return _arr(np.take_along_axis(a, index, axis=axis))

@@ -74,7 +74,42 @@ def device_of(x):
     return str(x.device)
 
 
-add, sub, mul, div = torch.add, torch.sub, torch.mul, torch.true_divide
+def strides(x):
+    return tuple(x.stride())
+
+
+def can_view(x, shape):
+    try:
+        x.view(tuple(shape))
+    except RuntimeError:
+        return False
+    return True
+
+
+def _both_tensors(a, b):
+    """torch's functions want a tensor first; a Python number takes the other operand's dtype."""
+    if isinstance(a, torch.Tensor):
+        return a, b
+    return torch.as_tensor(a, dtype=b.dtype, device=b.device), b
+
+
+def add(a, b):
+    return torch.add(*_both_tensors(a, b))
+
+
+def sub(a, b):
+    return torch.sub(*_both_tensors(a, b))
+
+
+def mul(a, b):
+    return torch.mul(*_both_tensors(a, b))
+
+
+def div(a, b):
+    return torch.true_divide(*_both_tensors(a, b))
+
+
+reciprocal = torch.reciprocal
 neg, exp, log, log1p = torch.neg, torch.exp, torch.log, torch.log1p
 sin, cos, tanh, sqrt, abs, sign = torch.sin, torch.cos, torch.tanh, torch.sqrt, torch.abs, torch.sign
 gt, ge, lt, le, eq = torch.gt, torch.ge, torch.lt, torch.le, torch.eq
@@ -176,3 +211,14 @@ def fill(out, value):
 def assign(out, value, index=Ellipsis):
     out[index] = value if not isinstance(value, np.ndarray) else torch.as_tensor(value, device=out.device)
     return out
+
+
+ne = torch.ne
+
+
+def any(a):
+    return bool(torch.any(a))
+
+
+def take_along_axis(a, index, axis):
+    return torch.take_along_dim(a, index, dim=axis)

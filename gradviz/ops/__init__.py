@@ -8,10 +8,12 @@ table of the Tensor methods and operators that call them.
 from __future__ import annotations
 
 from gradviz.autograd.function import Function
-from gradviz.ops import arithmetic, conversion, linalg, reduction, shape, unary
+from gradviz.ops import activation, arithmetic, comparison, conversion, linalg, loss, reduction, shape, unary
+from gradviz.ops.activation import log_softmax, softmax
 from gradviz.ops.arithmetic import add, div, mul, neg, pow, reciprocal, rsub, sub
+from gradviz.ops.comparison import eq, ge, gt, le, lt, maximum, minimum, ne, where
 from gradviz.ops.conversion import clone
-from gradviz.ops.linalg import dot, matmul, mm, mv
+from gradviz.ops.linalg import addmm, bmm, dot, matmul, mm, mv
 from gradviz.ops.reduction import max, mean, sum
 from gradviz.ops.shape import expand, flatten, permute, reshape, squeeze, t, transpose, unsqueeze, view
 from gradviz.ops.unary import abs, clamp, cos, exp, log, relu, sigmoid, sin, sqrt, tanh
@@ -59,7 +61,10 @@ TENSOR_METHODS = {
     "__neg__": neg, "neg": neg, "__abs__": abs, "abs": abs, "reciprocal": reciprocal,
     "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh, "sigmoid": sigmoid, "relu": relu,
     "sqrt": sqrt, "clamp": clamp, "clip": clamp,
-    "sum": sum, "mean": mean, "max": max,
+    "sum": sum, "mean": mean, "max": max, "softmax": softmax, "log_softmax": log_softmax,
+    "maximum": maximum, "minimum": minimum,
+    "__gt__": gt, "__lt__": lt, "__ge__": ge, "__le__": le, "__eq__": eq, "__ne__": ne,
+    "gt": gt, "lt": lt, "ge": ge, "le": le, "eq": eq, "ne": ne, "bmm": bmm,
     "view": view, "reshape": reshape, "flatten": flatten, "t": t, "permute": permute,
     "transpose": transpose, "squeeze": squeeze, "unsqueeze": unsqueeze, "expand": expand,
     "__getitem__": shape.getitem,
@@ -67,5 +72,20 @@ TENSOR_METHODS = {
 
 for _name, _function in TENSOR_METHODS.items():
     setattr(Tensor, _name, _function)
+Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable
 Tensor.T = property(shape.T)
 Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))
+
+
+def derivatives_for(name: str) -> dict:
+    """The derivatives declared by the op PyTorch calls ``name`` (``{}`` when gradviz has none).
+
+    Real torch graphs use this to show the same chain-rule formulas as gradviz graphs.
+    """
+    global _BY_NAME
+    if _BY_NAME is None:
+        _BY_NAME = {cls.__name__: cls.derivatives for cls in registry()}
+    return _BY_NAME.get(name, {})
+
+
+_BY_NAME = None

@@ -59,6 +59,22 @@ def sum_to(backend, grad, shape):
     return backend.reshape(summed, shape)
 
 
+def meta(value):
+    """What a gradient for ``value`` must look like: its shape and dtype (None for a number)."""
+    if isinstance(value, Tensor):
+        return value._data.shape, value.dtype
+    return (), None
+
+
+def to_input(backend, grad, input_meta):
+    """A gradient summed back over broadcast dims and cast to its input's dtype."""
+    shape, dtype = input_meta
+    grad = sum_to(backend, grad, shape)
+    if dtype is not None and _dtype.from_any(grad.dtype) is not dtype:
+        grad = backend.astype(grad, dtype)
+    return grad
+
+
 def shape_of(value):
     return value._data.shape if isinstance(value, Tensor) else ()
 
@@ -81,3 +97,25 @@ def wrap_dim(dim: int, ndim: int) -> int:
     from gradviz.tensor import _wrap_dim
 
     return _wrap_dim(dim, ndim)
+
+
+def saved_dim(dim):
+    """A dim as PyTorch's ``_saved_dim`` shows it: as passed, negatives read back as uint64."""
+    if isinstance(dim, (tuple, list)):
+        return tuple(saved_dim(d) for d in dim)
+    return dim if dim >= 0 else dim + 2**64
+
+
+def wrapped_number(value, backend, device):
+    """A Python number as the 0-d tensor PyTorch wraps it in (``x * 2`` saves ``tensor(2)``)."""
+    from gradviz import _dtype
+
+    kind = _dtype.scalar_category(value)
+    dtype = {_dtype.BOOL: _dtype.bool, _dtype.INT: _dtype.int64, _dtype.FLOAT: _dtype.float64}[kind]
+    return Tensor._make(backend.full((), value, dtype, device), backend=backend)
+
+
+def sizes_and_strides(ctx, name, tensor, needed: bool) -> None:
+    """Save ``<name>_sym_sizes`` always and ``<name>_sym_strides`` when that input needs a grad."""
+    ctx.save(**{f"{name}_sym_sizes": tuple(tensor.shape),
+                f"{name}_sym_strides": tensor._backend.strides(tensor._data) if needed else ()})

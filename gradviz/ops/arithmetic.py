@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from gradviz.autograd.function import Function
-from gradviz.ops._util import backend_of, broadcast_shapes, data, promote, shape_of, sum_to
+from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, shape_of, to_input, wrapped_number
 from gradviz.tensor import Tensor
 
 
@@ -20,40 +20,69 @@ def _check_broadcast(a, b) -> None:
         broadcast_shapes(a_shape, b_shape)
 
 
+def _saved_operand(ctx, value, carrier):
+    """Save a Python number as the 0-d tensor PyTorch wraps it in (``x * 2`` saves ``tensor(2)``)."""
+    if isinstance(value, Tensor) or value is None:
+        return value
+    return wrapped_number(value, carrier._backend, carrier.device)
+
+
+def _needs(ctx, index: int) -> bool:
+    """Whether input ``index`` needs a gradient (False when forward runs without recording)."""
+    return ctx.needs_input_grad[index:index + 1] == (True,)
+
+
+def _operand(ctx, name):
+    """A saved operand for backward; a wrapped number comes back as the number (grads stay float32)."""
+    value = ctx.saved(name)
+    return ctx.numbers[name] if name in ctx.numbers else value
+
+
+def _record_binary(ctx, self, other) -> None:
+    _check_broadcast(self, other)
+    ctx.metas = (meta(self), meta(other))
+    ctx.numbers = {name: value for name, value in (("self", self), ("other", other))
+                   if not isinstance(value, Tensor)}
+
+
+def _binary_grads(ctx, grad_self, grad_other):
+    """Run only the needed gradient formulas, each summed and cast back to its input."""
+    backend = ctx.backend
+    self_meta, other_meta = ctx.metas
+    return (to_input(backend, grad_self(), self_meta) if ctx.needs_input_grad[0] else None,
+            to_input(backend, grad_other(), other_meta) if ctx.needs_input_grad[1] else None)
+
+
 class AddBackward0(Function):
     inputs = ("self", "other")
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("grad * alpha", r"\alpha\,\bar{y}")}
 
-    def forward(ctx, self, other):
-        _check_broadcast(self, other)
-        ctx.save(alpha=1)
-        ctx.shapes = (shape_of(self), shape_of(other))
+    def forward(ctx, self, other, alpha=1):
+        _record_binary(ctx, self, other)
+        ctx.save(alpha=alpha)
         x, y = promote(self, other)
-        return backend_of(self, other).add(x, y)
+        backend = backend_of(self, other)
+        return backend.add(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        self_shape, other_shape = ctx.shapes
-        return (sum_to(backend, grad, self_shape) if ctx.needs_input_grad[0] else None,
-                sum_to(backend, grad, other_shape) if ctx.needs_input_grad[1] else None)
+        alpha = ctx.saved("alpha")
+        return _binary_grads(ctx, lambda: grad, lambda: grad if alpha == 1 else ctx.backend.mul(grad, alpha))
 
 
 class SubBackward0(Function):
     inputs = ("self", "other")
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("-grad * alpha", r"-\alpha\,\bar{y}")}
 
-    def forward(ctx, self, other):
-        _check_broadcast(self, other)
-        ctx.save(alpha=1)
-        ctx.shapes = (shape_of(self), shape_of(other))
+    def forward(ctx, self, other, alpha=1):
+        _record_binary(ctx, self, other)
+        ctx.save(alpha=alpha)
         x, y = promote(self, other)
-        return backend_of(self, other).sub(x, y)
+        backend = backend_of(self, other)
+        return backend.sub(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        self_shape, other_shape = ctx.shapes
-        return (sum_to(backend, grad, self_shape) if ctx.needs_input_grad[0] else None,
-                sum_to(backend, backend.neg(grad), other_shape) if ctx.needs_input_grad[1] else None)
+        backend, alpha = ctx.backend, ctx.saved("alpha")
+        return _binary_grads(ctx, lambda: grad, lambda: backend.mul(grad, -alpha))
 
 
 class RsubBackward1(Function):
@@ -65,7 +94,7 @@ class RsubBackward1(Function):
     def forward(ctx, self, other):
         ctx.save(alpha=1)
         x, y = promote(self, other)
-        return self._backend.sub(y, x)
+        return self._backend.sub(self._backend.full((), y, _dtype_of(x), self.device), x)
 
     def backward(ctx, grad):
         return ctx.backend.neg(grad)
@@ -76,22 +105,17 @@ class MulBackward0(Function):
     derivatives = {"self": ("grad * other", r"\bar{y}\cdot b"), "other": ("grad * self", r"\bar{y}\cdot a")}
 
     def forward(ctx, self, other):
-        _check_broadcast(self, other)
-        ctx.save(other=other if ctx.needs_input_grad[:1] == (True,) else None,
-                 self=self if ctx.needs_input_grad[1:] == (True,) else None)
-        ctx.shapes = (shape_of(self), shape_of(other))
+        _record_binary(ctx, self, other)
+        carrier = self if isinstance(self, Tensor) else other
+        ctx.save(other=_saved_operand(ctx, other, carrier) if _needs(ctx, 0) else None,
+                 self=_saved_operand(ctx, self, carrier) if _needs(ctx, 1) else None)
         x, y = promote(self, other)
         return backend_of(self, other).mul(x, y)
 
     def backward(ctx, grad):
         backend = ctx.backend
-        self_shape, other_shape = ctx.shapes
-        grad_self = grad_other = None
-        if ctx.needs_input_grad[0]:
-            grad_self = sum_to(backend, backend.mul(grad, ctx.saved("other")), self_shape)
-        if ctx.needs_input_grad[1]:
-            grad_other = sum_to(backend, backend.mul(grad, ctx.saved("self")), other_shape)
-        return grad_self, grad_other
+        return _binary_grads(ctx, lambda: backend.mul(grad, _operand(ctx, "other")),
+                             lambda: backend.mul(grad, _operand(ctx, "self")))
 
 
 class DivBackward0(Function):
@@ -100,28 +124,22 @@ class DivBackward0(Function):
                    "other": ("-grad * self / (other * other)", r"-\bar{y}\,a / b^{2}")}
 
     def forward(ctx, self, other):
-        _check_broadcast(self, other)
-        ctx.save(self=self if ctx.needs_input_grad[1:] == (True,) else None, other=other)
-        ctx.shapes = (shape_of(self), shape_of(other))
+        _record_binary(ctx, self, other)
+        ctx.save(self=self if _needs(ctx, 1) else None, other=_saved_operand(ctx, other, self))
         x, y = promote(self, other)
         backend = backend_of(self, other)
-        result = backend.div(x, y)
-        if not _is_float(result):
-            result = backend.astype(result, _default_float())
-        return result
+        if not _is_float(x if isinstance(self, Tensor) else y):
+            # integer / integer is true division in the default float dtype
+            x = backend.astype(x, _default_float()) if isinstance(self, Tensor) else float(x)
+            y = backend.astype(y, _default_float()) if isinstance(other, Tensor) else float(y)
+        return backend.div(x, y)
 
     def backward(ctx, grad):
         backend = ctx.backend
-        self_shape, other_shape = ctx.shapes
-        other = ctx.saved("other")
-        grad_self = grad_other = None
-        if ctx.needs_input_grad[0]:
-            grad_self = sum_to(backend, backend.div(grad, other), self_shape)
-        if ctx.needs_input_grad[1]:
-            self = ctx.saved("self")
-            grad_other = sum_to(backend, backend.neg(backend.div(backend.mul(grad, self),
-                                                                 backend.mul(other, other))), other_shape)
-        return grad_self, grad_other
+        other = _operand(ctx, "other")
+        return _binary_grads(
+            ctx, lambda: backend.div(grad, other),
+            lambda: backend.neg(backend.div(backend.mul(grad, ctx.saved("self")), backend.mul(other, other))))
 
 
 class ReciprocalBackward0(Function):
@@ -132,7 +150,7 @@ class ReciprocalBackward0(Function):
         ctx.save_result()
         backend = self._backend
         values = self._data if _is_float(self._data) else backend.astype(self._data, _default_float())
-        return backend.div(1.0, values)
+        return backend.reciprocal(values)
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -178,27 +196,24 @@ class PowBackward1(Function):
                    "exponent": ("grad * result * self.log()", r"\bar{y}\,y\,\ln a")}
 
     def forward(ctx, self, exponent):
-        _check_broadcast(self, exponent)
+        _record_binary(ctx, self, exponent)
         ctx.save(self=self, exponent=exponent)
         ctx.save_result()
-        ctx.shapes = (shape_of(self), shape_of(exponent))
         x, n = promote(self, exponent)
         return self._backend.pow(x, n)
 
     def backward(ctx, grad):
         backend = ctx.backend
         self, exponent = ctx.saved("self", "exponent")
-        self_shape, exponent_shape = ctx.shapes
-        grad_self = grad_exponent = None
-        if ctx.needs_input_grad[0]:
-            local = backend.mul(exponent, backend.pow(self, backend.sub(exponent, 1)))
-            grad_self = sum_to(backend, backend.mul(grad, local), self_shape)
-        if ctx.needs_input_grad[1]:
-            result = ctx.saved("result")
+
+        def grad_exponent():
             # d(a**b)/db = a**b * ln(a); PyTorch takes the term as 0 where a == 0 and b >= 0
             log_self = backend.where(backend.eq(self, 0), 0.0, backend.log(self))
-            grad_exponent = sum_to(backend, backend.mul(grad, backend.mul(result, log_self)), exponent_shape)
-        return grad_self, grad_exponent
+            return backend.mul(grad, backend.mul(ctx.saved("result"), log_self))
+
+        return _binary_grads(
+            ctx, lambda: backend.mul(grad, backend.mul(exponent, backend.pow(self, backend.sub(exponent, 1)))),
+            grad_exponent)
 
 
 class PowBackward2(Function):
@@ -211,7 +226,8 @@ class PowBackward2(Function):
         ctx.save(self=base, exponent=exponent)
         ctx.save_result()
         n, c = promote(exponent, base)
-        return exponent._backend.pow(c, n)
+        backend = exponent._backend
+        return backend.pow(backend.full((), c, _dtype_of(n), exponent.device), n)
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -221,6 +237,12 @@ class PowBackward2(Function):
 
 
 # -- the functions tensors call ---------------------------------------------------------------------
+def _dtype_of(array):
+    from gradviz import _dtype
+
+    return _dtype.from_any(array.dtype)
+
+
 def _is_float(array) -> bool:
     return "float" in str(array.dtype)
 
@@ -236,19 +258,15 @@ def _as_number(value):
 
 
 def add(input, other, *, alpha=1):
-    if alpha != 1:
-        other = mul(other, alpha)
     if not isinstance(input, Tensor):
         input, other = other, input
-    return AddBackward0.apply(input, other)
+    return AddBackward0.apply(input, other, alpha=alpha)
 
 
 def sub(input, other, *, alpha=1):
-    if alpha != 1:
-        other = mul(other, alpha)
     if not isinstance(input, Tensor):
         return rsub(other, input)
-    return SubBackward0.apply(input, other)
+    return SubBackward0.apply(input, other, alpha=alpha)
 
 
 def rsub(input, other):

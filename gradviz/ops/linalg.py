@@ -2,14 +2,16 @@
 
 ``matmul`` picks by the operands' dimensions, exactly as PyTorch does: 1-D @ 1-D is ``dot``,
 2-D @ 1-D is ``mv``, 2-D @ 2-D is ``mm``, and 1-D @ 2-D is ``unsqueeze(0)``, ``mm``, then
-``squeeze(0)`` (so the graph shows SqueezeBackward4 over MmBackward0). Higher dimensions fold
-the batch into the rows of one ``mm``.
+``squeeze(0)`` (so the graph shows SqueezeBackward4 over MmBackward0). A batch on the left
+folds into the rows of one ``mm``/``mv`` (ViewBackward0 in, UnsafeViewBackward0 out); a batch
+only on the right is the transposed problem; batches on both sides are expanded to a common
+batch and multiplied with ``bmm``. ``addmm`` is what ``F.linear`` records for a bias.
 """
 from __future__ import annotations
 
 from gradviz.autograd.function import Function
 from gradviz.ops import shape as shape_ops
-from gradviz.ops._util import promote
+from gradviz.ops._util import meta, promote, sizes_and_strides, sum_to, to_input
 
 
 def _transpose(backend, array):
@@ -25,8 +27,11 @@ class MmBackward0(Function):
         if self.shape[1] != mat2.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} "
                                f"and {mat2.shape[0]}x{mat2.shape[1]})")
-        ctx.save(self=self if ctx.needs_input_grad[1:] == (True,) else None,
-                 mat2=mat2 if ctx.needs_input_grad[:1] == (True,) else None)
+        needs_self, needs_mat2 = ctx.needs_input_grad[:1] == (True,), ctx.needs_input_grad[1:] == (True,)
+        ctx.save(mat2=mat2 if needs_self else None, self=self if needs_mat2 else None)
+        sizes_and_strides(ctx, "mat2", mat2, needs_mat2)
+        sizes_and_strides(ctx, "self", self, needs_self)
+        ctx.metas = (meta(self), meta(mat2))
         a, b = promote(self, mat2)
         return self._backend.matmul(a, b)
 
@@ -34,10 +39,61 @@ class MmBackward0(Function):
         backend = ctx.backend
         grad_self = grad_mat2 = None
         if ctx.needs_input_grad[0]:
-            grad_self = backend.matmul(grad, _transpose(backend, ctx.saved("mat2")))
+            grad_self = to_input(backend, backend.matmul(grad, _transpose(backend, ctx.saved("mat2"))), ctx.metas[0])
         if ctx.needs_input_grad[1]:
-            grad_mat2 = backend.matmul(_transpose(backend, ctx.saved("self")), grad)
+            grad_mat2 = to_input(backend, backend.matmul(_transpose(backend, ctx.saved("self")), grad), ctx.metas[1])
         return grad_self, grad_mat2
+
+
+class AddmmBackward0(Function):
+    """``beta * self + alpha * (mat1 @ mat2)``: one node for a linear layer with a bias."""
+
+    inputs = ("self", "mat1", "mat2")
+    derivatives = {"self": ("maybe_multiply(grad, beta.conj())", r"\beta\,\bar{Y}"),
+                   "mat1": ("grad.mm(mat2.t()) * alpha", r"\alpha\,\bar{Y} B^{\top}"),
+                   "mat2": ("mat1.t().mm(grad) * alpha", r"\alpha\,A^{\top} \bar{Y}")}
+
+    def forward(ctx, self, mat1, mat2, beta=1, alpha=1):
+        if mat1.shape[1] != mat2.shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} "
+                               f"and {mat2.shape[0]}x{mat2.shape[1]})")
+        needs_mat1, needs_mat2 = ctx.needs_input_grad[1:2] == (True,), ctx.needs_input_grad[2:3] == (True,)
+        ctx.save(alpha=alpha, beta=beta, mat1=mat1 if needs_mat2 else None)
+        sizes_and_strides(ctx, "mat1", mat1, needs_mat1)
+        ctx.save(mat2=mat2 if needs_mat1 else None)
+        sizes_and_strides(ctx, "mat2", mat2, needs_mat2)
+        ctx.metas = (meta(self), meta(mat1), meta(mat2))
+        backend = mat1._backend
+        a, b = promote(mat1, mat2)
+        return backend.add(backend.matmul(a, b), self._data)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        needs = ctx.needs_input_grad
+        return (to_input(backend, grad, ctx.metas[0]) if needs[0] else None,
+                to_input(backend, backend.matmul(grad, _transpose(backend, ctx.saved("mat2"))), ctx.metas[1])
+                if needs[1] else None,
+                to_input(backend, backend.matmul(_transpose(backend, ctx.saved("mat1")), grad), ctx.metas[2])
+                if needs[2] else None)
+
+
+class BmmBackward0(Function):
+    """A batch of matrix products, one per leading index."""
+
+    inputs = ("self", "mat2")
+    derivatives = {"self": ("grad.bmm(mat2.transpose(1, 2).conj())", r"\bar{Y} B^{\top}"),
+                   "mat2": ("self.transpose(1, 2).conj().bmm(grad)", r"A^{\top} \bar{Y}")}
+
+    def forward(ctx, self, mat2):
+        ctx.save(mat2=mat2 if ctx.needs_input_grad[:1] == (True,) else None,
+                 self=self if ctx.needs_input_grad[1:] == (True,) else None)
+        a, b = promote(self, mat2)
+        return self._backend.matmul(a, b)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        return (backend.matmul(grad, _transpose(backend, ctx.saved("mat2"))) if ctx.needs_input_grad[0] else None,
+                backend.matmul(_transpose(backend, ctx.saved("self")), grad) if ctx.needs_input_grad[1] else None)
 
 
 class MvBackward0(Function):
@@ -51,6 +107,7 @@ class MvBackward0(Function):
                                f"vec ({vec.shape[0]})")
         ctx.save(self=self if ctx.needs_input_grad[1:] == (True,) else None,
                  vec=vec if ctx.needs_input_grad[:1] == (True,) else None)
+        ctx.metas = (meta(self), meta(vec))
         a, b = promote(self, vec)
         return self._backend.matmul(a, b)
 
@@ -59,9 +116,10 @@ class MvBackward0(Function):
         grad_self = grad_vec = None
         if ctx.needs_input_grad[0]:
             vec = ctx.saved("vec")
-            grad_self = backend.mul(backend.reshape(grad, (-1, 1)), backend.reshape(vec, (1, -1)))
+            grad_self = to_input(backend, backend.mul(backend.reshape(grad, (-1, 1)), backend.reshape(vec, (1, -1))),
+                                 ctx.metas[0])
         if ctx.needs_input_grad[1]:
-            grad_vec = backend.matmul(_transpose(backend, ctx.saved("self")), grad)
+            grad_vec = to_input(backend, backend.matmul(_transpose(backend, ctx.saved("self")), grad), ctx.metas[1])
         return grad_self, grad_vec
 
 
@@ -103,6 +161,27 @@ def dot(input, tensor):
     return DotBackward0.apply(input, tensor)
 
 
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    return AddmmBackward0.apply(input, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def bmm(input, mat2):
+    return BmmBackward0.apply(input, mat2)
+
+
+def _fold(tensor, shape):
+    """Reshape as PyTorch's matmul does: a view when the layout allows, else copy then view."""
+    if tensor._backend.can_view(tensor._data, shape):
+        return shape_ops.reshape(tensor, shape)
+    return shape_ops.unsafe_view(shape_ops.contiguous_copy(tensor), shape)
+
+
+def _broadcast_batch(a_batch, b_batch) -> tuple:
+    from gradviz.ops._util import broadcast_shapes
+
+    return broadcast_shapes(tuple(a_batch), tuple(b_batch))
+
+
 def matmul(input, other):
     a_dim, b_dim = input.ndim, other.ndim
     if a_dim == 0 or b_dim == 0:
@@ -112,14 +191,28 @@ def matmul(input, other):
     if a_dim == 2 and b_dim == 1:
         return mv(input, other)
     if a_dim == 1 and b_dim == 2:
-        return shape_ops.squeeze(mm(shape_ops.unsqueeze(input, 0), other), (0,))
+        return shape_ops.squeeze_dims(mm(shape_ops.unsqueeze(input, 0), other), 0)
     if a_dim == 2 and b_dim == 2:
         return mm(input, other)
     if a_dim >= 3 and b_dim <= 2:
-        rows = shape_ops.reshape(input, (-1, input.shape[-1]))
-        matrix = other if b_dim == 2 else shape_ops.unsqueeze(other, 1)
-        out = mm(rows, matrix)
+        rows = _fold(input, (-1, input.shape[-1]))
+        out = mm(rows, other) if b_dim == 2 else mv(rows, other)
         out_shape = tuple(input.shape[:-1]) + ((other.shape[-1],) if b_dim == 2 else ())
-        return shape_ops.reshape(out, out_shape)
-    raise NotImplementedError(
-        f"gradviz's matmul supports 1-D and 2-D operands and N-D @ 2-D; got {a_dim}D @ {b_dim}D")
+        return shape_ops.unsafe_view(out, out_shape)
+    if a_dim <= 2 and b_dim >= 3:
+        # a @ b = (b^T @ a^T)^T: the batch is on the right, so move it to the left
+        flipped = shape_ops.transpose(other, -2, -1)
+        rows = _fold(flipped, (-1, flipped.shape[-1]))
+        if a_dim == 1:
+            return shape_ops.unsafe_view(mv(rows, input), tuple(flipped.shape[:-1]))
+        out = shape_ops.unsafe_view(mm(rows, shape_ops.t(input)), tuple(flipped.shape[:-1]) + (input.shape[0],))
+        return shape_ops.contiguous_copy(shape_ops.transpose(out, -2, -1))
+    batch = _broadcast_batch(input.shape[:-2], other.shape[:-2])
+    count = 1
+    for size in batch:
+        count *= size
+    left = shape_ops.expand(input, batch + tuple(input.shape[-2:]))
+    right = shape_ops.expand(other, batch + tuple(other.shape[-2:]))
+    left = _fold(left, (count,) + tuple(input.shape[-2:]))
+    right = _fold(right, (count,) + tuple(other.shape[-2:]))
+    return shape_ops.unsafe_view(bmm(left, right), batch + (input.shape[-2], other.shape[-1]))

@@ -9,13 +9,18 @@ from collections import namedtuple
 
 from gradviz import _dtype
 from gradviz.autograd.function import Function
-from gradviz.ops._util import wrap_dim
+from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
 
 
 def _dims(dim, ndim: int) -> tuple:
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
     return tuple(sorted(wrap_dim(d, ndim) for d in dims))
+
+
+def _given(dim) -> tuple:
+    """``dim`` as PyTorch saves it for sum/mean: a tuple, in the order given."""
+    return saved_dim(tuple(dim) if isinstance(dim, (tuple, list)) else (dim,))
 
 
 def _expand_back(backend, grad, input_shape, dims, keepdim: bool):
@@ -52,13 +57,14 @@ class SumBackward1(Function):
 
     def forward(ctx, self, dim, keepdim=False):
         dims = _dims(dim, self.ndim)
-        ctx.save(dim=dims, keepdim=keepdim, self_sym_sizes=tuple(self.shape))
+        ctx.save(dim=_given(dim), keepdim=keepdim, self_sym_sizes=tuple(self.shape))
+        ctx.dims = dims
         result = self._backend.sum(self._data, dims, keepdims=keepdim)
         return result if self.dtype.is_floating_point else self._backend.astype(result, _dtype.int64)
 
     def backward(ctx, grad):
-        dims, keepdim, shape = ctx.saved("dim", "keepdim", "self_sym_sizes")
-        return _expand_back(ctx.backend, grad, shape, dims, keepdim)
+        keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
+        return _expand_back(ctx.backend, grad, shape, ctx.dims, keepdim)
 
 
 def _check_float_for_mean(tensor) -> None:
@@ -95,15 +101,16 @@ class MeanBackward1(Function):
         count = 1
         for d in dims:
             count *= self.shape[d]
-        ctx.save(dim=dims, keepdim=keepdim, self_sym_sizes=tuple(self.shape), self_sym_numel=self.numel())
+        ctx.save(dim=_given(dim), keepdim=keepdim, self_sym_sizes=tuple(self.shape), self_sym_numel=self.numel())
         ctx.count = count
+        ctx.dims = dims
         backend = self._backend
         return backend.div(backend.sum(self._data, dims, keepdims=keepdim), count)
 
     def backward(ctx, grad):
-        dims, keepdim, shape = ctx.saved("dim", "keepdim", "self_sym_sizes")
+        keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
         backend = ctx.backend
-        return _expand_back(backend, backend.div(grad, ctx.count), shape, dims, keepdim)
+        return _expand_back(backend, backend.div(grad, ctx.count), shape, ctx.dims, keepdim)
 
 
 class MaxBackward1(Function):
@@ -137,19 +144,27 @@ class MaxBackward0(Function):
     def forward(ctx, self, dim, keepdim=False):
         axis = wrap_dim(dim, self.ndim)
         backend = self._backend
-        indices = backend.argmax(self._data, axis) if self.ndim else backend.reshape(self._data, ()) * 0
-        ctx.save(dim=axis, keepdim=keepdim, self_sym_sizes=tuple(self.shape))
+        indices = backend.astype(backend.argmax(self._data, axis), _dtype.int64)
+        saved_indices = Tensor._make(backend.reshape(indices, _kept_shape(self.shape, axis)) if keepdim else indices,
+                                     backend=backend)
+        ctx.save(dim=saved_dim(dim), indices=saved_indices, keepdim=keepdim, self_sym_sizes=tuple(self.shape))
+        ctx.axis = axis
         ctx.indices = indices
         return backend.amax(self._data, axis, keepdims=keepdim)
 
     def backward(ctx, grad):
         backend = ctx.backend
-        axis, keepdim, shape = ctx.saved("dim", "keepdim", "self_sym_sizes")
+        keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
+        axis = ctx.axis
         if keepdim:
             grad = backend.reshape(grad, tuple(s for i, s in enumerate(grad.shape) if i != axis))
         picked = backend.one_hot_scatter(shape, ctx.indices, axis, grad.dtype)
         expanded = backend.reshape(grad, tuple(1 if i == axis else s for i, s in enumerate(shape)))
         return backend.mul(picked, expanded)
+
+
+def _kept_shape(shape, axis) -> tuple:
+    return tuple(1 if i == axis else s for i, s in enumerate(shape))
 
 
 max_result = namedtuple("max", ["values", "indices"])
@@ -173,16 +188,12 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 def max(input, dim=None, keepdim: bool = False):
     if isinstance(dim, Tensor):
-        from gradviz.ops.elementwise_extra import maximum
+        from gradviz.ops.comparison import maximum
 
         return maximum(input, dim)
     if dim is None:
         return MaxBackward1.apply(input)
     values = MaxBackward0.apply(input, dim, keepdim=keepdim)
-    node = values.grad_fn
-    indices_data = node.indices if node is not None else input._backend.argmax(input._data, wrap_dim(dim, input.ndim))
-    if keepdim and node is None:
-        indices_data = input._backend.reshape(indices_data, values.shape)
-    elif keepdim:
-        indices_data = input._backend.reshape(indices_data, values.shape)
-    return max_result(values, Tensor._make(input._backend.astype(indices_data, _dtype.int64), backend=input._backend))
+    backend = input._backend
+    indices = backend.astype(backend.argmax(input._data, wrap_dim(dim, input.ndim)), _dtype.int64)
+    return max_result(values, Tensor._make(backend.reshape(indices, tuple(values.shape)), backend=backend))

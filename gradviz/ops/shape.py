@@ -5,8 +5,11 @@ Their gradients move the incoming gradient back where each element came from.
 from __future__ import annotations
 
 from gradviz.autograd.function import Function
-from gradviz.ops._util import wrap_dim
+from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
+
+
+INT64_MAX = 2**63 - 1  # what PyTorch saves as a slice's end when none was given
 
 
 def _view_of(out: Tensor, base: Tensor) -> Tensor:
@@ -61,12 +64,13 @@ class PermuteBackward0(Function):
     inputs = ("self",)
     derivatives = {"self": ("permute_backwards(grad, dims)", r"\mathrm{permute}^{-1}(\bar{y})")}
 
-    def forward(ctx, self, dims):
-        ctx.save(dims=dims)
+    def forward(ctx, self, dims, given=None):
+        ctx.save(dims=saved_dim(tuple(dims if given is None else given)))
+        ctx.dims = dims
         return self._backend.permute(self._data, dims)
 
     def backward(ctx, grad):
-        dims = ctx.saved("dims")
+        dims = ctx.dims
         inverse = [0] * len(dims)
         for position, d in enumerate(dims):
             inverse[d] = position
@@ -77,14 +81,15 @@ class TransposeBackward0(Function):
     inputs = ("self",)
     derivatives = {"self": ("grad.transpose(dim0, dim1)", r"\bar{y}^{\top}")}
 
-    def forward(ctx, self, dim0, dim1):
-        ctx.save(dim0=dim0, dim1=dim1)
+    def forward(ctx, self, dim0, dim1, given=None):
+        ctx.save(**dict(zip(("dim0", "dim1"), saved_dim(given or (dim0, dim1)))))
+        ctx.dims = (dim0, dim1)
         axes = list(range(self.ndim))
         axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
         return self._backend.permute(self._data, tuple(axes))
 
     def backward(ctx, grad):
-        dim0, dim1 = ctx.saved("dim0", "dim1")
+        dim0, dim1 = ctx.dims
         axes = list(range(grad.ndim))
         axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
         return ctx.backend.permute(grad, tuple(axes))
@@ -94,15 +99,15 @@ class UnsqueezeBackward0(Function):
     inputs = ("self",)
     derivatives = {"self": ("grad.squeeze(dim)", r"\mathrm{squeeze}(\bar{y})")}
 
-    def forward(ctx, self, dim):
-        ctx.save(dim=dim)
+    def forward(ctx, self, dim, given=None):
+        ctx.save(dim=saved_dim(dim if given is None else given))
+        ctx.shape = tuple(self.shape)
         shape = list(self.shape)
         shape.insert(dim, 1)
         return self._backend.reshape(self._data, tuple(shape))
 
     def backward(ctx, grad):
-        dim = ctx.saved("dim")
-        return ctx.backend.reshape(grad, tuple(s for i, s in enumerate(grad.shape) if i != dim))
+        return ctx.backend.reshape(grad, ctx.shape)
 
 
 class SqueezeBackward0(Function):
@@ -125,6 +130,36 @@ class SqueezeBackward1(Function):
     inputs = ("self",)
     derivatives = {"self": ("unsqueeze_to(grad, dim, self.sym_sizes())", r"\mathrm{unsqueeze}(\bar{y})")}
 
+    def forward(ctx, self, dim, given=None):
+        ctx.save(dim=saved_dim(dim if given is None else given), self_sym_sizes=tuple(self.shape))
+        shape = tuple(s for i, s in enumerate(self.shape) if not (i == dim and s == 1))
+        return self._backend.reshape(self._data, shape)
+
+    def backward(ctx, grad):
+        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
+
+
+class SqueezeBackward2(Function):
+    """``squeeze(dims)`` with a tuple of dims, as a user calls it."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("unsqueeze_to(grad, dim, self.sym_sizes())", r"\mathrm{unsqueeze}(\bar{y})")}
+
+    def forward(ctx, self, dims, given=None):
+        ctx.save(dim=saved_dim(tuple(dims if given is None else given)), self_sym_sizes=tuple(self.shape))
+        shape = tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))
+        return self._backend.reshape(self._data, shape)
+
+    def backward(ctx, grad):
+        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
+
+
+class SqueezeBackward4(Function):
+    """The in-place ``squeeze_(dim)`` that ``matmul`` uses to drop a vector's extra dim."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("unsqueeze_to(grad, dim, self.sym_sizes())", r"\mathrm{unsqueeze}(\bar{y})")}
+
     def forward(ctx, self, dim):
         ctx.save(dim=dim, self_sym_sizes=tuple(self.shape))
         shape = tuple(s for i, s in enumerate(self.shape) if not (i == dim and s == 1))
@@ -134,15 +169,14 @@ class SqueezeBackward1(Function):
         return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
 
 
-class SqueezeBackward4(Function):
-    """``squeeze(dims)`` with a tuple of dims (what ``matmul`` uses to drop a vector's extra dim)."""
+class UnsafeViewBackward0(Function):
+    """A reshape of a freshly made copy (PyTorch's ``_unsafe_view``): the gradient is reshaped back."""
 
     inputs = ("self",)
-    derivatives = {"self": ("unsqueeze_to(grad, dim, self.sym_sizes())", r"\mathrm{unsqueeze}(\bar{y})")}
+    derivatives = {"self": ("grad.reshape_symint(self.sym_sizes())", r"\mathrm{reshape}(\bar{y})")}
 
-    def forward(ctx, self, dims):
-        ctx.save(dim=dims, self_sym_sizes=tuple(self.shape))
-        shape = tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))
+    def forward(ctx, self, shape):
+        ctx.save(self_sym_sizes=tuple(self.shape))
         return self._backend.reshape(self._data, shape)
 
     def backward(ctx, grad):
@@ -167,13 +201,15 @@ class SelectBackward0(Function):
     inputs = ("self",)
     derivatives = {"self": ("select_backward_symint(grad, self.sym_sizes(), dim, index)", r"\bar{y}\ \mathrm{at}\ i")}
 
-    def forward(ctx, self, dim, index):
-        ctx.save(dim=dim, index=index, self_sym_sizes=tuple(self.shape))
+    def forward(ctx, self, dim, index, given=None):
+        ctx.save(dim=dim, index=saved_dim(index if given is None else given), self_sym_sizes=tuple(self.shape))
+        ctx.index = index
         key = (slice(None),) * dim + (index,)
         return self._backend.getitem(self._data, key)
 
     def backward(ctx, grad):
-        dim, index, shape = ctx.saved("dim", "index", "self_sym_sizes")
+        dim, shape = ctx.saved("dim", "self_sym_sizes")
+        index = ctx.index
         return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (index,))
 
 
@@ -182,13 +218,17 @@ class SliceBackward0(Function):
     derivatives = {"self": ("slice_backward_wrapper(grad, self.sym_sizes(), dim, start, end, step)",
                             r"\bar{y}\ \mathrm{in\ the\ slice}")}
 
-    def forward(ctx, self, dim, start, end, step):
-        ctx.save(dim=dim, start=start, end=end, step=step, self_sym_sizes=tuple(self.shape))
+    def forward(ctx, self, dim, start, end, step, given=None):
+        given_start, given_end = given or (start, end)
+        ctx.save(dim=dim, end=saved_dim(given_end), self_sym_sizes=tuple(self.shape), start=saved_dim(given_start),
+                 step=step)
+        ctx.bounds = (start, end)
         key = (slice(None),) * dim + (slice(start, end, step),)
         return self._backend.getitem(self._data, key)
 
     def backward(ctx, grad):
-        dim, start, end, step, shape = ctx.saved("dim", "start", "end", "step", "self_sym_sizes")
+        dim, step, shape = ctx.saved("dim", "step", "self_sym_sizes")
+        start, end = ctx.bounds
         return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (slice(start, end, step),))
 
 
@@ -241,7 +281,23 @@ def view(input, *shape):
 
 
 def reshape(input, *shape):
-    return view(input, *shape)
+    """A view when the layout allows one; otherwise a copy, then a view of it (as PyTorch records)."""
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    shape = _infer_shape(shape, input.numel())
+    if input._backend.can_view(input._data, shape):
+        return view(input, shape)
+    return unsafe_view(contiguous_copy(input), shape)
+
+
+def unsafe_view(input, shape):
+    return UnsafeViewBackward0.apply(input, _infer_shape(shape, input.numel()))
+
+
+def contiguous_copy(input):
+    """A copy in row-major layout (CloneBackward0), what ``contiguous()`` makes of a strided view."""
+    from gradviz.ops.conversion import clone
+
+    return clone(input)
 
 
 def flatten(input, start_dim: int = 0, end_dim: int = -1):
@@ -254,7 +310,7 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):
     size = 1
     for s in shape[start:end + 1]:
         size *= s
-    return view(input, tuple(shape[:start] + [size] + shape[end + 1:]))
+    return reshape(input, tuple(shape[:start] + [size] + shape[end + 1:]))
 
 
 def t(input):
@@ -265,8 +321,9 @@ def t(input):
 
 def permute(input, *dims):
     dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    given = tuple(dims)
     dims = tuple(wrap_dim(d, input.ndim) for d in dims)
-    return _view_of(PermuteBackward0.apply(input, dims), input)
+    return _view_of(PermuteBackward0.apply(input, dims, given=given), input)
 
 
 def T(input):
@@ -275,13 +332,13 @@ def T(input):
 
 
 def transpose(input, dim0: int, dim1: int):
+    given = (dim0, dim1)
     dim0, dim1 = wrap_dim(dim0, input.ndim), wrap_dim(dim1, input.ndim)
-    return _view_of(TransposeBackward0.apply(input, dim0, dim1), input)
+    return _view_of(TransposeBackward0.apply(input, dim0, dim1, given=given), input)
 
 
 def unsqueeze(input, dim: int):
-    dim = wrap_dim(dim, input.ndim + 1)
-    return _view_of(UnsqueezeBackward0.apply(input, dim), input)
+    return _view_of(UnsqueezeBackward0.apply(input, wrap_dim(dim, input.ndim + 1), given=dim), input)
 
 
 def squeeze(input, dim=None):
@@ -289,8 +346,13 @@ def squeeze(input, dim=None):
         return _view_of(SqueezeBackward0.apply(input), input)
     if isinstance(dim, (tuple, list)):
         dims = tuple(wrap_dim(d, max(input.ndim, 1)) for d in dim)
-        return _view_of(SqueezeBackward4.apply(input, dims), input)
-    return _view_of(SqueezeBackward1.apply(input, wrap_dim(dim, max(input.ndim, 1))), input)
+        return _view_of(SqueezeBackward2.apply(input, dims, given=tuple(dim)), input)
+    return _view_of(SqueezeBackward1.apply(input, wrap_dim(dim, max(input.ndim, 1)), given=dim), input)
+
+
+def squeeze_dims(input, dim: int):
+    """The squeeze ``matmul`` records as SqueezeBackward4 (PyTorch's in-place ``squeeze_``)."""
+    return _view_of(SqueezeBackward4.apply(input, dim), input)
 
 
 def expand(input, *sizes):
@@ -323,8 +385,9 @@ def getitem(input, key):
             start, end, step = k.indices(size)
             if step <= 0:
                 raise ValueError("step must be greater than zero")
-            if (start, end, step) != (0, size, 1):
-                out = _view_of(SliceBackward0.apply(out, dim, start, max(end, start), step), input)
+            if (k.start, k.stop, k.step) != (None, None, None):
+                given = (0 if k.start is None else k.start, INT64_MAX if k.stop is None else k.stop)
+                out = _view_of(SliceBackward0.apply(out, dim, start, max(end, start), step, given=given), input)
             dim += 1
         else:
             index = int(k)
@@ -333,7 +396,7 @@ def getitem(input, key):
                 raise IndexError(f"too many indices for tensor of dimension {input.ndim}")
             if not -size <= index < size:
                 raise IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
-            out = _view_of(SelectBackward0.apply(out, dim, index % size), input)
+            out = _view_of(SelectBackward0.apply(out, dim, index % size, given=index), input)
     if out is input:
         return _view_of(ViewBackward0.apply(input, tuple(input.shape)) if input._requires_grad else
                         Tensor._make(input._data, backend=input._backend), input)

@@ -1,0 +1,141 @@
+"""Ops that compare or choose between two tensors: ``maximum``, ``minimum``, ``where``, ``> < ==``.
+
+Comparisons return bool tensors and record nothing (a bool has no gradient). ``maximum``,
+``minimum`` and ``where`` pass each element's gradient to the operand that element came from.
+"""
+from __future__ import annotations
+
+from gradviz import _dtype
+from gradviz.autograd.function import Function
+from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, shape_of, to_input
+from gradviz.tensor import Tensor
+
+
+def _grads(ctx, grad_self, grad_other):
+    backend = ctx.backend
+    self_meta, other_meta = ctx.metas
+    return (to_input(backend, grad_self(), self_meta) if ctx.needs_input_grad[0] else None,
+            to_input(backend, grad_other(), other_meta) if ctx.needs_input_grad[1] else None)
+
+
+def _zero_where(backend, mask, grad):
+    return backend.where(mask, backend.mul(grad, 0), grad)
+
+
+def _pick_forward(ctx, self, other, pick):
+    """Forward of maximum/minimum (``ctx`` may be the no-record stand-in, so ``pick`` is passed)."""
+    broadcast_shapes(shape_of(self), shape_of(other))
+    ctx.save(other=other, self=self)
+    ctx.metas = (meta(self), meta(other))
+    x, y = promote(self, other)
+    return getattr(self._backend, pick)(x, y)
+
+
+def _pick_backward(ctx, grad, pick):
+    """Each element's gradient goes to the operand it came from; a tie splits it in half."""
+    backend = ctx.backend
+    self, other = ctx.saved("self", "other")
+    shared = backend.where(backend.eq(self, other), backend.div(grad, 2), grad)
+    loses_self, loses_other = ((backend.lt(self, other), backend.gt(self, other)) if pick == "maximum"
+                               else (backend.gt(self, other), backend.lt(self, other)))
+    return _grads(ctx, lambda: _zero_where(backend, loses_self, shared),
+                  lambda: _zero_where(backend, loses_other, shared))
+
+
+class MaximumBackward0(Function):
+    """Elementwise larger of two tensors; a tie splits the gradient in half, as in PyTorch."""
+
+    inputs = ("self", "other")
+    derivatives = {"self": ("at::where(self == other, grad / 2, grad).masked_fill_(self < other, 0)",
+                            r"\bar{y}\,[a > b] + \tfrac{1}{2}\bar{y}\,[a = b]"),
+                   "other": ("at::where(self == other, grad / 2, grad).masked_fill_(self > other, 0)",
+                             r"\bar{y}\,[b > a] + \tfrac{1}{2}\bar{y}\,[a = b]")}
+
+    def forward(ctx, self, other):
+        return _pick_forward(ctx, self, other, "maximum")
+
+    def backward(ctx, grad):
+        return _pick_backward(ctx, grad, "maximum")
+
+
+class MinimumBackward0(MaximumBackward0):
+    """Elementwise smaller of two tensors; a tie splits the gradient in half."""
+
+    derivatives = {"self": ("at::where(self == other, grad / 2, grad).masked_fill_(self > other, 0)",
+                            r"\bar{y}\,[a < b] + \tfrac{1}{2}\bar{y}\,[a = b]"),
+                   "other": ("at::where(self == other, grad / 2, grad).masked_fill_(self < other, 0)",
+                             r"\bar{y}\,[b < a] + \tfrac{1}{2}\bar{y}\,[a = b]")}
+
+    def forward(ctx, self, other):
+        return _pick_forward(ctx, self, other, "minimum")
+
+    def backward(ctx, grad):
+        return _pick_backward(ctx, grad, "minimum")
+
+
+class WhereBackward0(Function):
+    """``where(condition, self, other)``: the condition picks which input each element's gradient reaches."""
+
+    inputs = ("self", "other")
+    derivatives = {"self": ("where(condition, grad, 0)", r"\bar{y}\,[c]"),
+                   "other": ("where(condition, 0, grad)", r"\bar{y}\,[\lnot c]")}
+
+    def forward(ctx, self, other, condition):
+        shape = broadcast_shapes(broadcast_shapes(shape_of(condition), shape_of(self)), shape_of(other))
+        ctx.save(condition=condition)
+        ctx.metas = (meta(self), meta(other))
+        backend = backend_of(self, other)
+        x, y = _where_operands(self, other)
+        return backend.broadcast_to(backend.where(condition._data, x, y), shape)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        condition = ctx.saved("condition")
+        zeros = backend.mul(grad, 0)
+        return _grads(ctx, lambda: backend.where(condition, grad, zeros),
+                      lambda: backend.where(condition, zeros, grad))
+
+
+def _where_operands(self, other):
+    """``where`` promotes like a binary op, but a number next to a tensor keeps the tensor's dtype."""
+    if isinstance(self, Tensor) and isinstance(other, Tensor):
+        return promote(self, other)
+    tensor = self if isinstance(self, Tensor) else other
+    return promote(self, other) if not tensor.dtype.is_floating_point else (
+        (self._data, float(other)) if tensor is self else (float(self), other._data))
+
+
+def maximum(input, other):
+    return MaximumBackward0.apply(input, other)
+
+
+def minimum(input, other):
+    return MinimumBackward0.apply(input, other)
+
+
+def where(condition, input, other):
+    if condition.dtype is not _dtype.bool:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{_TYPE_NAMES[condition.dtype.name]}")
+    return WhereBackward0.apply(input, other, condition)
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _compare(name: str):
+    def compare(input, other):
+        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+            raise TypeError(f"{name}() expects a Tensor")
+        broadcast_shapes(shape_of(input), shape_of(other))
+        x, y = promote(input, other)
+        backend = backend_of(input, other)
+        return Tensor._make(getattr(backend, name)(x, y), backend=backend)
+
+    compare.__name__ = name
+    compare.__doc__ = f"Elementwise ``{name}``: a bool tensor, outside the graph."
+    return compare
+
+
+gt, lt, ge, le, eq, ne = (_compare(name) for name in ("gt", "lt", "ge", "le", "eq", "ne"))

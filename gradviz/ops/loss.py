@@ -1,0 +1,274 @@
+"""Loss functions, each one node as in PyTorch (``cross_entropy`` is two: log-softmax, then NLL).
+
+``reduction`` is saved as PyTorch saves it, an int: 0 ``'none'``, 1 ``'mean'``, 2 ``'sum'``.
+Targets and weights are constants: only the prediction (and, for MSE and BCE, the target)
+gets an edge, exactly the edges PyTorch's node shows.
+"""
+from __future__ import annotations
+
+from gradviz import _dtype
+from gradviz.autograd.function import Function
+from gradviz.ops._util import broadcast_shapes, meta, promote, shape_of, to_input
+from gradviz.tensor import Tensor
+
+REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+IGNORE_INDEX_SAVED = 2**64  # PyTorch shows ignore_index=-100 read back as a uint64
+BCE_EPSILON = 1e-12  # PyTorch's floor under x(1 - x) in the BCE gradient
+
+
+def _reduction(reduction: str) -> int:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return REDUCTIONS[reduction]
+
+
+def _reduce(backend, loss, reduction: int):
+    if reduction == 1:
+        return backend.div(backend.sum(loss, None), max(_numel(loss), 1))
+    if reduction == 2:
+        return backend.sum(loss, None)
+    return loss
+
+
+def _unreduce(backend, grad, shape, reduction: int):
+    """The incoming gradient spread over every element the loss reduced."""
+    if reduction == 0:
+        return grad
+    count = _numel_of(shape)
+    return backend.broadcast_to(backend.div(grad, count) if reduction == 1 else grad, shape)
+
+
+def _numel(array) -> int:
+    return _numel_of(array.shape)
+
+
+def _numel_of(shape) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
+def _check_same_size(input, target, message: str) -> None:
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(message.format(target=list(target.shape), input=list(input.shape)))
+
+
+class BinaryCrossEntropyWithLogitsBackward0(Function):
+    """``-w [p t log σ(x) + (1 - t) log(1 - σ(x))]``, computed without ever forming ``σ(x)``."""
+
+    inputs = ("self", "target")
+    derivatives = {"self": ("grad * w * ((p t + 1 - t) sigmoid(self) - p t)", r"\bar{y}\,w\,(\sigma(x) - t)"),
+                   "target": ("grad * w * (log(1 - sigmoid(self)) - p log(sigmoid(self)))",
+                              r"-\bar{y}\,w\,x")}
+
+    def forward(ctx, self, target, weight=None, pos_weight=None, reduction=1):
+        ctx.save(pos_weight=pos_weight, reduction=reduction, self=self, target=target, weight=weight)
+        backend = self._backend
+        x, t = promote(self, target)
+        # log(1 + e^-x) written as max(-x, 0) + log1p(e^-|x|): no overflow for large |x|
+        softplus_neg = backend.add(backend.maximum(backend.neg(x), 0.0),
+                                   backend.log1p(backend.exp(backend.neg(backend.abs(x)))))
+        one_minus_t = backend.sub(backend.full((), 1.0, _dtype.from_any(t.dtype), self.device), t)
+        if pos_weight is not None:
+            log_weight = backend.add(backend.mul(backend.sub(pos_weight._data, 1.0), t), 1.0)
+            softplus_neg = backend.mul(log_weight, softplus_neg)
+        loss = backend.add(backend.mul(one_minus_t, x), softplus_neg)
+        if weight is not None:
+            loss = backend.mul(loss, weight._data)
+        return _reduce(backend, loss, reduction)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, t, weight, pos_weight, reduction = ctx.saved("self", "target", "weight", "pos_weight", "reduction")
+        grad = _unreduce(backend, grad, x.shape, reduction)
+        sigmoid = _sigmoid(backend, x)
+        grad_self = grad_target = None
+        if ctx.needs_input_grad[0]:
+            if pos_weight is None:
+                local = backend.sub(sigmoid, t)
+            else:
+                scaled_t = backend.mul(pos_weight, t)
+                local = backend.sub(backend.mul(backend.add(backend.sub(scaled_t, t), 1.0), sigmoid), scaled_t)
+            grad_self = backend.mul(grad, local if weight is None else backend.mul(local, weight))
+        if ctx.needs_input_grad[1]:
+            log_sigmoid = backend.neg(backend.add(backend.maximum(backend.neg(x), 0.0),
+                                                  backend.log1p(backend.exp(backend.neg(backend.abs(x))))))
+            log_one_minus = backend.sub(log_sigmoid, x)
+            scale = log_sigmoid if pos_weight is None else backend.mul(pos_weight, log_sigmoid)
+            local = backend.sub(log_one_minus, scale)
+            grad_target = backend.mul(grad, local if weight is None else backend.mul(local, weight))
+        return grad_self, grad_target
+
+
+def _sigmoid(backend, x):
+    exp_neg_abs = backend.exp(backend.neg(backend.abs(x)))
+    return backend.where(backend.ge(x, 0), backend.div(1.0, backend.add(exp_neg_abs, 1.0)),
+                         backend.div(exp_neg_abs, backend.add(exp_neg_abs, 1.0)))
+
+
+class BinaryCrossEntropyBackward0(Function):
+    """``-w [t log x + (1 - t) log(1 - x)]`` on probabilities, each log clamped at -100 as PyTorch does."""
+
+    inputs = ("self", "target")
+    derivatives = {"self": ("grad * w * (self - target) / max((1 - self) * self, EPSILON)",
+                            r"\bar{y}\,w\,\frac{x - t}{x(1 - x)}"),
+                   "target": ("grad * w * (log(1 - self) - log(self))", r"\bar{y}\,w\,\ln\frac{1 - x}{x}")}
+
+    def forward(ctx, self, target, weight=None, reduction=1):
+        backend = self._backend
+        x, t = promote(self, target)
+        if backend.any(backend.lt(x, 0.0)) or backend.any(backend.gt(x, 1.0)):
+            raise RuntimeError("all elements of input should be between 0 and 1")
+        ctx.save(reduction=reduction, self=self, target=target, weight=weight)
+        log_x = backend.maximum(backend.log(x), -100.0)
+        log_1mx = backend.maximum(backend.log(backend.sub(backend.full((), 1.0, _dtype.from_any(x.dtype), self.device), x)),
+                                  -100.0)
+        loss = backend.neg(backend.add(backend.mul(t, log_x),
+                                       backend.mul(backend.sub(backend.full((), 1.0, _dtype.from_any(t.dtype), self.device), t),
+                                                   log_1mx)))
+        if weight is not None:
+            loss = backend.mul(loss, weight._data)
+        return _reduce(backend, loss, reduction)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, t, weight, reduction = ctx.saved("self", "target", "weight", "reduction")
+        grad = _unreduce(backend, grad, x.shape, reduction)
+        grad_self = grad_target = None
+        one = backend.full((), 1.0, _dtype.from_any(x.dtype), backend.device_of(x))
+        if ctx.needs_input_grad[0]:
+            denominator = backend.maximum(backend.mul(backend.sub(one, x), x), BCE_EPSILON)
+            grad_self = backend.div(backend.mul(grad, backend.sub(x, t)), denominator)
+            if weight is not None:
+                grad_self = backend.mul(grad_self, weight)
+        if ctx.needs_input_grad[1]:
+            grad_target = backend.mul(grad, backend.sub(backend.log(backend.sub(one, x)), backend.log(x)))
+            if weight is not None:
+                grad_target = backend.mul(grad_target, weight)
+        return grad_self, grad_target
+
+
+class MseLossBackward0(Function):
+    inputs = ("self", "target")
+    derivatives = {"self": ("mse_loss_backward(grad, self, target, reduction)", r"\tfrac{2}{n}\,\bar{y}\,(x - t)"),
+                   "target": ("mse_loss_backward(-grad, self, target, reduction)", r"-\tfrac{2}{n}\,\bar{y}\,(x - t)")}
+
+    def forward(ctx, self, target, reduction=1):
+        shape = broadcast_shapes(shape_of(self), shape_of(target))
+        ctx.save(reduction=reduction, self=self, target=target)
+        ctx.metas = (meta(self), meta(target))
+        ctx.shape = shape
+        backend = self._backend if isinstance(self, Tensor) else target._backend
+        x, t = promote(self, target)
+        difference = backend.sub(x, t)
+        return _reduce(backend, backend.mul(difference, difference), reduction)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, t, reduction = ctx.saved("self", "target", "reduction")
+        local = backend.mul(backend.sub(x, t), 2.0)
+        grad = backend.mul(_unreduce(backend, grad, ctx.shape, reduction), local)
+        self_meta, target_meta = ctx.metas
+        return (to_input(backend, grad, self_meta) if ctx.needs_input_grad[0] else None,
+                to_input(backend, backend.neg(grad), target_meta) if ctx.needs_input_grad[1] else None)
+
+
+class NllLossBackward0(Function):
+    """Negative log-likelihood of class indices: ``-w[t] · x[t]``, averaged over the total weight."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("nll_loss_backward(grad, self, target, weight, reduction, ignore_index, total_weight)",
+                            r"-\bar{y}\,w_t\,[j = t] / W")}
+
+    def forward(ctx, self, target, weight=None, reduction=1, ignore_index=-100):
+        backend = self._backend
+        picked, kept_weights, total = _nll_terms(backend, self._data, target._data,
+                                                 None if weight is None else weight._data, ignore_index)
+        total_weight = Tensor._make(total, backend=backend)
+        ctx.save(ignore_index=ignore_index if ignore_index >= 0 else ignore_index + IGNORE_INDEX_SAVED,
+                 reduction=reduction, self=self, target=target, total_weight=total_weight, weight=weight)
+        ctx.ignore = ignore_index
+        loss = backend.neg(backend.mul(picked, kept_weights))
+        if reduction == 1:
+            return backend.div(backend.sum(loss, None), total)
+        if reduction == 2:
+            return backend.sum(loss, None)
+        return loss
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, target, weight, reduction, total = ctx.saved("self", "target", "weight", "reduction", "total_weight")
+        _, kept_weights, _ = _nll_terms(backend, x, target, weight, ctx.ignore)
+        scale = backend.neg(kept_weights)
+        if reduction == 1:
+            scale = backend.div(scale, total)
+        scale = backend.mul(scale, grad)
+        return _scatter_classes(backend, x, target, scale)
+
+
+def _class_axis(x) -> int:
+    return 0 if x.ndim == 1 else 1
+
+
+def _nll_terms(backend, x, target, weight, ignore_index):
+    """The picked log-probabilities, each target's weight (0 where ignored), and their sum."""
+    axis = _class_axis(x)
+    kept = backend.ne(target, ignore_index)
+    safe_target = backend.where(kept, target, backend.mul(target, 0))
+    index = backend.reshape(safe_target, tuple(1 if i == axis else s for i, s in enumerate(x.shape))) \
+        if x.ndim > 1 else backend.reshape(safe_target, (1,))
+    picked = backend.take_along_axis(x, index, axis)
+    picked = backend.reshape(picked, tuple(target.shape))
+    dtype = _dtype.from_any(x.dtype)
+    weights = backend.astype(kept, dtype)
+    if weight is not None:
+        weights = backend.mul(weights, backend.getitem(weight, safe_target))
+    return picked, weights, backend.sum(weights, None)
+
+
+def _scatter_classes(backend, x, target, values):
+    """Zeros shaped like ``x`` with ``values`` placed at each row's target class."""
+    axis = _class_axis(x)
+    kept = backend.ne(target, -100)
+    safe_target = backend.where(kept, target, backend.mul(target, 0))
+    picked = backend.one_hot_scatter(tuple(x.shape), safe_target, axis, x.dtype)
+    expanded = backend.reshape(values, tuple(1 if i == axis else s for i, s in enumerate(x.shape)))
+    return backend.mul(picked, expanded)
+
+
+# -- the functions gradviz.nn.functional exports ---------------------------------------------------------
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction: str = "mean", pos_weight=None):
+    _check_same_size(input, target, "Target size (torch.Size({target})) must be the same as input size "
+                                    "(torch.Size({input}))")
+    return BinaryCrossEntropyWithLogitsBackward0.apply(input, target, weight=weight, pos_weight=pos_weight,
+                                                       reduction=_reduction(reduction))
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+    _check_same_size(input, target, "Using a target size (torch.Size({target})) that is different to the input "
+                                    "size (torch.Size({input})) is deprecated. Please ensure they have the same size.")
+    return BinaryCrossEntropyBackward0.apply(input, target, weight=weight, reduction=_reduction(reduction))
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    return MseLossBackward0.apply(input, target, reduction=_reduction(reduction))
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+             reduction: str = "mean"):
+    return NllLossBackward0.apply(input, target, weight=weight, reduction=_reduction(reduction),
+                                  ignore_index=ignore_index)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0):
+    """``nll_loss(log_softmax(input, class_dim), target)``: two nodes, as PyTorch records it."""
+    from gradviz.ops.activation import log_softmax
+
+    if target.dtype.is_floating_point:
+        raise NotImplementedError("gradviz's cross_entropy takes class indices, not probabilities")
+    return nll_loss(log_softmax(input, _class_axis(input)), target, weight=weight, ignore_index=ignore_index,
+                    reduction=reduction)
+
