@@ -1,0 +1,434 @@
+"""The lesson subset of ``torch.nn``: Module, Parameter, Linear, Sequential, activations, losses.
+
+A Module keeps its Parameters and sub-modules in ordered dicts as they are assigned, so
+``parameters()`` lists them in definition order (the order an optimizer and the graph see), and
+``repr`` prints the tree as PyTorch prints it. The arithmetic is ``gradviz.nn.functional``'s.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+from gradviz import _dtype
+from gradviz.grad_mode import no_grad
+from gradviz.nn import functional as F
+from gradviz.tensor import Tensor, rand, tensor
+
+
+class Parameter(Tensor):
+    """A leaf tensor that a Module registers as one of its weights (``requires_grad=True``).
+
+    Like PyTorch's, it shares the data of the tensor it wraps (no copy).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
+        if data is None:
+            data = tensor([])
+        parameter = Tensor._make(data._data, backend=data._backend, version=data._vc)
+        parameter.__class__ = cls
+        if requires_grad:
+            parameter.requires_grad_(True)
+        return parameter
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True):
+        pass  # everything happens in __new__ (Tensor.__init__ refuses direct construction)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild_parameter, (self.detach(), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        copy = Parameter(Tensor._make(self._backend.copy(self._data), backend=self._backend), self._requires_grad)
+        if self._grad is not None:
+            copy._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = copy
+        return copy
+
+
+def _rebuild_parameter(data, requires_grad):
+    return Parameter(data, requires_grad)
+
+
+class Module:
+    """Base of every layer: holds Parameters and sub-modules, and calls ``forward`` when called."""
+
+    def __init__(self):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- registration ------------------------------------------------------------------------
+    def __setattr__(self, name: str, value) -> None:
+        parameters = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if parameters is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name)
+            parameters[name] = value
+        elif isinstance(value, Module):
+            if parameters is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name)
+            self._modules[name] = value
+        elif parameters is not None and name in parameters:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_torch_type_name(value)}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            parameters[name] = None
+        elif parameters is not None and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_torch_type_name(value)}' as child module '{name}' "
+                                "(torch.nn.Module or None expected)")
+            self._modules[name] = None
+        elif parameters is not None and name in self._buffers:
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name: str) -> None:
+        self.__dict__.pop(name, None)
+        for table in (self._parameters, self._buffers, self._modules):
+            table.pop(name, None)
+
+    def __getattr__(self, name: str):
+        # only called when normal lookup fails: parameters, buffers and modules live in the tables
+        for table in ("_parameters", "_buffers", "_modules"):
+            entries = self.__dict__.get(table)
+            if entries is not None and name in entries:
+                return entries[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_torch_type_name(param)}' object to parameter '{name}' "
+                            "(torch.nn.Parameter or None required)")
+        self._forget(name)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, value: Tensor | None, persistent: bool = True) -> None:
+        self._forget(name)
+        self._buffers[name] = value
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        self._forget(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # -- walking the tree ------------------------------------------------------------------------
+    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        """This module and every sub-module, depth first, each once (an explicit stack, no recursion)."""
+        seen = set() if memo is None else memo
+        stack = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            if module is None or (remove_duplicate and id(module) in seen):
+                continue
+            seen.add(id(module))
+            yield name, module
+            children = [(name + ("." if name else "") + child_name, child)
+                        for child_name, child in module._modules.items()]
+            stack.extend(reversed(children))
+
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self):
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self):
+        for _, module in self.named_children():
+            yield module
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """``(name, Parameter)`` pairs in definition order, e.g. ``('0.weight', ...)``."""
+        seen = set()
+        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, parameter in module._parameters.items():
+                if parameter is None or (remove_duplicate and id(parameter) in seen):
+                    continue
+                seen.add(id(parameter))
+                yield module_prefix + ("." if module_prefix else "") + name, parameter
+
+    def parameters(self, recurse: bool = True):
+        for _, parameter in self.named_parameters(recurse=recurse):
+            yield parameter
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True):
+        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, buffer in module._buffers.items():
+                if buffer is not None:
+                    yield module_prefix + ("." if module_prefix else "") + name, buffer
+
+    def buffers(self, recurse: bool = True):
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    # -- state ------------------------------------------------------------------------------------
+    def state_dict(self) -> OrderedDict:
+        """Parameters and buffers by dotted name, detached (they share data with the module)."""
+        state = OrderedDict()
+        for name, parameter in self.named_parameters(remove_duplicate=False):
+            state[name] = parameter.detach()
+        for name, buffer in self.named_buffers():
+            state[name] = buffer.detach()
+        return state
+
+    def load_state_dict(self, state_dict, strict: bool = True):
+        """Copy values into the parameters in place (under no_grad), as PyTorch does."""
+        own = dict(self.named_parameters(remove_duplicate=False))
+        own.update(self.named_buffers())
+        missing = [name for name in own if name not in state_dict]
+        unexpected = [name for name in state_dict if name not in own]
+        if strict and (missing or unexpected):
+            parts = []
+            if missing:
+                parts.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+            if unexpected:
+                parts.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(parts))
+        with no_grad():
+            for name, value in state_dict.items():
+                if name in own:
+                    own[name].copy_(value)
+        return _IncompatibleKeys(missing, unexpected)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear every parameter's ``.grad``: to None by default, as PyTorch 2 does."""
+        for parameter in self.parameters():
+            _zero_grad(parameter, set_to_none)
+
+    def train(self, mode: bool = True) -> Module:
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for parameter in self.parameters():
+            parameter.requires_grad_(requires_grad)
+        return self
+
+    def apply(self, function) -> Module:
+        for module in reversed(list(self.modules())):
+            function(module)
+        return self
+
+    # -- printing -----------------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        """``Name(extra)`` or a tree, one child per line, as PyTorch prints modules."""
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines = extra.split("\n")
+        for name, module in self._modules.items():
+            child = _add_indent(repr(module), 2)
+            lines.append(f"({name}): {child}")
+        text = self._get_name() + "("
+        if lines:
+            if len(lines) == 1 and not self._modules:
+                text += lines[0]
+            else:
+                text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"
+
+
+class _IncompatibleKeys(tuple):
+    def __new__(cls, missing_keys, unexpected_keys):
+        result = super().__new__(cls, (missing_keys, unexpected_keys))
+        result.missing_keys, result.unexpected_keys = missing_keys, unexpected_keys
+        return result
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+
+def _add_indent(text: str, spaces: int) -> str:
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+def _torch_type_name(value) -> str:
+    if isinstance(value, Tensor):
+        return "torch.FloatTensor" if value.dtype is _dtype.float32 else f"torch.{type(value).__name__}"
+    return f"{type(value).__module__}.{type(value).__name__}" if type(value).__module__ != "builtins" \
+        else type(value).__name__
+
+
+def _zero_grad(parameter: Tensor, set_to_none: bool) -> None:
+    """PyTorch's rule: drop the grad, or detach it and fill it with zeros in place."""
+    grad = parameter._grad
+    if grad is None:
+        return
+    if set_to_none:
+        parameter._grad = None
+        return
+    if grad.grad_fn is not None:
+        grad.detach_()
+    else:
+        grad.requires_grad_(False)
+    grad.zero_()
+
+
+# -- layers ------------------------------------------------------------------------------------------
+class Linear(Module):
+    """``y = x @ weight.T + bias``, initialised as PyTorch does: uniform in ±1/sqrt(in_features).
+
+    (PyTorch's kaiming_uniform_ with a=sqrt(5) reduces to that bound; the numbers come from
+    gradviz's own generator, so ``gv.manual_seed`` makes them repeatable but not equal to torch's.)
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
+        self.weight = Parameter(_uniform((out_features, in_features), bound, device, dtype))
+        if bias:
+            self.bias = Parameter(_uniform((out_features,), bound, device, dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+def _uniform(shape: tuple, bound: float, device, dtype) -> Tensor:
+    """Numbers drawn uniformly from [-bound, bound)."""
+    with no_grad():
+        values = rand(*shape, device=device, dtype=dtype)
+        values.mul_(2 * bound).sub_(bound)
+    return values
+
+
+class Sequential(Module):
+    """Modules run one after another; children are named ``0``, ``1``, ... (or by an OrderedDict)."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for index, module in enumerate(args):
+                self.add_module(str(index), module)
+
+    def forward(self, input):
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, index):
+        modules = list(self._modules.items())
+        if isinstance(index, slice):
+            return Sequential(OrderedDict(modules[index]))
+        if not -len(modules) <= index < len(modules):
+            raise IndexError(f"index {index} is out of range")
+        return modules[index][1]
+
+    def append(self, module: Module) -> Sequential:
+        self.add_module(str(len(self)), module)
+        return self
+
+
+class ReLU(Module):
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu(input)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Tanh(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanh(input)
+
+
+class Sigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.sigmoid(input)
+
+
+class _Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__()
+        self.reduction = reduction
+
+
+class MSELoss(_Loss):
+    """Mean (or sum) of squared differences."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy on raw scores (logits), computed stably in one node."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
+                                                  reduction=self.reduction)
