@@ -69,6 +69,8 @@ def from_any(value) -> dtype:
     """A gradviz dtype from a gradviz dtype, a torch dtype, a numpy dtype or a name."""
     if isinstance(value, dtype):
         return value
+    if isinstance(value, np.dtype):
+        return from_numpy(value)  # the common case, without formatting the dtype as text
     text = str(value)
     if text.startswith("torch."):
         return _BY_NAME[text[len("torch."):]]

@@ -86,6 +86,8 @@ class Tensor:
 
     @property
     def dtype(self) -> _dtype.dtype:
+        if self._backend is backends.numpy_backend:
+            return _dtype.from_numpy(self._data.dtype)  # the fast path: one dict lookup
         return _dtype.from_any(self._data.dtype)
 
     @property
@@ -321,49 +323,64 @@ class Tensor:
     def _bump(self) -> None:
         self._vc[0] += 1
 
-    def _in_place(self, op_name: str, other, out_of_place) -> Tensor:
-        """Run an in-place update: mutate the array, or record it when grad mode tracks it."""
+    def _in_place(self, op_name: str, other, out_of_place, alpha=1) -> Tensor:
+        """Run an in-place update ``self op= alpha * other``: mutate the array, or record it when
+        grad mode tracks it."""
         self._check_in_place()
-        other_requires = isinstance(other, Tensor) and other._requires_grad
-        if is_grad_enabled() and (self._requires_grad or other_requires):
+        other_is_tensor = isinstance(other, Tensor)
+        if is_grad_enabled() and (self._requires_grad or (other_is_tensor and other._requires_grad)):
+            if alpha != 1:
+                other = other * alpha
             result = out_of_place(self, other)
             self._data = result._data
             self._bump()
             self._rebase(result.grad_fn)
             return self
-        other_data = other._data if isinstance(other, Tensor) else other
-        result_dtype = _dtype.result_type((self, other) if isinstance(other, Tensor) else (self,),
-                                          () if isinstance(other, Tensor) else (other,))
-        if _dtype.category(result_dtype) > _dtype.category(self.dtype):
-            raise RuntimeError(
-                f"result type {_TYPE_NAMES[result_dtype.name]} can't be cast to the desired output type "
-                f"{_TYPE_NAMES[self.dtype.name]}")
+        if self._needs_cast_check(other, other_is_tensor, alpha):
+            if alpha != 1:
+                other = other * alpha
+                alpha = 1
+            result_dtype = _dtype.result_type((self, other) if other_is_tensor else (self,),
+                                              () if other_is_tensor else (other,))
+            if _dtype.category(result_dtype) > _dtype.category(self.dtype):
+                raise RuntimeError(
+                    f"result type {_TYPE_NAMES[result_dtype.name]} can't be cast to the desired output type "
+                    f"{_TYPE_NAMES[self.dtype.name]}")
+        other_data = other._data if other_is_tensor else other
+        if alpha != 1:
+            other_data = self._backend.mul(other_data, alpha)
         getattr(self._backend, op_name)(self._data, other_data)
         self._bump()
         return self
+
+    def _needs_cast_check(self, other, other_is_tensor: bool, alpha) -> builtins.bool:
+        """False when ``self op= alpha * other`` certainly keeps self's dtype (an optimizer's
+        updates: same-dtype tensors, or numbers into a float tensor), so promotion need not be checked."""
+        if other_is_tensor:
+            if other._backend is not self._backend or other._data.dtype != self._data.dtype:
+                return True
+            return not (alpha == 1 or self.dtype.is_floating_point)
+        return not (self.dtype.is_floating_point and isinstance(other, (builtins.int, builtins.float))
+                    and isinstance(alpha, (builtins.int, builtins.float)))
 
     def _rebase(self, grad_fn) -> None:
         """Make ``grad_fn`` this tensor's history; its saved copy of the old value stays valid."""
         self.grad_fn = grad_fn
         self._output_nr = 0
         self._requires_grad = True
-        for entry in (grad_fn._saved or {}).values():
+        for entry in (grad_fn._packed or {}).values():
             if getattr(entry, "version_counter", None) is self._vc:
                 entry.saved_version = self._vc[0]
 
     def add_(self, other, *, alpha=1) -> Tensor:
         from gradviz import ops
 
-        if alpha != 1:
-            other = other * alpha
-        return self._in_place("iadd", other, ops.add)
+        return self._in_place("iadd", other, ops.add, alpha)
 
     def sub_(self, other, *, alpha=1) -> Tensor:
         from gradviz import ops
 
-        if alpha != 1:
-            other = other * alpha
-        return self._in_place("isub", other, ops.sub)
+        return self._in_place("isub", other, ops.sub, alpha)
 
     def mul_(self, other) -> Tensor:
         from gradviz import ops

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from gradviz.autograd.node import AccumulateGrad, GraphRoot
 from gradviz.autograd.step import Step
-from gradviz.grad_mode import no_grad
+from gradviz.grad_mode import _state as _grad_state
 
 NO_GRAD_MESSAGE = "element {} of tensors does not require grad and does not have a grad_fn"
 
@@ -160,8 +160,6 @@ def _unwrap(tensor):
 
 def _accumulate(node: AccumulateGrad, grad, dry_run: bool):
     """Add ``grad`` into the leaf's ``.grad``; return (before, after) copies for the Step."""
-    from gradviz.tensor import Tensor
-
     variable = node.variable
     backend = variable._backend
     current = variable._grad
@@ -177,6 +175,30 @@ def _accumulate(node: AccumulateGrad, grad, dry_run: bool):
     backend.iadd(current._data, grad)
     current._vc[0] += 1
     return before, current._data
+
+
+def _run_node(node, grad_outputs: list, dry_run: bool):
+    """Run one node with grad mode off: ``(grad_inputs, grad_before, grad_after)``.
+
+    (Grad mode is switched directly rather than with ``no_grad()``: this runs once per node.)
+    """
+    previous = _grad_state.enabled
+    _grad_state.enabled = False
+    try:
+        if type(node) is AccumulateGrad or isinstance(node, AccumulateGrad):
+            before, after = _accumulate(node, grad_outputs[0], dry_run)
+            return (), before, after
+        result = node.backward(*grad_outputs) if node._num_outputs != 1 else node.backward(grad_outputs[0])
+    finally:
+        _grad_state.enabled = previous
+    return (result if type(result) is tuple else (result,)), None, None
+
+
+def _has_missing(buffer: list) -> bool:
+    for grad in buffer:
+        if grad is None:
+            return True
+    return False
 
 
 def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = False, capture=None):
@@ -197,32 +219,29 @@ def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = Fal
         pieces = {root: []} if record else None
     dependencies = _dependencies(root)
     needed = _needed(root, dependencies, set(capture)) if capture is not None else None
+    release = not retain_graph and not dry_run
     captured = {}
     heap = [(root._sequence_nr, 0, root)]
     counter = 1
     index = 0
     while heap:
-        _, _, node = _pop(heap)
+        node = _pop(heap)[2]
         grad_outputs = buffers.pop(node)
         arrived = pieces.pop(node) if record else None
+        is_accumulate = type(node) is AccumulateGrad or isinstance(node, AccumulateGrad)
         if capture is not None and node in capture:
             for slot in capture[node]:
                 captured[(node, slot)] = grad_outputs[slot]
-            if isinstance(node, AccumulateGrad):
+            if is_accumulate:
                 continue
-        grad_outputs = _call_pre_hooks(node, grad_outputs) if not dry_run or node._tensor_pre_hooks else grad_outputs
-        before = after = None
-        if isinstance(node, AccumulateGrad):
-            with no_grad():
-                before, after = _accumulate(node, grad_outputs[0], dry_run)
-            grad_inputs = ()
-        else:
-            with no_grad():
-                result = node.backward(*grad_outputs) if node._num_outputs != 1 else node.backward(grad_outputs[0])
-            grad_inputs = result if type(result) is tuple else (result,)
+        if (node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks) and (
+                not dry_run or node._tensor_pre_hooks):
+            grad_outputs = _call_pre_hooks(node, grad_outputs)
+        grad_inputs, before, after = _run_node(node, grad_outputs, dry_run)
+        if not is_accumulate:
             if node._hooks:
                 grad_inputs = _call_post_hooks(node, grad_inputs, grad_outputs)
-            if not retain_graph and not dry_run:
+            if release:
                 node._release_variables()
         if record and not isinstance(node, GraphRoot):
             yield Step(index, node, tuple(grad_outputs), tuple(grad_inputs),
@@ -242,11 +261,13 @@ def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = Fal
                 buffer[slot] = grad if buffer[slot] is None else next_node_add(buffer[slot], grad)
                 if record:
                     pieces[next_node][slot].append((node, grad))
-            dependencies[next_node] -= 1
-            if dependencies[next_node] == 0:
-                if any(g is None for g in buffer) and not isinstance(next_node, AccumulateGrad):
+            remaining = dependencies[next_node] - 1
+            dependencies[next_node] = remaining
+            if remaining == 0:
+                next_is_accumulate = type(next_node) is AccumulateGrad or isinstance(next_node, AccumulateGrad)
+                if not next_is_accumulate and _has_missing(buffer):
                     _fill_missing(next_node, buffer)
-                if buffer[0] is None and isinstance(next_node, AccumulateGrad):
+                if buffer[0] is None and next_is_accumulate:
                     buffers.pop(next_node)
                     continue
                 _push(heap, (next_node._sequence_nr, counter, next_node))
@@ -364,3 +385,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
 def _is_torch(tensor) -> bool:
     module = type(tensor).__module__
     return module.startswith("torch") and type(tensor).__name__ in ("Tensor", "Parameter")
+
+
+from gradviz.tensor import Tensor  # noqa: E402  (tensor.py imports this module lazily, inside backward())

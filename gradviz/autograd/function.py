@@ -46,19 +46,16 @@ _NO_RECORD = _NoRecord()
 class Function(Node):
     inputs: tuple = ()
     derivatives: dict = {}
-
-    def __init__(self):
-        super().__init__()
-        self.needs_input_grad = ()
-        self._result_name = None
-        self._constants = None  # inputs without grad: a number, or a weak reference to a tensor
+    needs_input_grad: tuple = ()
+    _result_name = None
+    _constants = None  # inputs without grad: a number, or a weak reference to a tensor
 
     # -- used inside forward / backward ----------------------------------------------------
     def save(ctx, /, **entries) -> None:
         """Keep tensors (checked for in-place changes, freed after backward) or plain values."""
-        saved = ctx._saved
+        saved = ctx._packed
         if saved is None:
-            saved = ctx._saved = {}
+            saved = ctx._packed = {}
         for name, value in entries.items():
             saved[name] = SavedTensor(value) if isinstance(value, Tensor) else value
 
@@ -68,7 +65,7 @@ class Function(Node):
 
     def saved(self, *names):
         """The saved arrays (or values) for ``names``; raises if freed or modified in place."""
-        saved = self._saved
+        saved = self._packed
         if saved is None:
             from gradviz.autograd.node import FREED_MESSAGE
 
@@ -87,27 +84,31 @@ class Function(Node):
         The first ``len(cls.inputs)`` positional arguments are the graph inputs (each gets an
         edge); later ones and keywords are parameters such as ``dim``.
         """
-        count = len(cls.inputs)
         if is_grad_enabled():
-            needs = tuple(isinstance(arg, Tensor) and arg._requires_grad for arg in args[:count])
+            graph_inputs = args[:len(cls.inputs)]
+            needs = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in graph_inputs])
             if True in needs:
-                node = cls()
-                node.needs_input_grad = needs
-                node.backend = args[needs.index(True)]._backend
-                data = node.forward(*args, **params)
-                node._next_functions = tuple(
-                    gradient_edge(arg) if need else (None, 0) for arg, need in zip(args, needs))
-                if False in needs:
-                    node._constants = tuple(
-                        None if need else (weakref.ref(arg) if isinstance(arg, Tensor) else arg)
-                        for arg, need in zip(args, needs))
-                out = Tensor._make(data, requires_grad=True, grad_fn=node, backend=node.backend)
-                if node._result_name is not None:
-                    if node._saved is None:
-                        node._saved = {}
-                    node._saved[node._result_name] = SavedTensor(out, is_output=True)
-                return out
+                return cls._record(args, params, graph_inputs, needs)
         return Tensor._make(cls.forward(_NO_RECORD, *args, **params))
+
+    @classmethod
+    def _record(cls, args, params, graph_inputs, needs):
+        """Run forward with a fresh node as ``ctx`` and make that node the output's ``grad_fn``."""
+        node = cls()
+        node.needs_input_grad = needs
+        backend = node.backend = graph_inputs[needs.index(True)]._backend
+        data = node.forward(*args, **params)
+        node._next_functions = tuple([gradient_edge(arg) if need else (None, 0)
+                                      for arg, need in zip(graph_inputs, needs)])
+        if False in needs:
+            node._constants = tuple([None if need else (weakref.ref(arg) if isinstance(arg, Tensor) else arg)
+                                     for arg, need in zip(graph_inputs, needs)])
+        out = Tensor._make(data, requires_grad=True, grad_fn=node, backend=backend)
+        if node._result_name is not None:
+            if node._packed is None:
+                node._packed = {}
+            node._packed[node._result_name] = SavedTensor(out, is_output=True)
+        return out
 
     def forward(ctx, *args, **params):
         raise NotImplementedError

@@ -48,22 +48,37 @@ class SavedTensor:
     counter check) and that the graph was not freed by an earlier backward.
     """
 
-    __slots__ = ("data", "version_counter", "saved_version", "description", "is_output", "output_name",
+    __slots__ = ("data", "version_counter", "saved_version", "is_output", "_output_name",
                  "requires_grad", "grad_fn_ref")
 
     def __init__(self, tensor, is_output: bool = False, output_name: str | None = None):
+        # Saving happens once per op in every forward pass: keep it to plain attribute copies and
+        # work out the texts that only an error message needs (description, output_name) lazily.
         self.data = tensor._data
         self.version_counter = tensor._vc
         self.saved_version = tensor._vc[0]
         self.is_output = is_output
-        self.output_name = output_name
+        self._output_name = output_name
         self.requires_grad = tensor._requires_grad
         grad_fn = tensor.grad_fn
         # A saved output must not keep its own node alive (that would be a cycle); an input may.
         self.grad_fn_ref = weakref.ref(grad_fn) if is_output and grad_fn is not None else grad_fn
-        self.description = (_type_string(tensor), tensor.shape)
-        if output_name is None and grad_fn is not None:
-            self.output_name = _forward_name(grad_fn)
+
+    @property
+    def output_name(self) -> str | None:
+        """The forward op that produced the saved tensor (``Mul`` for MulBackward0), if any."""
+        if self._output_name is None:
+            grad_fn = self.grad_fn_ref() if isinstance(self.grad_fn_ref, weakref.ref) else self.grad_fn_ref
+            if grad_fn is not None:
+                self._output_name = _forward_name(grad_fn)
+        return self._output_name
+
+    @property
+    def description(self) -> tuple:
+        """``(type string, shape)`` of the saved array, e.g. ``('torch.FloatTensor', (2, 3))``."""
+        from gradviz.tensor import Tensor
+
+        return (_type_string(Tensor._make(self.data)), tuple(self.data.shape))
 
     def unpack(self):
         if self.data is None:
@@ -106,16 +121,18 @@ class Node:
     """Base of every node: ``name()``, ``next_functions``, hooks, metadata, saved tensors."""
 
     _num_outputs = 1
+    # Defaults shared by every node until one sets its own (most nodes never do): a node is made
+    # for every recorded op, so its constructor sets only what each one needs.
+    _next_functions = ()
+    _packed = None  # name -> SavedTensor or a plain value (int, float, tuple)
+    _hooks = None
+    _pre_hooks = None
+    _tensor_pre_hooks = None  # output_nr -> {id: hook}: hooks registered on tensors
+    _retain_grad_hooks = None  # output_nr -> hook: retain_grad() runs after other hooks
+    _metadata = None
 
     def __init__(self, sequence_nr: int | None = None):
         self._sequence_nr = next(_sequence) if sequence_nr is None else sequence_nr
-        self._next_functions = ()
-        self._saved = None  # name -> SavedTensor or a plain value (int, float, tuple)
-        self._hooks = None
-        self._pre_hooks = None
-        self._tensor_pre_hooks = None  # output_nr -> {id: hook}: hooks registered on tensors
-        self._retain_grad_hooks = None  # output_nr -> hook: retain_grad() runs after other hooks
-        self._metadata = None
 
     # -- what PyTorch's Node exposes -------------------------------------------------------
     def name(self) -> str:
@@ -159,9 +176,9 @@ class Node:
         return self._sequence_nr
 
     # -- saved tensors ----------------------------------------------------------------------
-    def _saved_value(self, name: str):
+    def _unpack_saved(self, name: str):
         """The saved entry ``name`` as PyTorch's ``_saved_<name>`` shows it (a Tensor or a value)."""
-        entry = self._saved[name]
+        entry = self._packed[name]
         if isinstance(entry, SavedTensor):
             from gradviz.tensor import Tensor
 
@@ -171,24 +188,24 @@ class Node:
         return entry
 
     def saved_names(self) -> tuple:
-        return tuple(self._saved) if self._saved else ()
+        return tuple(self._packed) if self._packed else ()
 
     def saved_entries(self) -> tuple:
         """``(name, SavedTensor or value)`` pairs, for the graph snapshot."""
-        return tuple(self._saved.items()) if self._saved else ()
+        return tuple(self._packed.items()) if self._packed else ()
 
     def _release_variables(self) -> None:
-        if self._saved:
-            for entry in self._saved.values():
+        if self._packed:
+            for entry in self._packed.values():
                 if isinstance(entry, SavedTensor):
                     entry.free()
 
     def __getattr__(self, attribute: str):
         if attribute.startswith("_saved_"):
-            saved = self.__dict__.get("_saved")
+            saved = self.__dict__.get("_packed")
             name = attribute[len("_saved_"):]
             if saved and name in saved:
-                return self._saved_value(name)
+                return self._unpack_saved(name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attribute}'")
 
     def __dir__(self):
