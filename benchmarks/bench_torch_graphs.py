@@ -10,6 +10,9 @@ convolutional network, it measures:
 * layout: ``gradviz.render.compute_layout`` (skipped if that module is missing);
 * export: ``gradviz.widget.export.export_html`` to one HTML file (snapshot + trace + layout +
   writing), skipped if missing;
+* first render: the exported page opened in Chromium (every network request blocked), from
+  navigation to the first node drawn and painted, by ``performance.now()`` inside the page; a
+  model's graph opens collapsed by module (target for a ResNet-18: <= 3 s);
 * torchviz: ``make_dot`` plus rendering its DOT to SVG with Graphviz, or the error it raised
   (it recurses once per node of depth, so deep graphs end in RecursionError).
 
@@ -30,6 +33,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_widget's browser probe
 
 from gradviz.autograd.torch_steps import torch_backward_steps  # noqa: E402
 from gradviz.graph.torch_source import build_torch_graph  # noqa: E402
@@ -122,10 +126,32 @@ def measure_gradviz(loss, names, model, workdir: str) -> dict:
     row["layout"] = _attempt(layout, graph) if layout else "n/a"
     export = optional("gradviz.widget.export", "export_html")
     path = os.path.join(workdir, f"graph-{row['nodes']}.html")
-    row["export"] = _attempt(export, loss, path, names=names or {}) if export else "n/a"
+    row["export"] = _attempt(export, loss, path, names=names or {}, model=model) if export else "n/a"
     if export and isinstance(row["export"], float):
         row["html_mb"] = os.path.getsize(path) / 1e6
+        row["first_render_ms"] = first_render_ms(path)
     return row
+
+
+def first_render_ms(path: str):
+    """Milliseconds from navigation to the first drawn node, measured inside Chromium, or "n/a"."""
+    try:
+        from playwright.sync_api import sync_playwright
+
+        from bench_widget import CHROMIUM, CHROMIUM_ARGS, FIRST_RENDER_PROBE
+    except ImportError:
+        return "n/a"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                      else route.abort())
+        context.add_init_script(FIRST_RENDER_PROBE)
+        page = context.new_page()
+        page.goto(f"file://{os.path.abspath(path)}")
+        milliseconds = page.evaluate("window.__gvFirstRender")
+        browser.close()
+    return round(milliseconds)
 
 
 FAILURES: list = []  # (what, error) for the notes under the table
@@ -184,7 +210,7 @@ def main() -> None:
         cases.append(("resnet-18", resnet18_case))
 
     header = ("model", "nodes", "edges", "snapshot s", "trace s", "layout s", "export s",
-              "html MB", "torchviz make_dot+dot")
+              "html MB", "first render ms", "torchviz make_dot+dot")
     print(f"torch {torch.__version__}, recursion limit {sys.getrecursionlimit()}")
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
@@ -194,7 +220,8 @@ def main() -> None:
             row = measure_gradviz(loss, names, model, workdir)
             row["torchviz"] = measure_torchviz(loss, names, model, args.dot_timeout)
             cells = [title, row["nodes"], row["edges"], row["snapshot"], row["trace"],
-                     row["layout"], row["export"], row.get("html_mb", "n/a"), row["torchviz"]]
+                     row["layout"], row["export"], row.get("html_mb", "n/a"),
+                     row.get("first_render_ms", "n/a"), row["torchviz"]]
             print(" | ".join(_cell(c) for c in cells), flush=True)
     seen = set()
     for what, error in FAILURES:

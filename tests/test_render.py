@@ -170,3 +170,23 @@ def test_closest_spaced_keeps_order_and_gaps():
     placed = closest_spaced([30, 0], [20])
     assert placed[1] - placed[0] == pytest.approx(20)
     assert sum(placed) / 2 == pytest.approx(15)
+
+
+def test_module_groups_nest_like_the_modules_at_any_size():
+    from gradviz.graph.model import Graph, GraphEdge, GraphNode
+
+    modules = ["block.0.conv", "block.0.conv", "block.0.norm", "block.0.norm", "block.1.conv", "block.1.conv", None]
+    nodes = [GraphNode("n0", "output", "out", "out")]
+    nodes += [GraphNode(f"n{i + 1}", "function", "MulBackward0", "MulBackward0", module=m)
+              for i, m in enumerate(modules)]
+    edges = [GraphEdge(f"n{i + 1}", f"n{i}") for i in range(len(modules))]
+    graph = Graph(tuple(nodes), tuple(edges), "n0")
+    groups = {g["label"]: g for g in compute_layout(graph, engine="layered")["groups"]}
+    assert set(groups) == {"block", "block.0", "block.0.conv", "block.0.norm", "block.1"}
+    by_id = {g["id"]: g for g in groups.values()}
+    assert groups["block"]["parent"] is None
+    assert by_id[groups["block.0.conv"]["parent"]]["label"] == "block.0"
+    assert "block.1.conv" not in groups  # the same nodes as block.1: one frame is enough
+    assert all(g["kind"] == "module" for g in groups.values())
+    outer, inner = groups["block"]["box"], groups["block.0"]["box"]
+    assert outer[0] < inner[0] and outer[1] < inner[1]  # frames nest without coinciding

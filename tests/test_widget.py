@@ -256,3 +256,100 @@ def test_standard_widget_embedding_carries_the_state(tmp_path):
                                  page, re.S).group(1))
     models = [m["state"] for m in state["state"].values() if "trace" in m["state"]]
     assert models and models[0]["trace"] == trace and models[0]["_esm"] == GraphWidget._esm
+
+
+# ---------------------------------------------------------------- model= and module groups
+
+
+class TwoLayer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(3, 4)
+        self.fc2 = torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def two_layer_loss():
+    torch.manual_seed(0)
+    model = TwoLayer()
+    return model(torch.randn(2, 3)).sum(), model
+
+
+def test_model_labels_parameters_and_groups_in_show_widget_and_export(tmp_path):
+    loss, model = two_layer_loss()
+    for widget in (show(loss, model=model), GraphWidget(loss, {}, model=model)):
+        labels = {n["label"] for n in widget.graph["nodes"] if n["kind"] == "leaf"}
+        assert labels == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
+        assert {g["label"] for g in widget.layout["groups"]} == {"fc1", "fc2"}
+        assert widget.collapse == "auto"
+    page = export_html(loss, tmp_path / "model.html", model=model, collapse=True).read_text()
+    state = json.loads(re.search(r'-state">(.*?)</script>', page).group(1))
+    assert "fc1.weight" in {n["label"] for n in state["graph"]["nodes"]}
+    assert state["collapse"] is True and {g["label"] for g in state["layout"]["groups"]} == {"fc1", "fc2"}
+    with pytest.raises(TypeError, match="unknown option"):
+        export_html(loss, tmp_path / "bad.html", model=model, colapse=True)
+
+
+def test_model_names_gradviz_parameters_too():
+    import gradviz as gv
+
+    gv.manual_seed(0)
+    model = gv.nn.Sequential(gv.nn.Linear(3, 2), gv.nn.ReLU(), gv.nn.Linear(2, 1))
+    loss = model(gv.randn(4, 3)).sum()
+    widget = show(loss, model=model)
+    labels = {n["label"] for n in widget.graph["nodes"] if n["kind"] == "leaf"}
+    assert labels == {"0.weight", "0.bias", "2.weight", "2.bias"}
+
+
+def test_collapse_accepts_auto_true_false_only():
+    graph, trace, _, _ = lesson_graph()
+    for value in ("auto", True, False):
+        assert GraphWidget(graph=graph, trace=trace, collapse=value).collapse == value
+    with pytest.raises(Exception):
+        GraphWidget(graph=graph, trace=trace, collapse="sometimes")
+
+
+# ---------------------------------------------------------------- compare side by side
+
+
+def compare_pair(label="a"):
+    import gradviz as gv
+
+    def build(module):
+        a = module.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = module.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        return (a * b + a * a).sum(), a, b
+
+    loss_gv, _, _ = build(gv)
+    loss_torch, a, b = build(torch)
+    return gv.compare(loss_gv, loss_torch, names={label: a, "b": b})
+
+
+def test_comparison_shows_both_graphs_side_by_side_with_the_report_under():
+    import ipywidgets
+
+    comparison = compare_pair()
+    view = comparison.show()
+    sides, report = view.children
+    assert isinstance(sides, ipywidgets.HBox) and isinstance(report, ipywidgets.HTML)
+    left, right = (column.children[1] for column in sides.children)
+    assert isinstance(left, GraphWidget) and isinstance(right, GraphWidget)
+    assert left.graph["source"] == "gradviz" and right.graph["source"] == "torch"
+    assert [s["name"] for s in left.trace] == [s["name"] for s in right.trace]
+    leaf_labels = lambda widget: sorted(n["label"] for n in widget.graph["nodes"] if n["kind"] == "leaf")  # noqa: E731
+    assert leaf_labels(left) == leaf_labels(right) == ["a", "b"]  # gradviz leaves take torch's labels
+    assert "agree" in report.value and "step order" in report.value
+    assert str(comparison) == comparison.report()  # print() still gives the text report
+
+
+def test_comparison_displays_itself_and_escapes_the_report():
+    comparison = compare_pair(label=HOSTILE)
+    bundle = comparison._repr_mimebundle_()
+    assert WIDGET_MIME in bundle
+    assert bundle["text/plain"] == comparison.report()
+    assert HOSTILE not in bundle["text/html"] and "<img" not in bundle["text/html"]
+    report = comparison.show().children[1].value
+    assert "&lt;img src=x" in report or "agree" in report  # the label is escaped wherever it shows
+    assert "<script>" not in report

@@ -8,6 +8,9 @@ where the first disagreements are.
 The two graphs are matched by structure, not by ids: starting from the two outputs' grad_fns,
 input ``k`` of a matched pair is matched with input ``k`` of its partner, walking with an explicit
 queue so any depth works. Both backward passes are dry runs, so no ``.grad`` changes.
+
+In a notebook a ``Comparison`` displays as the two graphs side by side with the report under
+them (``Comparison.show()``, drawn by ``gradviz.widget.compare_view``); ``print`` gives the report.
 """
 from __future__ import annotations
 
@@ -66,6 +69,21 @@ class Comparison:
 
     __str__ = report
 
+    def show(self, **options):
+        """The two graphs side by side (gradviz left, PyTorch right), the report under them.
+
+        Returns an ipywidgets box; ``options`` go to both ``GraphWidget``s (e.g. ``height=360``).
+        """
+        from gradviz.widget.compare_view import comparison_view
+
+        return comparison_view(self, **options)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """A cell ending in ``gv.compare(...)`` shows ``show()``; text-only front ends get the report."""
+        from gradviz.widget.compare_view import comparison_bundle
+
+        return comparison_bundle(self)
+
 
 def compare(gv_tensor: Any, torch_tensor: Any, *, names: dict | None = None,
             rtol: float = 1e-5, atol: float = 1e-6) -> Comparison:
@@ -77,11 +95,15 @@ def compare(gv_tensor: Any, torch_tensor: Any, *, names: dict | None = None,
       during backward and each leaf's ``.grad`` afterwards agree within ``rtol``/``atol``;
     * step order: the backward passes run matched nodes in the same sequence.
 
-    ``names`` labels the torch tensors in the report, as for ``build_torch_graph``.
+    ``names`` labels the tensors (torch's, and gradviz's through the matching), as for
+    ``build_torch_graph``; by default the caller's variable names.
     """
     from gradviz.autograd.torch_steps import record_torch_backward
+    from gradviz.graph.names import caller_names
     from gradviz.graph.torch_source import build_torch_graph
 
+    if names is None:
+        names = caller_names(depth=2)
     torch_graph = build_torch_graph(torch_tensor, names=names)
     matching = _match(gv_tensor.grad_fn, torch_tensor.grad_fn, torch_graph)
     value_differences = []
@@ -106,7 +128,7 @@ def compare(gv_tensor: Any, torch_tensor: Any, *, names: dict | None = None,
         order_agree=order_agree, name_differences=tuple(matching.differences),
         value_differences=tuple(value_differences), order_differences=tuple(order_differences),
         matched_nodes=len(matching.pairs), gradviz_steps=gv_steps, torch_steps=torch_steps,
-        torch_graph=torch_graph, gradviz_graph=_gradviz_graph(gv_tensor))
+        torch_graph=torch_graph, gradviz_graph=_gradviz_graph(gv_tensor, matching, names))
 
 
 class _Matching:
@@ -121,12 +143,19 @@ class _Matching:
 
     def describe(self, torch_node: Any) -> str:
         graph_id = self.torch_graph.id_of(torch_node)
-        node = self.torch_graph.node(graph_id) if graph_id else None
-        if node is not None and node.kind == "accumulate":
-            leaf = next((e.source for e in self.torch_graph.edges
-                         if e.target == graph_id and e.kind == "variable"), None)
-            return f"leaf {self.torch_graph.node(leaf).label} ({leaf})" if leaf else graph_id
+        leaf = self.leaf_of(torch_node)
+        if leaf is not None:
+            return f"leaf {self.torch_graph.node(leaf).label} ({leaf})"
         return f"{_type_name(torch_node)} ({graph_id})"
+
+    def leaf_of(self, torch_node: Any) -> str | None:
+        """The graph id of the leaf behind a torch AccumulateGrad node, else None."""
+        graph_id = self.torch_graph.id_of(torch_node)
+        node = self.torch_graph.node(graph_id) if graph_id else None
+        if node is None or node.kind != "accumulate":
+            return None
+        return next((e.source for e in self.torch_graph.edges
+                     if e.target == graph_id and e.kind == "variable"), None)
 
 
 def _match(gv_root: Any, torch_root: Any, torch_graph: Graph) -> _Matching:
@@ -227,13 +256,24 @@ def _gradviz_steps(gv_tensor: Any):
     return backward_steps(gv_tensor, dry_run=True)
 
 
-def _gradviz_graph(gv_tensor: Any) -> Graph | None:
-    """gradviz's own snapshot of the tensor, when the graph package provides one."""
+def _gradviz_graph(gv_tensor: Any, matching: _Matching, names: dict | None) -> Graph | None:
+    """gradviz's own snapshot of the tensor, each leaf labelled as its torch partner is."""
     try:
         from gradviz.graph import snapshot
     except ImportError:
         return None
-    return snapshot(gv_tensor)
+    labels = {}
+    torch_graph = matching.torch_graph
+    output_label = torch_graph.node(torch_graph.root).label
+    if output_label != "output":
+        labels[output_label] = gv_tensor
+    for gv_node, torch_node in matching.pairs:
+        leaf = matching.leaf_of(torch_node)
+        if leaf is not None and hasattr(gv_node, "variable"):
+            labels.setdefault(torch_graph.node(leaf).label, gv_node.variable)
+    for name, value in (names or {}).items():
+        labels.setdefault(name, value)
+    return snapshot(gv_tensor, labels)
 
 
 def _array(value: Any) -> np.ndarray:

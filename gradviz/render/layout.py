@@ -14,7 +14,8 @@ Forward direction: leaves at the top, the output at the bottom. JSON shape::
     {"engine": "dot" | "layered", "width": px, "height": px,
      "nodes": {id: [center_x, center_y, width, height]},
      "edges": [[x0, y0, x1, y1, ...] | null],   # per graph edge: cubic Bezier points, or null
-     "groups": [{"id", "label", "members": [id, ...], "box": [x, y, w, h]}]}  # big graphs only
+     "groups": [{"id", "kind": "module" | "band", "label", "members": [id, ...],
+                 "parent": id | None, "box": [x, y, w, h]}]}  # parents first; see _groups
 """
 from __future__ import annotations
 
@@ -38,8 +39,11 @@ NODE_GAP = 20           # horizontal space between neighbours in a layer
 MARGIN = 16
 DOT_MAX_NODES = 1500    # above this, dot takes seconds; the built-in layout takes milliseconds
 DOT_TIMEOUT_S = 20
-GROUP_ABOVE = 2000      # graphs bigger than this are drawn with collapsed groups
-GROUP_LAYERS = 12       # layers per collapsed group when no module names are known
+GROUP_ABOVE = 2000      # graphs without module names bigger than this get bands of layers as groups
+GROUP_LAYERS = 12       # layers per band
+GROUP_PAD = 6           # px between a group's frame and its members
+NEST_PAD = 10           # more px per level of groups nested inside, so frames don't coincide
+GROUP_HEADER = 16       # px above the members for the group's label
 
 
 def node_size(node) -> tuple[float, float]:
@@ -71,7 +75,7 @@ def compute_layout(graph: Graph, engine: str = "auto") -> dict:
         result = _dot_layout(graph, sizes, strict=engine == "dot")
     if result is None:
         result = _layered_layout(graph, sizes)
-    result["groups"] = _groups(graph, result) if len(graph.nodes) > GROUP_ABOVE else []
+    result["groups"] = _groups(graph, result)
     return result
 
 
@@ -243,38 +247,109 @@ def closest_spaced(wanted: list, gaps: list) -> list:
 
 
 def _groups(graph: Graph, layout: dict) -> list[dict]:
-    """Collapsible groups for big graphs: by module name when known, else by bands of layers.
+    """Collapsible groups: one per ``nn.Module`` (nested as the modules are) when nodes carry
+    module paths, else bands of layers for graphs over ``GROUP_ABOVE`` nodes, else none.
 
-    Grouping only changes what the front end draws at first (one box per group, expanded on
-    click); every node keeps its own position, so expanding needs no new layout.
+    Grouping only changes what the front end draws (a collapsed group is one box, expanded on
+    click); every node keeps its own position, so expanding or collapsing needs no new layout.
+    Groups come parents first; ``parent`` is the id of the enclosing group or None.
     """
     positions = layout["nodes"]
+    module_of = _module_paths(graph)
+    if module_of:
+        groups = _module_groups(module_of)
+    elif len(graph.nodes) > GROUP_ABOVE:
+        groups = _band_groups(graph, positions)
+    else:
+        return []
+    levels_below = {group["id"]: 0 for group in groups}
+    for group in reversed(groups):  # children come after their parents
+        if group["parent"] is not None:
+            levels_below[group["parent"]] = max(levels_below[group["parent"]], levels_below[group["id"]] + 1)
+    for group in groups:
+        group["box"] = _group_box([positions[i] for i in group["members"]], levels_below[group["id"]])
+    return groups
+
+
+def _module_paths(graph: Graph) -> dict:
+    """``{node id: module path}``: a node's own module, else the longest module path shared by
+    all of its neighbours (a ``relu`` between ``block.bn1`` and ``block.conv2`` joins ``block``).
+    """
+    known = {node.id: node.module for node in graph.nodes if node.module}
+    if not known:
+        return {}
+    neighbours = defaultdict(list)
+    for edge in graph.edges:
+        neighbours[edge.source].append(edge.target)
+        neighbours[edge.target].append(edge.source)
+    paths = dict(known)
+    for node in graph.nodes:
+        if node.id in known or node.id == graph.root or node.kind == "output":
+            continue
+        around = [known.get(other) for other in neighbours[node.id]]
+        if around and all(around):
+            shared = _common_prefix([path.split(".") for path in around])
+            if shared:
+                paths[node.id] = ".".join(shared)
+    return paths
+
+
+def _common_prefix(parts: list) -> list:
+    shared = parts[0]
+    for other in parts[1:]:
+        length = 0
+        while length < min(len(shared), len(other)) and shared[length] == other[length]:
+            length += 1
+        shared = shared[:length]
+    return shared
+
+
+def _module_groups(module_of: dict) -> list[dict]:
+    """One group per module path and per enclosing path (``layer1``, ``layer1.0``, ...)."""
+    members = defaultdict(list)
+    for node_id, path in module_of.items():
+        parts = path.split(".")
+        for depth in range(1, len(parts) + 1):
+            members[".".join(parts[:depth])].append(node_id)
+    groups, id_of = [], {}
+    for path in sorted(members, key=lambda p: p.count(".")):  # stable: parents first
+        parts = path.split(".")
+        parent = next((id_of[".".join(parts[:depth])] for depth in range(len(parts) - 1, 0, -1)
+                       if ".".join(parts[:depth]) in id_of), None)
+        ids = members[path]
+        if len(ids) < 2 or (parent is not None and len(ids) == len(groups[int(parent[1:])]["members"])):
+            if parent is not None:
+                id_of[path] = parent  # the same nodes as the enclosing group: keep that one
+            continue
+        id_of[path] = f"g{len(groups)}"
+        groups.append({"id": id_of[path], "kind": "module", "label": path, "members": ids, "parent": parent})
+    return groups
+
+
+def _band_groups(graph: Graph, positions: dict) -> list[dict]:
+    """Bands of ``GROUP_LAYERS`` layers, labelled by what they hold."""
+    band_height = GROUP_LAYERS * (LINE_HEIGHT * 2 + PADDING_Y + LAYER_GAP)
     members = defaultdict(list)
     for node in graph.nodes:
         if node.id == graph.root or node.kind == "output":
             continue
-        if node.module:
-            members["module:" + node.module].append(node.id)
-    if not members:
-        band_height = GROUP_LAYERS * (LINE_HEIGHT * 2 + PADDING_Y + LAYER_GAP)
-        for node in graph.nodes:
-            if node.id == graph.root or node.kind == "output":
-                continue
-            band = int(positions[node.id][1] // band_height)
-            members[f"band:{band}"].append(node.id)
+        members[int(positions[node.id][1] // band_height)].append(node.id)
     groups = []
-    for index, (key, ids) in enumerate(members.items()):
-        if len(ids) < 4:
-            continue
-        left = min(positions[i][0] - positions[i][2] / 2 for i in ids)
-        right = max(positions[i][0] + positions[i][2] / 2 for i in ids)
-        top = min(positions[i][1] - positions[i][3] / 2 for i in ids)
-        bottom = max(positions[i][1] + positions[i][3] / 2 for i in ids)
-        label = key.split(":", 1)[1] if key.startswith("module:") else _summary_label(graph, ids)
-        groups.append({"id": f"g{index}", "label": label, "members": ids,
-                       "box": [round(left - 6, 1), round(top - 6, 1),
-                               round(right - left + 12, 1), round(bottom - top + 12, 1)]})
+    for ids in members.values():
+        if len(ids) >= 4:
+            groups.append({"id": f"g{len(groups)}", "kind": "band", "label": _summary_label(graph, ids),
+                           "members": ids, "parent": None})
     return groups
+
+
+def _group_box(boxes: list, levels_below: int) -> list:
+    """``[x, y, w, h]`` around member boxes, with room for a header and for nested groups' frames."""
+    pad = GROUP_PAD + NEST_PAD * levels_below
+    left = min(x - w / 2 for x, _, w, _ in boxes) - pad
+    right = max(x + w / 2 for x, _, w, _ in boxes) + pad
+    top = min(y - h / 2 for _, y, _, h in boxes) - pad - GROUP_HEADER
+    bottom = max(y + h / 2 for _, y, _, h in boxes) + pad
+    return [round(left, 1), round(top, 1), round(right - left, 1), round(bottom - top, 1)]
 
 
 def _summary_label(graph: Graph, ids: list) -> str:

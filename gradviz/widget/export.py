@@ -21,7 +21,8 @@ from gradviz.render.layout import compute_layout
 
 _HERE = pathlib.Path(__file__).parent
 
-STATE_TRAITS = ("graph", "layout", "trace", "step_index", "show_saved", "speed", "height", "note")
+STATE_TRAITS = ("graph", "layout", "trace", "step_index", "show_saved", "speed", "height", "note", "collapse")
+OPTIONS = {"show_saved": False, "speed": 1.0, "height": 480, "collapse": "auto"}  # and their defaults
 
 _LOADER = """<script type="module">
 const id = "{id}";
@@ -61,13 +62,20 @@ def widget_state(widget) -> dict:
     return {name: getattr(widget, name) for name in STATE_TRAITS}
 
 
-def tensor_state(tensor: Any, names: dict | None) -> dict:
-    """The same state for a tensor, without creating a live widget."""
+def tensor_state(tensor: Any, names: dict | None, model: Any = None, **options) -> dict:
+    """The same state for a tensor, without creating a live widget; ``options`` as in ``OPTIONS``."""
     from gradviz.widget.widget import snapshot_state
 
-    graph, steps, note = snapshot_state(tensor, names)
+    check_options(options)
+    graph, steps, note = snapshot_state(tensor, names, model=model)
     return {"graph": graph.to_dict(), "layout": compute_layout(graph), "trace": steps,
-            "step_index": 0, "show_saved": False, "speed": 1.0, "height": 480, "note": note}
+            "step_index": 0, "note": note, **OPTIONS, **options}
+
+
+def check_options(options: dict) -> None:
+    unknown = set(options) - set(OPTIONS)
+    if unknown:
+        raise TypeError(f"unknown option(s) {sorted(unknown)}; accepted: {sorted(OPTIONS)}")
 
 
 def fragment_html(state: dict) -> str:
@@ -95,16 +103,19 @@ def page_html(state: dict, title: str = "gradviz") -> str:
 
 
 def export_html(tensor_or_widget: Any, path: str | pathlib.Path, names: dict | None = None,
-                title: str | None = None) -> pathlib.Path:
+                model: Any = None, title: str | None = None, **options) -> pathlib.Path:
     """Write ONE self-contained HTML file that draws the graph and steps it in any browser.
 
-    Accepts a gradviz or torch tensor (labels from ``names``, else from the caller's variables)
-    or a ``GraphWidget`` (its current state, step included). Returns the path written.
+    Accepts a gradviz or torch tensor (labels from ``names``, else from the caller's variables;
+    ``model`` names parameters and groups nodes by module) or a ``GraphWidget`` (its current
+    state, step included). ``options``: ``show_saved``, ``speed``, ``height``, ``collapse``.
+    Returns the path written.
     """
     from gradviz.widget.widget import ACCEPTED, GraphWidget, check_tensor, names_in
 
     if isinstance(tensor_or_widget, GraphWidget):
-        state = widget_state(tensor_or_widget)
+        check_options(options)
+        state = {**widget_state(tensor_or_widget), **options}
     else:
         try:
             check_tensor(tensor_or_widget, "export_html")
@@ -114,7 +125,7 @@ def export_html(tensor_or_widget: Any, path: str | pathlib.Path, names: dict | N
                             f"{type(tensor_or_widget).__qualname__}") from None
         if names is None:
             names = names_in(sys._getframe(1))
-        state = tensor_state(tensor_or_widget, names)
+        state = tensor_state(tensor_or_widget, names, model, **options)
     root = next((n for n in state["graph"]["nodes"] if n["id"] == state["graph"]["root"]), None)
     heading = title or f"gradviz: {root['label'] if root else 'graph'}"
     target = pathlib.Path(path)

@@ -13,7 +13,8 @@
  * @typedef {{source: string, target: string, slot: number, kind: string}} GraphEdge
  * @typedef {{version: number, source: string, root: string, nodes: GraphNode[],
  *   edges: GraphEdge[]}} Graph                                  trait `graph`
- * @typedef {{id: string, label: string, members: string[], box: number[]}} Group
+ * @typedef {{id: string, kind: "module"|"band", label: string, members: string[],
+ *   parent: string | null, box: number[]}} Group                 parents before children
  * @typedef {{engine: string, width: number, height: number,
  *   nodes: Object<string, number[]>, edges: (number[] | null)[], groups: Group[]}} Layout
  *                                                                trait `layout`
@@ -22,7 +23,9 @@
  *   contributions: {from: string|null, value: Summary|null}[][], leaf: string|null,
  *   grad_before: Summary|null, grad_after: Summary|null}} TraceStep   trait `trace` is TraceStep[]
  * Other traits: `step_index` (number of steps done, 0..trace.length), `show_saved` (boolean),
- * `speed` (steps per second while playing), `height` (px of the drawing area), `note` (text).
+ * `speed` (steps per second while playing), `height` (px of the drawing area), `note` (text),
+ * `collapse` ("auto" | true | false: start with the layout's groups collapsed; auto: when the
+ * graph has more than COLLAPSE_ABOVE nodes).
  */
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -33,6 +36,7 @@ const PADDING_Y = 10;
 const SPEEDS = [0.5, 1, 2, 4, 8];
 const READABLE_ZOOM = 0.4; // below this, node text is hidden (.gv-far) and too small to read
 const OPENING_ZOOM = 0.8;
+const COLLAPSE_ABOVE = 150; // collapse="auto" draws module groups as boxes above this many nodes
 
 /** Create an HTML element; attributes via setAttribute, text via textContent. */
 function h(tag, attrs = {}, text = null) {
@@ -112,20 +116,23 @@ function nodeLines(node, grad) {
   return lines;
 }
 
-/** A cubic Bezier path through layout points, or a curve from source bottom to target top. */
-function edgePath(points, from, to, slot, slots) {
+/**
+ * An edge's curve: a start point and cubic Bezier segments [c1x, c1y, c2x, c2y, x, y], through
+ * dot's spline points when there are some, else from the source's bottom to the target's top.
+ */
+function edgeCurve(points, from, to, slot, slots) {
   if (points && points.length >= 8) {
-    let d = `M${points[0]},${points[1]}`;
-    for (let i = 2; i + 5 < points.length; i += 6) {
-      d += ` C${points[i]},${points[i + 1]} ${points[i + 2]},${points[i + 3]} ${points[i + 4]},${points[i + 5]}`;
-    }
+    const segments = [];
+    for (let i = 2; i + 5 < points.length; i += 6) segments.push(points.slice(i, i + 6));
     // dot's spline stops where its arrowhead would start: carry on to the target's top edge.
     const n = points.length;
     const [ex, ey, px, py] = [points[n - 2], points[n - 1], points[n - 4], points[n - 3]];
     const top = to[1] - to[3] / 2;
     const dx = ey > py ? ((ex - px) * (top - ey)) / (ey - py) : Infinity;
-    if (top > ey && top - ey < 20 && Math.abs(dx) < 20) d += ` L${ex + dx},${top}`;
-    return d;
+    if (top > ey && top - ey < 20 && Math.abs(dx) < 20) {
+      segments.push([ex, ey, ex + dx, top, ex + dx, top]); // a straight piece, as a cubic
+    }
+    return { start: [points[0], points[1]], segments };
   }
   const [x1, y1, , h1] = from;
   const [x2, y2, w2, h2] = to;
@@ -133,7 +140,32 @@ function edgePath(points, from, to, slot, slots) {
   const sy = y1 + h1 / 2;
   const ty = y2 - h2 / 2;
   const bend = Math.max(12, (ty - sy) / 2);
-  return `M${x1},${sy} C${x1},${sy + bend} ${x2 + offset},${ty - bend} ${x2 + offset},${ty}`;
+  return { start: [x1, sy], segments: [[x1, sy + bend, x2 + offset, ty - bend, x2 + offset, ty]] };
+}
+
+/** A group's title size in graph units: big enough to read when the whole model is in view
+ * (node text is hidden then), at most 1/`tall` of the box's height and `wide` x its width per character. */
+function titleSize(group, tall, wide) {
+  const [, , width, height] = group.box;
+  return Math.max(11, Math.min(height / tall, (wide * width) / (group.label.length + 4)));
+}
+
+function curvePath(curve) {
+  let d = `M${curve.start[0]},${curve.start[1]}`;
+  for (const [ax, ay, bx, by, x, y] of curve.segments) d += ` C${ax},${ay} ${bx},${by} ${x},${y}`;
+  return d;
+}
+
+/** The point halfway along the curve's parameter (where an edge's label goes): pure arithmetic,
+ * so labelling a step never forces the browser to lay out the page (getTotalLength would). */
+function curveMidpoint(curve) {
+  const u = curve.segments.length / 2;
+  const index = Math.min(Math.floor(u), curve.segments.length - 1);
+  const t = u - index;
+  const [x0, y0] = index ? curve.segments[index - 1].slice(4) : curve.start;
+  const [ax, ay, bx, by, x3, y3] = curve.segments[index];
+  const w = [(1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3];
+  return { x: w[0] * x0 + w[1] * ax + w[2] * bx + w[3] * x3, y: w[0] * y0 + w[1] * ay + w[2] * by + w[3] * y3 };
 }
 
 /**
@@ -146,10 +178,17 @@ class GraphView {
     this.timer = null;
     this.shown = 0; // steps currently applied to the drawing
     this.view = { x: 0, y: 0, k: 1 };
-    this.expanded = new Set();
+    this.collapsed = new Set(); // ids of the layout's groups drawn as one box
+    this.groupsKey = null;
     this.selected = null;
     this.listeners = [];
     this.build();
+    // The stage's size, kept without reading layout while stepping (that would force a reflow).
+    this.stageSize = { width: this.stage.clientWidth || 800, height: this.stage.clientHeight || 480 };
+    this.resizeObserver = typeof ResizeObserver === "function" ? new ResizeObserver(([entry]) => {
+      this.stageSize = { width: entry.contentRect.width || 800, height: entry.contentRect.height || 480 };
+    }) : null;
+    if (this.resizeObserver) this.resizeObserver.observe(this.stage);
     this.redraw();
     for (const name of ["graph", "layout"]) this.on(`change:${name}`, () => this.redraw());
     this.on("change:trace", () => this.redraw());
@@ -157,6 +196,7 @@ class GraphView {
     this.on("change:show_saved", () => this.redraw());
     this.on("change:speed", () => this.syncControls());
     this.on("change:note", () => this.syncControls());
+    this.on("change:collapse", () => { this.groupsKey = null; this.redraw(); });
   }
 
   on(event, callback) {
@@ -166,6 +206,7 @@ class GraphView {
 
   destroy() {
     this.pause();
+    if (this.resizeObserver) this.resizeObserver.disconnect();
     for (const [event, callback] of this.listeners) this.model.off(event, callback);
     this.host.replaceChildren();
   }
@@ -269,7 +310,7 @@ class GraphView {
     const clamped = Math.max(0, Math.min(this.trace().length, index));
     this.model.set("step_index", clamped);
     this.model.save_changes();
-    this.applyStep(clamped);
+    if (this.shown !== clamped) this.applyStep(clamped); // the change event usually did it
   }
 
   play() {
@@ -323,24 +364,29 @@ class GraphView {
     });
     this.leafOf = new Map(graph.edges.filter((edge) => edge.kind === "variable")
       .map((edge) => [edge.target, this.nodesById.get(edge.source)]));
-    this.groupOf = new Map();
-    for (const group of layout.groups || []) {
-      for (const member of group.members) this.groupOf.set(member, group.id);
-    }
+    this.indexGroups(graph, layout.groups || []);
     this.indexTrace();
 
+    const frameLayer = s("g", { class: "gv-group-frames" });
+    const headerLayer = s("g", { class: "gv-group-headers" }); // on top, so nothing covers them
     const nodeLayer = s("g", { class: "gv-nodes" });
     const edgeLayer = s("g", { class: "gv-edges" });
-    const groupLayer = s("g", { class: "gv-groups" });
+    const boxLayer = s("g", { class: "gv-groups" }); // collapsed groups cover their edges' ends
     this.labelLayer = s("g", { class: "gv-edge-labels" });
     this.nodeEls = new Map();
     this.gradTexts = new Map();
+    this.groupEls = new Map();
     this.edgeEls = [];
-    const hidden = (id) => this.groupOf.has(id) && !this.expanded.has(this.groupOf.get(id));
+    this.edgeCurves = [];
 
     for (const group of layout.groups || []) {
-      if (this.expanded.has(group.id)) continue;
-      groupLayer.append(this.drawGroup(group));
+      if (this.groupHidden.get(group.id)) continue;
+      if (this.collapsed.has(group.id)) boxLayer.append(this.drawCollapsedGroup(group));
+      else {
+        frameLayer.append(s("rect", { class: "gv-frame", "data-group-id": group.id, x: group.box[0], y: group.box[1],
+          width: group.box[2], height: group.box[3], rx: 10 }));
+        headerLayer.append(this.drawGroupHeader(group));
+      }
     }
     const slots = new Map();
     for (const edge of graph.edges) slots.set(edge.target, Math.max(slots.get(edge.target) || 0, edge.slot + 1));
@@ -348,26 +394,55 @@ class GraphView {
       const from = layout.nodes[edge.source];
       const to = layout.nodes[edge.target];
       if (!from || !to) return;
-      if (hidden(edge.source) && hidden(edge.target) && this.groupOf.get(edge.source) === this.groupOf.get(edge.target)) return;
+      const box = this.boxOfNode.get(edge.source);
+      if (box !== undefined && box === this.boxOfNode.get(edge.target)) return; // inside one box
+      const curve = edgeCurve(layout.edges[index], from, to, edge.slot, slots.get(edge.target) || 1);
       const path = s("path", { class: `gv-edge gv-edge-${edge.kind}`, "marker-end": "url(#gv-arrow)",
-        d: edgePath(layout.edges[index], from, to, edge.slot, slots.get(edge.target) || 1),
-        "data-source": edge.source, "data-target": edge.target, "data-slot": edge.slot });
+        d: curvePath(curve), "data-source": edge.source, "data-target": edge.target, "data-slot": edge.slot });
       edgeLayer.append(path);
       this.edgeEls[index] = path;
+      this.edgeCurves[index] = curve;
     });
     const showSaved = Boolean(this.model.get("show_saved"));
     for (const node of graph.nodes) {
-      if (!layout.nodes[node.id] || hidden(node.id)) continue;
+      if (!layout.nodes[node.id] || this.boxOfNode.has(node.id)) continue;
       nodeLayer.append(this.drawNode(node, layout.nodes[node.id], showSaved));
     }
-    this.viewport.replaceChildren(groupLayer, edgeLayer, nodeLayer, this.labelLayer);
+    this.viewport.replaceChildren(frameLayer, edgeLayer, boxLayer, nodeLayer, this.labelLayer, headerLayer);
     this.shown = 0;
+    this.currentGroup = null;
     this.applyStep(this.model.get("step_index") || 0, true);
     this.syncControls();
     if (firstDraw || key !== this.graphKey) this.fitView(true);
     this.graphKey = key;
   }
 
+  /**
+   * Which groups are collapsed (chosen again when the groups change, by the `collapse` trait),
+   * which are hidden inside a collapsed ancestor, and for each hidden node the collapsed box
+   * that stands for it (its outermost collapsed group).
+   */
+  indexGroups(graph, groups) {
+    const groupsKey = groups.map((group) => `${group.id}:${group.label}:${group.members.length}`).join(",");
+    if (groupsKey !== this.groupsKey) {
+      const mode = this.model.get("collapse");
+      const collapse = mode === true || (mode !== false && graph.nodes.length > COLLAPSE_ABOVE);
+      this.collapsed = new Set(collapse ? groups.map((group) => group.id) : []);
+      this.groupsKey = groupsKey;
+    }
+    this.groupsById = new Map(groups.map((group) => [group.id, group]));
+    this.groupHidden = new Map(); // parents come first, so a parent's answer is always known
+    for (const group of groups) {
+      const parent = group.parent;
+      this.groupHidden.set(group.id, parent !== null && parent !== undefined &&
+        (this.collapsed.has(parent) || this.groupHidden.get(parent)));
+    }
+    this.boxOfNode = new Map();
+    for (const group of groups) {
+      if (!this.collapsed.has(group.id) || this.groupHidden.get(group.id)) continue;
+      for (const member of group.members) this.boxOfNode.set(member, group.id);
+    }
+  }
   drawNode(node, box, showSaved) {
     const [cx, cy, width, height] = box;
     const classes = ["gv-node", `gv-kind-${node.kind}`];
@@ -397,29 +472,61 @@ class GraphView {
     return g;
   }
 
-  drawGroup(group) {
+  /** A collapsed group: one box with the module's name; click (or Enter) expands it. */
+  drawCollapsedGroup(group) {
     const [x, y, width, height] = group.box;
-    const g = s("g", { class: "gv-group", "data-group-id": group.id, role: "button", tabindex: "0",
-      "aria-label": `Expand group ${group.label} (${group.members.length} nodes)` });
+    const what = group.kind === "module" ? "module" : "group";
+    const g = s("g", { class: "gv-group gv-group-collapsed", "data-group-id": group.id, "data-name": group.label,
+      "data-group-kind": group.kind, role: "button", tabindex: "0", "aria-expanded": "false",
+      "aria-label": `Expand ${what} ${group.label} (${group.members.length} nodes)` });
     g.append(s("rect", { x, y, width, height, rx: 10 }));
-    g.append(s("text", { class: "gv-text gv-title", x: x + width / 2, y: y + Math.min(height / 2, 24) },
-      `\u25B8 ${group.label} (${group.members.length} nodes)`));
-    g.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") { event.stopPropagation(); this.expand(group.id); }
-    });
+    const size = titleSize(group, 3, 1.6);
+    const label = s("text", { class: "gv-group-title", x: x + width / 2, y: y + Math.min(height / 2, size * 2),
+      "font-size": size.toFixed(1) }, `\u25B8 ${group.label}`);
+    label.append(s("tspan", { x: x + width / 2, dy: "1.2em", class: "gv-group-count" }, `${group.members.length} nodes`));
+    g.append(label);
+    this.onActivate(g, group.id);
+    this.groupEls.set(group.id, g);
     return g;
   }
 
-  expand(groupId) {
-    this.expanded.add(groupId);
+  /** An expanded group's header: a tab on its frame's top edge that collapses it again. */
+  drawGroupHeader(group) {
+    const [x, y] = group.box;
+    const header = s("g", { class: "gv-group gv-group-expanded gv-group-header", "data-group-id": group.id,
+      "data-name": group.label, "data-group-kind": group.kind, role: "button", tabindex: "0", "aria-expanded": "true",
+      "aria-label": `Collapse ${group.kind === "module" ? "module" : "group"} ${group.label}` });
+    const size = titleSize(group, 10, 1.0); // readable from afar too
+    header.append(s("rect", { x, y: y - size * 1.3, width: (group.label.length + 3) * size * 0.62, height: size * 1.3, rx: size / 4 }));
+    header.append(s("text", { class: "gv-group-label", x: x + size * 0.4, y: y - size * 0.35, "font-size": size.toFixed(1) },
+      `\u25BE ${group.label}`));
+    this.onActivate(header, group.id);
+    return header;
+  }
+
+  onActivate(element, groupId) {
+    element.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" && event.key !== " ") return;
+      event.preventDefault();
+      event.stopPropagation(); // Space on a group toggles it, not play
+      this.toggleGroup(groupId, true);
+    });
+  }
+
+  toggleGroup(groupId, refocus = false) {
+    if (this.collapsed.has(groupId)) this.collapsed.delete(groupId);
+    else this.collapsed.add(groupId);
     this.redraw();
+    if (!refocus) return;
+    const group = this.viewport.querySelector(`.gv-group[data-group-id="${groupId}"]`);
+    if (group) group.focus({ preventScroll: true });
   }
 
   onGraphClick(event) {
     if (this.dragged) return;
     const target = event.target instanceof Element ? event.target : null;
-    const group = target && target.closest("[data-group-id]");
-    if (group) { this.expand(group.getAttribute("data-group-id")); return; }
+    const toggle = target && target.closest(".gv-group-collapsed, .gv-group-header");
+    if (toggle) { this.toggleGroup(toggle.getAttribute("data-group-id")); return; }
     const nodeEl = target && target.closest("[data-node-id]");
     if (nodeEl) {
       this.selected = nodeEl.getAttribute("data-node-id");
@@ -444,12 +551,6 @@ class GraphView {
     const trace = this.trace();
     const target = Math.max(0, Math.min(trace.length, Number(index) || 0));
     if (!full && target === this.shown) { this.renderPanel(); this.updateStatus(); return; }
-    const group = target > 0 ? this.groupOf.get(trace[target - 1].node) : undefined;
-    if (group !== undefined && !this.expanded.has(group)) {
-      this.expanded.add(group); // the node about to run sits in a collapsed group: open it
-      this.redraw();
-      return;
-    }
     if (full) {
       for (let i = 0; i < target; i++) this.markStep(i, target);
     } else {
@@ -458,6 +559,7 @@ class GraphView {
       for (let i = Math.max(0, low - 1); i < high; i++) this.markStep(i, target);
     }
     this.shown = target;
+    this.markCurrentGroup(target > 0 ? trace[target - 1].node : null);
     this.showFlows(target);
     this.updateStatus();
     this.selected = null;
@@ -481,6 +583,16 @@ class GraphView {
       const grad = target === 0 ? (node && node.grad) : target > i ? step.grad_after : step.grad_before;
       this.setGradText(step.leaf, grad);
     }
+  }
+
+  /** A node run inside a collapsed group lights up that group's box instead. */
+  markCurrentGroup(nodeId) {
+    const groupId = nodeId === null ? undefined : this.boxOfNode.get(nodeId);
+    const element = groupId === undefined ? null : this.groupEls.get(groupId);
+    if (this.currentGroup === element) return;
+    if (this.currentGroup) this.currentGroup.classList.remove("gv-group-current");
+    if (element) element.classList.add("gv-group-current");
+    this.currentGroup = element;
   }
 
   setGradText(leafId, grad) {
@@ -507,22 +619,22 @@ class GraphView {
         used.set(edge.target, nth + 1);
         const piece = pieces[Math.min(nth, pieces.length - 1)];
         const value = piece ? piece.value : edge.kind === "output" ? step.grad_outputs[0] : null;
-        this.flowEdge(path, "gv-edge-in", value);
+        this.flowEdge(index, "gv-edge-in", value);
       } else if (edge.target === step.node && edge.kind !== "variable") {
         const slot = edge.slot;
-        if (step.targets[slot] === edge.source) this.flowEdge(path, "gv-edge-out", step.grad_inputs[slot]);
+        if (step.targets[slot] === edge.source) this.flowEdge(index, "gv-edge-out", step.grad_inputs[slot]);
       } else if (step.leaf && edge.source === step.leaf && edge.target === step.node) {
-        this.flowEdge(path, "gv-edge-out", step.grad_outputs[0]);
+        this.flowEdge(index, "gv-edge-out", step.grad_outputs[0]);
       }
     }
   }
 
-  flowEdge(path, cls, value) {
+  flowEdge(index, cls, value) {
+    const path = this.edgeEls[index];
     path.classList.add(cls);
     this.flowEdges.push(path);
     if (!value) return;
-    const length = path.getTotalLength();
-    const point = path.getPointAtLength(length / 2);
+    const point = curveMidpoint(this.edgeCurves[index]);
     const text = `${shapeText(value.shape) ? shapeText(value.shape) + " " : ""}${fit(value.preview, 24)}`;
     this.labelLayer.append(s("text", { class: `gv-edge-label ${cls}`, x: point.x + 6, y: point.y }, text));
   }
@@ -668,7 +780,8 @@ class GraphView {
 
   /**
    * Show the whole graph; on first draw a graph too big to read that way opens at a readable
-   * zoom on the output instead, where the backward pass starts (the fit button still fits).
+   * zoom on the output instead, where the backward pass starts (the fit button still fits),
+   * unless groups are collapsed: their boxes carry labels sized to read from afar.
    */
   fitView(firstDraw = false) {
     const width = this.layout.width || 1;
@@ -678,12 +791,14 @@ class GraphView {
     const k = Math.max(0.02, Math.min(1, stageWidth / width, maxHeight / height));
     const stageHeight = Math.max(120, Math.min(maxHeight, height * k));
     const root = this.layout.nodes[this.graph.root];
-    if (firstDraw && k < READABLE_ZOOM && root) {
+    if (firstDraw && k < READABLE_ZOOM && root && this.collapsed.size === 0) {
       this.stage.style.height = `${maxHeight}px`;
+      this.stageSize = { width: stageWidth, height: maxHeight };
       this.setView(stageWidth / 2 - root[0] * OPENING_ZOOM, maxHeight - 40 - root[1] * OPENING_ZOOM, OPENING_ZOOM);
       return;
     }
     this.stage.style.height = `${stageHeight}px`;
+    this.stageSize = { width: stageWidth, height: stageHeight };
     this.setView((stageWidth - width * k) / 2, (stageHeight - height * k) / 2, k);
   }
 
@@ -694,8 +809,7 @@ class GraphView {
     const { x, y, k } = this.view;
     const sx = box[0] * k + x;
     const sy = box[1] * k + y;
-    const width = this.stage.clientWidth || 800;
-    const height = this.stage.clientHeight || 480;
+    const { width, height } = this.stageSize;
     if (sx >= 0 && sx <= width && sy >= 0 && sy <= height) return;
     this.setView(width / 2 - box[0] * k, height / 2 - box[1] * k, k);
   }

@@ -37,6 +37,9 @@ class GraphWidget(anywidget.AnyWidget):
     * ``step_index``: steps done, 0 (before the pass) to ``len(trace)``; synced both ways
     * ``show_saved``: draw each node's saved tensors; ``speed``: steps per second when playing;
       ``height``: max height of the drawing in px; ``note``: a message shown above the graph
+    * ``collapse``: ``"auto"``, ``True`` or ``False``: start with the layout's groups (one per
+      ``nn.Module``, or bands of layers in huge graphs) drawn as collapsed boxes. ``"auto"``
+      collapses when the graph has more than ``COLLAPSE_ABOVE`` nodes (see ``gradviz.js``).
     """
 
     _esm = (_HERE / "gradviz.js").read_text(encoding="utf-8")
@@ -50,17 +53,24 @@ class GraphWidget(anywidget.AnyWidget):
     speed = traitlets.Float(1.0).tag(sync=True)
     height = traitlets.Int(480).tag(sync=True)
     note = traitlets.Unicode("").tag(sync=True)
+    collapse = traitlets.Union([traitlets.Bool(), traitlets.Enum(["auto"])], default_value="auto").tag(sync=True)
 
-    def __init__(self, tensor: Any = None, names: dict | None = None, *, graph: Graph | None = None,
-                 trace: list | None = None, **options):
-        """Show ``tensor``'s graph (labels from ``names``), or a prepared ``graph`` + ``trace``."""
+    def __init__(self, tensor: Any = None, names: dict | None = None, *, model: Any = None,
+                 graph: Graph | None = None, trace: list | None = None, **options):
+        """Show ``tensor``'s graph, or a prepared ``graph`` + ``trace``.
+
+        Labels come from ``names`` (else the caller's variables); ``model``, an ``nn.Module``,
+        names its parameters (``fc1.weight``) and, for torch graphs, groups nodes by module.
+        """
         super().__init__(**options)
         self._tensor = None
         self._names = None
+        self._model = None
         self._shape_key = None
         if tensor is not None:
             check_tensor(tensor, "GraphWidget")
             self._tensor = tensor
+            self._model = model
             self._names = names if names is not None else names_in(sys._getframe(1))
             self.refresh()
             live.track(self)
@@ -105,7 +115,7 @@ class GraphWidget(anywidget.AnyWidget):
         """
         if self._tensor is None:
             return
-        graph, steps, note = snapshot_state(self._tensor, self._names, self.trace)
+        graph, steps, note = snapshot_state(self._tensor, self._names, self.trace, self._model)
         self._set_graph(graph, steps, note)
 
     def _set_graph(self, graph: Graph, steps: list, note: str = "") -> None:
@@ -141,12 +151,15 @@ class GraphWidget(anywidget.AnyWidget):
         live.untrack(self)
         self._tensor = None
         self._names = None
+        self._model = None
         super().close()
 
 
-def snapshot_state(tensor: Any, names: dict | None, previous_trace: list | None = None):
+def snapshot_state(tensor: Any, names: dict | None, previous_trace: list | None = None,
+                   model: Any = None):
     """``(graph, trace, note)`` for a tensor: the snapshot, a dry-run trace, and any message.
 
+    ``model`` labels parameters and groups torch nodes by module (see ``gradviz.graph.snapshot``).
     When the graph was freed by an earlier ``backward()`` the trace cannot be taken again:
     ``previous_trace`` is kept and the note says why.
     """
@@ -154,7 +167,9 @@ def snapshot_state(tensor: Any, names: dict | None, previous_trace: list | None 
     from gradviz.graph import snapshot
     from gradviz.graph.trace import trace_to_dict
 
-    graph = snapshot(tensor, names=names)
+    if model is not None and not is_torch(tensor):
+        names = {**(names or {}), **parameter_names(model, names)}  # gradviz graphs carry no modules
+    graph = snapshot(tensor, names, model)
     if not _has_graph(graph):
         return graph, [], graph.node(graph.root).note or no_graph_note()
     try:
@@ -177,8 +192,18 @@ def is_tensor(value: Any) -> bool:
     gradviz_tensor = sys.modules.get("gradviz.tensor")
     if gradviz_tensor is not None and isinstance(value, getattr(gradviz_tensor, "Tensor", ())):
         return True
+    return is_torch(value)
+
+
+def is_torch(value: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
+
+
+def parameter_names(model: Any, names: dict | None) -> dict:
+    """``{"fc1.weight": tensor, ...}`` from a module, leaving out labels ``names`` already has."""
+    taken = set(names or {})
+    return {name: param for name, param in model.named_parameters() if name not in taken}
 
 
 def names_in(frame) -> dict:
