@@ -1175,6 +1175,17 @@ LESSON_07 = ("07_real_pytorch", [
         print(comparison.report())
     """, id="l07-compare"),
     md("""
+    In a notebook the comparison also shows itself: the gradviz graph on the left, PyTorch's on the
+    right, each with its own step buttons, and the report under them. Step both and watch the same
+    node light up on each side.
+    """),
+    code("""
+    if real_torch is None:
+        print("Skipped: PyTorch is not installed.")
+    else:
+        display(comparison)
+    """, id="l07-compare-view"),
+    md("""
     ## 5 · A real PyTorch graph in the widget
 
     The widget draws PyTorch's own graph just as well: these nodes are PyTorch's `grad_fn` objects,

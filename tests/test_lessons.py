@@ -338,6 +338,7 @@ def test_07_compares_with_real_torch(executed):
     for aspect in ("names", "values", "step order"):
         assert re.search(rf"^  {aspect} +agree$", report, re.M), report
     assert has_widget(notebook, "l07-show-torch")
+    assert has_widget(notebook, "l07-compare-view")
     assert "✅ The same gradients" in text(notebook, "l07-same-grads")
 
 
