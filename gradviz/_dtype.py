@@ -58,6 +58,9 @@ def _by_name(name: str) -> dtype:
 
 
 def from_numpy(numpy_dtype) -> dtype:
+    found = _BY_NUMPY.get(numpy_dtype)  # an array's own dtype: one dict lookup, no np.dtype() call
+    if found is not None:
+        return found
     try:
         return _BY_NUMPY[np.dtype(numpy_dtype)]
     except KeyError:

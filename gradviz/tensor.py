@@ -8,6 +8,7 @@ accumulators, hooks, and in-place updates.
 from __future__ import annotations
 
 import builtins
+import math
 import numbers
 import warnings
 import weakref
@@ -106,7 +107,7 @@ class Tensor:
         return self._data.ndim
 
     def numel(self) -> int:
-        return int(np.prod(self._data.shape, dtype=np.int64))
+        return math.prod(self._data.shape)
 
     nelement = numel
 
@@ -181,8 +182,6 @@ class Tensor:
         """The one AccumulateGrad of this leaf (held weakly here, strongly by the graph)."""
         accumulator = self._accumulator() if self._accumulator is not None else None
         if accumulator is None:
-            from gradviz.autograd.node import AccumulateGrad
-
             accumulator = AccumulateGrad(self)
             if self._leaf_hooks:
                 accumulator._tensor_pre_hooks = {0: self._leaf_hooks}
@@ -373,23 +372,15 @@ class Tensor:
                 entry.saved_version = self._vc[0]
 
     def add_(self, other, *, alpha=1) -> Tensor:
-        from gradviz import ops
-
         return self._in_place("iadd", other, ops.add, alpha)
 
     def sub_(self, other, *, alpha=1) -> Tensor:
-        from gradviz import ops
-
         return self._in_place("isub", other, ops.sub, alpha)
 
     def mul_(self, other) -> Tensor:
-        from gradviz import ops
-
         return self._in_place("imul", other, ops.mul)
 
     def div_(self, other) -> Tensor:
-        from gradviz import ops
-
         return self._in_place("idiv", other, ops.div)
 
     __iadd__ = add_
@@ -689,3 +680,8 @@ def rand_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = F
 
 def is_tensor(obj) -> builtins.bool:
     return isinstance(obj, Tensor)
+
+
+# Imported last: the autograd and ops packages import this module (kept out of hot method bodies)
+from gradviz import ops  # noqa: E402
+from gradviz.autograd.node import AccumulateGrad  # noqa: E402

@@ -293,3 +293,26 @@ def test_ready_queue_ties_break_like_torch():
     values = [[float(i)] for i in range(7)]
     (t_out, _), (g_out, _) = run_both(lambda lib, *xs: sum((v * (i + 1)).sum() for i, v in enumerate(xs)), values)
     assert gradviz_order(g_out) == torch_order(t_out)
+
+
+def test_hooks_run_with_grad_mode_off_like_torch():
+    def program(lib):
+        seen = []
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.register_hook(lambda g: seen.append(lib.is_grad_enabled()))
+        z = y.sum()
+        z.grad_fn.register_prehook(lambda grads: seen.append(lib.is_grad_enabled()))
+        z.grad_fn.register_hook(lambda inputs, outputs: seen.append(lib.is_grad_enabled()))
+        z.backward()
+        return seen
+
+    assert program(gv) == program(torch) == [False, False, False]
+
+
+def test_dry_run_does_not_fill_retained_grads():
+    x = gv.tensor(2.0, requires_grad=True)
+    y = x * 3
+    y.retain_grad()
+    list(gv.autograd.backward_steps(y * y, dry_run=True))
+    assert y.grad is None

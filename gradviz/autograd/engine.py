@@ -122,14 +122,15 @@ def _needed(root, dependencies: dict, targets: set) -> set:
     return needed
 
 
-def _call_pre_hooks(node, grads: list) -> list:
+def _call_pre_hooks(node, grads: list, retain: bool = True) -> list:
+    """Tensor hooks, then ``retain_grad`` (always after them, as in PyTorch), then node pre-hooks."""
     if node._tensor_pre_hooks:
         for output_nr, hooks in node._tensor_pre_hooks.items():
             for hook in tuple(hooks.values()):
                 result = hook(_wrap(grads[output_nr]))
                 if result is not None:
                     grads[output_nr] = result._data
-    if node._retain_grad_hooks:
+    if node._retain_grad_hooks and retain:
         for output_nr, hook in node._retain_grad_hooks.items():
             hook(grads[output_nr])
     if node._pre_hooks:
@@ -158,8 +159,9 @@ def _unwrap(tensor):
     return None if tensor is None else tensor._data
 
 
-def _accumulate(node: AccumulateGrad, grad, dry_run: bool):
-    """Add ``grad`` into the leaf's ``.grad``; return (before, after) copies for the Step."""
+def _accumulate(node: AccumulateGrad, grad, dry_run: bool, record: bool):
+    """Add ``grad`` into the leaf's ``.grad``; return (before, after) copies for the Step
+    (``before`` is copied only when a Step will show it)."""
     variable = node.variable
     backend = variable._backend
     current = variable._grad
@@ -171,27 +173,35 @@ def _accumulate(node: AccumulateGrad, grad, dry_run: bool):
         return None, after
     if dry_run:
         return current._data, backend.add(current._data, grad)
-    before = backend.copy(current._data)
+    before = backend.copy(current._data) if record else None
     backend.iadd(current._data, grad)
     current._vc[0] += 1
     return before, current._data
 
 
-def _run_node(node, grad_outputs: list, dry_run: bool):
-    """Run one node with grad mode off: ``(grad_inputs, grad_before, grad_after)``.
+def _run_node(node, grad_outputs: list, dry_run: bool, is_accumulate: bool, record: bool):
+    """Run one node and its hooks with grad mode off, as PyTorch's engine does.
 
-    (Grad mode is switched directly rather than with ``no_grad()``: this runs once per node.)
+    Returns ``(grad_outputs, grad_inputs, grad_before, grad_after)``, the outputs as the pre-hooks
+    left them. A dry run skips ``retain_grad`` (its only effect is writing ``.grad``) but runs
+    the hooks that can change gradients. (Grad mode is switched directly rather than with
+    ``no_grad()``: this runs once per node.)
     """
     previous = _grad_state.enabled
     _grad_state.enabled = False
     try:
-        if type(node) is AccumulateGrad or isinstance(node, AccumulateGrad):
-            before, after = _accumulate(node, grad_outputs[0], dry_run)
-            return (), before, after
+        if node._tensor_pre_hooks or node._pre_hooks or (node._retain_grad_hooks and not dry_run):
+            grad_outputs = _call_pre_hooks(node, grad_outputs, retain=not dry_run)
+        if is_accumulate:
+            before, after = _accumulate(node, grad_outputs[0], dry_run, record)
+            return grad_outputs, (), before, after
         result = node.backward(*grad_outputs) if node._num_outputs != 1 else node.backward(grad_outputs[0])
+        grad_inputs = result if type(result) is tuple else (result,)
+        if node._hooks:
+            grad_inputs = _call_post_hooks(node, grad_inputs, grad_outputs)
+        return grad_outputs, grad_inputs, None, None
     finally:
         _grad_state.enabled = previous
-    return (result if type(result) is tuple else (result,)), None, None
 
 
 def _has_missing(buffer: list) -> bool:
@@ -228,21 +238,15 @@ def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = Fal
         node = _pop(heap)[2]
         grad_outputs = buffers.pop(node)
         arrived = pieces.pop(node) if record else None
-        is_accumulate = type(node) is AccumulateGrad or isinstance(node, AccumulateGrad)
+        is_accumulate = isinstance(node, AccumulateGrad)
         if capture is not None and node in capture:
             for slot in capture[node]:
                 captured[(node, slot)] = grad_outputs[slot]
             if is_accumulate:
                 continue
-        if (node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks) and (
-                not dry_run or node._tensor_pre_hooks):
-            grad_outputs = _call_pre_hooks(node, grad_outputs)
-        grad_inputs, before, after = _run_node(node, grad_outputs, dry_run)
-        if not is_accumulate:
-            if node._hooks:
-                grad_inputs = _call_post_hooks(node, grad_inputs, grad_outputs)
-            if release:
-                node._release_variables()
+        grad_outputs, grad_inputs, before, after = _run_node(node, grad_outputs, dry_run, is_accumulate, record)
+        if release and not is_accumulate:
+            node._release_variables()
         if record and not isinstance(node, GraphRoot):
             yield Step(index, node, tuple(grad_outputs), tuple(grad_inputs),
                        tuple(tuple(p) for p in arrived), before, after)
@@ -264,7 +268,7 @@ def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = Fal
             remaining = dependencies[next_node] - 1
             dependencies[next_node] = remaining
             if remaining == 0:
-                next_is_accumulate = type(next_node) is AccumulateGrad or isinstance(next_node, AccumulateGrad)
+                next_is_accumulate = isinstance(next_node, AccumulateGrad)
                 if not next_is_accumulate and _has_missing(buffer):
                     _fill_missing(next_node, buffer)
                 if buffer[0] is None and next_is_accumulate:

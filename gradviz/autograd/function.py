@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import weakref
 
-from gradviz.autograd.node import Node, SavedTensor
-from gradviz.grad_mode import is_grad_enabled
+from gradviz import _dtype
+from gradviz._device import CPU
+from gradviz.autograd.node import RELEASED, Node, SavedTensor
+from gradviz.grad_mode import _state as _grad_state
 
 
 class _NoRecord:
@@ -41,6 +43,7 @@ class _NoRecord:
 
 
 _NO_RECORD = _NoRecord()
+NO_EDGE = (None, 0)  # the edge of an input that needs no gradient (one shared tuple)
 
 
 class Function(Node):
@@ -49,6 +52,11 @@ class Function(Node):
     needs_input_grad: tuple = ()
     _result_name = None
     _constants = None  # inputs without grad: a number, or a weak reference to a tensor
+    # Inputs that PyTorch saves, when given a Python number, as the 0-d tensor it wraps the number
+    # in (``x * 2`` saves ``tensor(2)``). gradviz saves the number itself, which is all backward
+    # needs, and makes that tensor only when ``_saved_<name>`` or a graph snapshot asks for it.
+    wrapped_numbers: tuple = ()
+    number_device = CPU  # where a wrapped number's tensor lives (an op on CUDA data sets its own)
 
     # -- used inside forward / backward ----------------------------------------------------
     def save(ctx, /, **entries) -> None:
@@ -76,6 +84,35 @@ class Function(Node):
             values.append(entry.unpack() if isinstance(entry, SavedTensor) else entry)
         return values[0] if len(values) == 1 else values
 
+    # -- saved Python numbers, shown as PyTorch's wrapped 0-d tensors ---------------------------
+    def _is_wrapped_number(self, name: str, entry) -> bool:
+        return name in self.wrapped_numbers and entry is not None and not isinstance(entry, SavedTensor)
+
+    def _wrapped_tensor(self, number):
+        """The 0-d tensor PyTorch wraps a Python number in: float64, int64 or bool."""
+        kind = _dtype.scalar_category(number)
+        dtype = {_dtype.BOOL: _dtype.bool, _dtype.INT: _dtype.int64, _dtype.FLOAT: _dtype.float64}[kind]
+        return Tensor._make(self.backend.full((), number, dtype, self.number_device), backend=self.backend)
+
+    def _unpack_saved(self, name: str):
+        entry = self._packed[name]
+        if self._is_wrapped_number(name, entry):
+            return self._wrapped_tensor(entry)
+        return super()._unpack_saved(name)
+
+    def saved_entries(self) -> tuple:
+        return tuple((name, SavedTensor(self._wrapped_tensor(entry)) if self._is_wrapped_number(name, entry) else entry)
+                     for name, entry in super().saved_entries())
+
+    def _release_variables(self) -> None:
+        packed = self._packed
+        if packed:
+            for name, entry in packed.items():
+                if isinstance(entry, SavedTensor):
+                    entry.free()
+                elif entry is not None and name in self.wrapped_numbers:
+                    packed[name] = RELEASED  # a saved number is freed like a saved tensor (same keys)
+
     # -- recording -----------------------------------------------------------------------------
     @classmethod
     def apply(cls, *args, **params):
@@ -84,7 +121,7 @@ class Function(Node):
         The first ``len(cls.inputs)`` positional arguments are the graph inputs (each gets an
         edge); later ones and keywords are parameters such as ``dim``.
         """
-        if is_grad_enabled():
+        if _grad_state.enabled:  # is_grad_enabled(), read directly: this runs for every op
             graph_inputs = args[:len(cls.inputs)]
             needs = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in graph_inputs])
             if True in needs:
@@ -98,12 +135,11 @@ class Function(Node):
         node.needs_input_grad = needs
         backend = node.backend = graph_inputs[needs.index(True)]._backend
         data = node.forward(*args, **params)
-        node._next_functions = tuple([gradient_edge(arg) if need else (None, 0)
-                                      for arg, need in zip(graph_inputs, needs)])
-        if False in needs:
-            node._constants = tuple([None if need else (weakref.ref(arg) if isinstance(arg, Tensor) else arg)
-                                     for arg, need in zip(graph_inputs, needs)])
-        out = Tensor._make(data, requires_grad=True, grad_fn=node, backend=backend)
+        if needs == (True,):  # the most common node: one input, which needs a gradient
+            node._next_functions = (gradient_edge(graph_inputs[0]),)
+        else:
+            node._next_functions, node._constants = _edges_and_constants(graph_inputs, needs)
+        out = Tensor._make(data, True, node, backend)
         if node._result_name is not None:
             if node._packed is None:
                 node._packed = {}
@@ -112,6 +148,21 @@ class Function(Node):
 
     def forward(ctx, *args, **params):
         raise NotImplementedError
+
+
+def _edges_and_constants(graph_inputs, needs) -> tuple:
+    """``next_functions`` for the inputs, and what the inputs without an edge were (or None)."""
+    edges = []
+    constants = None  # filled only when an input needs no gradient
+    for index, arg in enumerate(graph_inputs):
+        if needs[index]:
+            edges.append(gradient_edge(arg))
+            continue
+        edges.append(NO_EDGE)
+        if constants is None:
+            constants = [None] * len(graph_inputs)
+        constants[index] = weakref.ref(arg) if isinstance(arg, Tensor) else arg
+    return tuple(edges), (tuple(constants) if constants is not None else None)
 
 
 def gradient_edge(tensor) -> tuple:

@@ -103,6 +103,17 @@ class SavedTensor:
     def free(self) -> None:
         self.data = None
 
+    @classmethod
+    def released(cls) -> SavedTensor:
+        """An entry already freed by backward: unpacking it raises PyTorch's error."""
+        entry = cls.__new__(cls)
+        entry.data, entry.version_counter, entry.saved_version = None, (0,), 0
+        entry.is_output, entry._output_name, entry.requires_grad, entry.grad_fn_ref = False, None, False, None
+        return entry
+
+
+RELEASED = SavedTensor.released()  # what a saved Python number becomes after backward (see Function)
+
 
 def _forward_name(grad_fn) -> str:
     """PyTorch names the op that produced a modified tensor without its Backward suffix."""
@@ -224,9 +235,9 @@ class AccumulateGrad(Node):
     """The sink for a leaf tensor: adds the arriving gradient into ``variable.grad``."""
 
     derivatives = {"variable": ("variable.grad += grad", r"\mathrm{grad} \mathrel{+}= \bar{y}")}
+    _sequence_nr = ACCUMULATE_SEQUENCE_NR  # the same for every AccumulateGrad, so a class attribute
 
     def __init__(self, variable):
-        super().__init__(sequence_nr=ACCUMULATE_SEQUENCE_NR)
         self.variable = variable
 
     def name(self) -> str:

@@ -61,7 +61,8 @@ def device_of(x):
 
 def strides(x):
     """Strides in elements, as PyTorch counts them (a transposed view has reversed strides)."""
-    return tuple(stride // x.itemsize for stride in x.strides)
+    itemsize = x.itemsize
+    return tuple([stride // itemsize for stride in x.strides])
 
 
 def can_view(x, shape):
@@ -137,6 +138,28 @@ def sign(a):
     return _arr(np.sign(a))
 
 
+def sigmoid(a):
+    """``1 / (1 + e^-x)``, from ``e^-|x|`` so that it never overflows."""
+    exp_neg_abs = np.exp(-np.abs(a))
+    return _arr(np.where(a >= 0, 1, exp_neg_abs) / (1 + exp_neg_abs))
+
+
+# -- fused backward formulas: one call instead of three backend round trips ------------------
+def relu_backward(grad, result):
+    """``grad`` where the ReLU's output is positive, else 0 (PyTorch's threshold_backward)."""
+    return _arr(grad * (result > 0))  # a multiply by the mask: np.where is ~10x slower on a random mask
+
+
+def tanh_backward(grad, result):
+    """``grad * (1 - y^2)`` for ``y = tanh(x)``."""
+    return _arr(grad * (1 - result * result))
+
+
+def sigmoid_backward(grad, result):
+    """``grad * y * (1 - y)`` for ``y = sigmoid(x)``."""
+    return _arr(grad * (result * (1 - result)))
+
+
 def maximum(a, b):
     return _arr(np.maximum(a, b))
 
@@ -174,11 +197,12 @@ def eq(a, b):
 
 
 def sum(a, axis, keepdims=False):
-    return _arr(np.sum(a, axis=axis, keepdims=keepdims))
+    # the ufunc's own reduce: what np.sum calls, without its Python-level argument handling
+    return _arr(np.add.reduce(a, axis=axis, keepdims=keepdims))
 
 
 def amax(a, axis, keepdims=False):
-    return _arr(np.max(a, axis=axis, keepdims=keepdims))
+    return _arr(np.maximum.reduce(a, axis=axis, keepdims=keepdims))
 
 
 def argmax(a, axis):

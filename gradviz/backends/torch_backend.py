@@ -112,6 +112,20 @@ def div(a, b):
 reciprocal = torch.reciprocal
 neg, exp, log, log1p = torch.neg, torch.exp, torch.log, torch.log1p
 sin, cos, tanh, sqrt, abs, sign = torch.sin, torch.cos, torch.tanh, torch.sqrt, torch.abs, torch.sign
+sigmoid = torch.sigmoid
+
+
+# -- fused backward formulas, as ATen names them -------------------------------------------
+def relu_backward(grad, result):
+    return torch.ops.aten.threshold_backward(grad, result, 0)
+
+
+def tanh_backward(grad, result):
+    return torch.ops.aten.tanh_backward(grad, result)
+
+
+def sigmoid_backward(grad, result):
+    return torch.ops.aten.sigmoid_backward(grad, result)
 gt, ge, lt, le, eq = torch.gt, torch.ge, torch.lt, torch.le, torch.eq
 matmul = torch.matmul
 

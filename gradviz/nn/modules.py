@@ -107,7 +107,10 @@ class Module:
 
     def __getattr__(self, name: str):
         # only called when normal lookup fails: parameters, buffers and modules live in the tables
-        for table in ("_parameters", "_buffers", "_modules"):
+        parameters = self.__dict__.get("_parameters")
+        if parameters is not None and name in parameters:  # the common case first: every forward reads its weights
+            return parameters[name]
+        for table in ("_buffers", "_modules"):
             entries = self.__dict__.get(table)
             if entries is not None and name in entries:
                 return entries[name]

@@ -26,6 +26,9 @@ def promote(a, b):
         target = _dtype.result_type((a, b))
         return _cast(a, target), _cast(b, target)
     tensor, scalar = (a, b) if a_is else (b, a)
+    # the common case (``x * 0.5``, ``x + 1`` on a float tensor): the tensor's dtype wins, no promotion table
+    if (type(scalar) is float or type(scalar) is int) and tensor.dtype.is_floating_point:
+        return (tensor._data, float(scalar)) if a_is else (float(scalar), tensor._data)
     if not isinstance(scalar, (int, float, bool)) and not hasattr(scalar, "__float__"):
         raise TypeError(f"unsupported operand type: {type(scalar).__name__}")
     target = _dtype.result_type((tensor,), (scalar,))
@@ -53,25 +56,35 @@ def sum_to(backend, grad, shape):
     if grad.shape == shape:
         return grad
     lead = grad.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, size in enumerate(shape) if size == 1 and grad.shape[lead + i] != 1)
+    stretched = tuple(lead + i for i, size in enumerate(shape) if size == 1 and grad.shape[lead + i] != 1)
+    if lead and not stretched:  # only new leading dims, as for a bias: sum them away, no reshape
+        return backend.sum(grad, tuple(range(lead)), keepdims=False)
+    axes = tuple(range(lead)) + stretched
     summed = backend.sum(grad, axes, keepdims=True) if axes else grad
     return backend.reshape(summed, shape)
 
 
 def meta(value):
-    """What a gradient for ``value`` must look like: its shape and dtype (None for a number)."""
+    """What a gradient for ``value`` must look like: its shape and array dtype (None for a number).
+
+    The array's own dtype (``numpy.float32``) is kept, not gradviz's: comparing it with the
+    gradient's costs nothing, and only a mismatch needs the conversion.
+    """
     if isinstance(value, Tensor):
-        return value._data.shape, value.dtype
-    return (), None
+        data = value._data
+        return data.shape, data.dtype
+    return NUMBER_META
+
+
+NUMBER_META = ((), None)
 
 
 def to_input(backend, grad, input_meta):
     """A gradient summed back over broadcast dims and cast to its input's dtype."""
     shape, dtype = input_meta
     grad = sum_to(backend, grad, shape)
-    if dtype is not None and _dtype.from_any(grad.dtype) is not dtype:
-        grad = backend.astype(grad, dtype)
+    if dtype is not None and grad.dtype != dtype:
+        grad = backend.astype(grad, _dtype.from_any(dtype))
     return grad
 
 
@@ -106,16 +119,8 @@ def saved_dim(dim):
     return dim if dim >= 0 else dim + 2**64
 
 
-def wrapped_number(value, backend, device):
-    """A Python number as the 0-d tensor PyTorch wraps it in (``x * 2`` saves ``tensor(2)``)."""
-    from gradviz import _dtype
-
-    kind = _dtype.scalar_category(value)
-    dtype = {_dtype.BOOL: _dtype.bool, _dtype.INT: _dtype.int64, _dtype.FLOAT: _dtype.float64}[kind]
-    return Tensor._make(backend.full((), value, dtype, device), backend=backend)
-
-
-def sizes_and_strides(ctx, name, tensor, needed: bool) -> None:
-    """Save ``<name>_sym_sizes`` always and ``<name>_sym_strides`` when that input needs a grad."""
-    ctx.save(**{f"{name}_sym_sizes": tuple(tensor.shape),
-                f"{name}_sym_strides": tensor._backend.strides(tensor._data) if needed else ()})
+def sizes_and_strides(tensor, needed: bool) -> tuple:
+    """``(<name>_sym_sizes, <name>_sym_strides)`` as PyTorch saves them for mm and addmm: the
+    strides only when that input needs a grad (else ``()``)."""
+    data = tensor._data
+    return tuple(data.shape), tensor._backend.strides(data) if needed else ()

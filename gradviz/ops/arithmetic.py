@@ -10,21 +10,29 @@ from __future__ import annotations
 import math
 
 from gradviz.autograd.function import Function
-from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, shape_of, to_input, wrapped_number
+from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, to_input
 from gradviz.tensor import Tensor
 
 
 def _check_broadcast(a, b) -> None:
-    a_shape, b_shape = shape_of(a), shape_of(b)
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        return  # a Python number broadcasts to anything
+    a_shape, b_shape = a._data.shape, b._data.shape
     if a_shape != b_shape:
         broadcast_shapes(a_shape, b_shape)
 
 
 def _saved_operand(ctx, value, carrier):
-    """Save a Python number as the 0-d tensor PyTorch wraps it in (``x * 2`` saves ``tensor(2)``)."""
+    """What to save for an operand: a tensor, or a Python number kept as the number itself.
+
+    PyTorch shows a saved number as the 0-d tensor it wraps it in (``x * 2`` saves ``tensor(2)``);
+    that tensor is made only when someone looks (see ``Function.wrapped_numbers``): backward
+    just multiplies by the number.
+    """
     if isinstance(value, Tensor) or value is None:
         return value
-    return wrapped_number(value, carrier._backend, carrier.device)
+    ctx.number_device = carrier.device
+    return value
 
 
 def _needs(ctx, index: int) -> bool:
@@ -32,17 +40,9 @@ def _needs(ctx, index: int) -> bool:
     return ctx.needs_input_grad[index:index + 1] == (True,)
 
 
-def _operand(ctx, name):
-    """A saved operand for backward; a wrapped number comes back as the number (grads stay float32)."""
-    value = ctx.saved(name)
-    return ctx.numbers[name] if name in ctx.numbers else value
-
-
 def _record_binary(ctx, self, other) -> None:
     _check_broadcast(self, other)
     ctx.metas = (meta(self), meta(other))
-    ctx.numbers = {name: value for name, value in (("self", self), ("other", other))
-                   if not isinstance(value, Tensor)}
 
 
 def _binary_grads(ctx, grad_self, grad_other):
@@ -102,6 +102,7 @@ class RsubBackward1(Function):
 
 class MulBackward0(Function):
     inputs = ("self", "other")
+    wrapped_numbers = ("self", "other")
     derivatives = {"self": ("grad * other", r"\bar{y}\cdot b"), "other": ("grad * self", r"\bar{y}\cdot a")}
 
     def forward(ctx, self, other):
@@ -110,16 +111,17 @@ class MulBackward0(Function):
         ctx.save(other=_saved_operand(ctx, other, carrier) if _needs(ctx, 0) else None,
                  self=_saved_operand(ctx, self, carrier) if _needs(ctx, 1) else None)
         x, y = promote(self, other)
-        return backend_of(self, other).mul(x, y)
+        return carrier._backend.mul(x, y)
 
     def backward(ctx, grad):
         backend = ctx.backend
-        return _binary_grads(ctx, lambda: backend.mul(grad, _operand(ctx, "other")),
-                             lambda: backend.mul(grad, _operand(ctx, "self")))
+        return _binary_grads(ctx, lambda: backend.mul(grad, ctx.saved("other")),
+                             lambda: backend.mul(grad, ctx.saved("self")))
 
 
 class DivBackward0(Function):
     inputs = ("self", "other")
+    wrapped_numbers = ("other",)
     derivatives = {"self": ("grad / other", r"\bar{y} / b"),
                    "other": ("-grad * self / (other * other)", r"-\bar{y}\,a / b^{2}")}
 
@@ -136,7 +138,7 @@ class DivBackward0(Function):
 
     def backward(ctx, grad):
         backend = ctx.backend
-        other = _operand(ctx, "other")
+        other = ctx.saved("other")
         return _binary_grads(
             ctx, lambda: backend.div(grad, other),
             lambda: backend.neg(backend.div(backend.mul(grad, ctx.saved("self")), backend.mul(other, other))))

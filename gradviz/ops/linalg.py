@@ -28,9 +28,11 @@ class MmBackward0(Function):
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} "
                                f"and {mat2.shape[0]}x{mat2.shape[1]})")
         needs_self, needs_mat2 = ctx.needs_input_grad[:1] == (True,), ctx.needs_input_grad[1:] == (True,)
-        ctx.save(mat2=mat2 if needs_self else None, self=self if needs_mat2 else None)
-        sizes_and_strides(ctx, "mat2", mat2, needs_mat2)
-        sizes_and_strides(ctx, "self", self, needs_self)
+        mat2_sizes, mat2_strides = sizes_and_strides(mat2, needs_mat2)
+        self_sizes, self_strides = sizes_and_strides(self, needs_self)
+        ctx.save(mat2=mat2 if needs_self else None, self=self if needs_mat2 else None,
+                 mat2_sym_sizes=mat2_sizes, mat2_sym_strides=mat2_strides,
+                 self_sym_sizes=self_sizes, self_sym_strides=self_strides)
         ctx.metas = (meta(self), meta(mat2))
         a, b = promote(self, mat2)
         return self._backend.matmul(a, b)
@@ -54,14 +56,15 @@ class AddmmBackward0(Function):
                    "mat2": ("mat1.t().mm(grad) * alpha", r"\alpha\,A^{\top} \bar{Y}")}
 
     def forward(ctx, self, mat1, mat2, beta=1, alpha=1):
-        if mat1.shape[1] != mat2.shape[0]:
+        if mat1._data.shape[1] != mat2._data.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} "
                                f"and {mat2.shape[0]}x{mat2.shape[1]})")
         needs_mat1, needs_mat2 = ctx.needs_input_grad[1:2] == (True,), ctx.needs_input_grad[2:3] == (True,)
-        ctx.save(alpha=alpha, beta=beta, mat1=mat1 if needs_mat2 else None)
-        sizes_and_strides(ctx, "mat1", mat1, needs_mat1)
-        ctx.save(mat2=mat2 if needs_mat1 else None)
-        sizes_and_strides(ctx, "mat2", mat2, needs_mat2)
+        mat1_sizes, mat1_strides = sizes_and_strides(mat1, needs_mat1)
+        mat2_sizes, mat2_strides = sizes_and_strides(mat2, needs_mat2)
+        ctx.save(alpha=alpha, beta=beta, mat1=mat1 if needs_mat2 else None,
+                 mat1_sym_sizes=mat1_sizes, mat1_sym_strides=mat1_strides,
+                 mat2=mat2 if needs_mat1 else None, mat2_sym_sizes=mat2_sizes, mat2_sym_strides=mat2_strides)
         ctx.metas = (meta(self), meta(mat1), meta(mat2))
         backend = mat1._backend
         a, b = promote(mat1, mat2)

@@ -31,11 +31,11 @@ def _reduce(backend, loss, reduction: int):
 
 
 def _unreduce(backend, grad, shape, reduction: int):
-    """The incoming gradient spread over every element the loss reduced."""
+    """The incoming gradient's share for each element the loss reduced (a 0-d array for 'mean' and
+    'sum': the local derivative it is multiplied by next spreads it over the elements)."""
     if reduction == 0:
         return grad
-    count = _numel_of(shape)
-    return backend.broadcast_to(backend.div(grad, count) if reduction == 1 else grad, shape)
+    return backend.div(grad, _numel_of(shape)) if reduction == 1 else grad
 
 
 def _numel(array) -> int:
@@ -69,7 +69,7 @@ class BinaryCrossEntropyWithLogitsBackward0(Function):
         # log(1 + e^-x) written as max(-x, 0) + log1p(e^-|x|): no overflow for large |x|
         softplus_neg = backend.add(backend.maximum(backend.neg(x), 0.0),
                                    backend.log1p(backend.exp(backend.neg(backend.abs(x)))))
-        one_minus_t = backend.sub(backend.full((), 1.0, _dtype.from_any(t.dtype), self.device), t)
+        one_minus_t = backend.sub(1.0, t)
         if pos_weight is not None:
             log_weight = backend.add(backend.mul(backend.sub(pos_weight._data, 1.0), t), 1.0)
             softplus_neg = backend.mul(log_weight, softplus_neg)
@@ -82,7 +82,7 @@ class BinaryCrossEntropyWithLogitsBackward0(Function):
         backend = ctx.backend
         x, t, weight, pos_weight, reduction = ctx.saved("self", "target", "weight", "pos_weight", "reduction")
         grad = _unreduce(backend, grad, x.shape, reduction)
-        sigmoid = _sigmoid(backend, x)
+        sigmoid = backend.sigmoid(x)
         grad_self = grad_target = None
         if ctx.needs_input_grad[0]:
             if pos_weight is None:
@@ -99,12 +99,6 @@ class BinaryCrossEntropyWithLogitsBackward0(Function):
             local = backend.sub(log_one_minus, scale)
             grad_target = backend.mul(grad, local if weight is None else backend.mul(local, weight))
         return grad_self, grad_target
-
-
-def _sigmoid(backend, x):
-    exp_neg_abs = backend.exp(backend.neg(backend.abs(x)))
-    return backend.where(backend.ge(x, 0), backend.div(1.0, backend.add(exp_neg_abs, 1.0)),
-                         backend.div(exp_neg_abs, backend.add(exp_neg_abs, 1.0)))
 
 
 class BinaryCrossEntropyBackward0(Function):

@@ -63,9 +63,7 @@ class TanhBackward0(Function):
         return self._backend.tanh(float_data(self))
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        result = ctx.saved("result")
-        return backend.mul(grad, backend.sub(1, backend.mul(result, result)))
+        return ctx.backend.tanh_backward(grad, ctx.saved("result"))
 
 
 class SigmoidBackward0(Function):
@@ -74,18 +72,10 @@ class SigmoidBackward0(Function):
 
     def forward(ctx, self):
         ctx.save_result()
-        backend = self._backend
-        values = float_data(self)
-        # 1 / (1 + e^-x) overflows for very negative x; the two-sided form never does
-        positive = backend.ge(values, 0)
-        exp_neg_abs = backend.exp(backend.neg(backend.abs(values)))
-        return backend.where(positive, backend.div(1, backend.add(1, exp_neg_abs)),
-                             backend.div(exp_neg_abs, backend.add(1, exp_neg_abs)))
+        return self._backend.sigmoid(float_data(self))
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        result = ctx.saved("result")
-        return backend.mul(grad, backend.mul(result, backend.sub(1, result)))
+        return ctx.backend.sigmoid_backward(grad, ctx.saved("result"))
 
 
 class ReluBackward0(Function):
@@ -97,8 +87,7 @@ class ReluBackward0(Function):
         return self._backend.maximum(self._data, 0)
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        return backend.mul(grad, backend.astype(backend.gt(ctx.saved("result"), 0), _dtype_of(grad)))
+        return ctx.backend.relu_backward(grad, ctx.saved("result"))
 
 
 class SqrtBackward0(Function):
@@ -152,12 +141,6 @@ class ClampBackward1(Function):
             upper = backend.le(self, high)
             mask = upper if mask is None else backend.astype(backend.mul(mask, upper), _bool())
         return backend.where(mask, grad, 0.0) if mask is not None else grad
-
-
-def _dtype_of(array):
-    from gradviz import _dtype
-
-    return _dtype.from_any(array.dtype)
 
 
 def _bool():
