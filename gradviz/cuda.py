@@ -1,20 +1,20 @@
 """``gradviz.cuda``: true only where a CUDA build of torch sees a GPU (torch imported lazily)."""
 from __future__ import annotations
 
-import importlib.util
+
+def _torch():
+    """torch if it can be imported, else None (no torch means no CUDA)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
 
 
 def is_available() -> bool:
-    if importlib.util.find_spec("torch") is None:
-        return False
-    import torch
-
-    return torch.cuda.is_available()
+    torch = _torch()
+    return torch is not None and torch.cuda.is_available()
 
 
 def device_count() -> int:
-    if not is_available():
-        return 0
-    import torch
-
-    return torch.cuda.device_count()
+    return _torch().cuda.device_count() if is_available() else 0
