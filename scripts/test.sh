@@ -11,7 +11,7 @@ fi
 python3 -m pip install -q --disable-pip-version-check -e ".[test]"
 
 mkdir -p tests/artifacts
-echo "== full suite (torch ${TORCH_VERSION:-2.13.0} as the oracle, browser tests included)"
+echo "== full suite (torch 2.13.0 as the parity oracle, browser tests included)"
 python3 -m pytest -q -p no:cacheprovider "$@"
 echo "== again without torch (torch imports blocked): torch-only tests must skip"
 GRADVIZ_BLOCK_TORCH=1 python3 -m pytest -q -p no:cacheprovider -m "not browser and not slow" -rs "$@"
