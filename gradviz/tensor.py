@@ -17,7 +17,7 @@ import numpy as np
 
 from gradviz import _dtype, backends
 from gradviz._device import CPU, device as Device
-from gradviz.grad_mode import is_grad_enabled
+from gradviz.grad_mode import _state as _grad_state, is_grad_enabled
 
 NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
@@ -325,16 +325,24 @@ class Tensor:
     def _in_place(self, op_name: str, other, out_of_place, alpha=1) -> Tensor:
         """Run an in-place update ``self op= alpha * other``: mutate the array, or record it when
         grad mode tracks it."""
-        self._check_in_place()
-        other_is_tensor = isinstance(other, Tensor)
-        if is_grad_enabled() and (self._requires_grad or (other_is_tensor and other._requires_grad)):
-            if alpha != 1:
-                other = other * alpha
-            result = out_of_place(self, other)
-            self._data = result._data
-            self._bump()
-            self._rebase(result.grad_fn)
+        backend = self._backend
+        if (not _grad_state.enabled and type(other) is Tensor and other._backend is backend
+                and other._data.dtype == self._data.dtype and (alpha == 1 or self.dtype.is_floating_point)):
+            # An optimizer's update (no_grad, same dtypes): nothing to record, no promotion to check.
+            getattr(backend, op_name)(self._data, other._data if alpha == 1 else backend.mul(other._data, alpha))
+            self._vc[0] += 1
             return self
+        other_is_tensor = isinstance(other, Tensor)
+        if _grad_state.enabled:  # with grad mode off there is nothing to check or record
+            self._check_in_place()
+            if self._requires_grad or (other_is_tensor and other._requires_grad):
+                if alpha != 1:
+                    other = other * alpha
+                result = out_of_place(self, other)
+                self._data = result._data
+                self._bump()
+                self._rebase(result.grad_fn)
+                return self
         if self._needs_cast_check(other, other_is_tensor, alpha):
             if alpha != 1:
                 other = other * alpha

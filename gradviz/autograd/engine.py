@@ -179,27 +179,32 @@ def _accumulate(node: AccumulateGrad, grad, dry_run: bool, record: bool):
     return before, current._data
 
 
-def _run_node(node, grad_outputs: list, dry_run: bool, is_accumulate: bool, record: bool):
-    """Run one node and its hooks with grad mode off, as PyTorch's engine does.
+def _run_node(node, grad_outputs: list, dry_run: bool, record: bool):
+    """Run one node and its hooks; the caller has switched grad mode off, as PyTorch's engine does.
 
     Returns ``(grad_outputs, grad_inputs, grad_before, grad_after)``, the outputs as the pre-hooks
     left them. A dry run skips ``retain_grad`` (its only effect is writing ``.grad``) but runs
-    the hooks that can change gradients. (Grad mode is switched directly rather than with
-    ``no_grad()``: this runs once per node.)
+    the hooks that can change gradients.
     """
+    if node._tensor_pre_hooks or node._pre_hooks or (node._retain_grad_hooks and not dry_run):
+        grad_outputs = _call_pre_hooks(node, grad_outputs, retain=not dry_run)
+    if node._is_accumulate:
+        before, after = _accumulate(node, grad_outputs[0], dry_run, record)
+        return grad_outputs, (), before, after
+    result = node.backward(*grad_outputs) if node._num_outputs != 1 else node.backward(grad_outputs[0])
+    grad_inputs = result if type(result) is tuple else (result,)
+    if node._hooks:
+        grad_inputs = _call_post_hooks(node, grad_inputs, grad_outputs)
+    return grad_outputs, grad_inputs, None, None
+
+
+def _run_node_without_grad(node, grad_outputs: list, dry_run: bool, record: bool):
+    """``_run_node`` with grad mode off for just this node (a Step is yielded after it, and the
+    caller's code, which runs between Steps, must see its own grad mode)."""
     previous = _grad_state.enabled
     _grad_state.enabled = False
     try:
-        if node._tensor_pre_hooks or node._pre_hooks or (node._retain_grad_hooks and not dry_run):
-            grad_outputs = _call_pre_hooks(node, grad_outputs, retain=not dry_run)
-        if is_accumulate:
-            before, after = _accumulate(node, grad_outputs[0], dry_run, record)
-            return grad_outputs, (), before, after
-        result = node.backward(*grad_outputs) if node._num_outputs != 1 else node.backward(grad_outputs[0])
-        grad_inputs = result if type(result) is tuple else (result,)
-        if node._hooks:
-            grad_inputs = _call_post_hooks(node, grad_inputs, grad_outputs)
-        return grad_outputs, grad_inputs, None, None
+        return _run_node(node, grad_outputs, dry_run, record)
     finally:
         _grad_state.enabled = previous
 
@@ -234,48 +239,60 @@ def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = Fal
     heap = [(root._sequence_nr, 0, root)]
     counter = 1
     index = 0
-    while heap:
-        node = _pop(heap)[2]
-        grad_outputs = buffers.pop(node)
-        arrived = pieces.pop(node) if record else None
-        is_accumulate = isinstance(node, AccumulateGrad)
-        if capture is not None and node in capture:
-            for slot in capture[node]:
-                captured[(node, slot)] = grad_outputs[slot]
-            if is_accumulate:
-                continue
-        grad_outputs, grad_inputs, before, after = _run_node(node, grad_outputs, dry_run, is_accumulate, record)
-        if release and not is_accumulate:
-            node._release_variables()
-        if record and not isinstance(node, GraphRoot):
-            yield Step(index, node, tuple(grad_outputs), tuple(grad_inputs),
-                       tuple(tuple(p) for p in arrived), before, after)
-            index += 1
-        for (next_node, slot), grad in zip(node._next_functions, grad_inputs):
-            if next_node is None:
-                continue
-            if needed is not None and next_node not in needed:
-                continue
-            buffer = buffers.get(next_node)
-            if buffer is None:
-                buffer = buffers[next_node] = [None] * max(next_node._num_outputs, slot + 1)
-                if record:
-                    pieces[next_node] = [[] for _ in buffer]
-            if grad is not None:
-                buffer[slot] = grad if buffer[slot] is None else next_node_add(buffer[slot], grad)
-                if record:
-                    pieces[next_node][slot].append((node, grad))
-            remaining = dependencies[next_node] - 1
-            dependencies[next_node] = remaining
-            if remaining == 0:
-                next_is_accumulate = isinstance(next_node, AccumulateGrad)
-                if not next_is_accumulate and _has_missing(buffer):
-                    _fill_missing(next_node, buffer)
-                if buffer[0] is None and next_is_accumulate:
-                    buffers.pop(next_node)
+    # Nothing is yielded when not recording, so no user code runs between nodes: grad mode is
+    # switched off once for the whole pass instead of once per node.
+    previous_grad_mode = _grad_state.enabled
+    if not record:
+        _grad_state.enabled = False
+    try:
+        while heap:
+            node = _pop(heap)[2]
+            grad_outputs = buffers.pop(node)
+            arrived = pieces.pop(node) if record else None
+            is_accumulate = node._is_accumulate
+            if capture is not None and node in capture:
+                for slot in capture[node]:
+                    captured[(node, slot)] = grad_outputs[slot]
+                if is_accumulate:
                     continue
-                _push(heap, (next_node._sequence_nr, counter, next_node))
-                counter += 1
+            if record:
+                grad_outputs, grad_inputs, before, after = _run_node_without_grad(node, grad_outputs, dry_run, record)
+            else:
+                grad_outputs, grad_inputs, before, after = _run_node(node, grad_outputs, dry_run, record)
+            if release and not is_accumulate:
+                node._release_variables()
+            if record and not isinstance(node, GraphRoot):
+                yield Step(index, node, tuple(grad_outputs), tuple(grad_inputs),
+                           tuple(tuple(p) for p in arrived), before, after)
+                index += 1
+            for (next_node, slot), grad in zip(node._next_functions, grad_inputs):
+                if next_node is None:
+                    continue
+                if needed is not None and next_node not in needed:
+                    continue
+                buffer = buffers.get(next_node)
+                if buffer is None:
+                    buffer = buffers[next_node] = [None] * max(next_node._num_outputs, slot + 1)
+                    if record:
+                        pieces[next_node] = [[] for _ in buffer]
+                if grad is not None:
+                    buffer[slot] = grad if buffer[slot] is None else next_node_add(buffer[slot], grad)
+                    if record:
+                        pieces[next_node][slot].append((node, grad))
+                remaining = dependencies[next_node] - 1
+                dependencies[next_node] = remaining
+                if remaining == 0:
+                    next_is_accumulate = next_node._is_accumulate
+                    if not next_is_accumulate and _has_missing(buffer):
+                        _fill_missing(next_node, buffer)
+                    if buffer[0] is None and next_is_accumulate:
+                        buffers.pop(next_node)
+                        continue
+                    _push(heap, (next_node._sequence_nr, counter, next_node))
+                    counter += 1
+    finally:
+        if not record:
+            _grad_state.enabled = previous_grad_mode
     if capture is not None:
         return captured
     return None

@@ -107,10 +107,11 @@ class Function(Node):
     def _release_variables(self) -> None:
         packed = self._packed
         if packed:
+            wrapped_numbers = self.wrapped_numbers
             for name, entry in packed.items():
-                if isinstance(entry, SavedTensor):
+                if type(entry) is SavedTensor:  # runs for every saved entry after each backward
                     entry.free()
-                elif entry is not None and name in self.wrapped_numbers:
+                elif wrapped_numbers and entry is not None and name in wrapped_numbers:
                     packed[name] = RELEASED  # a saved number is freed like a saved tensor (same keys)
 
     # -- recording -----------------------------------------------------------------------------

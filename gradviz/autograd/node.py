@@ -141,6 +141,7 @@ class Node:
     _tensor_pre_hooks = None  # output_nr -> {id: hook}: hooks registered on tensors
     _retain_grad_hooks = None  # output_nr -> hook: retain_grad() runs after other hooks
     _metadata = None
+    _is_accumulate = False  # a class flag the engine reads for every node (cheaper than isinstance)
 
     def __init__(self, sequence_nr: int | None = None):
         self._sequence_nr = next(_sequence) if sequence_nr is None else sequence_nr
@@ -236,6 +237,7 @@ class AccumulateGrad(Node):
 
     derivatives = {"variable": ("variable.grad += grad", r"\mathrm{grad} \mathrel{+}= \bar{y}")}
     _sequence_nr = ACCUMULATE_SEQUENCE_NR  # the same for every AccumulateGrad, so a class attribute
+    _is_accumulate = True
 
     def __init__(self, variable):
         self.variable = variable
