@@ -326,12 +326,18 @@ class Tensor:
         """Run an in-place update ``self op= alpha * other``: mutate the array, or record it when
         grad mode tracks it."""
         backend = self._backend
-        if (not _grad_state.enabled and type(other) is Tensor and other._backend is backend
-                and other._data.dtype == self._data.dtype and (alpha == 1 or self.dtype.is_floating_point)):
-            # An optimizer's update (no_grad, same dtypes): nothing to record, no promotion to check.
-            getattr(backend, op_name)(self._data, other._data if alpha == 1 else backend.mul(other._data, alpha))
-            self._vc[0] += 1
-            return self
+        if not _grad_state.enabled:
+            # An optimizer's updates (no_grad; a same-dtype tensor, or a float into a float tensor):
+            # nothing to record and no promotion to check, so go straight to the backend.
+            if (type(other) is Tensor and other._backend is backend and other._data.dtype == self._data.dtype
+                    and (alpha == 1 or self.dtype.is_floating_point)):
+                getattr(backend, op_name)(self._data, other._data if alpha == 1 else backend.mul(other._data, alpha))
+                self._vc[0] += 1
+                return self
+            if type(other) is float and self.dtype.is_floating_point:
+                getattr(backend, op_name)(self._data, other * alpha)
+                self._vc[0] += 1
+                return self
         other_is_tensor = isinstance(other, Tensor)
         if _grad_state.enabled:  # with grad mode off there is nothing to check or record
             self._check_in_place()

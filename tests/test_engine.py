@@ -316,3 +316,15 @@ def test_dry_run_does_not_fill_retained_grads():
     y.retain_grad()
     list(gv.autograd.backward_steps(y * y, dry_run=True))
     assert y.grad is None
+
+
+def test_a_hook_that_sends_no_gradient_stops_that_path_only():
+    def program(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x.exp()
+        z = y * 2
+        z.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (None, None))
+        (z.sum() + (x * 3).sum()).backward()
+        return x.grad.tolist()
+
+    assert program(gv) == program(torch) == [3.0, 3.0]

@@ -209,13 +209,6 @@ def _run_node_without_grad(node, grad_outputs: list, dry_run: bool, record: bool
         _grad_state.enabled = previous
 
 
-def _has_missing(buffer: list) -> bool:
-    for grad in buffer:
-        if grad is None:
-            return True
-    return False
-
-
 def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = False, capture=None):
     """Run the backward pass from ``edges``; yield a Step per node when ``record``.
 
@@ -255,7 +248,10 @@ def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = Fal
                     captured[(node, slot)] = grad_outputs[slot]
                 if is_accumulate:
                     continue
-            if record:
+            if grad_outputs[0] is None and len(grad_outputs) == 1:
+                # Every path here sent no gradient (a hook returned None): none flows on, as in PyTorch.
+                grad_inputs, before, after = (None,) * len(node._next_functions), None, None
+            elif record:
                 grad_outputs, grad_inputs, before, after = _run_node_without_grad(node, grad_outputs, dry_run, record)
             else:
                 grad_outputs, grad_inputs, before, after = _run_node(node, grad_outputs, dry_run, record)
@@ -282,12 +278,10 @@ def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = Fal
                 remaining = dependencies[next_node] - 1
                 dependencies[next_node] = remaining
                 if remaining == 0:
-                    next_is_accumulate = next_node._is_accumulate
-                    if not next_is_accumulate and _has_missing(buffer):
-                        _fill_missing(next_node, buffer)
-                    if buffer[0] is None and next_is_accumulate:
-                        buffers.pop(next_node)
-                        continue
+                    if next_node._is_accumulate:
+                        if buffer[0] is None:  # no gradient reached this leaf: nothing to add
+                            buffers.pop(next_node)
+                            continue
                     _push(heap, (next_node._sequence_nr, counter, next_node))
                     counter += 1
     finally:
@@ -301,15 +295,6 @@ def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = Fal
 def next_node_add(accumulated, grad):
     """Sum two gradients arriving at the same input slot (a tensor used more than once)."""
     return accumulated + grad
-
-
-def _fill_missing(node, buffer: list) -> None:
-    """A node whose output got no gradient at all receives zeros there, as in PyTorch."""
-    shapes = getattr(node, "_output_meta", None)
-    for slot, grad in enumerate(buffer):
-        if grad is None and shapes is not None:
-            backend, shape, dtype, device = shapes[slot]
-            buffer[slot] = backend.full(shape, 0, dtype, device)
 
 
 # -- public entry points -------------------------------------------------------------------------
