@@ -210,6 +210,8 @@ def argmax(a, axis):
 
 
 def matmul(a, b):
+    if a.ndim == 2 and b.ndim == 2:
+        return np.dot(a, b)  # the same product for matrices, with less per-call overhead than matmul
     return _arr(np.matmul(a, b))
 
 
