@@ -34,10 +34,12 @@ from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_widget's browser probe
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))  # the shared ResNet-18
 
 from gradviz.autograd.torch_steps import torch_backward_steps  # noqa: E402
 from gradviz.graph.torch_source import build_torch_graph  # noqa: E402
 from gradviz.graph.trace import trace_to_dict  # noqa: E402
+from fixtures.torch_models import ResNet18  # noqa: E402
 
 
 def deep_chain(layers: int):
@@ -53,44 +55,6 @@ def deep_chain(layers: int):
     loss = x.sum()
     names["loss"] = loss
     return loss, names
-
-
-class _Block(nn.Module):
-    def __init__(self, channels_in, channels_out, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(channels_in, channels_out, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(channels_out)
-        self.conv2 = nn.Conv2d(channels_out, channels_out, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(channels_out)
-        self.downsample = None
-        if stride != 1 or channels_in != channels_out:
-            self.downsample = nn.Sequential(
-                nn.Conv2d(channels_in, channels_out, 1, stride, bias=False),
-                nn.BatchNorm2d(channels_out))
-
-    def forward(self, x):
-        out = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
-        return torch.relu(out + (x if self.downsample is None else self.downsample(x)))
-
-
-class ResNet18(nn.Module):
-    """ResNet-18's layout without torchvision: a stem, four stages of two blocks, a classifier."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        blocks, channels = [], 64
-        for width, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-            blocks.append(nn.Sequential(_Block(channels, width, stride), _Block(width, width, 1)))
-            channels = width
-        self.layer1, self.layer2, self.layer3, self.layer4 = blocks
-        self.fc = nn.Linear(512, 10)
-
-    def forward(self, x):
-        x = torch.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 3, 2, 1)
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(torch.mean(x, dim=(2, 3)), 1))
 
 
 def resnet18_case():

@@ -285,8 +285,9 @@ class Tensor:
         return self.to("cpu")
 
     def cuda(self, device=None) -> Tensor:
-        return self.to(Device("cuda" if device is None else f"cuda:{int(str(device).split(':')[-1])}"
-                              if not isinstance(device, int) else f"cuda:{device}"))
+        """Copy to a GPU: ``cuda()``, ``cuda(1)`` or ``cuda("cuda:1")``."""
+        index = 0 if device is None else device if isinstance(device, builtins.int) else Device(device).index
+        return self.to(Device("cuda", index))
 
     def float(self) -> Tensor:
         return self.to(_dtype.float32)

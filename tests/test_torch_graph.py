@@ -18,6 +18,7 @@ from gradviz.autograd import torch_steps  # noqa: E402
 from gradviz.autograd.torch_steps import torch_backward_steps  # noqa: E402
 from gradviz.graph.torch_source import build_torch_graph  # noqa: E402
 from gradviz.graph.trace import trace_to_dict  # noqa: E402
+from fixtures.torch_models import ResNet18  # noqa: E402
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -361,47 +362,6 @@ def test_two_thousand_layers_snapshot_and_step_without_recursion_error():
     steps = list(torch_backward_steps(loss, dry_run=True))
     assert all(p.grad is None for p in params)
     assert len(steps) == len(all_nodes(loss.grad_fn))
-
-
-class BasicBlock(nn.Module):
-    def __init__(self, channels_in, channels_out, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(channels_in, channels_out, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(channels_out)
-        self.conv2 = nn.Conv2d(channels_out, channels_out, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(channels_out)
-        self.downsample = None
-        if stride != 1 or channels_in != channels_out:
-            self.downsample = nn.Sequential(
-                nn.Conv2d(channels_in, channels_out, 1, stride, bias=False),
-                nn.BatchNorm2d(channels_out))
-
-    def forward(self, x):
-        out = torch.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        shortcut = x if self.downsample is None else self.downsample(x)
-        return torch.relu(out + shortcut)
-
-
-class ResNet18(nn.Module):
-    """ResNet-18's layout (four stages of two basic blocks), without torchvision."""
-
-    def __init__(self, classes=10):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        stages, channels = [], 64
-        for width, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-            stages.append(nn.Sequential(BasicBlock(channels, width, stride),
-                                        BasicBlock(width, width, 1)))
-            channels = width
-        self.layer1, self.layer2, self.layer3, self.layer4 = stages
-        self.fc = nn.Linear(512, classes)
-
-    def forward(self, x):
-        x = torch.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 3, 2, 1)
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(torch.mean(x, dim=(2, 3), keepdim=True), 1))
 
 
 def test_resnet18_sized_model_snapshots_with_module_groups():

@@ -353,14 +353,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     if create_graph:
         raise NotImplementedError("gradviz does not record the backward pass itself (create_graph=True)")
     outputs = _as_list(outputs)
-    single = isinstance(inputs, Tensor)
     inputs = _as_list(inputs)
     gradients = _as_list(grad_outputs) or [None] * len(outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    for i, tensor in enumerate(inputs):
+    for tensor in inputs:
         if not tensor._requires_grad:
-            raise RuntimeError(f"One of the differentiated Tensors does not require grad")
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
     edges, grads = _root_edges(outputs, gradients)
     capture = {}
     targets = [gradient_edge(tensor) for tensor in inputs]
@@ -385,7 +384,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
             results.append(None)
         else:
             results.append(Tensor._make(value, backend=tensor._backend))
-    return tuple(results) if not single or len(results) != 1 else tuple(results)
+    return tuple(results)
 
 
 def _is_torch(tensor) -> bool:

@@ -184,9 +184,6 @@ class Node:
         hooks[handle.id] = hook
         return handle
 
-    def _sequence_number(self) -> int:
-        return self._sequence_nr
-
     # -- saved tensors ----------------------------------------------------------------------
     def _unpack_saved(self, name: str):
         """The saved entry ``name`` as PyTorch's ``_saved_<name>`` shows it (a Tensor or a value)."""

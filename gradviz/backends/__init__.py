@@ -38,9 +38,10 @@ def for_device(device) -> object:
         backend = torch_backend()
         import torch
 
+        if not torch.backends.cuda.is_built():
+            raise AssertionError("Torch not compiled with CUDA enabled")
         if not torch.cuda.is_available():
-            raise AssertionError("Torch not compiled with CUDA enabled") if not torch.backends.cuda.is_built() \
-                else RuntimeError("No CUDA GPUs are available")
+            raise RuntimeError("No CUDA GPUs are available")
         return backend
     return _default_cpu
 

@@ -37,10 +37,8 @@ def build_graph(tensor, names: dict | None = None) -> Graph:
 
     node_ids[id(root_fn)] = new_id()
     queue = [root_fn]
-    pending = []  # graph nodes appended in BFS order
     edges.append(GraphEdge(node_ids[id(root_fn)], "n0", 0, "output"))
     nodes.append(None)
-    pending.append(root_fn)
     position = 0
     while position < len(queue):
         fn = queue[position]

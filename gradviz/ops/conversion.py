@@ -1,7 +1,7 @@
 """Copies: ``clone``, ``to(dtype/device)``, and the recorded forms of ``fill_`` and ``copy_``."""
 from __future__ import annotations
 
-from gradviz import backends
+from gradviz import _dtype, backends
 from gradviz.autograd.function import Function
 from gradviz.tensor import Tensor
 
@@ -29,7 +29,7 @@ class ToCopyBackward0(Function):
         values = self._data
         if target is not self._backend:
             values = target.array(self._backend.to_numpy(values), None, device)
-        if values.dtype != dtype.numpy if target.name == "numpy" else str(values.dtype) != repr(dtype):
+        if _dtype.from_any(target.dtype_of(values)) is not dtype:
             values = target.astype(values, dtype)
         return values if values is not self._data else target.copy(values)
 

@@ -37,16 +37,20 @@ def _infer_shape(shape, numel: int) -> tuple:
     return shape
 
 
-class ViewBackward0(Function):
+class _ReshapeBack(Function):
+    """Ops that only regroup elements (view, squeeze): the gradient is reshaped to the input's size."""
+
+    def backward(ctx, grad):
+        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
+
+
+class ViewBackward0(_ReshapeBack):
     inputs = ("self",)
     derivatives = {"self": ("grad.reshape_symint(self.sym_sizes())", r"\mathrm{reshape}(\bar{y})")}
 
     def forward(ctx, self, shape):
         ctx.save(self_sym_sizes=tuple(self.shape))
         return self._backend.reshape(self._data, shape)
-
-    def backward(ctx, grad):
-        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
 
 
 class TBackward0(Function):
@@ -110,7 +114,7 @@ class UnsqueezeBackward0(Function):
         return ctx.backend.reshape(grad, ctx.shape)
 
 
-class SqueezeBackward0(Function):
+class SqueezeBackward0(_ReshapeBack):
     """``squeeze()`` with no dim: drop every size-1 dimension."""
 
     inputs = ("self",)
@@ -120,11 +124,8 @@ class SqueezeBackward0(Function):
         ctx.save(self_sym_sizes=tuple(self.shape))
         return self._backend.reshape(self._data, tuple(s for s in self.shape if s != 1))
 
-    def backward(ctx, grad):
-        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
 
-
-class SqueezeBackward1(Function):
+class SqueezeBackward1(_ReshapeBack):
     """``squeeze(dim)``: drop one dimension if its size is 1."""
 
     inputs = ("self",)
@@ -135,11 +136,8 @@ class SqueezeBackward1(Function):
         shape = tuple(s for i, s in enumerate(self.shape) if not (i == dim and s == 1))
         return self._backend.reshape(self._data, shape)
 
-    def backward(ctx, grad):
-        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
 
-
-class SqueezeBackward2(Function):
+class SqueezeBackward2(_ReshapeBack):
     """``squeeze(dims)`` with a tuple of dims, as a user calls it."""
 
     inputs = ("self",)
@@ -150,11 +148,8 @@ class SqueezeBackward2(Function):
         shape = tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))
         return self._backend.reshape(self._data, shape)
 
-    def backward(ctx, grad):
-        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
 
-
-class SqueezeBackward4(Function):
+class SqueezeBackward4(_ReshapeBack):
     """The in-place ``squeeze_(dim)`` that ``matmul`` uses to drop a vector's extra dim."""
 
     inputs = ("self",)
@@ -165,22 +160,9 @@ class SqueezeBackward4(Function):
         shape = tuple(s for i, s in enumerate(self.shape) if not (i == dim and s == 1))
         return self._backend.reshape(self._data, shape)
 
-    def backward(ctx, grad):
-        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
 
-
-class UnsafeViewBackward0(Function):
+class UnsafeViewBackward0(ViewBackward0):
     """A reshape of a freshly made copy (PyTorch's ``_unsafe_view``): the gradient is reshaped back."""
-
-    inputs = ("self",)
-    derivatives = {"self": ("grad.reshape_symint(self.sym_sizes())", r"\mathrm{reshape}(\bar{y})")}
-
-    def forward(ctx, self, shape):
-        ctx.save(self_sym_sizes=tuple(self.shape))
-        return self._backend.reshape(self._data, shape)
-
-    def backward(ctx, grad):
-        return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
 
 
 class ExpandBackward0(Function):
