@@ -72,7 +72,7 @@ def python_side(model, loss, workdir: pathlib.Path) -> dict:
     traced = time.perf_counter()
     layout = compute_layout(graph)
     done = time.perf_counter()
-    state = {"graph": graph.to_dict(), "layout": layout, "trace": steps, "step_index": 0,
+    state = {"graph": graph.to_dict(), "graph_layout": layout, "trace": steps, "step_index": 0,
              "show_saved": False, "speed": 1.0, "height": 480, "note": note}
     page = workdir / f"graph-{len(graph.nodes)}.html"
     page.write_text(page_html(state), encoding="utf-8")

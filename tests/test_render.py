@@ -9,7 +9,10 @@ import pytest
 
 from gradviz.graph.model import ArraySummary, Graph, GraphEdge, GraphNode, SavedSummary
 from gradviz.render import compute_layout, dot_available, graph_to_dot
-from gradviz.render.layout import GROUP_ABOVE, closest_spaced, node_size
+from gradviz.render.dot import quote
+from gradviz.render.layout import GROUP_ABOVE, closest_spaced
+from gradviz.render.node_text import (CHAR_WIDTH, LINE_HEIGHT, MAX_CHARS, PADDING_X, PADDING_Y, chars_fitting,
+                                      node_lines, node_size, with_node_text)
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 from fixtures.widget_graphs import HOSTILE  # noqa: E402
@@ -124,7 +127,7 @@ def test_both_engines_give_the_same_json_shape(monkeypatch, tmp_path):
     layered = compute_layout(graph, engine="layered")
     if dot_available():
         assert set(compute_layout(graph, engine="dot")) == set(layered)
-    assert set(layered) == {"engine", "width", "height", "nodes", "edges", "groups"}
+    assert set(layered) == {"engine", "width", "height", "nodes", "edges", "groups", "text", "line_height"}
     for node in graph.nodes:  # sizes come from the same rule either way
         assert tuple(layered["nodes"][node.id][2:]) == node_size(node)
 
@@ -190,3 +193,96 @@ def test_module_groups_nest_like_the_modules_at_any_size():
     assert all(g["kind"] == "module" for g in groups.values())
     outer, inner = groups["block"]["box"], groups["block.0"]["box"]
     assert outer[0] < inner[0] and outer[1] < inner[1]  # frames nest without coinciding
+
+
+# ---------------------------------------------------------------- node text
+
+
+def freed(graph: Graph) -> Graph:
+    """The same graph after backward(): saved tensors freed, the leaves' .grad filled."""
+    from dataclasses import replace
+
+    grad = ArraySummary((), "float32", "-123.4567")
+    nodes = tuple(replace(node, saved=tuple(replace(t, value=None, freed=True) for t in node.saved),
+                          grad=grad if node.kind == "leaf" else None) for node in graph.nodes)
+    return replace(graph, nodes=nodes)
+
+
+def text_graphs() -> list:
+    """Graphs whose text covers every kind of line, short and too long for any box."""
+    long_label = "a_label_far_longer_than_any_box_allows_" * 2
+    return [small_graph(), small_graph(long_label), freed(small_graph(long_label)), chain_graph(30, module_every=7)]
+
+
+def test_node_lines_say_what_each_kind_of_node_is():
+    graph = small_graph()
+    texts = {node.id: [(line["text"], line["cls"]) for line in node_lines(node)] for node in graph.nodes}
+    assert texts["n1"] == [("MulBackward0", "gv-title"), ("loss", "gv-sub"), ("saved: self, other", "gv-saved")]
+    assert texts["n2"] == [("AccumulateGrad", "gv-title")]
+    assert texts["n3"] == [("x", "gv-title"), ("2.", "gv-value"), ("grad: None", "gv-grad")]  # 0-d: no shape
+    assert texts["n0"] == [("loss", "gv-title"), ("2.", "gv-value")]
+    after = {node.id: [line["text"] for line in node_lines(node)] for node in freed(graph).nodes}
+    assert after["n1"][-1] == "saved: self \u2717, other \u2717 (freed)"
+    assert after["n3"][-1] == "grad: -123.4567"
+    leaf = next(node for node in chain_graph(10, module_every=3).nodes if node.kind == "leaf")
+    assert [line["text"] for line in node_lines(leaf)] == [leaf.label, "(3)", "grad: None"]  # no value line
+
+
+@pytest.mark.parametrize("engine", ["layered", "dot"])
+def test_shipped_text_is_the_lines_cut_to_fit_their_box(engine):
+    if engine == "dot" and not dot_available():
+        pytest.skip("Graphviz dot is not installed")
+    for graph in text_graphs():
+        layout = compute_layout(graph, engine=engine)
+        for node in graph.nodes:
+            width, height = layout["nodes"][node.id][2:]
+            shipped, full = layout["text"][node.id], node_lines(node)
+            limit = chars_fitting(width)
+            assert [line["cls"] for line in shipped] == [line["cls"] for line in full]
+            assert [line.get("title", line["text"]) for line in shipped] == [line["text"] for line in full]
+            for line, whole in zip(shipped, full):
+                assert len(line["text"]) <= limit and len(line["text"]) * CHAR_WIDTH + PADDING_X <= width + CHAR_WIDTH / 2
+                if len(whole["text"]) > limit:
+                    assert line["text"] == whole["text"][:limit - 1] + "\u2026" and line["title"] == whole["text"]
+                else:
+                    assert line["text"] == whole["text"] and "title" not in line
+                assert ("max" in line) == (line["cls"] == "gv-grad")
+            assert height == pytest.approx(len(full) * LINE_HEIGHT + PADDING_Y, abs=0.5)
+        assert layout["line_height"] == LINE_HEIGHT
+
+
+def test_box_sizes_fit_the_text_up_to_the_longest_line_allowed():
+    for graph in text_graphs():
+        for node in graph.nodes:
+            width, height = node_size(node)
+            longest = max(len(line["text"]) for line in node_lines(node))
+            assert chars_fitting(width) >= min(longest, MAX_CHARS)
+            assert chars_fitting(width) <= max(longest, 14, 7)  # no wider than the text needs (leaf minimum)
+            assert height == len(node_lines(node)) * LINE_HEIGHT + PADDING_Y
+
+
+def test_a_leaf_grad_line_has_room_for_a_preview():
+    layout = compute_layout(small_graph(), engine="layered")
+    (grad,) = [line for line in layout["text"]["n3"] if line["cls"] == "gv-grad"]
+    assert grad["max"] >= len("grad: -0.1234")
+
+
+@pytest.mark.parametrize("show_saved", [False, True])
+def test_dot_label_is_the_text_the_widget_ships(show_saved):
+    for graph in text_graphs():
+        text = graph_to_dot(graph, show_saved=show_saved)
+        shipped = compute_layout(graph, engine="layered")["text"]
+        for node in graph.nodes:
+            lines = [line.get("title", line["text"]) for line in shipped[node.id]
+                     if show_saved or line["cls"] != "gv-saved"]
+            assert f"{quote(node.id)} [label={quote(chr(10).join(lines))}," in text
+
+
+def test_refreshed_text_keeps_the_boxes_and_recuts_new_values():
+    graph = small_graph()
+    layout = compute_layout(graph, engine="layered")
+    after = with_node_text(layout, freed(graph))
+    assert after["nodes"] is layout["nodes"] and after["groups"] is layout["groups"]
+    (grad,) = [line for line in after["text"]["n3"] if line["cls"] == "gv-grad"]
+    assert grad == {"text": "grad: -123.45\u2026", "cls": "gv-grad", "title": "grad: -123.4567", "max": 14}
+    assert layout["text"]["n3"][-1]["text"] == "grad: None"  # the original is not changed

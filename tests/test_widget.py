@@ -43,10 +43,10 @@ def test_traits_from_a_prepared_graph_and_trace():
     widget = GraphWidget(graph=graph, trace=trace)
     assert widget.graph == graph.to_dict()
     assert widget.trace == trace
-    assert set(widget.layout["nodes"]) == {node.id for node in graph.nodes}
+    assert set(widget.graph_layout["nodes"]) == {node.id for node in graph.nodes}
     assert widget.step_index == 0 and widget.current_step() is None
     state = widget.get_state()
-    for name in ("graph", "layout", "trace", "step_index", "show_saved", "speed", "height", "note", "_esm", "_css"):
+    for name in ("graph", "graph_layout", "trace", "step_index", "show_saved", "speed", "height", "note", "_esm", "_css"):
         assert name in state
 
 
@@ -121,7 +121,7 @@ def test_trace_is_a_dry_run():
 def test_refresh_after_backward_shows_grads_and_freed_tensors_keeping_layout(monkeypatch):
     loss, names = lesson()
     widget = show(loss, names=names)
-    layout = widget.layout
+    layout = widget.graph_layout
     trace = widget.trace
     from gradviz.widget import widget as widget_module
 
@@ -129,7 +129,9 @@ def test_refresh_after_backward_shows_grads_and_freed_tensors_keeping_layout(mon
     loss.backward()
     widget.refresh()
     assert leaf_grads(widget) == {"x": "13.", "w": "4.", "b": "2."}
-    assert widget.layout is layout
+    assert widget.graph_layout["nodes"] is layout["nodes"]  # positions kept, text re-cut
+    x_id = next(n["id"] for n in widget.graph["nodes"] if n["label"] == "x")
+    assert "grad: 13." in [line["text"] for line in widget.graph_layout["text"][x_id]]
     freed = [s["freed"] for n in widget.graph["nodes"] for s in n["saved"]]
     assert freed and all(freed)
     assert widget.note == FREED_NOTE and widget.trace == trace
@@ -282,12 +284,12 @@ def test_model_labels_parameters_and_groups_in_show_widget_and_export(tmp_path):
     for widget in (show(loss, model=model), GraphWidget(loss, {}, model=model)):
         labels = {n["label"] for n in widget.graph["nodes"] if n["kind"] == "leaf"}
         assert labels == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
-        assert {g["label"] for g in widget.layout["groups"]} == {"fc1", "fc2"}
+        assert {g["label"] for g in widget.graph_layout["groups"]} == {"fc1", "fc2"}
         assert widget.collapse == "auto"
     page = export_html(loss, tmp_path / "model.html", model=model, collapse=True).read_text()
     state = json.loads(re.search(r'-state">(.*?)</script>', page).group(1))
     assert "fc1.weight" in {n["label"] for n in state["graph"]["nodes"]}
-    assert state["collapse"] is True and {g["label"] for g in state["layout"]["groups"]} == {"fc1", "fc2"}
+    assert state["collapse"] is True and {g["label"] for g in state["graph_layout"]["groups"]} == {"fc1", "fc2"}
     with pytest.raises(TypeError, match="unknown option"):
         export_html(loss, tmp_path / "bad.html", model=model, colapse=True)
 

@@ -28,7 +28,7 @@ def test_show_draws_the_graph_with_names_and_pytorch_node_names():
     names = [node["name"] for node in widget.graph["nodes"] if node["kind"] == "function"]
     assert {"x", "w", "b", "loss"} <= labels
     assert sorted(names) == ["AddBackward0", "MulBackward0", "MulBackward0"]
-    assert len(widget.layout["nodes"]) == len(widget.graph["nodes"])
+    assert len(widget.graph_layout["nodes"]) == len(widget.graph["nodes"])
 
 
 def test_the_trace_follows_backward_steps_and_changes_no_grad():
@@ -76,3 +76,14 @@ def test_a_tensor_without_a_graph_is_one_node_with_a_note():
     widget = show(gv.ones(3))
     assert len(widget.graph["nodes"]) == 1 and widget.trace == []
     assert "grad_fn" in widget.note
+
+
+def test_layout_is_ipywidgets_own_so_a_view_can_be_sized():
+    import ipywidgets
+
+    x, w, b, loss = lesson()
+    widget = show(loss)
+    assert isinstance(widget.layout, ipywidgets.Layout)  # the drawing's trait is graph_layout
+    widget.layout.width = "500px"
+    assert widget.get_state()["layout"] == f"IPY_MODEL_{widget.layout.model_id}"
+    assert set(widget.graph_layout["text"]) == {node["id"] for node in widget.graph["nodes"]}

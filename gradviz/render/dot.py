@@ -1,13 +1,15 @@
 """DOT text for a Graph: a readable picture for Graphviz, and the bare skeleton the layout uses.
 
-``graph_to_dot`` gives what ``Graph.to_dot()`` returns: labelled boxes coloured by kind, in the
-forward direction (leaves at the top, the output at the bottom), ready for ``dot -Tsvg``.
+``graph_to_dot`` gives what ``Graph.to_dot()`` returns: boxes coloured by kind, labelled with the
+lines the widget draws (``render/node_text.py``), in the forward direction (leaves at the top,
+the output at the bottom), ready for ``dot -Tsvg``.
 ``layout_source`` gives the same graph with fixed box sizes and no labels, so ``dot`` only
 decides positions and never sees user text.
 """
 from __future__ import annotations
 
-from gradviz.graph.model import Graph, GraphNode
+from gradviz.graph.model import Graph
+from gradviz.render.node_text import node_lines
 
 # Okabe-Ito colours (safe for the common colour-vision deficiencies), light tints for fills.
 KIND_STYLE = {
@@ -26,27 +28,12 @@ def quote(text: str) -> str:
     return f'"{escaped}"'
 
 
-def node_text(node: GraphNode) -> list[str]:
-    """The lines a node shows: its grad_fn name, or the tensor's label, shape and values."""
-    if node.kind in ("function", "accumulate"):
-        lines = [node.name]
-        if node.label and node.label != node.name:  # the variable holding this node's output
-            lines.append(f"{node.label} = {node.value.preview}" if node.value else node.label)
-        if node.module:
-            lines.append(node.module)
-        return lines
-    lines = [node.label or node.name]
-    if node.shape:  # a 0-d tensor is a plain number: no shape line
-        lines.append(f"({', '.join(str(d) for d in node.shape)})")
-    if node.value is not None:
-        lines.append(node.value.preview)
-    if node.kind == "leaf":
-        lines.append(f"grad: {node.grad.preview if node.grad is not None else 'None'}")
-    return lines
+def graph_to_dot(graph: Graph, show_saved: bool = False) -> str:
+    """The graph as DOT source, every label quoted for DOT.
 
-
-def graph_to_dot(graph: Graph) -> str:
-    """The graph as DOT source, every label quoted for DOT."""
+    Each label is the node's lines from ``node_lines``, the text the widget draws, in full;
+    saved-tensor lines only with ``show_saved``, as in the widget.
+    """
     lines = [
         "digraph gradviz {",
         '  graph [rankdir=TB, ordering=in, fontsize=12];',
@@ -54,7 +41,8 @@ def graph_to_dot(graph: Graph) -> str:
     ]
     for node in graph.nodes:
         style = KIND_STYLE.get(node.kind, KIND_STYLE["function"])
-        label = quote("\n".join(node_text(node)))
+        label = quote("\n".join(line["text"] for line in node_lines(node)
+                                 if show_saved or line["cls"] != "gv-saved"))
         lines.append(f"  {quote(node.id)} [label={label}, style={quote(style['style'])}, "
                      f"fillcolor={quote(style['fillcolor'])}];")
     for edge in graph.edges:

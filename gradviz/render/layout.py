@@ -15,7 +15,11 @@ Forward direction: leaves at the top, the output at the bottom. JSON shape::
      "nodes": {id: [center_x, center_y, width, height]},
      "edges": [[x0, y0, x1, y1, ...] | null],   # per graph edge: cubic Bezier points, or null
      "groups": [{"id", "kind": "module" | "band", "label", "members": [id, ...],
-                 "parent": id | None, "box": [x, y, w, h]}]}  # parents first; see _groups
+                 "parent": id | None, "box": [x, y, w, h]}],  # parents first; see _groups
+     "text": {id: [{"text", "cls", "title"?, "max"?}]},  # each node's lines, cut to fit its box
+     "line_height": px}                                    # see render/node_text.py
+
+Box sizes come from ``node_text.node_size``, from the same lines the widget draws.
 """
 from __future__ import annotations
 
@@ -25,15 +29,9 @@ import subprocess
 from collections import defaultdict
 
 from gradviz.graph.model import Graph
-from gradviz.render.dot import layout_source, node_text
+from gradviz.render.dot import layout_source
+from gradviz.render.node_text import LINE_HEIGHT, PADDING_Y, node_size, with_node_text
 
-CHAR_WIDTH = 7.2        # px per character of the 12px monospace font the widget uses
-LINE_HEIGHT = 16        # px per text line
-PADDING_X = 16
-PADDING_Y = 10
-MAX_CHARS = 28          # longer lines are cut with an ellipsis (full text in the tooltip)
-MIN_WIDTH = 64
-LEAF_MIN_CHARS = 14
 LAYER_GAP = 36          # vertical space between layers
 NODE_GAP = 20           # horizontal space between neighbours in a layer
 MARGIN = 16
@@ -44,19 +42,6 @@ GROUP_LAYERS = 12       # layers per band
 GROUP_PAD = 6           # px between a group's frame and its members
 NEST_PAD = 10           # more px per level of groups nested inside, so frames don't coincide
 GROUP_HEADER = 16       # px above the members for the group's label
-
-
-def node_size(node) -> tuple[float, float]:
-    """Box size in px for a node, from the lines the widget will draw in it."""
-    lines = node_text(node)
-    if node.kind == "function" and node.saved:
-        lines = lines + ["saved: " + ", ".join(s.name for s in node.saved)]
-    longest = min(max(len(line) for line in lines), MAX_CHARS)
-    if node.kind == "leaf":
-        longest = max(longest, LEAF_MIN_CHARS)  # room for "grad: -0.1234" once .grad arrives
-    width = max(MIN_WIDTH, round(longest * CHAR_WIDTH + PADDING_X))
-    height = len(lines) * LINE_HEIGHT + PADDING_Y
-    return width, height
 
 
 def dot_available() -> bool:
@@ -76,7 +61,7 @@ def compute_layout(graph: Graph, engine: str = "auto") -> dict:
     if result is None:
         result = _layered_layout(graph, sizes)
     result["groups"] = _groups(graph, result)
-    return result
+    return with_node_text(result, graph)
 
 
 def _dot_layout(graph: Graph, sizes: dict, strict: bool) -> dict | None:

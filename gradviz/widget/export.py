@@ -21,7 +21,7 @@ from gradviz.render.layout import compute_layout
 
 _HERE = pathlib.Path(__file__).parent
 
-STATE_TRAITS = ("graph", "layout", "trace", "step_index", "show_saved", "speed", "height", "note", "collapse")
+STATE_TRAITS = ("graph", "graph_layout", "trace", "step_index", "show_saved", "speed", "height", "note", "collapse")
 OPTIONS = {"show_saved": False, "speed": 1.0, "height": 480, "collapse": "auto"}  # and their defaults
 
 _LOADER = """<script type="module">
@@ -68,7 +68,7 @@ def tensor_state(tensor: Any, names: dict | None, model: Any = None, **options) 
 
     check_options(options)
     graph, steps, note = snapshot_state(tensor, names, model=model)
-    return {"graph": graph.to_dict(), "layout": compute_layout(graph), "trace": steps,
+    return {"graph": graph.to_dict(), "graph_layout": compute_layout(graph), "trace": steps,
             "step_index": 0, "note": note, **OPTIONS, **options}
 
 

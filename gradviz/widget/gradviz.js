@@ -1,8 +1,20 @@
-// gradviz widget: draws a Graph snapshot from positions computed in Python, then replays the
-// backward trace step by step, entirely in the browser (no kernel round trip per step).
-// Every piece of user text goes through textContent / setAttribute, never innerHTML.
+// gradviz widget: draws a Graph snapshot at the positions, and with the node text, computed in
+// Python, then replays the backward trace step by step, entirely in the browser (no kernel round
+// trip per step). Every piece of user text goes through textContent / setAttribute, never innerHTML.
+//
+// One hand-written module, no build step: the HTML export embeds exactly this file. Its units,
+// one concern each, in the order they appear:
+//   helpers          DOM builders, text cut, edge geometry, lookups over a graph
+//   Controls         toolbar, keys, play timer
+//   Scene            SVG nodes, edges and groups, built once per graph; collapse and expand
+//   StepPainter      a step's classes and .grad text; the gradients labelled on the edges
+//   chainRulePanel   a pure function from (step, graph, selection) to the panel's content
+//   PanZoom          the camera: drag, ctrl+wheel, zoom, fit, follow the current node
+//   GraphView        the owner: wires the model to the units; render() returns its cleanup
 
 /**
+ * Trait values, as gradviz/widget/widget.py syncs them (and the HTML export ships them).
+ *
  * @typedef {{shape: number[], dtype: string, preview: string}} Summary
  * @typedef {{name: string, value: Summary | null, freed: boolean}} Saved
  * @typedef {{input: string, text: string, latex: string}} Formula
@@ -10,33 +22,43 @@
  *   label: string, shape: number[] | null, dtype: string | null, value: Summary | null,
  *   grad: Summary | null, saved: Saved[], formula: Formula[], module: string | null,
  *   note: string | null}} GraphNode
- * @typedef {{source: string, target: string, slot: number, kind: string}} GraphEdge
+ * @typedef {{source: string, target: string, slot: number, kind: "data"|"variable"|"output"}} GraphEdge
  * @typedef {{version: number, source: string, root: string, nodes: GraphNode[],
- *   edges: GraphEdge[]}} Graph                                  trait `graph`
+ *   edges: GraphEdge[]}} Graph                                    trait `graph`
  * @typedef {{id: string, kind: "module"|"band", label: string, members: string[],
- *   parent: string | null, box: number[]}} Group                 parents before children
- * @typedef {{engine: string, width: number, height: number,
- *   nodes: Object<string, number[]>, edges: (number[] | null)[], groups: Group[]}} Layout
- *                                                                trait `layout`
+ *   parent: string | null, box: number[]}} Group                   parents before children
+ * @typedef {{text: string, cls: "gv-title"|"gv-sub"|"gv-value"|"gv-grad"|"gv-saved",
+ *   title?: string, max?: number}} TextLine
+ *   A line of a node, cut in Python to fit its box (render/node_text.py): `title` is the full
+ *   text when it was cut; `max` (gv-grad only) the characters the box holds for `grad: ...`.
+ * @typedef {{engine: string, width: number, height: number, nodes: Object<string, number[]>,
+ *   edges: (number[] | null)[], groups: Group[], text: Object<string, TextLine[]>,
+ *   line_height: number}} Layout                                  trait `graph_layout`
+ *   nodes: id -> [center x, center y, width, height]; edges: per graph edge, dot's spline or null.
  * @typedef {{index: number, node: string, name: string, grad_outputs: (Summary|null)[],
  *   grad_inputs: (Summary|null)[], targets: (string|null)[],
  *   contributions: {from: string|null, value: Summary|null}[][], leaf: string|null,
  *   grad_before: Summary|null, grad_after: Summary|null}} TraceStep   trait `trace` is TraceStep[]
- * Other traits: `step_index` (number of steps done, 0..trace.length), `show_saved` (boolean),
- * `speed` (steps per second while playing), `height` (px of the drawing area), `note` (text),
- * `collapse` ("auto" | true | false: start with the layout's groups collapsed; auto: when the
- * graph has more than COLLAPSE_ABOVE nodes).
+ * @typedef {{graph: Graph, graph_layout: Layout, trace: TraceStep[], step_index: number,
+ *   show_saved: boolean, speed: number, height: number, note: string,
+ *   collapse: "auto"|boolean}} Traits
+ *   step_index: steps done, 0..trace.length; speed: steps per second while playing; height: px
+ *   of the drawing area at most; collapse: start with the layout's groups collapsed (auto: when
+ *   the graph has more than COLLAPSE_ABOVE nodes).
+ * @typedef {{get: (name: string) => any, set: (name: string, value: any) => void,
+ *   on: (event: string, callback: Function) => void, off: (event: string, callback: Function) => void,
+ *   save_changes: () => void}} Model                              anywidget's model, or createModel's
  */
 
 const SVG_NS = "http://www.w3.org/2000/svg";
-const CHAR_WIDTH = 7.2; // must match gradviz/render/layout.py
-const LINE_HEIGHT = 16;
-const PADDING_X = 16;
-const PADDING_Y = 10;
 const SPEEDS = [0.5, 1, 2, 4, 8];
 const READABLE_ZOOM = 0.4; // below this, node text is hidden (.gv-far) and too small to read
 const OPENING_ZOOM = 0.8;
 const COLLAPSE_ABOVE = 150; // collapse="auto" draws module groups as boxes above this many nodes
+const EDGE_LABEL_CHARS = 24;
+const BASELINE = 0.75; // a text line's baseline, as a fraction of the line height from its top
+
+// ================================================================ helpers
 
 /** Create an HTML element; attributes via setAttribute, text via textContent. */
 function h(tag, attrs = {}, text = null) {
@@ -73,7 +95,7 @@ function iconSvg(path) {
   return icon;
 }
 
-/** Cut text to `max` characters with an ellipsis. */
+/** Cut text to `max` characters with an ellipsis (the same cut Python makes of node text). */
 function fit(text, max) {
   const str = String(text);
   return str.length <= max ? str : str.slice(0, Math.max(1, max - 1)) + "\u2026";
@@ -94,26 +116,30 @@ function hookName(node) {
   return node.kind === "function" || node.kind === "accumulate" ? node.name : node.label || node.name;
 }
 
-/** The text lines drawn inside a node (the same rule as render/dot.py:node_text). */
-function nodeLines(node, grad) {
-  if (node.kind === "function" || node.kind === "accumulate") {
-    const lines = [{ text: node.name, cls: "gv-title" }];
-    if (node.label && node.label !== node.name) {
-      lines.push({ text: node.value ? `${node.label} = ${node.value.preview}` : node.label, cls: "gv-sub" });
+const LOOKUPS = new WeakMap();
+
+/**
+ * Lookups over a graph, made once per graph object (graphs are replaced, never changed):
+ * nodes by id, the indices of the edges touching each node, and each AccumulateGrad's leaf.
+ * @param {Graph} graph
+ * @returns {{nodes: Map<string, GraphNode>, edgesAt: Map<string, number[]>, leafOf: Map<string, GraphNode>}}
+ */
+function lookups(graph) {
+  let found = LOOKUPS.get(graph);
+  if (found) return found;
+  const nodes = new Map(graph.nodes.map((node) => [node.id, node]));
+  const edgesAt = new Map();
+  graph.edges.forEach((edge, index) => {
+    for (const end of [edge.source, edge.target]) {
+      if (!edgesAt.has(end)) edgesAt.set(end, []);
+      edgesAt.get(end).push(index);
     }
-    if (node.module) lines.push({ text: node.module, cls: "gv-sub" });
-    if (node.kind === "function" && node.saved.length) {
-      const names = node.saved.map((t) => (t.freed ? `${t.name} \u2717` : t.name));
-      const freed = node.saved.some((t) => t.freed);
-      lines.push({ text: `saved: ${names.join(", ")}${freed ? " (freed)" : ""}`, cls: "gv-saved" });
-    }
-    return lines;
-  }
-  const lines = [{ text: node.label || node.name, cls: "gv-title" }];
-  if (shapeText(node.shape)) lines.push({ text: shapeText(node.shape), cls: "gv-sub" });
-  if (node.value) lines.push({ text: node.value.preview, cls: "gv-value" });
-  if (node.kind === "leaf") lines.push({ text: `grad: ${preview(grad)}`, cls: "gv-grad" });
-  return lines;
+  });
+  const leafOf = new Map(graph.edges.filter((edge) => edge.kind === "variable")
+    .map((edge) => [edge.target, nodes.get(edge.source)]));
+  found = { nodes, edgesAt, leafOf };
+  LOOKUPS.set(graph, found);
+  return found;
 }
 
 /**
@@ -143,13 +169,6 @@ function edgeCurve(points, from, to, slot, slots) {
   return { start: [x1, sy], segments: [[x1, sy + bend, x2 + offset, ty - bend, x2 + offset, ty]] };
 }
 
-/** A group's title size in graph units: big enough to read when the whole model is in view
- * (node text is hidden then), at most 1/`tall` of the box's height and `wide` x its width per character. */
-function titleSize(group, tall, wide) {
-  const [, , width, height] = group.box;
-  return Math.max(11, Math.min(height / tall, (wide * width) / (group.label.length + 4)));
-}
-
 function curvePath(curve) {
   let d = `M${curve.start[0]},${curve.start[1]}`;
   for (const [ax, ay, bx, by, x, y] of curve.segments) d += ` C${ax},${ay} ${bx},${by} ${x},${y}`;
@@ -168,53 +187,32 @@ function curveMidpoint(curve) {
   return { x: w[0] * x0 + w[1] * ax + w[2] * bx + w[3] * x3, y: w[0] * y0 + w[1] * ay + w[2] * by + w[3] * y3 };
 }
 
+/** A group's title size in graph units: big enough to read when the whole model is in view
+ * (node text is hidden then), at most 1/`tall` of the box's height and `wide` x its width per character. */
+function titleSize(group, tall, wide) {
+  const [, , width, height] = group.box;
+  return Math.max(11, Math.min(height / tall, (wide * width) / (group.label.length + 4)));
+}
+
+// ================================================================ controls
+
+/** What each key does; the toolbar's buttons carry the same names as `data-action`. */
+const KEY_ACTIONS = { ArrowRight: "next", ArrowLeft: "prev", Home: "reset", End: "end", " ": "play",
+  "+": "zoom-in", "=": "zoom-in", "-": "zoom-out", "0": "fit" };
+
 /**
- * The view of one widget: builds the DOM once per graph, then only toggles classes and text.
+ * The toolbar (step buttons, status, speed and saved-tensor options, zoom buttons), the note
+ * above the drawing, the keys, and the play timer. It decides nothing about the graph: buttons
+ * and keys become `act(action)`, option changes `setOption(trait, value)`.
  */
-class GraphView {
-  constructor(model, host) {
-    this.model = model;
-    this.host = host;
+class Controls {
+  /**
+   * @param {(action: string) => void} act
+   * @param {(name: "speed"|"show_saved", value: number|boolean) => void} setOption
+   */
+  constructor(act, setOption) {
     this.timer = null;
-    this.shown = 0; // steps currently applied to the drawing
-    this.view = { x: 0, y: 0, k: 1 };
-    this.collapsed = new Set(); // ids of the layout's groups drawn as one box
-    this.groupsKey = null;
-    this.selected = null;
-    this.listeners = [];
-    this.build();
-    // The stage's size, kept without reading layout while stepping (that would force a reflow).
-    this.stageSize = { width: this.stage.clientWidth || 800, height: this.stage.clientHeight || 480 };
-    this.resizeObserver = typeof ResizeObserver === "function" ? new ResizeObserver(([entry]) => {
-      this.stageSize = { width: entry.contentRect.width || 800, height: entry.contentRect.height || 480 };
-    }) : null;
-    if (this.resizeObserver) this.resizeObserver.observe(this.stage);
-    this.redraw();
-    for (const name of ["graph", "layout"]) this.on(`change:${name}`, () => this.redraw());
-    this.on("change:trace", () => this.redraw());
-    this.on("change:step_index", () => this.applyStep(this.model.get("step_index")));
-    this.on("change:show_saved", () => this.redraw());
-    this.on("change:speed", () => this.syncControls());
-    this.on("change:note", () => this.syncControls());
-    this.on("change:collapse", () => { this.groupsKey = null; this.redraw(); });
-  }
-
-  on(event, callback) {
-    this.model.on(event, callback);
-    this.listeners.push([event, callback]);
-  }
-
-  destroy() {
-    this.pause();
-    if (this.resizeObserver) this.resizeObserver.disconnect();
-    for (const [event, callback] of this.listeners) this.model.off(event, callback);
-    this.host.replaceChildren();
-  }
-
-  /** Toolbar, drawing area and chain-rule panel. */
-  build() {
-    const root = h("div", { class: "gv-root", tabindex: "0", "data-lm-suppress-shortcuts": "true",
-      role: "group", "aria-label": "gradviz computational graph" });
+    this.tick = null;
     const bar = h("div", { class: "gv-toolbar", role: "toolbar", "aria-label": "Backward pass controls" });
     const button = (action, icon, label, key) => {
       const b = h("button", { type: "button", class: "gv-button", "data-action": action,
@@ -241,131 +239,104 @@ class GraphView {
     button("zoom-out", ICONS.zoomOut, "Zoom out", "-");
     button("zoom-in", ICONS.zoomIn, "Zoom in", "+");
     button("fit", ICONS.fit, "Fit the graph", "0");
-
+    this.toolbar = bar;
     this.noteBox = h("div", { class: "gv-note", role: "note" });
-    this.stage = h("div", { class: "gv-stage" });
-    this.svg = s("svg", { class: "gv-svg", role: "img", "aria-label": "Computational graph" });
-    const defs = s("defs");
-    const marker = s("marker", { id: "gv-arrow", viewBox: "0 0 10 10", refX: "9", refY: "5",
-      markerWidth: "8", markerHeight: "8", markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" });
-    marker.append(s("path", { d: "M0,0 L10,5 L0,10 z", class: "gv-arrowhead" }));
-    defs.append(marker);
-    this.viewport = s("g", { class: "gv-viewport" });
-    this.svg.append(defs, this.viewport);
-    this.stage.append(this.svg);
-    this.panel = h("div", { class: "gv-panel", "aria-live": "polite" });
-    root.append(bar, this.noteBox, this.stage, this.panel);
-    this.host.replaceChildren(root);
-    this.root = root;
 
     bar.addEventListener("click", (event) => {
       const target = event.target instanceof Element ? event.target.closest("[data-action]") : null;
-      if (target) this.act(target.getAttribute("data-action"));
+      if (target) act(target.getAttribute("data-action"));
     });
     this.speedSelect.addEventListener("change", () => {
-      this.model.set("speed", Number(this.speedSelect.value));
-      this.model.save_changes();
-      if (this.timer) { this.pause(); this.play(); }
+      const speed = Number(this.speedSelect.value);
+      setOption("speed", speed);
+      if (this.timer) this.play(speed, this.tick); // carry on at the new speed
     });
-    this.savedBox.addEventListener("change", () => {
-      this.model.set("show_saved", this.savedBox.checked);
-      this.model.save_changes();
-    });
-    root.addEventListener("keydown", (event) => this.onKey(event));
-    this.enablePanZoom();
-    this.viewport.addEventListener("click", (event) => this.onGraphClick(event));
+    this.savedBox.addEventListener("change", () => setOption("show_saved", this.savedBox.checked));
   }
 
-  onKey(event) {
-    if (event.target instanceof HTMLSelectElement || event.target instanceof HTMLInputElement) return;
-    const actions = { ArrowRight: "next", ArrowLeft: "prev", Home: "reset", End: "end", " ": "play",
-      "+": "zoom-in", "=": "zoom-in", "-": "zoom-out", "0": "fit" };
-    const action = actions[event.key];
-    if (!action || event.altKey || event.ctrlKey || event.metaKey) return;
-    if (action === "play" && event.target instanceof HTMLButtonElement) return; // the button handles Space
-    event.preventDefault();
-    event.stopPropagation();
-    this.act(action);
+  /** The action a key press asks for, or null (keys typed into an option are the option's). */
+  static keyAction(event) {
+    if (event.target instanceof HTMLSelectElement || event.target instanceof HTMLInputElement) return null;
+    const action = KEY_ACTIONS[event.key];
+    if (!action || event.altKey || event.ctrlKey || event.metaKey) return null;
+    if (action === "play" && event.target instanceof HTMLButtonElement) return null; // the button handles Space
+    return action;
   }
 
-  act(action) {
-    const count = this.trace().length;
-    const index = this.model.get("step_index");
-    if (action === "next") { this.pause(); this.goTo(index + 1); }
-    else if (action === "prev") { this.pause(); this.goTo(index - 1); }
-    else if (action === "reset") { this.pause(); this.goTo(0); }
-    else if (action === "end") { this.pause(); this.goTo(count); }
-    else if (action === "play") { this.timer ? this.pause() : this.play(); }
-    else if (action === "zoom-in") this.zoomBy(1.25);
-    else if (action === "zoom-out") this.zoomBy(0.8);
-    else if (action === "fit") this.fitView();
+  get playing() {
+    return this.timer !== null;
   }
 
-  /** @returns {TraceStep[]} */
-  trace() {
-    return this.model.get("trace") || [];
-  }
-
-  goTo(index) {
-    const clamped = Math.max(0, Math.min(this.trace().length, index));
-    this.model.set("step_index", clamped);
-    this.model.save_changes();
-    if (this.shown !== clamped) this.applyStep(clamped); // the change event usually did it
-  }
-
-  play() {
-    if (this.model.get("step_index") >= this.trace().length) this.goTo(0);
-    const speed = Number(this.model.get("speed")) || 1;
-    this.timer = setInterval(() => {
-      const index = this.model.get("step_index");
-      if (index < this.trace().length) this.goTo(index + 1);
-      if (index + 1 >= this.trace().length) this.pause();
-    }, 1000 / speed);
-    this.syncControls();
+  /** Call `tick` `speed` times a second until it returns false (or `pause`). */
+  play(speed, tick) {
+    if (this.timer) clearInterval(this.timer);
+    this.tick = tick;
+    this.timer = setInterval(() => { if (!tick()) this.pause(); }, 1000 / (speed || 1));
+    this.showPlaying();
   }
 
   pause() {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    this.syncControls();
+    this.showPlaying();
   }
 
-  syncControls() {
-    const playing = this.timer !== null;
+  showPlaying() {
+    const playing = this.playing;
     this.playButton.replaceChildren(iconSvg(playing ? ICONS.pause : ICONS.play));
     this.playButton.setAttribute("aria-label", playing ? "Pause" : "Play");
     this.playButton.setAttribute("aria-pressed", String(playing));
-    this.speedSelect.value = String(this.model.get("speed"));
-    this.savedBox.checked = Boolean(this.model.get("show_saved"));
-    const note = this.model.get("note") || "";
+  }
+
+  /** @param {{speed: number, showSaved: boolean, note: string}} options */
+  showOptions({ speed, showSaved, note }) {
+    this.speedSelect.value = String(speed);
+    this.savedBox.checked = showSaved;
     this.noteBox.textContent = note;
     this.noteBox.hidden = !note;
   }
 
-  // ---------------------------------------------------------------- drawing (once per graph)
+  showStatus(shown, count) {
+    this.status.textContent = count ? `Step ${shown} of ${count}` : "No backward steps";
+  }
+}
 
-  /** Rebuild the SVG from graph + layout, then re-apply the current step. */
-  redraw() {
-    /** @type {Graph} */
-    const graph = this.model.get("graph") || { nodes: [], edges: [], root: "" };
-    /** @type {Layout} */
-    const layout = this.model.get("layout") || { nodes: {}, edges: [], width: 0, height: 0, groups: [] };
-    const firstDraw = !this.graphKey;
-    const key = `${graph.nodes.length}:${layout.width}x${layout.height}`;
+// ================================================================ scene (once per graph)
+
+/**
+ * The SVG drawing of one graph at its layout: frames and headers of expanded groups, edges,
+ * collapsed groups' boxes, nodes with the text Python shipped, and an empty layer for edge
+ * labels. It keeps the elements a step painter needs, and which groups are collapsed.
+ */
+class Scene {
+  /** @param {SVGGElement} viewport the group the scene draws into (the camera moves it) */
+  constructor(viewport) {
+    this.viewport = viewport;
+    this.collapsed = new Set(); // ids of the layout's groups drawn as one box
+    this.groupsKey = null; // which groups `collapsed` was chosen for
+  }
+
+  /** Choose the collapsed groups again, by the `collapse` trait, at the next build. */
+  resetCollapse() {
+    this.groupsKey = null;
+  }
+
+  toggle(groupId) {
+    if (this.collapsed.has(groupId)) this.collapsed.delete(groupId);
+    else this.collapsed.add(groupId);
+  }
+
+  /**
+   * @param {Graph} graph
+   * @param {Layout} layout
+   * @param {{showSaved: boolean, collapse: "auto"|boolean}} options
+   */
+  build(graph, layout, { showSaved, collapse }) {
     this.graph = graph;
     this.layout = layout;
-    this.nodesById = new Map(graph.nodes.map((node) => [node.id, node]));
-    this.edgesAt = new Map(); // node id -> indices of the edges that touch it, for cheap steps
-    graph.edges.forEach((edge, index) => {
-      for (const end of [edge.source, edge.target]) {
-        if (!this.edgesAt.has(end)) this.edgesAt.set(end, []);
-        this.edgesAt.get(end).push(index);
-      }
-    });
-    this.leafOf = new Map(graph.edges.filter((edge) => edge.kind === "variable")
-      .map((edge) => [edge.target, this.nodesById.get(edge.source)]));
-    this.indexGroups(graph, layout.groups || []);
-    this.indexTrace();
+    this.edgesAt = lookups(graph).edgesAt;
+    const groups = layout.groups || [];
+    const hidden = this.chooseCollapsed(graph, groups, collapse);
 
     const frameLayer = s("g", { class: "gv-group-frames" });
     const headerLayer = s("g", { class: "gv-group-headers" }); // on top, so nothing covers them
@@ -374,13 +345,13 @@ class GraphView {
     const boxLayer = s("g", { class: "gv-groups" }); // collapsed groups cover their edges' ends
     this.labelLayer = s("g", { class: "gv-edge-labels" });
     this.nodeEls = new Map();
-    this.gradTexts = new Map();
+    this.gradLines = new Map(); // leaf id -> {element, max, shipped}: the line steps rewrite
     this.groupEls = new Map();
     this.edgeEls = [];
     this.edgeCurves = [];
 
-    for (const group of layout.groups || []) {
-      if (this.groupHidden.get(group.id)) continue;
+    for (const group of groups) {
+      if (hidden.get(group.id)) continue;
       if (this.collapsed.has(group.id)) boxLayer.append(this.drawCollapsedGroup(group));
       else {
         frameLayer.append(s("rect", { class: "gv-frame", "data-group-id": group.id, x: group.box[0], y: group.box[1],
@@ -403,69 +374,70 @@ class GraphView {
       this.edgeEls[index] = path;
       this.edgeCurves[index] = curve;
     });
-    const showSaved = Boolean(this.model.get("show_saved"));
+    const text = layout.text || {};
     for (const node of graph.nodes) {
       if (!layout.nodes[node.id] || this.boxOfNode.has(node.id)) continue;
-      nodeLayer.append(this.drawNode(node, layout.nodes[node.id], showSaved));
+      nodeLayer.append(this.drawNode(node, layout.nodes[node.id], text[node.id] || [], layout.line_height, showSaved));
     }
     this.viewport.replaceChildren(frameLayer, edgeLayer, boxLayer, nodeLayer, this.labelLayer, headerLayer);
-    this.shown = 0;
-    this.currentGroup = null;
-    this.applyStep(this.model.get("step_index") || 0, true);
-    this.syncControls();
-    if (firstDraw || key !== this.graphKey) this.fitView(true);
-    this.graphKey = key;
   }
 
   /**
-   * Which groups are collapsed (chosen again when the groups change, by the `collapse` trait),
-   * which are hidden inside a collapsed ancestor, and for each hidden node the collapsed box
-   * that stands for it (its outermost collapsed group).
+   * Pick the collapsed groups when the groups changed (by `collapse`), and for each node inside
+   * a collapsed group the box that stands for it (its outermost collapsed group, in
+   * `this.boxOfNode`). Returns which groups are hidden inside a collapsed ancestor.
    */
-  indexGroups(graph, groups) {
+  chooseCollapsed(graph, groups, collapse) {
     const groupsKey = groups.map((group) => `${group.id}:${group.label}:${group.members.length}`).join(",");
     if (groupsKey !== this.groupsKey) {
-      const mode = this.model.get("collapse");
-      const collapse = mode === true || (mode !== false && graph.nodes.length > COLLAPSE_ABOVE);
-      this.collapsed = new Set(collapse ? groups.map((group) => group.id) : []);
+      const all = collapse === true || (collapse !== false && graph.nodes.length > COLLAPSE_ABOVE);
+      this.collapsed = new Set(all ? groups.map((group) => group.id) : []);
       this.groupsKey = groupsKey;
     }
-    this.groupsById = new Map(groups.map((group) => [group.id, group]));
-    this.groupHidden = new Map(); // parents come first, so a parent's answer is always known
+    const hidden = new Map(); // parents come first, so a parent's answer is always known
     for (const group of groups) {
       const parent = group.parent;
-      this.groupHidden.set(group.id, parent !== null && parent !== undefined &&
-        (this.collapsed.has(parent) || this.groupHidden.get(parent)));
+      hidden.set(group.id, parent !== null && parent !== undefined &&
+        (this.collapsed.has(parent) || hidden.get(parent)));
     }
     this.boxOfNode = new Map();
     for (const group of groups) {
-      if (!this.collapsed.has(group.id) || this.groupHidden.get(group.id)) continue;
+      if (!this.collapsed.has(group.id) || hidden.get(group.id)) continue;
       for (const member of group.members) this.boxOfNode.set(member, group.id);
     }
+    return hidden;
   }
-  drawNode(node, box, showSaved) {
+
+  /**
+   * A node: its box, its lines (saved-tensor lines only with `showSaved`; the box shrinks by a
+   * line for each one left out), a check mark shown once it has run, and a tooltip with every
+   * line in full and the node's note.
+   * @param {GraphNode} node
+   * @param {number[]} box [center x, center y, width, height]
+   * @param {TextLine[]} lines
+   */
+  drawNode(node, box, lines, lineHeight, showSaved) {
     const [cx, cy, width, height] = box;
     const classes = ["gv-node", `gv-kind-${node.kind}`];
     if (node.saved.some((t) => t.freed)) classes.push("gv-freed");
     if (node.id === this.graph.root) classes.push("gv-root-fn");
     const g = s("g", { class: classes.join(" "), "data-node-id": node.id, "data-name": hookName(node),
       transform: `translate(${cx - width / 2},${cy - height / 2})` });
-    const lines = nodeLines(node, node.grad).filter((line) => showSaved || line.cls !== "gv-saved");
-    const drawnHeight = Math.min(height, lines.length * LINE_HEIGHT + PADDING_Y);
+    const drawn = showSaved ? lines : lines.filter((line) => line.cls !== "gv-saved");
+    const drawnHeight = Math.max(0, height - (lines.length - drawn.length) * lineHeight);
     const top = (height - drawnHeight) / 2;
+    const padding = (drawnHeight - drawn.length * lineHeight) / 2;
     g.append(s("rect", { class: "gv-box", x: 0, y: top, width, height: drawnHeight, rx: node.kind === "function" ? 8 : 3 }));
-    const maxChars = Math.max(4, Math.floor((width - PADDING_X) / CHAR_WIDTH + 0.5));
-    lines.forEach((line, i) => {
-      const text = s("text", { class: `gv-text ${line.cls}`, x: width / 2, y: top + PADDING_Y / 2 + LINE_HEIGHT * (i + 0.75) },
-        fit(line.text, maxChars));
-      if (line.cls === "gv-grad") this.gradTexts.set(node.id, { text, maxChars });
-      g.append(text);
+    drawn.forEach((line, i) => {
+      const element = s("text", { class: `gv-text ${line.cls}`, x: width / 2,
+        y: top + padding + lineHeight * (i + BASELINE) }, line.text);
+      if (line.cls === "gv-grad") this.gradLines.set(node.id, { element, max: line.max, shipped: line.text });
+      g.append(element);
     });
     const badge = s("g", { class: "gv-check", transform: `translate(${width - 2},${top + 2})`, "aria-hidden": "true" });
     badge.append(s("circle", { r: 6 }), s("path", { d: "M-3 0 -1 2.5 3 -2.5" }));
     g.append(badge);
-    const tooltip = [hookName(node), ...lines.slice(1).map((line) => line.text)];
-    if (node.value) tooltip.push(`value: ${node.value.preview}`);
+    const tooltip = drawn.map((line) => line.title ?? line.text);
     if (node.note) tooltip.push(node.note);
     g.append(s("title", {}, tooltip.join("\n")));
     this.nodeEls.set(node.id, g);
@@ -485,7 +457,6 @@ class GraphView {
       "font-size": size.toFixed(1) }, `\u25B8 ${group.label}`);
     label.append(s("tspan", { x: x + width / 2, dy: "1.2em", class: "gv-group-count" }, `${group.members.length} nodes`));
     g.append(label);
-    this.onActivate(g, group.id);
     this.groupEls.set(group.id, g);
     return g;
   }
@@ -500,119 +471,83 @@ class GraphView {
     header.append(s("rect", { x, y: y - size * 1.3, width: (group.label.length + 3) * size * 0.62, height: size * 1.3, rx: size / 4 }));
     header.append(s("text", { class: "gv-group-label", x: x + size * 0.4, y: y - size * 0.35, "font-size": size.toFixed(1) },
       `\u25BE ${group.label}`));
-    this.onActivate(header, group.id);
     return header;
   }
+}
 
-  onActivate(element, groupId) {
-    element.addEventListener("keydown", (event) => {
-      if (event.key !== "Enter" && event.key !== " ") return;
-      event.preventDefault();
-      event.stopPropagation(); // Space on a group toggles it, not play
-      this.toggleGroup(groupId, true);
-    });
+// ================================================================ step painter (classes and text only)
+
+/**
+ * Paints the state after some number of steps onto a built scene: nodes run have `gv-done`, the
+ * node of the last step `gv-current` (or its collapsed group `gv-group-current`), each leaf's
+ * .grad line as that step left it, and the gradients arriving at and sent from the current node
+ * on its edges. It touches only what changed since the last paint, so a step costs the same on
+ * any size of graph.
+ */
+class StepPainter {
+  /**
+   * @param {Scene} scene
+   * @param {TraceStep[]} trace
+   */
+  constructor(scene, trace) {
+    this.scene = scene;
+    this.trace = trace;
+    this.shown = 0; // steps painted
+    this.currentGroup = null;
+    this.flowEdges = [];
   }
 
-  toggleGroup(groupId, refocus = false) {
-    if (this.collapsed.has(groupId)) this.collapsed.delete(groupId);
-    else this.collapsed.add(groupId);
-    this.redraw();
-    if (!refocus) return;
-    const group = this.viewport.querySelector(`.gv-group[data-group-id="${groupId}"]`);
-    if (group) group.focus({ preventScroll: true });
-  }
-
-  onGraphClick(event) {
-    if (this.dragged) return;
-    const target = event.target instanceof Element ? event.target : null;
-    const toggle = target && target.closest(".gv-group-collapsed, .gv-group-header");
-    if (toggle) { this.toggleGroup(toggle.getAttribute("data-group-id")); return; }
-    const nodeEl = target && target.closest("[data-node-id]");
-    if (nodeEl) {
-      this.selected = nodeEl.getAttribute("data-node-id");
-      this.renderPanel();
-    }
-  }
-
-  /** Lookups from the trace: which step runs each node, and which step fills each leaf's .grad. */
-  indexTrace() {
-    this.stepOfNode = new Map();
-    this.accumulations = new Map();
-    this.trace().forEach((step, i) => {
-      this.stepOfNode.set(step.node, i);
-      if (step.leaf) this.accumulations.set(step.leaf, i);
-    });
-  }
-
-  // ---------------------------------------------------------------- stepping (classes and text only)
-
-  /** Show the state after `index` steps: steps < index-1 done, step index-1 current. */
-  applyStep(index, full = false) {
-    const trace = this.trace();
-    const target = Math.max(0, Math.min(trace.length, Number(index) || 0));
-    if (!full && target === this.shown) { this.renderPanel(); this.updateStatus(); return; }
-    if (full) {
-      for (let i = 0; i < target; i++) this.markStep(i, target);
-    } else {
-      const low = Math.min(this.shown, target);
-      const high = Math.max(this.shown, target);
-      for (let i = Math.max(0, low - 1); i < high; i++) this.markStep(i, target);
-    }
+  /** Paint the state after `target` steps; `full` repaints every step (on a fresh scene). */
+  paint(target, full = false) {
+    const low = full ? 0 : Math.max(0, Math.min(this.shown, target) - 1);
+    const high = full ? target : Math.max(this.shown, target);
+    for (let i = low; i < high; i++) this.markStep(i, target);
     this.shown = target;
-    this.markCurrentGroup(target > 0 ? trace[target - 1].node : null);
+    this.markCurrentGroup(target > 0 ? this.trace[target - 1].node : null);
     this.showFlows(target);
-    this.updateStatus();
-    this.selected = null;
-    this.renderPanel();
-    if (target > 0) this.ensureVisible(trace[target - 1].node);
   }
 
-  /** Set the classes of step i's node (and its leaf's .grad text) for the state after `target` steps. */
+  /** Set the classes of step i's node (and its leaf's .grad line) for the state after `target` steps. */
   markStep(i, target) {
-    const step = this.trace()[i];
+    const step = this.trace[i];
     if (!step) return;
-    const nodeEl = this.nodeEls.get(step.node);
+    const nodeEl = this.scene.nodeEls.get(step.node);
     if (nodeEl) {
       nodeEl.classList.toggle("gv-done", i < target - 1);
       nodeEl.classList.toggle("gv-current", i === target - 1);
     }
     if (step.leaf) {
-      const leafEl = this.nodeEls.get(step.leaf);
+      const leafEl = this.scene.nodeEls.get(step.leaf);
       if (leafEl) leafEl.classList.toggle("gv-accumulating", i === target - 1);
-      const node = this.nodesById.get(step.leaf);
-      const grad = target === 0 ? (node && node.grad) : target > i ? step.grad_after : step.grad_before;
-      this.setGradText(step.leaf, grad);
+      const line = this.scene.gradLines.get(step.leaf);
+      if (!line) return;
+      if (target === 0) line.element.textContent = line.shipped; // as Python drew it
+      else line.element.textContent = fit(`grad: ${preview(target > i ? step.grad_after : step.grad_before)}`, line.max);
     }
   }
 
   /** A node run inside a collapsed group lights up that group's box instead. */
   markCurrentGroup(nodeId) {
-    const groupId = nodeId === null ? undefined : this.boxOfNode.get(nodeId);
-    const element = groupId === undefined ? null : this.groupEls.get(groupId);
+    const groupId = nodeId === null ? undefined : this.scene.boxOfNode.get(nodeId);
+    const element = groupId === undefined ? null : this.scene.groupEls.get(groupId);
     if (this.currentGroup === element) return;
     if (this.currentGroup) this.currentGroup.classList.remove("gv-group-current");
     if (element) element.classList.add("gv-group-current");
     this.currentGroup = element;
   }
 
-  setGradText(leafId, grad) {
-    const entry = this.gradTexts.get(leafId);
-    if (entry) entry.text.textContent = fit(`grad: ${preview(grad)}`, entry.maxChars);
-  }
-
   /** Label the edges that carry gradients at the current step: arriving and sent on. */
   showFlows(target) {
-    for (const path of this.flowEdges || []) path.classList.remove("gv-edge-in", "gv-edge-out");
+    for (const path of this.flowEdges) path.classList.remove("gv-edge-in", "gv-edge-out");
     this.flowEdges = [];
-    this.labelLayer.replaceChildren();
+    this.scene.labelLayer.replaceChildren();
     if (target === 0) return;
-    const step = this.trace()[target - 1];
-    const edges = this.graph.edges;
+    const step = this.trace[target - 1];
+    const edges = this.scene.graph.edges;
     const used = new Map(); // a tensor used twice by one node sends two pieces along two edges
-    for (const index of this.edgesAt.get(step.node) || []) {
+    for (const index of this.scene.edgesAt.get(step.node) || []) {
       const edge = edges[index];
-      const path = this.edgeEls[index];
-      if (!path) continue;
+      if (!this.scene.edgeEls[index]) continue;
       if (edge.source === step.node) {
         const pieces = (step.contributions[0] || []).filter((piece) => piece.from === edge.target);
         const nth = used.get(edge.target) || 0;
@@ -630,137 +565,170 @@ class GraphView {
   }
 
   flowEdge(index, cls, value) {
-    const path = this.edgeEls[index];
+    const path = this.scene.edgeEls[index];
     path.classList.add(cls);
     this.flowEdges.push(path);
     if (!value) return;
-    const point = curveMidpoint(this.edgeCurves[index]);
-    const text = `${shapeText(value.shape) ? shapeText(value.shape) + " " : ""}${fit(value.preview, 24)}`;
-    this.labelLayer.append(s("text", { class: `gv-edge-label ${cls}`, x: point.x + 6, y: point.y }, text));
+    const point = curveMidpoint(this.scene.edgeCurves[index]);
+    const text = `${shapeText(value.shape) ? shapeText(value.shape) + " " : ""}${fit(value.preview, EDGE_LABEL_CHARS)}`;
+    this.scene.labelLayer.append(s("text", { class: `gv-edge-label ${cls}`, x: point.x + 6, y: point.y }, text));
   }
+}
 
-  updateStatus() {
-    const count = this.trace().length;
-    if (!count) this.status.textContent = "No backward steps";
-    else if (this.shown === 0) this.status.textContent = `Step 0 of ${count}`;
-    else this.status.textContent = `Step ${this.shown} of ${count}`;
+// ================================================================ chain-rule panel (pure)
+
+/**
+ * The chain-rule panel's content for what is on screen: a clicked node's details, else the
+ * step just run (gradient arriving, local derivative, gradients sent on; or .grad accumulating),
+ * else a hint. A pure function: the same arguments always give the same elements, and nothing
+ * else is read or changed.
+ * @param {{shown: number, count: number, entry: TraceStep | null}} step steps done of `count`,
+ *   and the trace entry of the last one (null before the first)
+ * @param {Graph} graph
+ * @param {string | null} selection the id of a clicked node, shown instead of the step
+ * @returns {HTMLElement[]}
+ */
+export function chainRulePanel(step, graph, selection) {
+  const { nodes, leafOf } = lookups(graph);
+  if (selection !== null) return nodes.has(selection) ? nodeInfo(nodes.get(selection)) : [];
+  if (!step.entry) {
+    return [h("p", { class: "gv-hint" }, step.count
+      ? `Press \u25B6| (or \u2192) to run the backward pass one node at a time: ${step.count} nodes will run, starting at the output.`
+      : "There is no backward pass to step for this tensor.")];
   }
+  const entry = step.entry;
+  const node = nodes.get(entry.node);
+  const content = [h("h4", { class: "gv-panel-title" }, `Step ${step.shown}: ${node ? node.name : entry.name}`)];
+  content.push(section("gradient arriving", arrivingRows(entry, nodes)));
+  if (entry.leaf || (node && node.kind === "accumulate")) {
+    content.push(accumulationSection(entry, nodes));
+    return content;
+  }
+  if (node && node.formula.length) {
+    content.push(section("local derivative (chain rule)", node.formula.map((item) => {
+      const row = h("div", { class: "gv-formula" });
+      row.append(h("code", { class: "gv-mono" }, `${item.input}: ${item.text}`));
+      if (item.latex) row.append(h("span", { class: "gv-latex", title: "LaTeX" }, item.latex));
+      return row;
+    })));
+  }
+  content.push(section("gradients sent on", entry.grad_inputs.map((grad, slot) => {
+    const targetId = entry.targets[slot];
+    const dest = targetId ? nodes.get(targetId) : null;
+    const inputName = node && node.formula[slot] ? node.formula[slot].input : `input ${slot}`;
+    const leaf = dest && dest.kind === "accumulate" ? leafOf.get(dest.id) : null;
+    const where = dest ? (leaf ? `${hookName(dest)} of ${hookName(leaf)}` : hookName(dest))
+      : "nowhere (input does not require grad)";
+    return h("div", { class: "gv-mono" }, `${inputName} \u2192 ${where}: ${grad ? preview(grad) : "None"}`);
+  })));
+  return content;
+}
 
-  /** The chain-rule panel for the current step (or the clicked node, or a hint). */
-  renderPanel() {
-    const panel = this.panel;
-    panel.replaceChildren();
-    if (this.selected) { this.renderNodeInfo(this.nodesById.get(this.selected)); return; }
-    const count = this.trace().length;
-    if (this.shown === 0) {
-      panel.append(h("p", { class: "gv-hint" }, count
-        ? `Press \u25B6| (or \u2192) to run the backward pass one node at a time: ${count} nodes will run, starting at the output.`
-        : "There is no backward pass to step for this tensor."));
+function section(title, rows) {
+  const box = h("div", { class: "gv-section" });
+  box.append(h("div", { class: "gv-section-title" }, title), ...rows);
+  return box;
+}
+
+/** The gradient arriving at a step: one value, or the contributions summed into it. */
+function arrivingRows(entry, nodes) {
+  const rows = [];
+  entry.grad_outputs.forEach((grad, i) => {
+    const pieces = entry.contributions[i] || [];
+    if (pieces.length <= 1) {
+      rows.push(h("div", { class: "gv-mono" }, `${shapeText(grad && grad.shape)} ${preview(grad)}`.trim()));
       return;
     }
-    const step = this.trace()[this.shown - 1];
-    const node = this.nodesById.get(step.node);
-    const accumulate = Boolean(step.leaf) || (node && node.kind === "accumulate");
-    panel.append(h("h4", { class: "gv-panel-title" }, `Step ${this.shown}: ${node ? node.name : step.name}`));
-
-    const arriving = h("div", { class: "gv-section" });
-    arriving.append(h("div", { class: "gv-section-title" }, "gradient arriving"));
-    step.grad_outputs.forEach((grad, i) => {
-      const pieces = step.contributions[i] || [];
-      if (pieces.length > 1) {
-        arriving.append(h("div", { class: "gv-sum-title" }, `${pieces.length} contributions summed (the tensor was used ${pieces.length} times):`));
-        pieces.forEach((piece, j) => {
-          const sender = piece.from ? this.nodesById.get(piece.from) : null;
-          arriving.append(h("div", { class: "gv-mono" }, `${j ? "+ " : "  "}${preview(piece.value)}   from ${sender ? hookName(sender) : "the output"}`));
-        });
-        arriving.append(h("div", { class: "gv-mono gv-total" }, `= ${preview(grad)}`));
-      } else {
-        arriving.append(h("div", { class: "gv-mono" }, `${shapeText(grad && grad.shape)} ${preview(grad)}`.trim()));
-      }
+    rows.push(h("div", { class: "gv-sum-title" }, `${pieces.length} contributions summed (the tensor was used ${pieces.length} times):`));
+    pieces.forEach((piece, j) => {
+      const sender = piece.from ? nodes.get(piece.from) : null;
+      rows.push(h("div", { class: "gv-mono" }, `${j ? "+ " : "  "}${preview(piece.value)}   from ${sender ? hookName(sender) : "the output"}`));
     });
-    panel.append(arriving);
+    rows.push(h("div", { class: "gv-mono gv-total" }, `= ${preview(grad)}`));
+  });
+  return rows;
+}
 
-    if (accumulate) {
-      const leaf = step.leaf ? this.nodesById.get(step.leaf) : null;
-      const label = leaf ? hookName(leaf) : "leaf";
-      const acc = h("div", { class: "gv-section" });
-      acc.append(h("div", { class: "gv-section-title" }, `${label}.grad accumulates`));
-      acc.append(h("div", { class: "gv-mono" }, `before: ${preview(step.grad_before)}`));
-      acc.append(h("div", { class: "gv-mono" }, `after:  ${preview(step.grad_after)}`));
-      acc.append(h("div", { class: "gv-hint" }, step.grad_before
-        ? ".grad is added to, not replaced: call .grad.zero_() between backward passes."
-        : ".grad was None, so it becomes the arriving gradient."));
-      panel.append(acc);
-      return;
-    }
-    if (node && node.formula.length) {
-      const formula = h("div", { class: "gv-section" });
-      formula.append(h("div", { class: "gv-section-title" }, "local derivative (chain rule)"));
-      for (const item of node.formula) {
-        const row = h("div", { class: "gv-formula" });
-        row.append(h("code", { class: "gv-mono" }, `${item.input}: ${item.text}`));
-        if (item.latex) row.append(h("span", { class: "gv-latex", title: "LaTeX" }, item.latex));
-        formula.append(row);
-      }
-      panel.append(formula);
-    }
-    const sent = h("div", { class: "gv-section" });
-    sent.append(h("div", { class: "gv-section-title" }, "gradients sent on"));
-    step.grad_inputs.forEach((grad, slot) => {
-      const targetId = step.targets[slot];
-      const dest = targetId ? this.nodesById.get(targetId) : null;
-      const inputName = node && node.formula[slot] ? node.formula[slot].input : `input ${slot}`;
-      const leaf = dest && dest.kind === "accumulate" ? this.leafOf.get(dest.id) : null;
-      const where = dest ? (leaf ? `${hookName(dest)} of ${hookName(leaf)}` : hookName(dest))
-        : "nowhere (input does not require grad)";
-      sent.append(h("div", { class: "gv-mono" }, `${inputName} \u2192 ${where}: ${grad ? preview(grad) : "None"}`));
-    });
-    panel.append(sent);
-  }
+/** AccumulateGrad's step: the leaf's .grad before and after. */
+function accumulationSection(entry, nodes) {
+  const leaf = entry.leaf ? nodes.get(entry.leaf) : null;
+  return section(`${leaf ? hookName(leaf) : "leaf"}.grad accumulates`, [
+    h("div", { class: "gv-mono" }, `before: ${preview(entry.grad_before)}`),
+    h("div", { class: "gv-mono" }, `after:  ${preview(entry.grad_after)}`),
+    h("div", { class: "gv-hint" }, entry.grad_before
+      ? ".grad is added to, not replaced: call .grad.zero_() between backward passes."
+      : ".grad was None, so it becomes the arriving gradient."),
+  ]);
+}
 
-  renderNodeInfo(node) {
-    if (!node) return;
-    const panel = this.panel;
-    panel.append(h("h4", { class: "gv-panel-title" }, hookName(node)));
-    const info = h("div", { class: "gv-section" });
-    const row = (text) => info.append(h("div", { class: "gv-mono" }, text));
-    row(`kind: ${node.kind}`);
-    if (node.shape) row(`shape: ${shapeText(node.shape)} ${node.dtype || ""}`);
-    if (node.value) row(`value: ${node.value.preview}`);
-    if (node.kind === "leaf") row(`grad: ${preview(node.grad)}`);
-    for (const item of node.formula) row(`${item.input}: ${item.text}`);
-    for (const saved of node.saved) row(`saved ${saved.name}: ${saved.freed ? "freed by backward()" : preview(saved.value)}`);
-    if (node.note) info.append(h("p", { class: "gv-hint" }, node.note));
-    panel.append(info);
-  }
+/** A clicked node: what it is, its values, its formulas and saved tensors, its note. */
+function nodeInfo(node) {
+  const rows = [`kind: ${node.kind}`];
+  if (node.shape) rows.push(`shape: ${shapeText(node.shape)} ${node.dtype || ""}`);
+  if (node.value) rows.push(`value: ${node.value.preview}`);
+  if (node.kind === "leaf") rows.push(`grad: ${preview(node.grad)}`);
+  for (const item of node.formula) rows.push(`${item.input}: ${item.text}`);
+  for (const saved of node.saved) rows.push(`saved ${saved.name}: ${saved.freed ? "freed by backward()" : preview(saved.value)}`);
+  const info = h("div", { class: "gv-section" });
+  info.append(...rows.map((text) => h("div", { class: "gv-mono" }, text)));
+  if (node.note) info.append(h("p", { class: "gv-hint" }, node.note));
+  return [h("h4", { class: "gv-panel-title" }, hookName(node)), info];
+}
 
-  // ---------------------------------------------------------------- pan and zoom
+// ================================================================ pan and zoom
 
-  enablePanZoom() {
+/**
+ * The camera over the drawing: drag to pan, ctrl/cmd + wheel to zoom, fit, and follow the node
+ * being stepped. It moves the viewport group with one transform and hides node text (`gv-far`)
+ * when zoomed out too far to read it.
+ */
+class PanZoom {
+  /**
+   * @param {HTMLElement} stage the box around the drawing (its height is set on fit)
+   * @param {SVGSVGElement} svg
+   * @param {SVGGElement} viewport
+   */
+  constructor(stage, svg, viewport) {
+    this.stage = stage;
+    this.svg = svg;
+    this.viewport = viewport;
+    this.view = { x: 0, y: 0, k: 1 };
+    this.dragged = false; // true while a drag ends, so the click that ends it selects nothing
+    // The stage's size, kept without reading layout while stepping (that would force a reflow).
+    this.stageSize = { width: stage.clientWidth || 800, height: stage.clientHeight || 480 };
+    this.resizeObserver = typeof ResizeObserver === "function" ? new ResizeObserver(([entry]) => {
+      this.stageSize = { width: entry.contentRect.width || 800, height: entry.contentRect.height || 480 };
+    }) : null;
+    if (this.resizeObserver) this.resizeObserver.observe(stage);
+
     let start = null;
-    this.svg.addEventListener("pointerdown", (event) => {
+    svg.addEventListener("pointerdown", (event) => {
       if (event.button !== 0) return;
       start = { x: event.clientX, y: event.clientY, vx: this.view.x, vy: this.view.y };
       this.dragged = false;
     });
-    this.svg.addEventListener("pointermove", (event) => {
+    svg.addEventListener("pointermove", (event) => {
       if (!start) return;
       const dx = event.clientX - start.x;
       const dy = event.clientY - start.y;
       if (!this.dragged && Math.hypot(dx, dy) < 4) return;
       this.dragged = true;
-      this.svg.setPointerCapture(event.pointerId);
+      svg.setPointerCapture(event.pointerId);
       this.setView(start.vx + dx, start.vy + dy, this.view.k);
     });
     const end = () => { start = null; setTimeout(() => { this.dragged = false; }, 0); };
-    this.svg.addEventListener("pointerup", end);
-    this.svg.addEventListener("pointercancel", end);
-    this.svg.addEventListener("wheel", (event) => {
+    svg.addEventListener("pointerup", end);
+    svg.addEventListener("pointercancel", end);
+    svg.addEventListener("wheel", (event) => {
       if (!event.ctrlKey && !event.metaKey) return; // plain wheel scrolls the page
       event.preventDefault();
-      const rect = this.svg.getBoundingClientRect();
+      const rect = svg.getBoundingClientRect();
       this.zoomBy(Math.exp(-event.deltaY * 0.002), event.clientX - rect.left, event.clientY - rect.top);
     }, { passive: false });
+  }
+
+  destroy() {
+    if (this.resizeObserver) this.resizeObserver.disconnect();
   }
 
   setView(x, y, k) {
@@ -769,6 +737,7 @@ class GraphView {
     this.svg.classList.toggle("gv-far", k < READABLE_ZOOM);
   }
 
+  /** Zoom by `factor` about a point of the stage (its centre by default). */
   zoomBy(factor, px = null, py = null) {
     const rect = this.svg.getBoundingClientRect();
     const cx = px === null ? rect.width / 2 : px;
@@ -779,32 +748,27 @@ class GraphView {
   }
 
   /**
-   * Show the whole graph; on first draw a graph too big to read that way opens at a readable
-   * zoom on the output instead, where the backward pass starts (the fit button still fits),
-   * unless groups are collapsed: their boxes carry labels sized to read from afar.
+   * Show the whole drawing, `width` x `height`, in a stage at most `maxHeight` tall. Given an
+   * `opening` node box, a drawing too big to read that way opens at a readable zoom on that
+   * node instead (the fit button still fits).
    */
-  fitView(firstDraw = false) {
-    const width = this.layout.width || 1;
-    const height = this.layout.height || 1;
-    const maxHeight = Number(this.model.get("height")) || 480;
+  fit(width, height, maxHeight, opening = null) {
     const stageWidth = this.stage.clientWidth || 800;
-    const k = Math.max(0.02, Math.min(1, stageWidth / width, maxHeight / height));
-    const stageHeight = Math.max(120, Math.min(maxHeight, height * k));
-    const root = this.layout.nodes[this.graph.root];
-    if (firstDraw && k < READABLE_ZOOM && root && this.collapsed.size === 0) {
+    const k = Math.max(0.02, Math.min(1, stageWidth / (width || 1), maxHeight / (height || 1)));
+    if (opening && k < READABLE_ZOOM) {
       this.stage.style.height = `${maxHeight}px`;
       this.stageSize = { width: stageWidth, height: maxHeight };
-      this.setView(stageWidth / 2 - root[0] * OPENING_ZOOM, maxHeight - 40 - root[1] * OPENING_ZOOM, OPENING_ZOOM);
+      this.setView(stageWidth / 2 - opening[0] * OPENING_ZOOM, maxHeight - 40 - opening[1] * OPENING_ZOOM, OPENING_ZOOM);
       return;
     }
+    const stageHeight = Math.max(120, Math.min(maxHeight, (height || 1) * k));
     this.stage.style.height = `${stageHeight}px`;
     this.stageSize = { width: stageWidth, height: stageHeight };
-    this.setView((stageWidth - width * k) / 2, (stageHeight - height * k) / 2, k);
+    this.setView((stageWidth - (width || 1) * k) / 2, (stageHeight - (height || 1) * k) / 2, k);
   }
 
-  /** Pan so that a node being stepped stays in view (big graphs). */
-  ensureVisible(nodeId) {
-    const box = this.layout.nodes[nodeId];
+  /** Pan so that a node box (being stepped, in a big graph) is in view. */
+  ensureVisible(box) {
     if (!box) return;
     const { x, y, k } = this.view;
     const sx = box[0] * k + x;
@@ -812,6 +776,213 @@ class GraphView {
     const { width, height } = this.stageSize;
     if (sx >= 0 && sx <= width && sy >= 0 && sy <= height) return;
     this.setView(width / 2 - box[0] * k, height / 2 - box[1] * k, k);
+  }
+}
+
+// ================================================================ the owner
+
+const EMPTY_GRAPH = { version: 1, source: "", root: "", nodes: [], edges: [] };
+const EMPTY_LAYOUT = { engine: "", width: 0, height: 0, nodes: {}, edges: [], groups: [], text: {}, line_height: 0 };
+
+/** The toolbar-free part of the page: the stage, its SVG with the arrowhead, and the viewport. */
+function makeStage() {
+  const stage = h("div", { class: "gv-stage" });
+  const svg = s("svg", { class: "gv-svg", role: "img", "aria-label": "Computational graph" });
+  const defs = s("defs");
+  const marker = s("marker", { id: "gv-arrow", viewBox: "0 0 10 10", refX: "9", refY: "5",
+    markerWidth: "8", markerHeight: "8", markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" });
+  marker.append(s("path", { d: "M0,0 L10,5 L0,10 z", class: "gv-arrowhead" }));
+  defs.append(marker);
+  const viewport = s("g", { class: "gv-viewport" });
+  svg.append(defs, viewport);
+  stage.append(svg);
+  return { stage, svg, viewport };
+}
+
+/**
+ * One view of one widget model: wires the model's traits and the user's input to the controls,
+ * the scene, the step painter, the panel and the camera. The scene is rebuilt when the graph,
+ * its layout, the trace or show_saved change (once per model update, however many of them
+ * changed); a step only repaints.
+ */
+class GraphView {
+  /**
+   * @param {Model} model
+   * @param {HTMLElement} host
+   */
+  constructor(model, host) {
+    this.model = model;
+    this.host = host;
+    this.listeners = [];
+    this.selection = null; // a clicked node's id, shown in the panel until the next step
+    this.fittedKey = null; // the graph size the camera last fitted
+    this.rebuildPending = false;
+    this.controls = new Controls((action) => this.act(action), (name, value) => {
+      this.model.set(name, value);
+      this.model.save_changes();
+    });
+    const { stage, svg, viewport } = makeStage();
+    this.panel = h("div", { class: "gv-panel", "aria-live": "polite" });
+    const root = h("div", { class: "gv-root", tabindex: "0", "data-lm-suppress-shortcuts": "true",
+      role: "group", "aria-label": "gradviz computational graph" });
+    root.append(this.controls.toolbar, this.controls.noteBox, stage, this.panel);
+    host.replaceChildren(root);
+    this.camera = new PanZoom(stage, svg, viewport);
+    this.scene = new Scene(viewport);
+
+    root.addEventListener("keydown", (event) => {
+      const action = Controls.keyAction(event);
+      if (!action) return;
+      event.preventDefault();
+      event.stopPropagation();
+      this.act(action);
+    });
+    viewport.addEventListener("click", (event) => this.onGraphClick(event));
+    viewport.addEventListener("keydown", (event) => {
+      const group = event.target instanceof Element ? event.target.closest(".gv-group[data-group-id]") : null;
+      if (!group || (event.key !== "Enter" && event.key !== " ")) return;
+      event.preventDefault();
+      event.stopPropagation(); // Space on a group toggles it, not play
+      this.toggleGroup(group.getAttribute("data-group-id"), true);
+    });
+
+    this.rebuild();
+    for (const name of ["graph", "graph_layout", "trace", "show_saved"]) this.on(`change:${name}`, () => this.rebuildSoon());
+    this.on("change:step_index", () => { if (!this.rebuildPending) this.showStep(this.model.get("step_index")); });
+    this.on("change:speed", () => this.showOptions());
+    this.on("change:note", () => this.showOptions());
+    this.on("change:collapse", () => { this.scene.resetCollapse(); this.rebuildSoon(); });
+  }
+
+  on(event, callback) {
+    this.model.on(event, callback);
+    this.listeners.push([event, callback]);
+  }
+
+  destroy() {
+    this.controls.pause();
+    this.camera.destroy();
+    this.rebuildPending = false;
+    for (const [event, callback] of this.listeners) this.model.off(event, callback);
+    this.host.replaceChildren();
+  }
+
+  /** @returns {TraceStep[]} */
+  trace() {
+    return this.model.get("trace") || [];
+  }
+
+  act(action) {
+    const count = this.trace().length;
+    const index = this.model.get("step_index");
+    if (action === "next") { this.controls.pause(); this.goTo(index + 1); }
+    else if (action === "prev") { this.controls.pause(); this.goTo(index - 1); }
+    else if (action === "reset") { this.controls.pause(); this.goTo(0); }
+    else if (action === "end") { this.controls.pause(); this.goTo(count); }
+    else if (action === "play") { this.controls.playing ? this.controls.pause() : this.play(); }
+    else if (action === "zoom-in") this.camera.zoomBy(1.25);
+    else if (action === "zoom-out") this.camera.zoomBy(0.8);
+    else if (action === "fit") this.fit();
+  }
+
+  goTo(index) {
+    const clamped = Math.max(0, Math.min(this.trace().length, index));
+    this.model.set("step_index", clamped);
+    this.model.save_changes();
+    if (this.painter.shown !== clamped) this.showStep(clamped); // the change event usually did it
+  }
+
+  play() {
+    if (this.model.get("step_index") >= this.trace().length) this.goTo(0);
+    this.controls.play(Number(this.model.get("speed")) || 1, () => {
+      const index = this.model.get("step_index");
+      const count = this.trace().length;
+      if (index < count) this.goTo(index + 1);
+      return index + 1 < count;
+    });
+  }
+
+  showOptions() {
+    this.controls.showOptions({ speed: this.model.get("speed"), showSaved: Boolean(this.model.get("show_saved")),
+      note: this.model.get("note") || "" });
+  }
+
+  /** Rebuild at the end of this model update: graph, layout and trace often change together. */
+  rebuildSoon() {
+    if (this.rebuildPending) return;
+    this.rebuildPending = true;
+    queueMicrotask(() => {
+      if (!this.rebuildPending) return;
+      this.rebuildPending = false;
+      this.rebuild();
+    });
+  }
+
+  /** Draw the scene from the model, paint the current step on it, fit when the graph is new. */
+  rebuild() {
+    /** @type {Graph} */
+    const graph = this.model.get("graph") || EMPTY_GRAPH;
+    /** @type {Layout} */
+    const layout = this.model.get("graph_layout") || EMPTY_LAYOUT;
+    this.scene.build(graph, layout, { showSaved: Boolean(this.model.get("show_saved")),
+      collapse: this.model.get("collapse") });
+    this.painter = new StepPainter(this.scene, this.trace());
+    this.showStep(this.model.get("step_index") || 0, true);
+    this.showOptions();
+    const key = `${graph.nodes.length}:${layout.width}x${layout.height}`;
+    if (key !== this.fittedKey) this.fit(true);
+    this.fittedKey = key;
+  }
+
+  /**
+   * Fit the camera to the drawing. On a first draw, a graph too big to read whole opens on its
+   * output, where the backward pass starts, unless groups are collapsed: their boxes carry
+   * labels sized to read from afar.
+   */
+  fit(opening = false) {
+    const layout = this.scene.layout;
+    const root = opening && this.scene.collapsed.size === 0 ? layout.nodes[this.scene.graph.root] : null;
+    this.camera.fit(layout.width, layout.height, Number(this.model.get("height")) || 480, root);
+  }
+
+  /** Show the state after `index` steps: painted, counted in the status, explained in the panel. */
+  showStep(index, full = false) {
+    const trace = this.trace();
+    const target = Math.max(0, Math.min(trace.length, Number(index) || 0));
+    if (full || target !== this.painter.shown) {
+      this.painter.paint(target, full);
+      this.selection = null;
+      if (target > 0) this.camera.ensureVisible(this.scene.layout.nodes[trace[target - 1].node]);
+    }
+    this.controls.showStatus(target, trace.length);
+    this.showPanel();
+  }
+
+  showPanel() {
+    const shown = this.painter.shown;
+    const trace = this.trace();
+    const step = { shown, count: trace.length, entry: shown > 0 ? trace[shown - 1] : null };
+    this.panel.replaceChildren(...chainRulePanel(step, this.scene.graph, this.selection));
+  }
+
+  toggleGroup(groupId, refocus = false) {
+    this.scene.toggle(groupId);
+    this.rebuild();
+    if (!refocus) return;
+    const group = this.scene.viewport.querySelector(`.gv-group[data-group-id="${CSS.escape(groupId)}"]`);
+    if (group) group.focus({ preventScroll: true });
+  }
+
+  onGraphClick(event) {
+    if (this.camera.dragged) return;
+    const target = event.target instanceof Element ? event.target : null;
+    const toggle = target && target.closest(".gv-group-collapsed, .gv-group-header");
+    if (toggle) { this.toggleGroup(toggle.getAttribute("data-group-id")); return; }
+    const nodeEl = target && target.closest("[data-node-id]");
+    if (nodeEl) {
+      this.selection = nodeEl.getAttribute("data-node-id");
+      this.showPanel();
+    }
   }
 }
 
@@ -824,6 +995,8 @@ function render({ model, el }) {
 /**
  * A tiny stand-in for the anywidget model, for pages with no kernel (the HTML export):
  * get / set / on / off / save_changes over a plain object of trait values.
+ * @param {Traits} state
+ * @returns {Model}
  */
 export function createModel(state) {
   const values = { ...state };

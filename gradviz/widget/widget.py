@@ -16,6 +16,7 @@ import traitlets
 
 from gradviz.graph.model import Graph
 from gradviz.render.layout import compute_layout
+from gradviz.render.node_text import with_node_text
 from gradviz.widget import live
 
 _HERE = pathlib.Path(__file__).parent
@@ -32,7 +33,8 @@ class GraphWidget(anywidget.AnyWidget):
     Traits (all JSON, synced with the browser):
 
     * ``graph``: ``Graph.to_dict()`` (nodes, edges, root; see ``gradviz.graph.model``)
-    * ``layout``: node positions from ``gradviz.render.layout.compute_layout``
+    * ``graph_layout``: node positions and node text from ``gradviz.render.layout.compute_layout``
+      (not ``layout``, which is ipywidgets' own CSS layout of the view)
     * ``trace``: one dict per backward step, in PyTorch's engine order (``gradviz.graph.trace``)
     * ``step_index``: steps done, 0 (before the pass) to ``len(trace)``; synced both ways
     * ``show_saved``: draw each node's saved tensors; ``speed``: steps per second when playing;
@@ -46,7 +48,7 @@ class GraphWidget(anywidget.AnyWidget):
     _css = (_HERE / "gradviz.css").read_text(encoding="utf-8")
 
     graph = traitlets.Dict().tag(sync=True)
-    layout = traitlets.Dict().tag(sync=True)
+    graph_layout = traitlets.Dict().tag(sync=True)
     trace = traitlets.List().tag(sync=True)
     step_index = traitlets.Int(0).tag(sync=True)
     show_saved = traitlets.Bool(False).tag(sync=True)
@@ -123,8 +125,10 @@ class GraphWidget(anywidget.AnyWidget):
         shape_key = _shape_key(payload)
         with self.hold_sync():
             if shape_key != self._shape_key:
-                self.layout = compute_layout(graph)
+                self.graph_layout = compute_layout(graph)
                 self._shape_key = shape_key
+            else:  # same positions, the node text re-cut for the new values
+                self.graph_layout = with_node_text(self.graph_layout, graph)
             self.graph = payload
             self.trace = list(steps)
             self.note = note

@@ -50,6 +50,43 @@ def test_export_steps_end_to_end_offline(offline_page, tmp_path, artifacts):
     assert page.blocked == [] and page.errors == []
 
 
+DRAWN_LINES = """els => Object.fromEntries(els.map(e => [e.getAttribute('data-node-id'),
+    [...e.querySelectorAll('text.gv-text')].map(t => [t.textContent, t.getAttribute('class')])]))"""
+TOOLTIPS = "els => Object.fromEntries(els.map(e => [e.getAttribute('data-node-id'), e.querySelector('title').textContent]))"
+
+
+def test_nodes_draw_exactly_the_lines_python_shipped(offline_page, tmp_path, artifacts):
+    page = offline_page
+    label = "a_label_far_too_long_for_any_box_" + HOSTILE
+    graph, trace, _, _ = lesson_graph(label)
+    widget = GraphWidget(graph=graph, trace=trace)
+    shipped = widget.graph_layout["text"]
+    page.goto(export_html(widget, tmp_path / "text.html").as_uri())
+    page.wait_for_selector("[data-node-id]")
+
+    def expected(show_saved):
+        return {node_id: [[line["text"], f"gv-text {line['cls']}"] for line in lines
+                          if show_saved or line["cls"] != "gv-saved"] for node_id, lines in shipped.items()}
+
+    assert page.eval_on_selector_all("[data-node-id]", DRAWN_LINES) == expected(False)
+    x_id = next(node.id for node in graph.nodes if node.label == label)
+    assert shipped[x_id][0]["title"] == label and shipped[x_id][0]["text"].endswith("\u2026")
+    tooltips = page.eval_on_selector_all("[data-node-id]", TOOLTIPS)
+    assert tooltips[x_id].split("\n")[0] == label  # the full text, where the box shows it cut
+    page.click("[data-option=show_saved]")
+    assert page.eval_on_selector_all("[data-node-id]", DRAWN_LINES) == expected(True)
+    assert any(line["cls"] == "gv-saved" for lines in shipped.values() for line in lines)
+    page.screenshot(path=str(artifacts / "export-shipped-text.png"))
+
+    page.click("[data-action=end]")  # the steps fill .grad, within the room Python gave the line
+    grad_line = next(line for line in shipped[x_id] if line["cls"] == "gv-grad")
+    drawn = page.eval_on_selector_all("[data-node-id]", DRAWN_LINES)[x_id]
+    assert ["grad: 13.", "gv-text gv-grad"] in drawn and grad_line["max"] >= len("grad: 13.")
+    page.click("[data-action=reset]")
+    assert page.eval_on_selector_all("[data-node-id]", DRAWN_LINES) == expected(True)
+    assert page.errors == [] and page.blocked == []
+
+
 def test_keyboard_and_play(offline_page, tmp_path):
     page = offline_page
     _, trace = open_export(page, tmp_path)
@@ -82,6 +119,35 @@ def test_chain_rule_panel_shows_sums_and_accumulation(offline_page, tmp_path):
     x_text = page.text_content(f"[data-node-id={trace[x_step]['leaf']}]")
     assert "grad: 13." in x_text
     assert page.locator("path.gv-edge-in").count() == 2  # both uses of x send a piece
+
+
+PANEL_FROM_MODULE = """async ({shown, selection}) => {
+    const read = (suffix) => JSON.parse(document.querySelector(`script[id$="${suffix}"]`).textContent);
+    const url = URL.createObjectURL(new Blob([read("-esm")], { type: "text/javascript" }));
+    const { chainRulePanel } = await import(url);
+    const { graph, trace } = read("-state");
+    const step = { shown, count: trace.length, entry: shown ? trace[shown - 1] : null };
+    const before = JSON.stringify([step, graph]);
+    const text = (elements) => elements.map((element) => element.textContent).join("");
+    const first = text(chainRulePanel(step, graph, selection));
+    const again = text(chainRulePanel(step, graph, selection));
+    return { first, again, unchanged: before === JSON.stringify([step, graph]) };
+}"""
+
+
+def test_chain_rule_panel_is_a_pure_function_of_step_graph_and_selection(offline_page, tmp_path):
+    page = offline_page
+    graph, trace = open_export(page, tmp_path)
+    for shown in range(len(trace) + 1):
+        if shown:
+            page.click("[data-action=next]")
+        result = page.evaluate(PANEL_FROM_MODULE, {"shown": shown, "selection": None})
+        assert result["first"] == result["again"] == page.text_content(".gv-panel") and result["unchanged"]
+    w_id = next(node.id for node in graph.nodes if node.label == "w")
+    page.click(f"[data-node-id={w_id}]")
+    result = page.evaluate(PANEL_FROM_MODULE, {"shown": len(trace), "selection": w_id})
+    assert result["first"] == page.text_content(".gv-panel") and "kind: leaf" in result["first"]
+    assert page.errors == []
 
 
 def test_hostile_label_shows_as_text_and_runs_nothing(offline_page, tmp_path, artifacts):

@@ -1,5 +1,6 @@
 """The widget in a real JupyterLab 4: shown by a cell, stepped by clicks in the trace's order,
-``step_index`` synced both ways, and live after ``loss.backward()`` runs in the next cell."""
+``step_index`` synced both ways, live after ``loss.backward()`` runs in the next cell, sized by
+ipywidgets' own ``layout``, and no error on the page."""
 from __future__ import annotations
 
 import json
@@ -31,6 +32,7 @@ CELLS = [
     'print("STEP", widget.step_index)',
     "widget.reset()",
     "loss.backward()",
+    'widget.layout.width = "640px"',
 ]
 
 
@@ -102,6 +104,8 @@ def current_ids(page) -> list:
 def test_widget_in_jupyterlab_steps_and_goes_live(browser, lab, artifacts):
     context = browser.new_context(viewport={"width": 1200, "height": 1000})
     page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(f"{lab}/lab/tree/lesson.ipynb")
     page.wait_for_function("""() => {
         const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
@@ -142,9 +146,14 @@ def test_widget_in_jupyterlab_steps_and_goes_live(browser, lab, artifacts):
     assert page.locator(".gv-root .gv-freed").count() >= 1
     page.locator(".gv-root").screenshot(path=str(artifacts / "widget-live-after-backward.png"))
 
+    run_cell(page, 4)  # `layout` is ipywidgets' own again: it sizes the view
+    page.wait_for_function("Math.round(document.querySelector('.gv-root').getBoundingClientRect().width) <= 640",
+                           timeout=60_000)
+
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
     page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=60_000)
     page.click(".gv-root [data-action=next]")
     page.click(".gv-root [data-action=next]")
     page.locator(".gv-root").screenshot(path=str(artifacts / "widget-dark.png"))
+    assert errors == []  # e.g. no TypeError from a trait shadowing ipywidgets' layout
     context.close()
