@@ -28,7 +28,7 @@ def test_show_draws_the_graph_with_names_and_pytorch_node_names():
     names = [node["name"] for node in widget.graph["nodes"] if node["kind"] == "function"]
     assert {"x", "w", "b", "loss"} <= labels
     assert sorted(names) == ["AddBackward0", "MulBackward0", "MulBackward0"]
-    assert len(widget.layout["nodes"]) == len(widget.graph["nodes"])
+    assert len(widget.graph_layout["nodes"]) == len(widget.graph["nodes"])
 
 
 def test_the_trace_follows_backward_steps_and_changes_no_grad():

@@ -1,13 +1,13 @@
 """DOT text for a Graph: a readable picture for Graphviz, and the bare skeleton the layout uses.
 
-``graph_to_dot`` gives what ``Graph.to_dot()`` returns: labelled boxes coloured by kind, in the
-forward direction (leaves at the top, the output at the bottom), ready for ``dot -Tsvg``.
+``graph_to_dot(graph)`` gives labelled boxes coloured by kind, in the forward direction (leaves
+at the top, the output at the bottom), ready for ``dot -Tsvg``.
 ``layout_source`` gives the same graph with fixed box sizes and no labels, so ``dot`` only
 decides positions and never sees user text.
 """
 from __future__ import annotations
 
-from gradviz.graph.model import Graph, GraphNode
+from gradviz.snapshot.model import Graph, GraphNode
 
 # Okabe-Ito colours (safe for the common colour-vision deficiencies), light tints for fills.
 KIND_STYLE = {

@@ -24,7 +24,7 @@ import shutil
 import subprocess
 from collections import defaultdict
 
-from gradviz.graph.model import Graph
+from gradviz.snapshot.model import Graph
 from gradviz.render.dot import layout_source, node_text
 
 CHAR_WIDTH = 7.2        # px per character of the 12px monospace font the widget uses

@@ -17,7 +17,7 @@
  *   parent: string | null, box: number[]}} Group                 parents before children
  * @typedef {{engine: string, width: number, height: number,
  *   nodes: Object<string, number[]>, edges: (number[] | null)[], groups: Group[]}} Layout
- *                                                                trait `layout`
+ *                                                                trait `graph_layout`
  * @typedef {{index: number, node: string, name: string, grad_outputs: (Summary|null)[],
  *   grad_inputs: (Summary|null)[], targets: (string|null)[],
  *   contributions: {from: string|null, value: Summary|null}[][], leaf: string|null,
@@ -190,7 +190,7 @@ class GraphView {
     }) : null;
     if (this.resizeObserver) this.resizeObserver.observe(this.stage);
     this.redraw();
-    for (const name of ["graph", "layout"]) this.on(`change:${name}`, () => this.redraw());
+    for (const name of ["graph", "graph_layout"]) this.on(`change:${name}`, () => this.redraw());
     this.on("change:trace", () => this.redraw());
     this.on("change:step_index", () => this.applyStep(this.model.get("step_index")));
     this.on("change:show_saved", () => this.redraw());
@@ -349,7 +349,7 @@ class GraphView {
     /** @type {Graph} */
     const graph = this.model.get("graph") || { nodes: [], edges: [], root: "" };
     /** @type {Layout} */
-    const layout = this.model.get("layout") || { nodes: {}, edges: [], width: 0, height: 0, groups: [] };
+    const layout = this.model.get("graph_layout") || { nodes: {}, edges: [], width: 0, height: 0, groups: [] };
     const firstDraw = !this.graphKey;
     const key = `${graph.nodes.length}:${layout.width}x${layout.height}`;
     this.graph = graph;

@@ -7,36 +7,26 @@ from __future__ import annotations
 
 import sys
 
+from gradviz._kinds import is_tensor
 
-def is_tensor_like(value) -> bool:
-    from gradviz.tensor import Tensor
 
-    if isinstance(value, Tensor):
-        return True
-    kind = type(value)
-    return kind.__module__.startswith("torch") and kind.__name__ in ("Tensor", "Parameter")
+def tensors_in(namespace: dict) -> dict:
+    """``{name: tensor}`` for the public variables of ``namespace`` that hold tensors."""
+    return {name: value for name, value in list(namespace.items())
+            if not name.startswith("_") and is_tensor(value)}
 
 
 def names_from_frame(frame) -> dict:
     """``{name: tensor}`` for the variables in ``frame`` (locals over globals) holding tensors."""
-    found = {}
     if frame is None:
-        return found
-    for scope in (frame.f_globals, frame.f_locals):
-        for name, value in list(scope.items()):
-            if not name.startswith("_") and is_tensor_like(value):
-                found[name] = value
-    return found
+        return {}
+    return {**tensors_in(frame.f_globals), **tensors_in(frame.f_locals)}
 
 
 def caller_names(depth: int = 2) -> dict:
     """Names from the frame ``depth`` levels up, plus IPython's user namespace when present."""
-    found = {}
     ipython = _ipython()
-    if ipython is not None:
-        for name, value in list(ipython.user_ns.items()):
-            if not name.startswith("_") and is_tensor_like(value):
-                found[name] = value
+    found = tensors_in(ipython.user_ns) if ipython is not None else {}
     try:
         frame = sys._getframe(depth)
     except ValueError:
@@ -53,11 +43,3 @@ def _ipython():
         return module.get_ipython()
     except Exception:  # noqa: BLE001 - no shell is the same as no IPython
         return None
-
-
-def by_identity(names: dict | None) -> dict:
-    """``{id(tensor): name}``; the first name wins when a tensor has several."""
-    labels = {}
-    for name, value in (names or {}).items():
-        labels.setdefault(id(value), name)
-    return labels
