@@ -1,4 +1,4 @@
-"""Labels for tensors: which variable names hold the tensors of a graph.
+"""The caller's variables that hold tensors: where default labels come from.
 
 ``show(loss)`` labels ``x``, ``w``, ``b`` the way the learner named them, by looking for
 variables that hold tensors in the caller's frame (or IPython's user namespace).
