@@ -36,10 +36,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_widget's browser probe
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))  # the shared ResNet-18
 
-from gradviz.autograd.torch_steps import torch_backward_steps  # noqa: E402
-from gradviz.graph.torch_source import build_torch_graph  # noqa: E402
-from gradviz.graph.trace import trace_to_dict  # noqa: E402
 from fixtures.torch_models import ResNet18  # noqa: E402
+from gradviz.interop.torch_source import build_torch_graph  # noqa: E402
+from gradviz.interop.torch_steps import torch_backward_steps  # noqa: E402
+from gradviz.snapshot.trace import trace_to_dict  # noqa: E402
 
 
 def deep_chain(layers: int):

@@ -65,7 +65,7 @@ def torch_model(target_nodes: int):
 def python_side(model, loss, workdir: pathlib.Path) -> dict:
     from gradviz.render.layout import compute_layout
     from gradviz.widget.export import page_html
-    from gradviz.widget.widget import snapshot_state
+    from gradviz.widget.state import OPTIONS, snapshot_state
 
     start = time.perf_counter()
     graph, steps, note = snapshot_state(loss, {"loss": loss})
@@ -73,7 +73,7 @@ def python_side(model, loss, workdir: pathlib.Path) -> dict:
     layout = compute_layout(graph)
     done = time.perf_counter()
     state = {"graph": graph.to_dict(), "graph_layout": layout, "trace": steps, "step_index": 0,
-             "show_saved": False, "speed": 1.0, "height": 480, "note": note}
+             "note": note, **OPTIONS}
     page = workdir / f"graph-{len(graph.nodes)}.html"
     page.write_text(page_html(state), encoding="utf-8")
     return {"nodes": len(graph.nodes), "steps": len(steps), "engine": layout["engine"],

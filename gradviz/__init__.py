@@ -19,8 +19,8 @@ from gradviz.ops import (abs, add, addmm, bmm, clamp, clone, cos, div, dot, eq, 
                          log_softmax, lt, matmul, max, maximum, mean, minimum, mm, mul, mv, ne, neg, permute, pow,
                          reciprocal, relu, reshape, rsub, sigmoid, sin, softmax, sqrt, squeeze, sub, sum, t, tanh,
                          transpose, unsqueeze, where)
-from gradviz import autograd, cuda  # noqa: E402
-from gradviz.graph import graph  # noqa: E402
+from gradviz import _kinds, autograd, cuda, interop, snapshot  # noqa: E402
+from gradviz.snapshot import graph  # noqa: E402
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 clip = clamp
@@ -31,9 +31,16 @@ _LAZY = {
     "optim": ("gradviz.optim", None),
     "show": ("gradviz.widget", "show"),
     "export_html": ("gradviz.widget", "export_html"),
+    "to_html": ("gradviz.widget", "to_html"),
     "GraphWidget": ("gradviz.widget", "GraphWidget"),
-    "compare": ("gradviz.graph.compare", "compare"),
+    "compare": ("gradviz.widget.compare_view", "compare"),
 }
+
+# The one place gradviz decides "gradviz tensor or torch tensor?": the engine and the snapshot
+# know only their own tensors, and hand torch tensors to the interop layer registered here. The
+# registered functions import torch (and gradviz.interop's modules) only when one arrives.
+autograd.engine.register_foreign_engine(_kinds.is_torch_tensor, interop.steps_for_torch)
+snapshot.register_foreign_source(_kinds.is_torch_tensor, interop.source_for_torch)
 
 
 def __getattr__(name):

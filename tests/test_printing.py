@@ -2,16 +2,20 @@
 
 Every expected string comes from torch 2.13 at test time (or, for the tutorial
 cases, is also checked against the text a tutorial printed); none is remembered.
+Tests that compare with torch take the ``torch`` fixture; the tutorial texts are also checked
+against gradviz alone, so printing is tested in the torch-blocked pass too.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import gradviz as gv
+
 hypothesis = pytest.importorskip("hypothesis")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -39,7 +43,7 @@ property_settings = settings(
     max_examples=150,
     deadline=None,
     database=None,
-    suppress_health_check=[HealthCheck.too_slow],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],  # `torch` is a module
 )
 
 
@@ -49,14 +53,18 @@ def ours(values: np.ndarray, **state) -> str:
 
 
 def theirs(values: np.ndarray) -> str:
-    """torch's repr of the same numbers."""
+    """torch's repr of the same numbers (for tests that took the ``torch`` fixture)."""
+    import torch
+
     return repr(torch.from_numpy(values))
 
 
 def both_printoptions(options: dict):
-    """Apply the same print options to gradviz and torch."""
+    """Apply the same print options to gradviz and, once a test has loaded it, torch."""
     printing.set_printoptions(**options)
-    torch.set_printoptions(**options)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_printoptions(**options)
 
 
 @pytest.fixture(autouse=True)
@@ -129,7 +137,7 @@ printoption_sets = st.fixed_dictionaries(
     dtype=st.sampled_from(ALL_DTYPES),
     kind=st.sampled_from(VALUE_KINDS),
 )
-def test_small_arrays_match_torch(seed, shape, dtype, kind):
+def test_small_arrays_match_torch(seed, shape, dtype, kind, torch):
     values = make_array(seed, shape, dtype, kind)
     assert ours(values) == theirs(values)
 
@@ -141,7 +149,7 @@ def test_small_arrays_match_torch(seed, shape, dtype, kind):
     dtype=st.sampled_from(ALL_DTYPES),
     kind=st.sampled_from(VALUE_KINDS),
 )
-def test_summarization_around_threshold_matches_torch(seed, shape, dtype, kind):
+def test_summarization_around_threshold_matches_torch(seed, shape, dtype, kind, torch):
     values = make_array(seed, shape, dtype, kind)
     assert ours(values) == theirs(values)
 
@@ -154,7 +162,7 @@ def test_summarization_around_threshold_matches_torch(seed, shape, dtype, kind):
     kind=st.sampled_from(VALUE_KINDS),
     options=printoption_sets,
 )
-def test_printoptions_match_torch(seed, shape, dtype, kind, options):
+def test_printoptions_match_torch(seed, shape, dtype, kind, options, torch):
     values = make_array(seed, shape, dtype, kind)
     try:
         both_printoptions(options)
@@ -171,7 +179,7 @@ def test_printoptions_match_torch(seed, shape, dtype, kind, options):
     ),
     rows=st.sampled_from([1, 2, 3]),
 )
-def test_arbitrary_float32_values_match_torch(values, rows):
+def test_arbitrary_float32_values_match_torch(values, rows, torch):
     array = np.array(values, dtype=np.float32)
     array = array[: len(array) // rows * rows].reshape(rows, -1)
     assert ours(array) == theirs(array)
@@ -186,7 +194,7 @@ def test_arbitrary_float32_values_match_torch(values, rows):
     kind=st.sampled_from(VALUE_KINDS),
     linewidth=st.integers(20, 120),
 )
-def test_autograd_suffixes_match_torch(seed, shape, dtype, kind, linewidth):
+def test_autograd_suffixes_match_torch(seed, shape, dtype, kind, linewidth, torch):
     values = make_array(seed, shape, dtype, kind)
     try:
         both_printoptions({"linewidth": linewidth})
@@ -208,7 +216,7 @@ def test_autograd_suffixes_match_torch(seed, shape, dtype, kind, linewidth):
     kind=st.sampled_from(VALUE_KINDS),
     requires_grad=st.booleans(),
 )
-def test_device_suffix_is_placed_as_torch_places_it(seed, shape, dtype, kind, requires_grad):
+def test_device_suffix_is_placed_as_torch_places_it(seed, shape, dtype, kind, requires_grad, torch):
     """No CUDA here: torch's own body and suffix layout, given the suffixes a CUDA tensor gets."""
     values = make_array(seed, shape, dtype, kind)
     requires_grad = requires_grad and dtype in FLOAT_DTYPES
@@ -228,13 +236,13 @@ def test_device_suffix_is_placed_as_torch_places_it(seed, shape, dtype, kind, re
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize("shape", [(0,), (0, 3), (2, 0), (3, 0, 2), (0, 0, 0, 0)])
-def test_empty_tensors_match_torch(dtype, shape):
+def test_empty_tensors_match_torch(dtype, shape, torch):
     values = np.zeros(shape, dtype=dtype)
     assert ours(values) == theirs(values)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_empty_tensor_with_requires_grad_matches_torch(dtype):
+def test_empty_tensor_with_requires_grad_matches_torch(dtype, torch):
     values = np.zeros((0, 4), dtype=dtype)
     leaf = torch.from_numpy(values).requires_grad_()
     assert ours(values, requires_grad=True) == repr(leaf)
@@ -246,7 +254,7 @@ def test_empty_tensor_with_requires_grad_matches_torch(dtype):
     [0.0, -0.0, 3.0, -3.0, 6.7924, 1e-5, 1e9, 123456789.0, np.nan, np.inf, -np.inf, 0.5],
 )
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_zero_dim_floats_match_torch(value, dtype):
+def test_zero_dim_floats_match_torch(value, dtype, torch):
     with np.errstate(over="ignore"):
         values = np.array(value, dtype=dtype)
     assert ours(values) == theirs(values)
@@ -257,7 +265,7 @@ def test_zero_dim_floats_match_torch(value, dtype):
     [(True, "bool"), (False, "bool"), (0, "uint8"), (255, "uint8"), (-128, "int8"),
      (2**63 - 1, "int64"), (-(2**63), "int64"), (-7, "int32")],
 )
-def test_zero_dim_ints_and_bools_match_torch(value, dtype):
+def test_zero_dim_ints_and_bools_match_torch(value, dtype, torch):
     values = np.array(value, dtype=dtype)
     assert ours(values) == theirs(values)
 
@@ -282,20 +290,20 @@ def test_zero_dim_ints_and_bools_match_torch(value, dtype):
         [-1e-10, 5.0, np.nan],
     ],
 )
-def test_mode_boundaries_match_torch(values):
+def test_mode_boundaries_match_torch(values, torch):
     for dtype in ("float32", "float64"):
         array = np.array(values, dtype=dtype)
         assert ours(array) == theirs(array)
 
 
-def test_long_rows_wrap_and_align_like_torch():
+def test_long_rows_wrap_and_align_like_torch(torch):
     values = np.arange(-60, 60, dtype=np.float64).reshape(2, 3, 20) / 7
     assert ours(values) == theirs(values)
     values = np.arange(200, dtype=np.int64).reshape(2, 100) * 12345
     assert ours(values) == theirs(values)
 
 
-def test_tutorial_scalar_gradient():
+def test_tutorial_scalar_gradient(torch):
     """tensor(6.7924): x.grad of z = sin(2 x cos(x)^2) at x = 4, from a tutorial."""
     x = torch.tensor(4.0, requires_grad=True)
     torch.sin(2 * x * torch.cos(x) ** 2).backward()
@@ -303,7 +311,7 @@ def test_tutorial_scalar_gradient():
     assert ours(grad) == repr(x.grad) == "tensor(6.7924)"
 
 
-def test_tutorial_matrix_gradient():
+def test_tutorial_matrix_gradient(torch):
     """x.grad of (x**2).mean() for a 2x3 x, as a tutorial printed it."""
     x = torch.tensor([[1.0, 2.0, 3.0], [2.5, 9.8, 5.7]], requires_grad=True)
     (x**2).mean().backward()
@@ -313,7 +321,7 @@ def test_tutorial_matrix_gradient():
     assert leaf_text == repr(x)
 
 
-def test_tutorial_scalars_with_autograd_and_device():
+def test_tutorial_scalars_with_autograd_and_device(torch):
     x = torch.tensor(3.0, requires_grad=True)
     three = np.array(3.0, dtype=np.float32)
     assert ours(three) == repr(x.detach()) == "tensor(3.)"
@@ -325,6 +333,23 @@ def test_tutorial_scalars_with_autograd_and_device():
     assert ours(nine, device="cuda:0", grad_fn_name="PowBackward0") == (
         "tensor(9., device='cuda:0', grad_fn=<PowBackward0>)"
     )
+
+
+def test_tutorial_texts_from_gradviz_alone():
+    """The seed tutorial's printed values, computed and printed by gradviz with no torch present."""
+    x = gv.tensor(4.0, requires_grad=True)
+    y = 2 * x * (gv.cos(x) ** 2)
+    z = gv.sin(y)
+    assert (repr(x), repr(y), repr(z)) == ("tensor(4., requires_grad=True)", "tensor(3.4180, grad_fn=<MulBackward0>)",
+                                           "tensor(-0.2729, grad_fn=<SinBackward0>)")
+    z.backward()
+    assert repr(x.grad) == "tensor(6.7924)"
+    x = gv.tensor([[1.0, 2.0, 3.0], [2.5, 9.8, 5.7]], requires_grad=True)
+    assert repr(x) == "tensor([[1.0000, 2.0000, 3.0000],\n        [2.5000, 9.8000, 5.7000]], requires_grad=True)"
+    y = (x**2).mean()
+    assert repr(y) == "tensor(24.7967, grad_fn=<MeanBackward0>)"
+    y.backward()
+    assert repr(x.grad) == "tensor([[0.3333, 0.6667, 1.0000],\n        [0.8333, 3.2667, 1.9000]])"
 
 
 @pytest.mark.parametrize(
@@ -339,7 +364,7 @@ def test_tutorial_scalars_with_autograd_and_device():
         [{"linewidth": 30}, {"profile": "default"}],
     ],
 )
-def test_set_printoptions_sequences_match_torch(calls):
+def test_set_printoptions_sequences_match_torch(calls, torch):
     values = np.linspace(-3, 3, 2000, dtype=np.float32).reshape(40, 50)
     for call in calls:
         both_printoptions(call)
@@ -347,7 +372,7 @@ def test_set_printoptions_sequences_match_torch(calls):
     assert ours(values) == theirs(values)
 
 
-def test_printoptions_context_restores_previous_options():
+def test_printoptions_context_restores_previous_options(torch):
     printing.set_printoptions(precision=6)
     with printing.printoptions(precision=1, sci_mode=True):
         assert printing.get_printoptions()["precision"] == 1
@@ -370,19 +395,19 @@ def outcome(function, *args):
     [(6.6918, "float32"), (6.6918, "float64"), (0.1, "float16"), (3.0, "float32"),
      (np.nan, "float32"), (-7, "int64"), (200, "uint8"), (True, "bool")],
 )
-def test_format_scalar_matches_torch(value, dtype, spec):
+def test_format_scalar_matches_torch(value, dtype, spec, torch):
     values = np.array(value, dtype=dtype)
     assert outcome(printing.format_scalar, values, spec) == outcome(
         format, torch.from_numpy(values), spec
     )
 
 
-def test_format_scalar_prints_full_float32_digits():
+def test_format_scalar_prints_full_float32_digits(torch):
     value = np.float32(6.6918)
     assert printing.format_scalar(value, "") == f"{torch.tensor(6.6918)}"
 
 
-def test_format_scalar_rejects_specs_for_tensors_with_dimensions():
+def test_format_scalar_rejects_specs_for_tensors_with_dimensions(torch):
     with pytest.raises(TypeError) as torch_error:
         format(torch.zeros(2), ".2f")
     with pytest.raises(TypeError) as our_error:
@@ -390,7 +415,7 @@ def test_format_scalar_rejects_specs_for_tensors_with_dimensions():
     assert str(our_error.value) == str(torch_error.value)
 
 
-def test_dtype_and_device_objects_are_accepted():
+def test_dtype_and_device_objects_are_accepted(torch):
     class Named:
         name = "float64"
 

@@ -1,4 +1,4 @@
-"""Real PyTorch graphs: snapshot (graph/torch_source.py) and stepping (autograd/torch_steps.py).
+"""Real PyTorch graphs: snapshot (interop/torch_source.py) and stepping (interop/torch_steps.py).
 
 Every expectation is computed from torch itself in the test: a direct ``next_functions`` walk,
 torch's own node hooks, and a plain ``loss.backward()`` on an identical graph.
@@ -14,11 +14,11 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from gradviz.autograd import torch_steps  # noqa: E402
-from gradviz.autograd.torch_steps import torch_backward_steps  # noqa: E402
-from gradviz.graph.torch_source import build_torch_graph  # noqa: E402
-from gradviz.graph.trace import trace_to_dict  # noqa: E402
 from fixtures.torch_models import ResNet18  # noqa: E402
+from gradviz.interop import torch_steps  # noqa: E402
+from gradviz.interop.torch_source import build_torch_graph  # noqa: E402
+from gradviz.interop.torch_steps import torch_backward_steps  # noqa: E402
+from gradviz.snapshot.trace import trace_to_dict  # noqa: E402
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -386,7 +386,8 @@ def test_resnet18_sized_model_snapshots_with_module_groups():
 # ---------------------------------------------------------------- laziness and CUDA
 
 def test_importing_the_torch_modules_does_not_import_torch():
-    code = ("import sys; import gradviz.graph.torch_source, gradviz.autograd.torch_steps; "
+    code = ("import sys; import gradviz.interop.torch_source, gradviz.interop.torch_steps, "
+            "gradviz.interop.compare; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -405,7 +406,7 @@ def test_cuda_graph_snapshots_and_steps_like_backward():
     trace_to_dict(steps, graph)
 
 
-# ---------------------------------------------------------------- compare (graph/compare.py)
+# ---------------------------------------------------------------- compare (interop/compare.py)
 
 def small_loss(values=(1.0, 2.0, 3.0), module=torch, second="mul"):
     """The same lines for torch or gradviz: a used twice, so one node gets two contributions."""
@@ -416,7 +417,7 @@ def small_loss(values=(1.0, 2.0, 3.0), module=torch, second="mul"):
 
 
 def test_compare_reports_agreement_for_identical_programs():
-    from gradviz.graph.compare import compare
+    from gradviz.interop.compare import compare
 
     loss, _ = small_loss()
     reference, names = small_loss()
@@ -428,7 +429,7 @@ def test_compare_reports_agreement_for_identical_programs():
 
 
 def test_compare_names_the_disagreements():
-    from gradviz.graph.compare import compare
+    from gradviz.interop.compare import compare
 
     reference, names = small_loss()
     different_op = compare(small_loss(second="sub")[0], reference, names=names)
@@ -444,7 +445,7 @@ def test_compare_gradviz_with_torch():
     gv = pytest.importorskip("gradviz")
     if not callable(getattr(gv, "tensor", None)):
         pytest.skip("gradviz's public tensor API is not wired yet")
-    from gradviz.graph.compare import compare
+    from gradviz.interop.compare import compare
 
     reference, names = small_loss()
     result = compare(small_loss(module=gv)[0], reference, names=names)

@@ -1,34 +1,39 @@
-"""gradviz.widget: traits, stepping from Python, live refresh, release, export and escaping."""
+"""gradviz.widget: traits, stepping from Python, live refresh, release, export and escaping.
+
+Tests that need no torch use gradviz's own tensors (they run in the torch-blocked pass too); those
+marked with the ``lib`` fixture run once on gradviz and once on torch, and the rest take the
+``torch`` fixture because torch is their point.
+"""
 from __future__ import annotations
 
 import gc
 import json
 import pathlib
 import re
-import sys
 import weakref
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from fixtures.widget_graphs import HOSTILE, lesson_graph  # noqa: E402
+import gradviz as gv
+from fixtures.widget_graphs import HOSTILE, lesson_graph, lesson_tensors
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("anywidget")
 
 from gradviz.widget import GraphWidget, export_html, live, show  # noqa: E402
 from gradviz.widget.export import script_json  # noqa: E402
 from gradviz.widget.ipython import WIDGET_MIME, load_ipython_extension, unload_ipython_extension  # noqa: E402
-from gradviz.widget.widget import FREED_NOTE  # noqa: E402
+from gradviz.widget.state import FREED_NOTE, OPTIONS, STATE_KEYS  # noqa: E402
 
 
-def lesson():
-    """``loss = (x * w + b) * x`` in torch, with its names."""
-    x = torch.tensor(2.0, requires_grad=True)
-    w = torch.tensor(3.0, requires_grad=True)
-    b = torch.tensor(1.0, requires_grad=True)
-    z = x * w + b
-    loss = z * x
-    return loss, {"x": x, "w": w, "b": b, "z": z, "loss": loss}
+@pytest.fixture(params=["gradviz", "torch"])
+def lib(request):
+    """The library a test's tensors come from: the widget must behave the same for both."""
+    return gv if request.param == "gradviz" else pytest.importorskip("torch")
+
+
+def lesson(lib=gv):
+    """``loss = (x * w + b) * x``, with its names."""
+    return lesson_tensors(lib=lib)
 
 
 def leaf_grads(widget) -> dict:
@@ -46,17 +51,35 @@ def test_traits_from_a_prepared_graph_and_trace():
     assert set(widget.graph_layout["nodes"]) == {node.id for node in graph.nodes}
     assert widget.step_index == 0 and widget.current_step() is None
     state = widget.get_state()
-    for name in ("graph", "graph_layout", "trace", "step_index", "show_saved", "speed", "height", "note", "_esm", "_css"):
+    for name in ("graph", "graph_layout", "trace", "step_index", "show_saved", "speed", "height", "note", "_esm",
+                 "_css"):
         assert name in state
 
 
+def test_the_traits_are_the_view_state_and_layout_is_ipywidgets_own():
+    import ipywidgets
+
+    graph, trace, _, _ = lesson_graph()
+    widget = GraphWidget(graph=graph, trace=trace)
+    own = set(GraphWidget.class_own_traits(sync=True)) - {"_esm", "_css"}
+    assert own == set(STATE_KEYS)  # the trait list is written once, in gradviz.widget.state
+    assert {name: getattr(widget, name) for name in OPTIONS} == OPTIONS
+    assert isinstance(widget.layout, ipywidgets.Layout)
+    widget.layout.width = "100%"  # works as for any ipywidget
+    assert widget.get_state()["layout"].startswith("IPY_MODEL_")
+
+
 def test_esm_and_css_are_the_shipped_files():
+    from anywidget._file_contents import FileContents
+
     here = pathlib.Path(__file__).parents[1] / "gradviz" / "widget"
-    assert GraphWidget._esm == (here / "gradviz.js").read_text(encoding="utf-8")
-    assert "export default" in GraphWidget._esm and "render" in GraphWidget._esm
-    assert ".gv-current" in GraphWidget._css and "--jp-" in GraphWidget._css
-    assert ".innerHTML" not in GraphWidget._esm  # user text only ever goes through textContent
-    assert len(GraphWidget._esm) < 60_000  # copied into every widget and saved notebook
+    esm, css = str(GraphWidget._esm), str(GraphWidget._css)
+    assert esm == (here / "gradviz.js").read_text(encoding="utf-8")
+    assert isinstance(GraphWidget._esm, FileContents) and isinstance(GraphWidget._css, FileContents)  # hot reload
+    assert "export default" in esm and "render" in esm
+    assert ".gv-current" in css and "--jp-" in css
+    assert ".innerHTML" not in esm  # user text only ever goes through textContent
+    assert len(esm) < 60_000  # copied into every widget and saved notebook
 
 
 def test_step_back_reset_clamp_to_the_trace():
@@ -85,8 +108,8 @@ def test_trace_carries_the_chain_rule_numbers():
 # ---------------------------------------------------------------- from live tensors
 
 
-def test_show_labels_from_the_callers_variables():
-    loss, names = lesson()
+def test_show_labels_from_the_callers_variables(lib):
+    loss, names = lesson(lib)
     x, w, b = names["x"], names["w"], names["b"]  # noqa: F841 - found by show() in this frame
     widget = show(loss)
     labels = {n["label"] for n in widget.graph["nodes"] if n["kind"] == "leaf"}
@@ -102,24 +125,24 @@ def test_show_rejects_non_tensors_naming_what_is_accepted():
         export_html("loss", "out.html")
 
 
-def test_a_tensor_without_a_graph_is_one_node_with_a_note():
-    widget = show(torch.tensor(3.0), names={})
+def test_a_tensor_without_a_graph_is_one_node_with_a_note(lib):
+    widget = show(lib.tensor(3.0), names={})
     assert len(widget.graph["nodes"]) == 1
     assert widget.trace == []
     assert "grad" in widget.note
     widget.close()
 
 
-def test_trace_is_a_dry_run():
-    loss, names = lesson()
+def test_trace_is_a_dry_run(lib):
+    loss, names = lesson(lib)
     widget = show(loss, names=names)
     assert all(t.grad is None for t in (names["x"], names["w"], names["b"]))
     assert len(widget.trace) == 6
     widget.close()
 
 
-def test_refresh_after_backward_shows_grads_and_freed_tensors_keeping_layout(monkeypatch):
-    loss, names = lesson()
+def test_refresh_after_backward_shows_grads_and_freed_tensors_keeping_layout(monkeypatch, lib):
+    loss, names = lesson(lib)
     widget = show(loss, names=names)
     layout = widget.graph_layout
     trace = widget.trace
@@ -141,11 +164,11 @@ def test_refresh_after_backward_shows_grads_and_freed_tensors_keeping_layout(mon
     widget.close()
 
 
-def test_refresh_all_follows_an_optimizer_step():
-    loss, names = lesson()
+def test_refresh_all_follows_an_optimizer_step(lib):
+    loss, names = lesson(lib)
     widget = show(loss, names=names)
     loss.backward(retain_graph=True)
-    torch.optim.SGD([names["x"], names["w"], names["b"]], lr=0.1).step()
+    lib.optim.SGD([names["x"], names["w"], names["b"]], lr=0.1).step()
     live.refresh_all()
     values = {n["label"]: n["value"]["preview"] for n in widget.graph["nodes"] if n["kind"] == "leaf"}
     assert values["x"] == "0.7"  # 2 - 0.1 * 13
@@ -153,8 +176,8 @@ def test_refresh_all_follows_an_optimizer_step():
     widget.close()
 
 
-def test_closing_and_dropping_the_widget_releases_the_graph():
-    loss, names = lesson()
+def test_closing_and_dropping_the_widget_releases_the_graph(lib):
+    loss, names = lesson(lib)
     widget = show(loss, names=names)
     graph_ref = weakref.ref(loss)
     assert widget in live.tracked()
@@ -166,13 +189,13 @@ def test_closing_and_dropping_the_widget_releases_the_graph():
     assert not any(w.tensor is not None for w in live.tracked())
 
 
-def test_ipython_post_run_cell_refreshes_live_widgets():
+def test_ipython_post_run_cell_refreshes_live_widgets(lib):
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
     try:
-        shell.run_cell("import torch\nfrom gradviz.widget import show\n"
-                       "x = torch.tensor(2.0, requires_grad=True)\nloss = x * x\nwidget = show(loss)")
+        shell.run_cell(f"import {lib.__name__} as lib\nfrom gradviz.widget import show\n"
+                       "x = lib.tensor(2.0, requires_grad=True)\nloss = x * x\nwidget = show(loss)")
         widget = shell.user_ns["widget"]
         assert leaf_grads(widget) == {"x": None}
         shell.run_cell("loss.backward()")
@@ -182,13 +205,13 @@ def test_ipython_post_run_cell_refreshes_live_widgets():
         live.unregister(shell)
 
 
-def test_load_ext_shows_tensors_with_a_grad_fn_as_the_widget():
+def test_load_ext_shows_tensors_with_a_grad_fn_as_the_widget(lib):
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
     load_ipython_extension(shell)
     try:
-        loss, names = lesson()
+        loss, names = lesson(lib)
         data, _ = shell.display_formatter.format(loss)
         assert WIDGET_MIME in data
         assert data["text/plain"] == repr(loss)  # text stays PyTorch's repr
@@ -231,8 +254,8 @@ def test_export_escapes_hostile_labels(tmp_path):
     assert page.lower().count("</script") == 3  # only the page's own three script blocks
 
 
-def test_export_html_from_a_tensor_uses_the_callers_names(tmp_path):
-    loss, names = lesson()
+def test_export_html_from_a_tensor_uses_the_callers_names(tmp_path, lib):
+    loss, names = lesson(lib)
     x = names["x"]  # noqa: F841 - found by export_html() in this frame
     page = export_html(loss, tmp_path / "t.html").read_text()
     state = json.loads(re.search(r'-state">(.*?)</script>', page).group(1))
@@ -257,30 +280,31 @@ def test_standard_widget_embedding_carries_the_state(tmp_path):
     state = json.loads(re.search(r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>',
                                  page, re.S).group(1))
     models = [m["state"] for m in state["state"].values() if "trace" in m["state"]]
-    assert models and models[0]["trace"] == trace and models[0]["_esm"] == GraphWidget._esm
+    assert models and models[0]["trace"] == trace and models[0]["_esm"] == str(GraphWidget._esm)
 
 
 # ---------------------------------------------------------------- model= and module groups
 
 
-class TwoLayer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(3, 4)
-        self.fc2 = torch.nn.Linear(4, 1)
+def two_layer_loss(lib):
+    """The same two-layer network in either library: fc1, relu, fc2."""
 
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
+    class TwoLayer(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = lib.nn.Linear(3, 4)
+            self.fc2 = lib.nn.Linear(4, 1)
 
+        def forward(self, x):
+            return self.fc2(lib.relu(self.fc1(x)))
 
-def two_layer_loss():
-    torch.manual_seed(0)
+    lib.manual_seed(0)
     model = TwoLayer()
-    return model(torch.randn(2, 3)).sum(), model
+    return model(lib.randn(2, 3)).sum(), model
 
 
-def test_model_labels_parameters_and_groups_in_show_widget_and_export(tmp_path):
-    loss, model = two_layer_loss()
+def test_model_labels_parameters_and_groups_in_show_widget_and_export(tmp_path, lib):
+    loss, model = two_layer_loss(lib)
     for widget in (show(loss, model=model), GraphWidget(loss, {}, model=model)):
         labels = {n["label"] for n in widget.graph["nodes"] if n["kind"] == "leaf"}
         assert labels == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
@@ -295,8 +319,6 @@ def test_model_labels_parameters_and_groups_in_show_widget_and_export(tmp_path):
 
 
 def test_model_names_gradviz_parameters_too():
-    import gradviz as gv
-
     gv.manual_seed(0)
     model = gv.nn.Sequential(gv.nn.Linear(3, 2), gv.nn.ReLU(), gv.nn.Linear(2, 1))
     loss = model(gv.randn(4, 3)).sum()
@@ -316,9 +338,7 @@ def test_collapse_accepts_auto_true_false_only():
 # ---------------------------------------------------------------- compare side by side
 
 
-def compare_pair(label="a"):
-    import gradviz as gv
-
+def compare_pair(torch, label="a"):
     def build(module):
         a = module.tensor([1.0, 2.0, 3.0], requires_grad=True)
         b = module.tensor([0.5, -1.0, 2.0], requires_grad=True)
@@ -329,10 +349,10 @@ def compare_pair(label="a"):
     return gv.compare(loss_gv, loss_torch, names={label: a, "b": b})
 
 
-def test_comparison_shows_both_graphs_side_by_side_with_the_report_under():
+def test_comparison_shows_both_graphs_side_by_side_with_the_report_under(torch):
     import ipywidgets
 
-    comparison = compare_pair()
+    comparison = compare_pair(torch)
     view = comparison.show()
     sides, report = view.children
     assert isinstance(sides, ipywidgets.HBox) and isinstance(report, ipywidgets.HTML)
@@ -346,8 +366,8 @@ def test_comparison_shows_both_graphs_side_by_side_with_the_report_under():
     assert str(comparison) == comparison.report()  # print() still gives the text report
 
 
-def test_comparison_displays_itself_and_escapes_the_report():
-    comparison = compare_pair(label=HOSTILE)
+def test_comparison_displays_itself_and_escapes_the_report(torch):
+    comparison = compare_pair(torch, label=HOSTILE)
     bundle = comparison._repr_mimebundle_()
     assert WIDGET_MIME in bundle
     assert bundle["text/plain"] == comparison.report()

@@ -298,17 +298,28 @@ def next_node_add(accumulated, grad):
 
 
 # -- public entry points -------------------------------------------------------------------------
+_FOREIGN_ENGINES: list = []  # (accepts, steps) pairs, consulted before gradviz's own engine
+
+
+def register_foreign_engine(accepts, steps) -> None:
+    """Let ``backward_steps`` step tensors this engine does not own (gradviz registers torch's).
+
+    ``accepts(tensor) -> bool`` claims a tensor; ``steps(tensor, gradient, retain_graph,
+    dry_run=...)`` is then a generator of Steps for it. The engine itself knows nothing of torch.
+    """
+    _FOREIGN_ENGINES.append((accepts, steps))
+
+
 def backward_steps(tensor, gradient=None, retain_graph=None, *, dry_run: bool = False):
     """Yield one immutable Step per node as the backward pass from ``tensor`` runs.
 
     ``dry_run=True`` computes every gradient without writing any ``.grad`` and without freeing
     saved tensors: the widget uses it to build its trace with no side effect.
     """
-    if _is_torch(tensor):
-        from gradviz.autograd.torch_steps import torch_backward_steps
-
-        yield from torch_backward_steps(tensor, gradient, retain_graph, dry_run=dry_run)
-        return
+    for accepts, steps in _FOREIGN_ENGINES:
+        if accepts(tensor):
+            yield from steps(tensor, gradient, retain_graph, dry_run=dry_run)
+            return
     edges, grads = _root_edges([tensor], [gradient])
     yield from _execute(edges, grads, bool(retain_graph), record=True, dry_run=dry_run)
 
@@ -385,11 +396,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         else:
             results.append(Tensor._make(value, backend=tensor._backend))
     return tuple(results)
-
-
-def _is_torch(tensor) -> bool:
-    module = type(tensor).__module__
-    return module.startswith("torch") and type(tensor).__name__ in ("Tensor", "Parameter")
 
 
 from gradviz.tensor import Tensor  # noqa: E402  (tensor.py imports this module lazily, inside backward())

@@ -1,15 +1,15 @@
 """DOT text for a Graph: a readable picture for Graphviz, and the bare skeleton the layout uses.
 
-``graph_to_dot`` gives what ``Graph.to_dot()`` returns: boxes coloured by kind, labelled with the
-lines the widget draws (``render/node_text.py``), in the forward direction (leaves at the top,
-the output at the bottom), ready for ``dot -Tsvg``.
+``graph_to_dot(graph)`` gives boxes coloured by kind, labelled with the lines the widget draws
+(``render/node_text.py``), in the forward direction (leaves at the top, the output at the
+bottom), ready for ``dot -Tsvg``.
 ``layout_source`` gives the same graph with fixed box sizes and no labels, so ``dot`` only
 decides positions and never sees user text.
 """
 from __future__ import annotations
 
-from gradviz.graph.model import Graph
 from gradviz.render.node_text import node_lines
+from gradviz.snapshot.model import Graph
 
 # Okabe-Ito colours (safe for the common colour-vision deficiencies), light tints for fills.
 KIND_STYLE = {

@@ -28,9 +28,9 @@ import shutil
 import subprocess
 from collections import defaultdict
 
-from gradviz.graph.model import Graph
 from gradviz.render.dot import layout_source
 from gradviz.render.node_text import LINE_HEIGHT, PADDING_Y, node_size, with_node_text
+from gradviz.snapshot.model import Graph
 
 LAYER_GAP = 36          # vertical space between layers
 NODE_GAP = 20           # horizontal space between neighbours in a layer

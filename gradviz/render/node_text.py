@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from gradviz.graph.model import Graph, GraphNode
+from gradviz.snapshot.model import Graph, GraphNode
 
 CHAR_WIDTH = 7.2        # px per character of the 12px monospace font the widget draws in
 LINE_HEIGHT = 16        # px per text line

@@ -7,6 +7,10 @@ fetched from any network.
 
 JSON is made safe for a ``<script>`` block by escaping ``<``, ``>`` and ``&`` (and U+2028/9,
 which ``ensure_ascii`` already does), so no label can close the block or open another tag.
+
+The state comes from ``gradviz.widget.state``, as the widget's does; this module never imports
+anywidget (a ``GraphWidget`` is recognised only if its module was loaded), so exporting works on
+a numpy-only install.
 """
 from __future__ import annotations
 
@@ -17,12 +21,11 @@ import sys
 import uuid
 from typing import Any
 
-from gradviz.render.layout import compute_layout
+from gradviz._kinds import is_tensor
+from gradviz.snapshot.names import names_from_frame
+from gradviz.widget.state import ACCEPTED, check_options, state_of, view_state
 
 _HERE = pathlib.Path(__file__).parent
-
-STATE_TRAITS = ("graph", "graph_layout", "trace", "step_index", "show_saved", "speed", "height", "note", "collapse")
-OPTIONS = {"show_saved": False, "speed": 1.0, "height": 480, "collapse": "auto"}  # and their defaults
 
 _LOADER = """<script type="module">
 const id = "{id}";
@@ -57,27 +60,6 @@ def script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def widget_state(widget) -> dict:
-    """The trait values the front end reads."""
-    return {name: getattr(widget, name) for name in STATE_TRAITS}
-
-
-def tensor_state(tensor: Any, names: dict | None, model: Any = None, **options) -> dict:
-    """The same state for a tensor, without creating a live widget; ``options`` as in ``OPTIONS``."""
-    from gradviz.widget.widget import snapshot_state
-
-    check_options(options)
-    graph, steps, note = snapshot_state(tensor, names, model=model)
-    return {"graph": graph.to_dict(), "graph_layout": compute_layout(graph), "trace": steps,
-            "step_index": 0, "note": note, **OPTIONS, **options}
-
-
-def check_options(options: dict) -> None:
-    unknown = set(options) - set(OPTIONS)
-    if unknown:
-        raise TypeError(f"unknown option(s) {sorted(unknown)}; accepted: {sorted(OPTIONS)}")
-
-
 def fragment_html(state: dict) -> str:
     """A ``<div>`` with its CSS, state, module and loader: paste into any page."""
     element_id = "gradviz-" + uuid.uuid4().hex[:12]
@@ -94,10 +76,6 @@ def fragment_html(state: dict) -> str:
     ])
 
 
-def widget_fragment(widget) -> str:
-    return fragment_html(widget_state(widget))
-
-
 def page_html(state: dict, title: str = "gradviz") -> str:
     return _PAGE.format(title=html.escape(title), fragment=fragment_html(state))
 
@@ -111,23 +89,36 @@ def export_html(tensor_or_widget: Any, path: str | pathlib.Path, names: dict | N
     state, step included). ``options``: ``show_saved``, ``speed``, ``height``, ``collapse``.
     Returns the path written.
     """
-    from gradviz.widget.widget import ACCEPTED, GraphWidget, check_tensor, names_in
-
-    if isinstance(tensor_or_widget, GraphWidget):
-        check_options(options)
-        state = {**widget_state(tensor_or_widget), **options}
-    else:
-        try:
-            check_tensor(tensor_or_widget, "export_html")
-        except TypeError:
-            raise TypeError(f"export_html() expects {ACCEPTED} or a gradviz.GraphWidget, got "
-                            f"{type(tensor_or_widget).__module__}."
-                            f"{type(tensor_or_widget).__qualname__}") from None
-        if names is None:
-            names = names_in(sys._getframe(1))
-        state = tensor_state(tensor_or_widget, names, model, **options)
+    if names is None and not _is_graph_widget(tensor_or_widget):
+        names = names_from_frame(sys._getframe(1))
+    state = _state_for(tensor_or_widget, names, model, options, "export_html")
     root = next((n for n in state["graph"]["nodes"] if n["id"] == state["graph"]["root"]), None)
     heading = title or f"gradviz: {root['label'] if root else 'graph'}"
     target = pathlib.Path(path)
     target.write_text(page_html(state, heading), encoding="utf-8")
     return target
+
+
+def to_html(tensor_or_widget: Any, names: dict | None = None, model: Any = None, **options) -> str:
+    """An HTML fragment (a ``<div>`` with its CSS, state and module) that draws and steps the graph
+    in any page, with no kernel; accepts what ``export_html`` accepts."""
+    if names is None and not _is_graph_widget(tensor_or_widget):
+        names = names_from_frame(sys._getframe(1))
+    return fragment_html(_state_for(tensor_or_widget, names, model, options, "to_html"))
+
+
+def _state_for(tensor_or_widget: Any, names: dict | None, model: Any, options: dict, caller: str) -> dict:
+    """The view state of a tensor, or a widget's current state, with ``options`` applied."""
+    if _is_graph_widget(tensor_or_widget):
+        check_options(options)
+        return {**state_of(tensor_or_widget), **options}
+    if is_tensor(tensor_or_widget):
+        return view_state(tensor_or_widget, names, model, **options)
+    raise TypeError(f"{caller}() expects {ACCEPTED} or a gradviz.GraphWidget, got "
+                    f"{type(tensor_or_widget).__module__}.{type(tensor_or_widget).__qualname__}")
+
+
+def _is_graph_widget(value: Any) -> bool:
+    """A ``GraphWidget``, asked without importing anywidget (no widget exists unless it was loaded)."""
+    module = sys.modules.get("gradviz.widget.widget")
+    return module is not None and isinstance(value, module.GraphWidget)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from gradviz.snapshot.names import tensors_in
 from gradviz.widget import live
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -40,10 +41,8 @@ def _widget_bundle_for(ipython):
     def bundle(tensor: Any, include=None, exclude=None):
         if getattr(tensor, "grad_fn", None) is None:
             return None
-        from gradviz.widget.widget import GraphWidget, is_tensor
+        from gradviz.widget.widget import GraphWidget
 
-        names = {name: value for name, value in ipython.user_ns.items()
-                 if not name.startswith("_") and is_tensor(value)}
-        widget = GraphWidget(tensor, names=names)
+        widget = GraphWidget(tensor, names=tensors_in(ipython.user_ns))
         return {WIDGET_MIME: {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}}
     return bundle

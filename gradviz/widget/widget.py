@@ -1,9 +1,13 @@
 """``GraphWidget``: the live computational graph in JupyterLab, stepped in the browser.
 
-The Python side owns the state as a few JSON traits; the front end (``gradviz.js``) draws them.
-The layout is computed once per graph shape, here in Python; a step only changes
-``step_index``, and the browser replays it from the shipped ``trace`` with no kernel round trip,
-so a saved notebook or an exported page steps just the same with no kernel at all.
+The Python side owns the state as a few JSON traits, exactly ``gradviz.widget.state.STATE_KEYS``
+(the same state the HTML export writes); the front end (``gradviz.js``) draws them. The layout
+is computed once per graph shape, here in Python; a step only changes ``step_index``, and the
+browser replays it from the shipped ``trace`` with no kernel round trip, so a saved notebook or
+an exported page steps just the same with no kernel at all.
+
+This is the only module that needs anywidget; without it, importing this module raises an
+ImportError that says what to install, and everything else (``gv.export_html``) still works.
 """
 from __future__ import annotations
 
@@ -11,69 +15,63 @@ import pathlib
 import sys
 from typing import Any
 
-import anywidget
+try:
+    import anywidget
+except ImportError as error:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError('the gradviz widget needs anywidget and ipywidgets: pip install "gradviz-lab[widget]" '
+                      "(gv.export_html works without them)") from error
 import traitlets
 
-from gradviz.graph.model import Graph
 from gradviz.render.layout import compute_layout
 from gradviz.render.node_text import with_node_text
+from gradviz.snapshot.model import Graph
+from gradviz.snapshot.names import names_from_frame
 from gradviz.widget import live
+from gradviz.widget.state import ACCEPTED, OPTIONS, check_tensor, layout_key, snapshot_state
 
 _HERE = pathlib.Path(__file__).parent
-
-ACCEPTED = "a gradviz.Tensor or a torch.Tensor"
-FREED_NOTE = ("The saved tensors of this graph were freed by backward(), so the backward pass "
-              "cannot be stepped again. Call backward(retain_graph=True) to keep them.")
-STALE_NOTE = "The steps shown are from before; the backward pass cannot run again now:"
 
 
 class GraphWidget(anywidget.AnyWidget):
     """The autograd graph of a tensor, with a backward pass to step node by node.
 
-    Traits (all JSON, synced with the browser):
-
-    * ``graph``: ``Graph.to_dict()`` (nodes, edges, root; see ``gradviz.graph.model``)
-    * ``graph_layout``: node positions and node text from ``gradviz.render.layout.compute_layout``
-      (not ``layout``, which is ipywidgets' own CSS layout of the view)
-    * ``trace``: one dict per backward step, in PyTorch's engine order (``gradviz.graph.trace``)
-    * ``step_index``: steps done, 0 (before the pass) to ``len(trace)``; synced both ways
-    * ``show_saved``: draw each node's saved tensors; ``speed``: steps per second when playing;
-      ``height``: max height of the drawing in px; ``note``: a message shown above the graph
-    * ``collapse``: ``"auto"``, ``True`` or ``False``: start with the layout's groups (one per
-      ``nn.Module``, or bands of layers in huge graphs) drawn as collapsed boxes. ``"auto"``
-      collapses when the graph has more than ``COLLAPSE_ABOVE`` nodes (see ``gradviz.js``).
+    Traits (all JSON, synced with the browser) are the view state described in
+    ``gradviz.widget.state``: ``graph``, ``graph_layout``, ``trace``, ``step_index`` (synced both
+    ways), ``note``, and the options ``show_saved``, ``speed``, ``height``, ``collapse``.
+    ``layout`` stays ipywidgets' own (``w.layout.width = "100%"`` works as for any widget).
     """
 
-    _esm = (_HERE / "gradviz.js").read_text(encoding="utf-8")
-    _css = (_HERE / "gradviz.css").read_text(encoding="utf-8")
+    _esm = _HERE / "gradviz.js"  # a Path: anywidget reloads it on save when ANYWIDGET_HMR=1
+    _css = _HERE / "gradviz.css"
 
     graph = traitlets.Dict().tag(sync=True)
     graph_layout = traitlets.Dict().tag(sync=True)
     trace = traitlets.List().tag(sync=True)
     step_index = traitlets.Int(0).tag(sync=True)
-    show_saved = traitlets.Bool(False).tag(sync=True)
-    speed = traitlets.Float(1.0).tag(sync=True)
-    height = traitlets.Int(480).tag(sync=True)
     note = traitlets.Unicode("").tag(sync=True)
-    collapse = traitlets.Union([traitlets.Bool(), traitlets.Enum(["auto"])], default_value="auto").tag(sync=True)
+    show_saved = traitlets.Bool(OPTIONS["show_saved"]).tag(sync=True)
+    speed = traitlets.Float(OPTIONS["speed"]).tag(sync=True)
+    height = traitlets.Int(OPTIONS["height"]).tag(sync=True)
+    collapse = traitlets.Union([traitlets.Bool(), traitlets.Enum(["auto"])],
+                               default_value=OPTIONS["collapse"]).tag(sync=True)
 
     def __init__(self, tensor: Any = None, names: dict | None = None, *, model: Any = None,
                  graph: Graph | None = None, trace: list | None = None, **options):
         """Show ``tensor``'s graph, or a prepared ``graph`` + ``trace``.
 
         Labels come from ``names`` (else the caller's variables); ``model``, an ``nn.Module``,
-        names its parameters (``fc1.weight``) and, for torch graphs, groups nodes by module.
+        names its parameters (``fc1.weight``) and groups nodes by module.
         """
         super().__init__(**options)
         self._tensor = None
         self._names = None
         self._model = None
-        self._shape_key = None
+        self._layout_key = None
         if tensor is not None:
             check_tensor(tensor, "GraphWidget")
             self._tensor = tensor
             self._model = model
-            self._names = names if names is not None else names_in(sys._getframe(1))
+            self._names = names if names is not None else names_from_frame(sys._getframe(1))
             self.refresh()
             live.track(self)
         elif graph is not None:
@@ -122,11 +120,11 @@ class GraphWidget(anywidget.AnyWidget):
 
     def _set_graph(self, graph: Graph, steps: list, note: str = "") -> None:
         payload = graph.to_dict()
-        shape_key = _shape_key(payload)
+        key = layout_key(payload)
         with self.hold_sync():
-            if shape_key != self._shape_key:
+            if key != self._layout_key:
                 self.graph_layout = compute_layout(graph)
-                self._shape_key = shape_key
+                self._layout_key = key
             else:  # same positions, the node text re-cut for the new values
                 self.graph_layout = with_node_text(self.graph_layout, graph)
             self.graph = payload
@@ -136,9 +134,9 @@ class GraphWidget(anywidget.AnyWidget):
 
     def to_html(self) -> str:
         """An embeddable HTML fragment that draws and steps this widget with no kernel."""
-        from gradviz.widget.export import widget_fragment
+        from gradviz.widget.export import to_html
 
-        return widget_fragment(self)
+        return to_html(self)
 
     def _get_embed_state(self, drop_defaults: bool = False) -> dict:
         """Keep the module and CSS in ``ipywidgets.embed`` output even with ``drop_defaults``.
@@ -157,78 +155,3 @@ class GraphWidget(anywidget.AnyWidget):
         self._names = None
         self._model = None
         super().close()
-
-
-def snapshot_state(tensor: Any, names: dict | None, previous_trace: list | None = None,
-                   model: Any = None):
-    """``(graph, trace, note)`` for a tensor: the snapshot, a dry-run trace, and any message.
-
-    ``model`` labels parameters and groups torch nodes by module (see ``gradviz.graph.snapshot``).
-    When the graph was freed by an earlier ``backward()`` the trace cannot be taken again:
-    ``previous_trace`` is kept and the note says why.
-    """
-    from gradviz.autograd.engine import backward_steps
-    from gradviz.graph import snapshot
-    from gradviz.graph.trace import trace_to_dict
-
-    if model is not None and not is_torch(tensor):
-        names = {**(names or {}), **parameter_names(model, names)}  # gradviz graphs carry no modules
-    graph = snapshot(tensor, names, model)
-    if not _has_graph(graph):
-        return graph, [], graph.node(graph.root).note or no_graph_note()
-    try:
-        steps = backward_steps(tensor, None, retain_graph=True, dry_run=True)
-        return graph, trace_to_dict(steps, graph), ""
-    except RuntimeError as error:  # freed by backward(), or a saved tensor changed in place
-        reason = FREED_NOTE if "second time" in str(error) else f"{STALE_NOTE} {error}"
-        return graph, list(previous_trace or []), reason
-
-
-def check_tensor(value: Any, caller: str) -> None:
-    """Raise the TypeError that names what ``caller`` accepts, unless ``value`` is a tensor."""
-    if not is_tensor(value):
-        raise TypeError(f"{caller}() expects {ACCEPTED}, got {type(value).__module__}."
-                        f"{type(value).__qualname__}")
-
-
-def is_tensor(value: Any) -> bool:
-    """A gradviz or torch tensor (torch is never imported here just to ask)."""
-    gradviz_tensor = sys.modules.get("gradviz.tensor")
-    if gradviz_tensor is not None and isinstance(value, getattr(gradviz_tensor, "Tensor", ())):
-        return True
-    return is_torch(value)
-
-
-def is_torch(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
-
-
-def parameter_names(model: Any, names: dict | None) -> dict:
-    """``{"fc1.weight": tensor, ...}`` from a module, leaving out labels ``names`` already has."""
-    taken = set(names or {})
-    return {name: param for name, param in model.named_parameters() if name not in taken}
-
-
-def names_in(frame) -> dict:
-    """The tensors a frame's variables hold, as ``{name: tensor}``, for labelling leaves."""
-    from gradviz.graph.names import names_from_frame
-
-    return names_from_frame(frame)
-
-
-def no_graph_note() -> str:
-    return ("This tensor has no grad_fn: it was not computed from tensors that require grad "
-            "(or it was made under no_grad / by detach()), so there is no backward graph.")
-
-
-def _has_graph(graph: Graph) -> bool:
-    return len(graph.nodes) > 1
-
-
-def _shape_key(payload: dict) -> tuple:
-    """What the layout depends on: node ids, kinds, names and edges, not values."""
-    nodes = tuple((n["id"], n["kind"], n["name"], n["label"], len(n["saved"]), n["module"])
-                  for n in payload["nodes"])
-    edges = tuple((e["source"], e["target"], e["slot"]) for e in payload["edges"])
-    return nodes, edges

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-import sys
 
 import pytest
 
@@ -14,7 +13,6 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 ARTIFACTS = pathlib.Path(__file__).parents[1] / "artifacts"
 
-sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))
 
 
 def pytest_collection_modifyitems(items):

@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gradviz.widget import export_html  # noqa: E402
-from test_torch_graph import ResNet18  # noqa: E402  (tests/ is on sys.path via conftest)
+from fixtures.torch_models import ResNet18  # noqa: E402
 
 pytestmark = pytest.mark.browser
 

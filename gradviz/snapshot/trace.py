@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from gradviz.graph.model import Graph, summarize
+from gradviz.snapshot.model import Graph, summarize
 
 
 def step_to_dict(step, graph: Graph, leaves: dict | None = None) -> dict:

@@ -9,8 +9,9 @@ The two graphs are matched by structure, not by ids: starting from the two outpu
 input ``k`` of a matched pair is matched with input ``k`` of its partner, walking with an explicit
 queue so any depth works. Both backward passes are dry runs, so no ``.grad`` changes.
 
-In a notebook a ``Comparison`` displays as the two graphs side by side with the report under
-them (``Comparison.show()``, drawn by ``gradviz.widget.compare_view``); ``print`` gives the report.
+This module computes the verdict; ``gv.compare`` (``gradviz.widget.compare_view``) returns it
+as a ``Comparison`` that also draws itself in a notebook: the two graphs side by side with the
+report under them. ``print`` gives the report.
 """
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from gradviz.graph.model import Graph, to_numpy
+from gradviz._kinds import is_accumulate_grad
+from gradviz.autograd.engine import backward_steps
+from gradviz.interop.torch_source import build_torch_graph
+from gradviz.interop.torch_steps import record_torch_backward
+from gradviz.snapshot import graph_of
+from gradviz.snapshot.model import Graph, to_numpy
+from gradviz.snapshot.names import caller_names
 
 _MAX_LISTED = 8  # differences listed per aspect in the report
 
@@ -30,7 +37,6 @@ class Comparison:
     """The verdict of ``compare``: three yes/no answers and the differences behind them.
 
     ``order_agree`` is None when the backward passes could not be run (e.g. a non-scalar output).
-    ``gradviz_graph`` is None while no gradviz snapshot function is available.
     """
 
     names_agree: bool
@@ -43,7 +49,7 @@ class Comparison:
     gradviz_steps: tuple
     torch_steps: tuple
     torch_graph: Graph
-    gradviz_graph: Graph | None = None
+    gradviz_graph: Graph
 
     @property
     def agree(self) -> bool:
@@ -69,21 +75,6 @@ class Comparison:
 
     __str__ = report
 
-    def show(self, **options):
-        """The two graphs side by side (gradviz left, PyTorch right), the report under them.
-
-        Returns an ipywidgets box; ``options`` go to both ``GraphWidget``s (e.g. ``height=360``).
-        """
-        from gradviz.widget.compare_view import comparison_view
-
-        return comparison_view(self, **options)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        """A cell ending in ``gv.compare(...)`` shows ``show()``; text-only front ends get the report."""
-        from gradviz.widget.compare_view import comparison_bundle
-
-        return comparison_bundle(self)
-
 
 def compare(gv_tensor: Any, torch_tensor: Any, *, names: dict | None = None,
             rtol: float = 1e-5, atol: float = 1e-6) -> Comparison:
@@ -96,12 +87,8 @@ def compare(gv_tensor: Any, torch_tensor: Any, *, names: dict | None = None,
     * step order: the backward passes run matched nodes in the same sequence.
 
     ``names`` labels the tensors (torch's, and gradviz's through the matching), as for
-    ``build_torch_graph``; by default the caller's variable names.
+    ``gv.graph``; by default the caller's variable names.
     """
-    from gradviz.autograd.torch_steps import record_torch_backward
-    from gradviz.graph.names import caller_names
-    from gradviz.graph.torch_source import build_torch_graph
-
     if names is None:
         names = caller_names(depth=2)
     torch_graph = build_torch_graph(torch_tensor, names=names)
@@ -109,13 +96,13 @@ def compare(gv_tensor: Any, torch_tensor: Any, *, names: dict | None = None,
     value_differences = []
     _check_values("output", gv_tensor, torch_tensor, rtol, atol, value_differences)
     for gv_node, torch_node in matching.pairs:
-        if _type_name(torch_node) == "AccumulateGrad":
+        if is_accumulate_grad(torch_node):
             _check_values(matching.describe(torch_node), gv_node.variable,
                           torch_node.variable, rtol, atol, value_differences)
 
     gv_steps, torch_steps, order_differences, order_agree = (), (), [], None
     try:
-        gv_steps = tuple(_gradviz_steps(gv_tensor))
+        gv_steps = tuple(backward_steps(gv_tensor, dry_run=True))
         torch_steps = tuple(record_torch_backward(torch_tensor, dry_run=True))
     except RuntimeError as error:
         order_differences.append(f"backward could not run: {error}")
@@ -250,18 +237,8 @@ def _check_step_values(gv_steps: tuple, matching: _Matching, torch_steps: tuple,
                           rtol, atol, differences)
 
 
-def _gradviz_steps(gv_tensor: Any):
-    from gradviz.autograd.engine import backward_steps
-
-    return backward_steps(gv_tensor, dry_run=True)
-
-
-def _gradviz_graph(gv_tensor: Any, matching: _Matching, names: dict | None) -> Graph | None:
+def _gradviz_graph(gv_tensor: Any, matching: _Matching, names: dict | None) -> Graph:
     """gradviz's own snapshot of the tensor, each leaf labelled as its torch partner is."""
-    try:
-        from gradviz.graph import snapshot
-    except ImportError:
-        return None
     labels = {}
     torch_graph = matching.torch_graph
     output_label = torch_graph.node(torch_graph.root).label
@@ -273,7 +250,7 @@ def _gradviz_graph(gv_tensor: Any, matching: _Matching, names: dict | None) -> G
             labels.setdefault(torch_graph.node(leaf).label, gv_node.variable)
     for name, value in (names or {}).items():
         labels.setdefault(name, value)
-    return snapshot(gv_tensor, labels)
+    return graph_of(gv_tensor, labels)
 
 
 def _array(value: Any) -> np.ndarray:

@@ -8,13 +8,17 @@ Steps, in the order torch ran the nodes. The values are therefore exactly PyTorc
 leaves' ``.grad`` afterwards is exactly what ``loss.backward()`` gives.
 
 Every hook is removed when the pass ends, also when it ends in an error.
+
+``gv.autograd.backward_steps(torch_tensor)`` arrives here: ``gradviz/__init__.py`` registers
+``torch_backward_steps`` with the engine (``register_foreign_engine``) for torch tensors.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
+from gradviz._kinds import is_accumulate_grad
 from gradviz.autograd.step import Step
-from gradviz.graph.torch_source import is_accumulate, walk_torch_nodes
+from gradviz.snapshot.walk import reachable_nodes
 
 
 def torch_backward_steps(tensor: Any, gradient: Any = None, retain_graph: bool | None = None,
@@ -41,7 +45,7 @@ def record_torch_backward(tensor: Any, gradient: Any = None, retain_graph: bool 
     import torch
 
     root = torch.autograd.graph.get_gradient_edge(tensor).node if tensor.requires_grad else None
-    nodes = walk_torch_nodes(root)
+    nodes = reachable_nodes(root)
     recorder = _BackwardRecorder(root, gradient)
     saved_grads = _LeafGrads(nodes) if dry_run else None
     try:
@@ -92,7 +96,7 @@ class _BackwardRecorder:
         def pre_hook(grad_outputs):
             self.order.append(node)
             self.arrived[id(node)] = tuple(_copy(g) for g in grad_outputs)
-            if is_accumulate(node):
+            if is_accumulate_grad(node):
                 self.grad_before[id(node)] = _copy(node.variable.grad)
         return pre_hook
 
@@ -104,7 +108,7 @@ class _BackwardRecorder:
                 if receiver is not None and piece is not None:
                     slots = self.pieces.setdefault(id(receiver), {})
                     slots.setdefault(output_nr, []).append((node, piece))
-            if is_accumulate(node):
+            if is_accumulate_grad(node):
                 self.grad_after[id(node)] = _copy(node.variable.grad)
         return post_hook
 
@@ -134,7 +138,7 @@ class _LeafGrads:
     def __init__(self, nodes: list):
         self.saved = []
         for node in nodes:
-            leaf = getattr(node, "variable", None) if is_accumulate(node) else None
+            leaf = getattr(node, "variable", None) if is_accumulate_grad(node) else None
             if leaf is not None:
                 grad = leaf.grad
                 self.saved.append((leaf, grad, _copy(grad)))

@@ -1,9 +1,10 @@
 """The plain graph model every view consumes.
 
-A ``Graph`` is a frozen snapshot of an autograd graph, built either from gradviz's own engine
-(``gradviz.graph.build``) or from real PyTorch tensors (``gradviz.graph.torch_source``). The
+A ``Graph`` is a frozen snapshot of an autograd graph, made by one walk
+(``gradviz.snapshot.walk``) from gradviz's own tensors or from real PyTorch tensors. The
 renderer, the widget and the HTML export read only this model (through ``to_dict()``), never
-Tensor internals.
+Tensor internals; this module imports nothing above numpy (DOT text for a Graph comes from
+``gradviz.render.graph_to_dot``).
 
 Edges point the way data flows forward, the way learners draw it: from an input
 (a leaf, a constant, or the grad_fn that produced it) to the node that consumed it. For a grad_fn
@@ -180,11 +181,6 @@ class Graph:
         return {"version": 1, "source": self.source, "root": self.root,
                 "nodes": [n.to_dict() for n in self.nodes],
                 "edges": [e.to_dict() for e in self.edges]}
-
-    def to_dot(self) -> str:
-        from gradviz.render.dot import graph_to_dot
-
-        return graph_to_dot(self)
 
     def __len__(self) -> int:
         return len(self.nodes)

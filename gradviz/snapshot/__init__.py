@@ -1,0 +1,46 @@
+"""Frozen snapshots of autograd graphs, and the trace of a backward pass over one.
+
+``graph_of`` and ``trace_of`` are what the widget, the HTML export and the text stepper use;
+``graph`` (``gv.graph(loss)``) is the same snapshot labelled with the caller's variable names.
+They take gradviz tensors and, through the adapters registered from above (``gradviz.interop``),
+torch tensors; torch is imported only when a torch tensor is given.
+
+(This package was ``gradviz.graph``; it is called ``snapshot`` so that ``gv.graph``, the function,
+no longer shadows it: what lives here is the frozen picture of a graph, not the live graph that
+``gradviz.autograd`` records.)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from gradviz.snapshot.model import Graph, GraphEdge, GraphNode
+from gradviz.snapshot.names import caller_names
+from gradviz.snapshot.sources import register_foreign_source, source_for
+from gradviz.snapshot.walk import build_graph
+
+
+def graph_of(tensor: Any, names: dict | None = None, model: Any = None) -> Graph:
+    """An immutable Graph of everything that produced ``tensor``.
+
+    ``names`` labels tensors (``{"w": w}`` or ``{w: "w"}``); ``model``, an ``nn.Module``, labels
+    its parameters and groups nodes by module (see ``gradviz.snapshot.labels``).
+    """
+    return build_graph(tensor, source_for(tensor), names, model)
+
+
+def trace_of(tensor: Any, graph: Graph, gradient: Any = None) -> list:
+    """The backward pass from ``tensor`` as JSON-ready steps, by a dry run (no ``.grad`` changes)."""
+    from gradviz.autograd.engine import backward_steps
+    from gradviz.snapshot.trace import trace_to_dict
+
+    return trace_to_dict(backward_steps(tensor, gradient, retain_graph=True, dry_run=True), graph)
+
+
+def graph(tensor: Any, names: dict | None = None, model: Any = None) -> Graph:
+    """``gv.graph(loss)``: the graph snapshot, labelled with the caller's variable names."""
+    if names is None:
+        names = caller_names(depth=2)
+    return graph_of(tensor, names, model)
+
+
+__all__ = ["Graph", "GraphEdge", "GraphNode", "graph", "graph_of", "register_foreign_source", "trace_of"]

@@ -1,0 +1,127 @@
+"""What each node of a snapshot is called, and which ``nn.Module`` it is drawn in.
+
+One rule for gradviz and torch graphs alike:
+
+* ``names`` is ``{"w": w}`` or ``{w: "w"}``. A leaf (or any tensor) is matched by identity; a
+  non-leaf tensor also names the node that produced it (its ``grad_fn``), so ``z = x * w``
+  labels its ``MulBackward0`` "z". When a tensor has several names, the first one wins.
+* ``model`` (an ``nn.Module`` of either library) labels each parameter with its
+  ``named_parameters()`` path (``fc1.weight``) unless ``names`` already labels it, and groups
+  nodes by the module that owns the parameters they touch (``module_paths``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from gradviz._kinds import is_accumulate_grad, is_tensor
+
+
+class Labels:
+    """Display names for tensors: explicit ``names`` first, then the model's parameter paths."""
+
+    def __init__(self, names: dict | None = None, model: Any = None):
+        self.by_tensor: dict[int, str] = {}
+        self.by_grad_fn: dict[int, tuple] = {}   # id(grad_fn) -> (label, tensor it produced)
+        self.param_owner: dict[int, str | None] = {}  # id(parameter) -> owning module's path
+        # The labelled tensors and their grad_fns, held so that their ids are not reused meanwhile
+        # (torch makes a grad_fn's Python object afresh when nothing holds it).
+        self._keep: list = []
+        for label, tensor in name_pairs(names):
+            self.by_tensor.setdefault(id(tensor), label)
+            grad_fn = tensor.grad_fn
+            self._keep.append((tensor, grad_fn))
+            if grad_fn is not None:
+                self.by_grad_fn.setdefault(id(grad_fn), (label, tensor))
+        if model is not None:
+            for module_path, module in model.named_modules():
+                for param_name, param in module.named_parameters(recurse=False):
+                    key = id(param)
+                    if key in self.param_owner:  # a shared parameter: its first owner keeps it
+                        continue
+                    self.param_owner[key] = module_path or None
+                    self.by_tensor.setdefault(key, f"{module_path}.{param_name}" if module_path else param_name)
+                    self._keep.append(param)
+
+    def for_tensor(self, tensor: Any) -> str | None:
+        return self.by_tensor.get(id(tensor))
+
+    def for_grad_fn(self, node: Any) -> tuple | None:
+        """``(label, tensor)`` when a named non-leaf tensor was produced by ``node``."""
+        return self.by_grad_fn.get(id(node))
+
+
+def name_pairs(names: dict | None) -> list:
+    """``(label, tensor)`` pairs from ``{label: tensor}`` or ``{tensor: label}``; other entries are skipped."""
+    pairs = []
+    for key, value in (names or {}).items():
+        if isinstance(key, str) and is_tensor(value):
+            pairs.append((key, value))
+        elif isinstance(value, str) and is_tensor(key):
+            pairs.append((value, key))
+    return pairs
+
+
+def shape_label(tensor: Any) -> str:
+    """How an unnamed tensor is called: ``tensor(3, 4)``, or ``tensor(scalar)`` for a 0-d one."""
+    shape = tuple(tensor.shape)
+    return "tensor(" + ", ".join(str(d) for d in shape) + ")" if shape else "tensor(scalar)"
+
+
+def module_paths(root: Any, param_owner: dict) -> dict:
+    """Group nodes by the ``nn.Module`` that owns the parameters they touch.
+
+    The rule (forward hooks cannot be used after the fact, so ownership is read off the graph):
+
+    * a parameter's leaf and its AccumulateGrad belong to the module that owns the parameter
+      directly (``named_modules()`` with ``recurse=False``);
+    * a node is *parameter-only* for module M when every input it has is M's parameter or a
+      parameter-only node of M (``TBackward0`` over a Linear weight, a weight reshaped or
+      normalised before use); an input that needs no grad (``(None, 0)``) is data, so a node
+      that takes one is not parameter-only;
+    * a function node belongs to the module of its first input (in ``next_functions`` order)
+      that is one of M's parameters or a parameter-only node of M, i.e. the op that consumed
+      the parameter. ``AddmmBackward0`` lands in its Linear, ``ConvolutionBackward0`` in its Conv.
+
+    Nodes that touch no parameter (activations, losses) stay ungrouped (None), and so do the
+    model's own top-level parameters, whose module path would be the empty string.
+    Returns ``{id(node): dotted module path or None}``.
+    """
+    if not param_owner:
+        return {}
+    pure: dict[int, str | None] = {}   # id(node) -> M when the node is parameter-only for M
+    owner_of: dict[int, str | None] = {}
+    for node in _post_order(root):
+        if is_accumulate_grad(node):
+            owner = param_owner.get(id(getattr(node, "variable", None)))
+            owner_of[id(node)] = owner
+            pure[id(node)] = owner
+            continue
+        first = None
+        child_owners = []
+        for child, _ in node.next_functions:
+            child_pure = pure.get(id(child)) if child is not None else None
+            child_owners.append(child_pure)
+            if first is None and child_pure is not None:
+                first = child_pure
+        owner_of[id(node)] = first
+        same = child_owners and all(o is not None and o == child_owners[0] for o in child_owners)
+        pure[id(node)] = child_owners[0] if same else None
+    return owner_of
+
+
+def _post_order(root: Any) -> list:
+    """Nodes with every input before its consumers (iterative depth-first post-order)."""
+    order = []
+    done = {id(root)}
+    stack = [(root, iter(root.next_functions))]
+    while stack:
+        node, children = stack[-1]
+        for child, _ in children:
+            if child is not None and id(child) not in done:
+                done.add(id(child))
+                stack.append((child, iter(child.next_functions)))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    return order

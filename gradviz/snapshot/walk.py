@@ -1,0 +1,198 @@
+"""One walk for every autograd graph, gradviz's or PyTorch's: a tensor becomes a frozen ``Graph``.
+
+Both libraries record the backward graph as nodes reachable from ``tensor.grad_fn``: each node
+lists its inputs in ``next_functions`` as ``(node, input_nr)`` pairs, ``(None, 0)`` where an input
+needs no gradient, and each leaf has an ``AccumulateGrad`` node whose ``.variable`` is the leaf.
+The walk reads only that shared interface; everything else goes through a small adapter per
+library (``gradviz.snapshot.sources``), so labels, notes and module groups are defined once and
+the same program gives the same Graph from either library.
+
+Ids are ``"n0"`` (the tensor itself, kind ``output``), then ``"n1"`` (the node ``backward()``
+starts from) and the rest in breadth-first discovery order, inputs in ``next_functions`` order; a
+leaf's id follows its AccumulateGrad's. Edges run forward, from input to consumer, with ``slot``
+= the input's position in the consumer's ``next_functions``. The walk uses an explicit queue,
+never recursion: a 2,000-layer network is 18,000 nodes deep, far past Python's recursion limit.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from gradviz._kinds import ACCUMULATE_GRAD, is_accumulate_grad, is_tensor
+from gradviz.snapshot.formulas import formulas_for
+from gradviz.snapshot.labels import Labels, module_paths, shape_label
+from gradviz.snapshot.model import Graph, GraphEdge, GraphNode
+
+NO_GRAPH_NOTE = ("No autograd graph: this tensor has no grad_fn and does not require grad (it was "
+                 "created without requires_grad=True, made under no_grad(), or returned by detach()).")
+LEAF_OUTPUT_NOTE = ("A leaf tensor: it has no grad_fn; backward() from it adds the gradient straight "
+                    "into its .grad.")
+LEAF_NOTE = "A leaf tensor: backward() accumulates gradients into its .grad."
+CONSTANT_NOTE = ("An input that needs no gradient (next_functions holds (None, 0) for it): no gradient "
+                 "flows here.")
+
+
+class NodeIdMap(dict):
+    """``{id(autograd node): graph id}``, holding the node objects so those ids stay valid.
+
+    PyTorch hands out one Python wrapper per C++ node while something holds it; once nothing
+    does, the wrapper is freed and its ``id()`` may be reused by an unrelated object. Keeping the
+    nodes here makes ``Graph.id_of(step.node)`` reliable for as long as the Graph lives (and,
+    as a consequence, keeps the graph and its saved tensors alive that long too).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.nodes: list = []
+
+    def add(self, node: Any, graph_id: str) -> None:
+        self[id(node)] = graph_id
+        self.nodes.append(node)
+
+
+def build_graph(tensor: Any, source, names: dict | None = None, model: Any = None) -> Graph:
+    """The ``Graph`` behind ``tensor``, read through ``source`` (a ``GraphSource``).
+
+    A leaf that requires grad shows as itself, its AccumulateGrad and the output node (what
+    ``backward()`` from it would run); a tensor with no graph at all is a single output node
+    whose ``note`` says why. ``names`` and ``model`` label and group nodes (``Labels``).
+    """
+    labels = Labels(names, model)
+    ids = NodeIdMap()
+    root = source.root(tensor)
+    label = labels.for_tensor(tensor) or "output"
+    output = GraphNode(
+        id="n0", kind="output", name=label, label=label, shape=tuple(tensor.shape),
+        dtype=dtype_text(tensor.dtype), value=source.value(tensor),
+        grad=source.leaf_grad(tensor) if tensor.is_leaf else None, note=_output_note(tensor, root, source))
+    if root is None:
+        return Graph(nodes=(output,), edges=(), root="n0", source=source.name, node_ids=ids)
+    walk = _Walk(source, labels, ids)
+    walk.run(root)
+    modules = module_paths(root, labels.param_owner)
+    nodes = [output] + [walk.finish(graph_id, modules) for graph_id in walk.order]
+    edges = [GraphEdge(source=ids[id(root)], target="n0", slot=0, kind="output")] + walk.edges
+    return Graph(nodes=tuple(nodes), edges=tuple(edges), root="n0", source=source.name, node_ids=ids)
+
+
+def _output_note(tensor: Any, root: Any, source) -> str | None:
+    special = source.output_note(tensor, root)
+    if special is not None:
+        return special
+    if root is None:
+        return NO_GRAPH_NOTE
+    return LEAF_OUTPUT_NOTE if is_accumulate_grad(root) else None
+
+
+def reachable_nodes(root: Any) -> list:
+    """Every autograd node reachable from ``root``, breadth first, each once (``[]`` for None)."""
+    if root is None:
+        return []
+    order = [root]
+    seen = {id(root)}
+    queue = deque([root])
+    while queue:
+        for child, _ in queue.popleft().next_functions:
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                order.append(child)
+                queue.append(child)
+    return order
+
+
+def dtype_text(dtype: Any) -> str:
+    """``float32`` for ``torch.float32`` and for ``gradviz.float32`` alike."""
+    return str(dtype).replace("torch.", "")
+
+
+class _Walk:
+    """Breadth-first walk that describes every node as it is discovered and records edges.
+
+    Nodes are kept as field dicts until the walk ends, because module groups (``module_paths``)
+    can only be decided once the whole graph is known.
+    """
+
+    def __init__(self, source, labels: Labels, ids: NodeIdMap):
+        self.source = source
+        self.labels = labels
+        self.ids = ids
+        self.order: list[str] = []            # graph ids in discovery order
+        self.pending: dict[str, dict] = {}    # graph id -> GraphNode fields, module filled later
+        self.owner_key: dict[str, int] = {}   # graph id -> id(autograd node) whose module it takes
+        self.edges: list[GraphEdge] = []
+
+    def _new_id(self) -> str:
+        graph_id = f"n{len(self.order) + 1}"
+        self.order.append(graph_id)
+        return graph_id
+
+    def run(self, root: Any) -> None:
+        ids = self.ids
+        self._discover(root)
+        queue = deque([root])
+        while queue:
+            node = queue.popleft()
+            target = ids[id(node)]
+            for slot, (child, _) in enumerate(node.next_functions):
+                if child is None:
+                    source = self._add_constant(node, slot)
+                else:
+                    if id(child) not in ids:
+                        self._discover(child)
+                        queue.append(child)
+                    source = ids[id(child)]
+                self.edges.append(GraphEdge(source=source, target=target, slot=slot, kind="data"))
+
+    def _discover(self, node: Any) -> None:
+        graph_id = self._new_id()
+        self.ids.add(node, graph_id)
+        self.owner_key[graph_id] = id(node)
+        if is_accumulate_grad(node):
+            self._add_accumulate(node, graph_id)
+        else:
+            self._add_function(node, graph_id)
+
+    def _add_function(self, node: Any, graph_id: str) -> None:
+        name = type(node).__name__  # what printing a grad_fn shows: MulBackward0
+        shape, dtype = self.source.output_metadata(node)
+        fields = dict(id=graph_id, kind="function", name=name, label=name, shape=shape, dtype=dtype,
+                      saved=self.source.saved(node), formula=formulas_for(name), note=self.source.node_note(node))
+        named = self.labels.for_grad_fn(node)
+        if named is not None:  # the variable that holds this node's output
+            label, tensor = named
+            fields.update(label=label, shape=tuple(tensor.shape), dtype=dtype_text(tensor.dtype),
+                          value=self.source.value(tensor))
+        self.pending[graph_id] = fields
+
+    def _add_accumulate(self, node: Any, graph_id: str) -> None:
+        self.pending[graph_id] = dict(id=graph_id, kind="accumulate", name=ACCUMULATE_GRAD,
+                                      label=ACCUMULATE_GRAD, formula=formulas_for(ACCUMULATE_GRAD))
+        leaf = getattr(node, "variable", None)
+        if leaf is None:
+            return
+        leaf_id = self._new_id()
+        self.owner_key[leaf_id] = id(node)
+        self.pending[leaf_id] = self._tensor_fields(leaf_id, "leaf", leaf, note=LEAF_NOTE,
+                                                    grad=self.source.leaf_grad(leaf))
+        self.edges.append(GraphEdge(source=leaf_id, target=graph_id, slot=0, kind="variable"))
+
+    def _add_constant(self, node: Any, slot: int) -> str:
+        """A node for an input that needs no gradient: drawn as what it was, when the source knows."""
+        graph_id = self._new_id()
+        value = self.source.constant(node, slot)
+        if is_tensor(value):
+            self.pending[graph_id] = self._tensor_fields(graph_id, "constant", value, note=CONSTANT_NOTE)
+        else:
+            label = "constant" if value is None else repr(value)
+            self.pending[graph_id] = dict(id=graph_id, kind="constant", name=label, label=label,
+                                          note=CONSTANT_NOTE)
+        return graph_id
+
+    def _tensor_fields(self, graph_id: str, kind: str, tensor: Any, **extra) -> dict:
+        label = self.labels.for_tensor(tensor) or shape_label(tensor)
+        return dict(id=graph_id, kind=kind, name=label, label=label, shape=tuple(tensor.shape),
+                    dtype=dtype_text(tensor.dtype), value=self.source.value(tensor), **extra)
+
+    def finish(self, graph_id: str, modules: dict) -> GraphNode:
+        """The finished node; ``modules`` maps id(autograd node) to its module path."""
+        return GraphNode(module=modules.get(self.owner_key.get(graph_id)), **self.pending[graph_id])

@@ -1,0 +1,183 @@
+"""gradviz.snapshot: one walk for gradviz and torch graphs, so the same program gives the same Graph.
+
+The gradviz-only tests need no torch (they run in the torch-blocked pass); the parity tests run
+each program twice, as ``import gradviz as lib`` and as ``import torch as lib``, and compare.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import gradviz as gv
+from fixtures.widget_graphs import lesson_tensors
+from gradviz.snapshot import Graph, graph_of
+from gradviz.snapshot.walk import CONSTANT_NOTE, LEAF_NOTE, LEAF_OUTPUT_NOTE, NO_GRAPH_NOTE
+
+
+def by_label(graph: Graph) -> dict:
+    return {node.label: node for node in graph.nodes}
+
+
+def two_layer(lib, seed=0):
+    """Linear-ReLU-Linear under a BCE-with-logits loss, with data and a target that need no grad."""
+    lib.manual_seed(seed)
+    model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(), lib.nn.Linear(4, 1))
+    x = lib.randn(5, 3)
+    target = lib.ones(5, 1)
+    logits = model(x)
+    loss = lib.nn.functional.binary_cross_entropy_with_logits(logits, target)
+    return loss, model, {"x": x, "target": target, "logits": logits, "loss": loss}
+
+
+def with_numbers(lib):
+    """Python numbers and a tensor without grad as inputs: constants in both libraries."""
+    a = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    scale = lib.tensor([2.0, 2.0, 2.0])
+    h = (a * 2 + 1) * scale
+    return (h.tanh() - a).sum(), {"a": a, "scale": scale, "h": h}
+
+
+# ---------------------------------------------------------------- gradviz graphs (no torch)
+
+def test_the_function_gv_graph_and_the_package_gradviz_snapshot_do_not_collide():
+    import gradviz.snapshot
+
+    loss, names = lesson_tensors()
+    assert callable(gv.graph) and gv.graph is gradviz.snapshot.graph
+    assert gv.graph(loss, names).node("n0").label == "loss"
+    with pytest.raises(TypeError, match="gradviz.Tensor or a torch.Tensor"):
+        gv.graph([1.0, 2.0])
+
+
+def test_names_work_in_both_directions_and_name_non_leaves_by_their_grad_fn():
+    loss, names = lesson_tensors()
+    forward = graph_of(loss, names)
+    backward = graph_of(loss, {tensor: label for label, tensor in names.items()})
+    assert forward.to_dict() == backward.to_dict()
+    labels = by_label(forward)
+    assert labels["x"].kind == labels["w"].kind == labels["b"].kind == "leaf"
+    assert labels["z"].kind == "function" and labels["z"].name == "AddBackward0"  # z = x * w + b
+    assert labels["z"].value.preview == "7." and labels["z"].shape == ()
+    assert forward.node("n0").label == "loss" and forward.node("n1").label == "loss"
+
+
+def test_leaves_match_by_identity_and_the_first_name_wins():
+    loss, names = lesson_tensors()
+    twin = gv.tensor(2.0, requires_grad=True)  # equal to x, but another tensor
+    graph = graph_of(loss, {"first": names["x"], "second": names["x"], "twin": twin, "w": names["w"]})
+    leaves = sorted(node.label for node in graph.nodes if node.kind == "leaf")
+    assert leaves == ["first", "tensor(scalar)", "w"]
+
+
+def test_notes_are_worded_once_for_every_kind_of_node():
+    loss, names = lesson_tensors()
+    graph = graph_of(loss * 2, names)
+    notes = {(node.kind, node.note) for node in graph.nodes}
+    assert ("leaf", LEAF_NOTE) in notes and ("constant", CONSTANT_NOTE) in notes
+    assert graph_of(gv.ones(3)).node("n0").note == NO_GRAPH_NOTE
+    leaf = graph_of(names["x"])
+    assert [node.kind for node in leaf.nodes] == ["output", "accumulate", "leaf"]
+    assert leaf.node("n0").note == LEAF_OUTPUT_NOTE
+
+
+def test_constants_show_what_they_were_when_gradviz_knows():
+    loss, names = with_numbers(gv)
+    constants = [node for node in graph_of(loss, names).nodes if node.kind == "constant"]
+    assert [node.label for node in constants] == ["scale", "1", "2"]
+    assert constants[0].shape == (3,) and constants[0].value.preview == "[2., 2., 2.]"
+
+
+def test_a_gradviz_model_gets_module_groups_like_a_torch_one():
+    loss, model, names = two_layer(gv)
+    graph = graph_of(loss, names, model)
+    modules = {node.label: node.module for node in graph.nodes if node.kind in ("leaf", "function")}
+    assert modules["0.weight"] == modules["0.bias"] == "0"
+    assert modules["2.weight"] == modules["2.bias"] == "2"
+    assert modules["logits"] == "2"          # AddmmBackward0 of the last Linear, named by its output
+    assert modules["ReluBackward0"] is None  # an activation touches no parameter
+    json.dumps(graph.to_dict())
+
+
+def test_explicit_names_win_over_the_models_parameter_paths():
+    loss, model, names = two_layer(gv)
+    graph = graph_of(loss, {**names, "w_out": model[2].weight}, model)
+    assert "w_out" in by_label(graph) and "2.weight" not in by_label(graph)
+    assert by_label(graph)["w_out"].module == "2"
+
+
+# ---------------------------------------------------------------- the same Graph from gradviz and torch
+
+def picture(graph: Graph) -> dict:
+    """What both libraries can know about a graph: everything but what only one of them keeps.
+
+    torch keeps no record of the inputs that need no gradient (gradviz draws them as what they
+    were), and records the output shape of every function node (gradviz only of named ones).
+    """
+    nodes = []
+    for node in graph.nodes:
+        known = node.kind != "constant" and (node.kind != "function" or node.label != node.name)
+        nodes.append({"id": node.id, "kind": node.kind, "name": node.name if node.kind != "constant" else None,
+                      "label": node.label if node.kind != "constant" else None,
+                      "shape": node.shape if known else None, "dtype": node.dtype if known else None,
+                      "module": node.module, "note": node.note,
+                      "saved": [(saved.name, saved.freed) for saved in node.saved],
+                      "formula": [formula.input for formula in node.formula]})
+    edges = [edge.to_dict() for edge in graph.edges]
+    return {"root": graph.root, "nodes": nodes, "edges": edges}
+
+
+def both(torch, program, *args):
+    """``(gradviz Graph, torch Graph)`` of the same program, labelled the same way."""
+    graphs = []
+    for lib in (gv, torch):
+        result = program(lib, *args)
+        loss, names, model = (result[0], result[-1], result[1] if len(result) == 3 else None)
+        graphs.append(graph_of(loss, names, model))
+    return graphs
+
+
+@pytest.mark.parametrize("program", [lambda lib: lesson_tensors(lib=lib), with_numbers, two_layer],
+                         ids=["lesson", "numbers", "two-layer-model"])
+def test_the_same_program_gives_the_same_graph_from_gradviz_and_torch(torch, program):
+    mine, theirs = both(torch, program)
+    assert (mine.source, theirs.source) == ("gradviz", "torch")
+    assert picture(mine) == picture(theirs)
+
+
+def test_tensor_to_label_names_work_the_same_for_torch(torch):
+    loss, names = lesson_tensors(lib=torch)
+    forward = graph_of(loss, names)
+    backward = graph_of(loss, {tensor: label for label, tensor in names.items()})
+    assert picture(forward) == picture(backward)
+    assert by_label(backward)["z"].name == "AddBackward0"
+
+
+def test_graphless_and_leaf_outputs_are_the_same_for_both(torch):
+    for lib in (gv, torch):
+        assert graph_of(lib.ones(3)).node("n0").note == NO_GRAPH_NOTE
+        leaf = lib.tensor([1.0, 2.0], requires_grad=True)
+        graph = graph_of(leaf, {"leaf": leaf})
+        assert [(n.kind, n.label, n.note) for n in graph.nodes] == [
+            ("output", "leaf", LEAF_OUTPUT_NOTE), ("accumulate", "AccumulateGrad", None), ("leaf", "leaf", LEAF_NOTE)]
+
+
+def test_freed_saved_tensors_show_the_same_for_both(torch):
+    pictures = []
+    for lib in (gv, torch):
+        loss, names = lesson_tensors(lib=lib)
+        loss.backward()
+        graph = graph_of(loss, names)
+        assert all(saved.freed and saved.value is None for node in graph.nodes for saved in node.saved)
+        assert by_label(graph)["x"].grad.preview == "13."
+        pictures.append(picture(graph))
+    assert pictures[0] == pictures[1]
+
+
+def test_saved_values_are_summarised_per_tensor_for_both(torch):
+    """Python numbers saved by several nodes keep their own values (summaries are shared only per tensor)."""
+    for lib in (gv, torch):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        graph = graph_of((a * 2 * 3 * 4).sum())
+        saved = [(saved.name, saved.value.preview) for node in graph.nodes for saved in node.saved]
+        assert saved == [("other", "4"), ("other", "3"), ("other", "2")]
