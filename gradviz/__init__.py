@@ -21,6 +21,16 @@ from gradviz.ops import (abs, add, addmm, bmm, clamp, clone, cos, div, dot, eq, 
                          transpose, unsqueeze, where)
 from gradviz import autograd, cuda  # noqa: E402
 from gradviz.graph import graph  # noqa: E402
+from gradviz.graph.torch_source import is_torch_tensor as _is_torch_tensor  # noqa: E402
+
+
+def _torch_backward_steps(*args, **options):  # imports torch-stepping code only when a torch tensor is stepped
+    from gradviz.autograd.torch_steps import torch_backward_steps
+
+    return torch_backward_steps(*args, **options)
+
+
+autograd.engine.register_foreign_engine(_is_torch_tensor, _torch_backward_steps)  # until gradviz.interop does it
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 clip = clamp
