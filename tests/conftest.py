@@ -30,3 +30,8 @@ def _reset_backend_and_grad_mode():
     yield
     backends.use("numpy")
     _set_enabled(True)
+
+
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch")
