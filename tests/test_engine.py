@@ -1,23 +1,28 @@
 """The backward engine: PyTorch's execution order, accumulation, hooks, and the stepper.
 
 Order tests run the same program in torch and in gradviz; torch's order is read from
-pre-hooks registered on every node of its graph, so the oracle is torch's own engine.
+pre-hooks registered on every node of its graph, so the oracle is torch's own engine. Tests that
+take the ``torch`` fixture skip without torch; the others run in the torch-blocked pass too.
 """
+import shutil
+import subprocess
 import threading
 import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import gradviz as gv
+from gradviz.autograd import engine
+from gradviz.autograd.engine import GraphTask, InputBuffer, ReadyQueue, RecordingInputBuffer, make_grads
+from gradviz.autograd.function import gradient_edge
+from gradviz.autograd.node import ACCUMULATE_SEQUENCE_NR, FREED_MESSAGE
 
-torch = pytest.importorskip("torch")
-
-
-def torch_order(output, gradient=None):
+def torch_order(torch, outputs, gradients=None):
     """The node names in the order torch's engine runs them (via pre-hooks on every node)."""
-    order, handles, seen, stack = [], [], set(), [output.grad_fn]
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    order, handles, seen, stack = [], [], set(), [output.grad_fn for output in outputs]
     while stack:
         node = stack.pop()
         if node is None or node in seen:
@@ -26,7 +31,7 @@ def torch_order(output, gradient=None):
         handles.append(node.register_prehook(lambda grads, node=node: order.append(node.name())))
         stack.extend(fn for fn, _ in node.next_functions)
     try:
-        output.backward(gradient)
+        torch.autograd.backward(outputs, gradients)
     finally:
         for handle in handles:
             handle.remove()
@@ -37,7 +42,7 @@ def gradviz_order(output, gradient=None):
     return [step.name for step in gv.autograd.backward_steps(output, gradient)]
 
 
-def run_both(program, leaves):
+def run_both(torch, program, leaves):
     """Run ``program(lib, *leaves)`` in torch and in gradviz on the same float64 values."""
     torch_leaves = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in leaves]
     gv_leaves = [gv.tensor(v, dtype=gv.float64, requires_grad=True) for v in leaves]
@@ -63,9 +68,9 @@ VALUES = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_step_order_and_grads_match_torch(name):
-    (t_out, t_leaves), (g_out, g_leaves) = run_both(PROGRAMS[name], VALUES[name])
-    expected = torch_order(t_out)
+def test_step_order_and_grads_match_torch(torch, name):
+    (t_out, t_leaves), (g_out, g_leaves) = run_both(torch, PROGRAMS[name], VALUES[name])
+    expected = torch_order(torch, t_out)
     assert gradviz_order(g_out) == expected
     for t_leaf, g_leaf in zip(t_leaves, g_leaves):
         np.testing.assert_allclose(g_leaf.grad.numpy(), t_leaf.grad.numpy(), rtol=1e-10)
@@ -97,13 +102,13 @@ def run_program(lib, steps, x, y):
     return sum(v.sum() for v in values[2:]) if len(values) > 2 else values[0].sum()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(random_programs(), st.lists(st.floats(-2, 2), min_size=3, max_size=3),
        st.lists(st.floats(-2, 2), min_size=3, max_size=3))
-def test_random_programs_match_torch(steps, x_values, y_values):
+def test_random_programs_match_torch(torch, steps, x_values, y_values):
     (t_out, t_leaves), (g_out, g_leaves) = run_both(
-        lambda lib, x, y: run_program(lib, steps, x, y), [x_values, y_values])
-    assert gradviz_order(g_out) == torch_order(t_out)
+        torch, lambda lib, x, y: run_program(lib, steps, x, y), [x_values, y_values])
+    assert gradviz_order(g_out) == torch_order(torch, t_out)
     np.testing.assert_allclose(g_out.item(), t_out.item(), rtol=1e-9, atol=1e-12)
     for t_leaf, g_leaf in zip(t_leaves, g_leaves):
         if t_leaf.grad is None:
@@ -179,7 +184,7 @@ def test_retain_graph_allows_second_backward_and_accumulates():
     assert repr(x.grad) == "tensor(0.)"
 
 
-def test_hooks_match_torch():
+def test_hooks_match_torch(torch):
     def program(lib, log):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
         y = x * 2
@@ -288,14 +293,15 @@ def test_deep_chain_has_no_recursion_error():
     assert len(gv.graph(y, names={})) > 100_000
 
 
-def test_ready_queue_ties_break_like_torch():
+def test_ready_queue_ties_break_like_torch(torch):
     # Many AccumulateGrad nodes become ready together: torch's heap decides their order.
     values = [[float(i)] for i in range(7)]
-    (t_out, _), (g_out, _) = run_both(lambda lib, *xs: sum((v * (i + 1)).sum() for i, v in enumerate(xs)), values)
-    assert gradviz_order(g_out) == torch_order(t_out)
+    (t_out, _), (g_out, _) = run_both(
+        torch, lambda lib, *xs: sum((v * (i + 1)).sum() for i, v in enumerate(xs)), values)
+    assert gradviz_order(g_out) == torch_order(torch, t_out)
 
 
-def test_hooks_run_with_grad_mode_off_like_torch():
+def test_hooks_run_with_grad_mode_off_like_torch(torch):
     def program(lib):
         seen = []
         x = lib.tensor([1.0, 2.0], requires_grad=True)
@@ -318,7 +324,7 @@ def test_dry_run_does_not_fill_retained_grads():
     assert y.grad is None
 
 
-def test_a_hook_that_sends_no_gradient_stops_that_path_only():
+def test_a_hook_that_sends_no_gradient_stops_that_path_only(torch):
     def program(lib):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
         y = x.exp()
@@ -328,3 +334,346 @@ def test_a_hook_that_sends_no_gradient_stops_that_path_only():
         return x.grad.tolist()
 
     assert program(gv) == program(torch) == [3.0, 3.0]
+
+
+# -- the pieces of the engine, as engine.cpp names them -----------------------------------------------
+def test_input_buffer_sums_what_arrives_and_a_recording_one_keeps_the_pieces():
+    first, second = np.array([1.0, 2.0]), np.array([10.0, 20.0])
+    summing = InputBuffer((None,))
+    summing.add(0, first, "mul")
+    summing.add(0, None, "hooked")  # an undefined gradient adds nothing
+    summing.add(0, second, "exp")
+    assert [g.tolist() for g in summing] == [[11.0, 22.0]]
+    assert first.tolist() == [1.0, 2.0]  # the sum is a new array: a node may send one array on two edges
+
+    recording = RecordingInputBuffer((None, None))
+    recording.add(1, first, "mul")
+    recording.add(1, None, "hooked")
+    recording.add(1, second, "exp")
+    assert recording[0] is None and recording[1].tolist() == [11.0, 22.0]
+    assert [[(sender, g.tolist()) for sender, g in pieces] for pieces in recording.contributions] == [
+        [], [("mul", [1.0, 2.0]), ("exp", [10.0, 20.0])]]
+
+
+class _Task:
+    """Stands in for a node in the ready queue: only its sequence number counts."""
+
+    def __init__(self, sequence_nr, name):
+        self._sequence_nr, self.name = sequence_nr, name
+
+
+# Few distinct numbers, so that ties (every AccumulateGrad is UINT64_MAX) are common.
+SEQUENCE_NRS = st.sampled_from([0, 1, 2, 3, 5, 8, ACCUMULATE_SEQUENCE_NR])
+QUEUE_OPERATIONS = st.lists(st.one_of(SEQUENCE_NRS, st.just("pop")), max_size=60)
+
+
+def _run_ready_queue(operations) -> list:
+    """Push a task for each number, pop at each "pop" (when not empty), then drain: the names popped."""
+    queue, popped = ReadyQueue(), []
+    for index, operation in enumerate(operations):
+        if operation != "pop":
+            queue.push(_Task(operation, index), f"buffer {index}")
+        elif queue.heap:
+            popped.append(queue.pop()[0].name)
+    while queue.heap:
+        popped.append(queue.pop()[0].name)
+    return popped
+
+
+@given(QUEUE_OPERATIONS)
+def test_ready_queue_always_pops_a_highest_sequence_number(operations):
+    queue, present = ReadyQueue(), {}
+    for index, operation in enumerate(operations + ["pop"] * len(operations)):
+        if operation != "pop":
+            queue.push(_Task(operation, index), f"buffer {index}")
+            present[index] = operation
+        elif queue.heap:
+            task, input_buffer = queue.pop()
+            assert input_buffer == f"buffer {task.name}"
+            assert present.pop(task.name) == max([task._sequence_nr, *present.values()])
+    assert not present
+
+
+LIBSTDCXX_PRIORITY_QUEUE = r"""
+#include <cstdint>
+#include <iostream>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+// PyTorch's ReadyQueue: a std::priority_queue of tasks compared by sequence_nr alone.
+using Task = std::pair<std::uint64_t, int>;
+struct BySequenceNr {
+  bool operator()(const Task& a, const Task& b) const { return a.first < b.first; }
+};
+int main() {
+  std::priority_queue<Task, std::vector<Task>, BySequenceNr> queue;
+  std::string operation;
+  int index = 0;
+  while (std::cin >> operation) {
+    if (operation == "pop") {
+      if (!queue.empty()) { std::cout << queue.top().second << "\n"; queue.pop(); }
+    } else {
+      queue.push({std::stoull(operation), index});
+    }
+    ++index;
+  }
+  while (!queue.empty()) { std::cout << queue.top().second << "\n"; queue.pop(); }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def libstdcxx_queue(tmp_path_factory):
+    """A compiled std::priority_queue, the reference PyTorch's ready queue is built on."""
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("needs g++ to build the libstdc++ reference heap")
+    folder = tmp_path_factory.mktemp("ready_queue")
+    (folder / "queue.cpp").write_text(LIBSTDCXX_PRIORITY_QUEUE)
+    subprocess.run([compiler, "-O1", "-o", str(folder / "queue"), str(folder / "queue.cpp")], check=True)
+    return folder / "queue"
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(QUEUE_OPERATIONS)
+def test_ready_queue_breaks_ties_exactly_as_libstdcxx(libstdcxx_queue, operations):
+    commands = "\n".join(str(operation) for operation in operations)
+    result = subprocess.run([str(libstdcxx_queue)], input=commands, capture_output=True, text=True, check=True)
+    assert _run_ready_queue(operations) == [int(line) for line in result.stdout.split()]
+
+
+def test_graph_task_keeps_what_grad_captured_and_runs_only_what_leads_there():
+    x = gv.tensor([1.0, 2.0], requires_grad=True)
+    w = gv.tensor([3.0, 4.0], requires_grad=True)
+    hidden = x * w
+    loss = hidden.exp().sum()
+    task = GraphTask([gradient_edge(loss)], make_grads([loss], [None]), keep_graph=False)
+    task.init_to_execute([gradient_edge(hidden)], accumulate_grad=False)
+    exp_node = loss.grad_fn.next_functions[0][0]
+    assert task.exec_info[exp_node].needed and not task.exec_info[hidden.grad_fn].needed
+    assert task.exec_info[hidden.grad_fn].captures == [(0, 0)]  # (slot, index in grad()'s inputs)
+    task.execute()
+    (captured,) = task.captured_vars
+    np.testing.assert_allclose(captured, np.exp([3.0, 8.0]), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        exp_node._saved_result  # ran, and freed what it saved
+    assert hidden.grad_fn._saved_self.tolist() == [1.0, 2.0]  # captured, not run: still has its tensors
+    assert x.grad is None and w.grad is None
+
+
+def test_backward_from_several_tensors_matches_torch(torch):
+    def program(lib):
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        w = lib.tensor(3.0, dtype=lib.float64, requires_grad=True)
+        return x, w, [(x * w).exp().sum(), (x.sin() * 2).sum(), w * 5]
+
+    tx, tw, t_outputs = program(torch)
+    expected = torch_order(torch, t_outputs, [None, torch.tensor(2.0, dtype=torch.float64), None])
+    gx, gw, g_outputs = program(gv)
+    task = GraphTask([gradient_edge(t) for t in g_outputs],
+                     make_grads(g_outputs, [None, gv.tensor(2.0, dtype=gv.float64), None]),
+                     keep_graph=False, record_steps=True)
+    assert [step.name for step in task.steps()] == expected  # GraphRoot itself is no Step
+    np.testing.assert_allclose(gx.grad.numpy(), tx.grad.numpy())
+    np.testing.assert_allclose(gw.grad.numpy(), tw.grad.numpy())
+    fresh_x, fresh_w, fresh_outputs = program(gv)  # and through the public entry point
+    gv.autograd.backward(fresh_outputs, [None, gv.tensor(2.0, dtype=gv.float64), None])
+    np.testing.assert_allclose(fresh_x.grad.numpy(), tx.grad.numpy())
+    np.testing.assert_allclose(fresh_w.grad.numpy(), tw.grad.numpy())
+
+
+def test_grad_captures_after_the_tensor_hooks_exactly_when_torch_does(torch):
+    def program(lib, inputs_of):
+        log = []
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.register_hook(lambda g: log.append("y") or g * 10)
+        x.register_hook(lambda g: log.append("x") or g * 100)
+        z = (y * y).sum()
+        grads = lib.autograd.grad(z, inputs_of(x, y), retain_graph=True)
+        return [g.tolist() for g in grads], log, x.grad
+
+    for inputs_of in (lambda x, y: y, lambda x, y: x, lambda x, y: [y, x], lambda x, y: [x, y]):
+        assert program(gv, inputs_of) == program(torch, inputs_of)
+
+
+def test_backward_with_inputs_retains_a_non_leaf_grad_like_torch(torch):
+    def program(lib):
+        log = []
+        x = lib.tensor(2.0, requires_grad=True)
+        y = x.exp()
+        z = y.sin()
+        x.register_hook(lambda g: log.append("x"))
+        (z * 3).backward(inputs=[z])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # z retains its grad, so reading it does not warn
+            z_grad = z.grad.item()
+        return z_grad, z.retains_grad, x.grad, log, round(y.grad_fn._saved_result.item(), 5)  # not run: kept
+
+    assert program(gv) == program(torch)
+    for lib in (gv, torch):
+        with pytest.raises(RuntimeError, match="`inputs` argument to `backward\\(\\)` cannot be empty."):
+            (lib.tensor(1.0, requires_grad=True) * 2).backward(inputs=[])
+        with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
+            (lib.tensor(1.0, requires_grad=True) * 2).backward(inputs=[lib.tensor(1.0)])
+
+
+def test_a_node_that_receives_no_gradient_still_runs_its_hooks_like_torch(torch):
+    def program(lib):
+        log = []
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (None, None))
+        accumulate = y.grad_fn.next_functions[0][0]
+        x.register_hook(lambda g: log.append(("x", g)))
+        accumulate.register_prehook(lambda grads: log.append(("pre", grads)))
+        accumulate.register_hook(lambda grad_inputs, grad_outputs: log.append(("post", grad_inputs, grad_outputs)))
+        return y.sum(), log, x
+
+    t_out, t_log, t_x = program(torch)
+    order = torch_order(torch, t_out)
+    g_out, g_log, g_x = program(gv)
+    assert gradviz_order(g_out) == order  # AccumulateGrad runs, on nothing
+    assert g_log == t_log == [("x", None), ("pre", (None,)), ("post", (), (None,))]
+    assert g_x.grad is None and t_x.grad is None
+
+
+def test_backward_steps_steps_torch_tensors_through_the_registered_engine(torch):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x.exp() * x).sum()
+    names = [step.name for step in gv.autograd.backward_steps(loss, dry_run=True)]
+    assert x.grad is None
+    assert names == torch_order(torch, loss)
+
+
+def test_backward_steps_hands_foreign_tensors_to_their_engine(monkeypatch):
+    class ForeignTensor:
+        pass
+
+    calls = []
+
+    def foreign_steps(tensor, gradient, retain_graph, **options):
+        calls.append((tensor, gradient, retain_graph, options))
+        yield "a foreign step"
+
+    monkeypatch.setattr(engine, "_foreign_engines", [])
+    engine.register_foreign_engine(lambda tensor: isinstance(tensor, ForeignTensor), foreign_steps)
+    foreign = ForeignTensor()
+    assert list(gv.autograd.backward_steps(foreign, "seed", True, dry_run=True)) == ["a foreign step"]
+    assert list(gv.autograd.backward_steps(foreign, run_hooks=False)) == ["a foreign step"]
+    assert calls == [(foreign, "seed", True, {"dry_run": True}),
+                     (foreign, None, None, {"dry_run": False, "run_hooks": False})]
+    x = gv.tensor(2.0, requires_grad=True)
+    assert [step.name for step in gv.autograd.backward_steps(x * 3)] == [
+        "MulBackward0", "torch::autograd::AccumulateGrad"]
+
+
+# -- stepping: half-consumed, and without the user's hooks ------------------------------------------
+def _freed(read) -> bool:
+    try:
+        read()
+    except RuntimeError as error:
+        assert str(error) == FREED_MESSAGE
+        return True
+    return False
+
+
+def test_a_half_consumed_stepper_leaves_the_graph_as_far_as_it_got():
+    w = gv.tensor(3.0, requires_grad=True)
+    x = gv.tensor(2.0, requires_grad=True)
+    power = x ** 2
+    loss = w * power.exp()
+    exp_node, power_node = loss.grad_fn.next_functions[1][0], power.grad_fn
+    stepper = gv.autograd.backward_steps(loss)
+    taken = [next(stepper).name for _ in range(3)]
+    assert gv.is_grad_enabled()  # between Steps the caller's own grad mode holds
+    assert taken == ["MulBackward0", "torch::autograd::AccumulateGrad", "ExpBackward0"]
+    assert w.grad.item() == pytest.approx(np.exp(4.0), rel=1e-6)  # reached: its .grad is written
+    assert x.grad is None  # not reached yet
+    assert _freed(lambda: loss.grad_fn._saved_self) and _freed(lambda: exp_node._saved_result)
+    assert power_node._saved_self.item() == 2.0  # not run yet: keeps its saved tensors
+    stepper.close()
+    assert list(stepper) == []  # closed: nothing more runs
+    assert x.grad is None and power_node._saved_self.item() == 2.0
+
+
+def test_a_stepper_runs_each_node_with_grad_mode_off_and_leaves_the_callers_mode_alone():
+    x = gv.tensor(2.0, requires_grad=True)
+    y = (x * 3).exp()
+    seen = []
+    y.grad_fn.register_prehook(lambda grads: seen.append(gv.is_grad_enabled()))
+    stepper = gv.autograd.backward_steps(y)
+    with gv.no_grad():
+        next(stepper)
+        assert not gv.is_grad_enabled()
+    assert gv.is_grad_enabled()
+    list(stepper)
+    assert seen == [False] and gv.is_grad_enabled()
+
+
+def _hooked_graph(lib, log, scratch):
+    """A small graph with every kind of user hook, each with a side effect."""
+    x = lib.tensor([1.0, -2.0], requires_grad=True)
+    y = x.exp() * x
+    y.retain_grad()
+    x.register_hook(lambda g: log.append("x") or print("x hook ran") or g * 100)
+    y.register_hook(lambda g: [scratch.add_(1)] and None)  # writes in place into the user's tensor
+    z = y.sum()
+    z.grad_fn.register_prehook(lambda grads: log.append("pre") or tuple(g * 7 for g in grads))
+    z.grad_fn.register_hook(lambda grad_inputs, grad_outputs: log.append("post"))
+    accumulate = y.grad_fn.next_functions[1][0]
+    accumulate.register_prehook(lambda grads: log.append("leaf pre"))
+    return x, y, z
+
+
+def test_run_hooks_false_computes_every_gradient_and_touches_nothing(capsys):
+    log = []
+    with gv.no_grad():
+        scratch = gv.zeros(2)
+    x, y, z = _hooked_graph(gv, log, scratch)
+    version = scratch._version
+    steps = list(gv.autograd.backward_steps(z, dry_run=True, run_hooks=False))
+    assert log == [] and capsys.readouterr().out == ""
+    assert scratch.tolist() == [0.0, 0.0] and scratch._version == version
+    assert x.grad is None and y.grad is None  # neither the leaf nor the retained non-leaf
+    plain = gv.tensor([1.0, -2.0], requires_grad=True)
+    (plain.exp() * plain).sum().backward()  # the same graph with no hooks at all
+    np.testing.assert_allclose(steps[-1].grad_after, plain.grad.numpy(), rtol=1e-6)
+
+    z.backward()  # nothing was freed by the trace, and the hooks are still there
+    assert log == ["pre", "post", "x", "leaf pre"] and capsys.readouterr().out == "x hook ran\n"
+    assert scratch.tolist() == [1.0, 1.0]
+
+
+def test_the_hooked_graph_runs_its_hooks_as_torch_does(torch):
+    def program(lib):
+        log = []
+        with lib.no_grad():
+            scratch = lib.zeros(2)
+        x, y, z = _hooked_graph(lib, log, scratch)
+        z.backward()
+        return log, scratch.tolist(), [round(g, 4) for g in x.grad.tolist()], y.grad.tolist()
+
+    assert program(gv) == program(torch)
+
+
+def test_run_hooks_false_without_dry_run_writes_the_hook_free_gradients():
+    log = []
+    with gv.no_grad():
+        scratch = gv.zeros(2)
+    x, y, z = _hooked_graph(gv, log, scratch)
+    for _ in gv.autograd.backward_steps(z, run_hooks=False):
+        pass
+    assert log == [] and scratch.tolist() == [0.0, 0.0]
+    assert y.grad is None  # retain_grad is a hook too
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([1.0, -2.0]) * np.array([2.0, -1.0]), rtol=1e-6)
+
+
+def test_a_dry_run_shows_the_accumulation_but_leaves_grad_as_it_was():
+    x = gv.tensor([1.0, 2.0], requires_grad=True)
+    (x * 2).sum().backward()
+    grad, version = x.grad, x.grad._version
+    step = list(gv.autograd.backward_steps((x * 3).sum(), dry_run=True))[-1]
+    assert step.grad_before.tolist() == [2.0, 2.0] and step.grad_after.tolist() == [5.0, 5.0]
+    assert x.grad is grad and grad.tolist() == [2.0, 2.0] and grad._version == version

@@ -1,96 +1,166 @@
-"""The backward pass, as a generator of Steps, in PyTorch's engine order.
+"""The backward pass, in the vocabulary of PyTorch's ``torch/csrc/autograd/engine.cpp``.
 
-``backward_steps`` yields one ``Step`` per node it runs; ``backward()`` simply drains it. The
-order is PyTorch's: a node runs once every gradient meant for it has arrived (they are summed
-in its input buffer); among ready nodes the one created last runs first (highest sequence
-number), and AccumulateGrad, numbered UINT64_MAX, runs as soon as it is ready. Ties are broken
-exactly as PyTorch's ``std::priority_queue`` breaks them, because the ready queue below uses the
-same heap algorithm. Everything is iterative: a 100,000-node chain needs no recursion.
+Lay engine.cpp beside this file; each name here is the one it has there::
 
-A half-consumed stepper leaves the graph as far as it got: leaves reached so far have their
-``.grad`` updated, nodes already run have freed their saved tensors (unless ``retain_graph``),
-and the nodes not yet run keep theirs. Closing it early (``close()`` or dropping it) runs nothing
-more.
+    engine.cpp                            here
+    ------------------------------------  ------------------------------------------------------------
+    Engine::execute                       backward(), grad(): make a GraphTask, then run it
+    GraphTask                             GraphTask: the state of one backward pass
+      dependencies_                         .dependencies: edges still to deliver into each node
+      not_ready_                            .not_ready: input buffers of nodes still waiting
+      keep_graph_                           .keep_graph (retain_graph; always on in a dry run)
+      exec_info_ (ExecInfo)                 .exec_info (ExecInfo): for grad() and backward(inputs=),
+                                            which nodes must run and which gradients to capture
+      captured_vars_                        .captured_vars: what autograd.grad returns
+      init_to_execute                       .init_to_execute
+    compute_dependencies                  compute_dependencies
+    ReadyQueue (a std::priority_queue)    ReadyQueue: the same heap algorithm, so even ties match
+    NodeTask                              a (node, input_buffer) entry of the ready queue
+    InputBuffer, InputBuffer::add         InputBuffer, .add: sums what arrives (RecordingInputBuffer
+                                          also keeps the pieces, for a Step)
+    Engine::thread_main                   GraphTask.execute (or .steps: one Step at a time)
+    Engine::evaluate_function             GraphTask.evaluate_function
+    call_function                         call_function: the node's backward formula (engine.cpp's
+                                          also runs the hooks, which evaluate_function runs here)
+    call_tensor_pre_hooks, call_pre_hooks,
+    call_post_hooks                       the functions of the same names
+    Node::release_variables               node._release_variables()
+    AccumulateGrad::apply                 GraphTask.accumulate_grad
+    GraphRoot                             GraphRoot (node.py), when backward starts from several tensors
+    torch.autograd's _make_grads          make_grads
+
+The order is PyTorch's: a node runs once every gradient meant for it has arrived (each edge into
+it counts once, and the arrivals are summed in its input buffer); among ready nodes the one created
+last runs first (highest sequence number), and AccumulateGrad, numbered UINT64_MAX, runs as soon as
+it is ready. Everything is iterative: a 100,000-node chain needs no recursion.
+
+What gradviz adds, for a learner watching: ``backward_steps`` yields an immutable ``Step`` after
+each node (what arrived, the pieces that were summed, what was sent on, a leaf's ``.grad`` before
+and after); ``dry_run=True`` computes every gradient but writes no ``.grad`` and frees nothing;
+``run_hooks=False`` runs none of the user's hooks (tensor hooks, ``retain_grad``, node pre- and
+post-hooks). A half-consumed stepper leaves the graph as far as it got: leaves reached so far have
+their ``.grad`` updated, nodes already run have freed their saved tensors (unless
+``retain_graph``), and the nodes not yet run keep theirs. Closing it early runs nothing more.
+
+Where ``create_graph`` will go: PyTorch runs every node with grad mode set to ``create_graph``, so
+that the backward formulas themselves record a graph. Here grad mode is switched off in
+``GraphTask.execute``/``steps`` and every formula is called in ``call_function``: those two places
+change when gradviz records the backward pass (its formulas work on arrays today).
 """
 from __future__ import annotations
 
-from gradviz.autograd.node import AccumulateGrad, GraphRoot
+from gradviz.autograd.function import gradient_edge
+from gradviz.autograd.node import GraphRoot
 from gradviz.autograd.step import Step
 from gradviz.grad_mode import _state as _grad_state
 
 NO_GRAD_MESSAGE = "element {} of tensors does not require grad and does not have a grad_fn"
+CREATE_GRAPH_MESSAGE = "gradviz does not record the backward pass itself (create_graph=True)"
 
 
-# -- the ready queue: libstdc++'s push_heap / pop_heap over sequence numbers ----------------
-def _push(heap: list, item) -> None:
-    heap.append(item)
-    _sift_up(heap, len(heap) - 1, 0, item)
+# -- the ready queue: libstdc++'s push_heap / pop_heap over sequence numbers ----------------------
+class ReadyQueue:
+    """The nodes whose gradients have all arrived, popped highest sequence number first.
+
+    PyTorch keeps them in a ``std::priority_queue`` compared by ``sequence_nr``. Nodes can share a
+    number (every AccumulateGrad is UINT64_MAX), and then the heap's own algorithm decides which
+    comes out first; the sift-up and sift-down below are libstdc++'s, step for step, so ties come out
+    in exactly torch's order. Entries are ``(sequence_nr, node, input_buffer)``, compared on the
+    number alone.
+    """
+
+    __slots__ = ("heap",)
+
+    def __init__(self):
+        self.heap = []
+
+    def push(self, node, input_buffer) -> None:
+        """``std::push_heap``: append, then sift the new entry up."""
+        heap = self.heap
+        entry = (node._sequence_nr, node, input_buffer)
+        if heap:
+            heap.append(entry)
+            _sift_up(heap, len(heap) - 1, entry)
+        else:  # the common case in a chain: nothing to sift past
+            heap.append(entry)
+
+    def pop(self) -> tuple:
+        """``std::pop_heap``: take the top ``(node, input_buffer)``; move the hole down to a leaf,
+        always towards the larger child, then sift the last entry up from there."""
+        heap = self.heap
+        top = heap[0]
+        last = heap.pop()
+        length = len(heap)
+        if length:
+            hole = child = 0
+            while child < (length - 1) // 2:
+                child = 2 * (child + 1)
+                if heap[child][0] < heap[child - 1][0]:
+                    child -= 1
+                heap[hole] = heap[child]
+                hole = child
+            if length % 2 == 0 and child == (length - 2) // 2:
+                child = 2 * (child + 1)
+                heap[hole] = heap[child - 1]
+                hole = child - 1
+            _sift_up(heap, hole, last)
+        return top[1], top[2]
 
 
-def _sift_up(heap: list, hole: int, top: int, item) -> None:
+def _sift_up(heap: list, hole: int, entry) -> None:
+    """libstdc++'s ``__push_heap``: move parents with a smaller number down until ``entry`` fits."""
+    number = entry[0]
     parent = (hole - 1) // 2
-    while hole > top and heap[parent][0] < item[0]:
+    while hole > 0 and heap[parent][0] < number:
         heap[hole] = heap[parent]
         hole = parent
         parent = (hole - 1) // 2
-    heap[hole] = item
+    heap[hole] = entry
 
 
-def _pop(heap: list):
-    """Remove and return the entry with the highest sequence number (``std::pop_heap``)."""
-    first = heap[0]
-    last = heap.pop()
-    length = len(heap)
-    if length:
-        hole, child = 0, 0
-        while child < (length - 1) // 2:
-            child = 2 * (child + 1)
-            if heap[child][0] < heap[child - 1][0]:
-                child -= 1
-            heap[hole] = heap[child]
-            hole = child
-        if length % 2 == 0 and child == (length - 2) // 2:
-            child = 2 * (child + 1)
-            heap[hole] = heap[child - 1]
-            hole = child - 1
-        _sift_up(heap, hole, 0, last)
-    return first
+# -- input buffers ----------------------------------------------------------------------------------
+class InputBuffer(list):
+    """The gradients arriving at one node: one slot per output of its forward op, summed as they come.
+
+    A tensor used twice in the forward pass receives two gradients in one slot; they are added here,
+    so the node runs once, on the total. It is a plain list of backend arrays (None where nothing
+    has arrived), made with one ``None`` per slot: ``InputBuffer((None,) * node._num_outputs)``.
+    """
+
+    __slots__ = ()
+
+    def add(self, slot: int, grad, sender) -> None:
+        """Add ``grad`` (sent by ``sender``; None for the starting gradient) into ``slot``.
+
+        An undefined gradient (None: every path to it was cut off, e.g. by a hook) adds nothing.
+        The sum is a new array: a node may send one array along two edges.
+        """
+        if grad is not None:
+            accumulated = self[slot]
+            self[slot] = grad if accumulated is None else accumulated + grad
 
 
-# -- starting points ------------------------------------------------------------------------------
-def _root_edges(tensors, gradients):
-    """Pair each output with the gradient it starts from, checking what PyTorch checks."""
-    from gradviz.autograd.function import gradient_edge
+class RecordingInputBuffer(InputBuffer):
+    """An InputBuffer that also keeps each separate ``(sender node, gradient)`` it summed, per slot,
+    so that a Step can show a learner what was added (a step recorder asks for this kind)."""
 
-    edges, grads = [], []
-    for i, (tensor, gradient) in enumerate(zip(tensors, gradients)):
-        if not tensor._requires_grad:
-            raise RuntimeError(NO_GRAD_MESSAGE.format(i))
-        if gradient is None:
-            if tensor.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            grad = tensor._backend.full(tensor._data.shape, 1, tensor.dtype, tensor.device)
-        else:
-            if tensor.shape != gradient.shape:
-                raise RuntimeError(
-                    f"Mismatch in shape: grad_output[{i}] has a shape of {gradient.shape} and output[{i}] "
-                    f"has a shape of {tensor.shape}.")
-            grad = gradient._data
-        edges.append(gradient_edge(tensor))
-        grads.append(grad)
-    return edges, grads
+    __slots__ = ("contributions",)
+
+    def __init__(self, slots):
+        list.__init__(self, slots)
+        self.contributions = [[] for _ in slots]
+
+    def add(self, slot: int, grad, sender) -> None:
+        if grad is not None:  # InputBuffer.add, written out (this runs for every edge of a trace)
+            accumulated = self[slot]
+            self[slot] = grad if accumulated is None else accumulated + grad
+            self.contributions[slot].append((sender, grad))
 
 
-def _as_list(value):
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-# -- the engine -------------------------------------------------------------------------------------
-def _dependencies(root) -> dict:
-    """How many edges lead into each node reachable from ``root`` (an iterative walk)."""
-    dependencies = {root: 0}
+# -- which nodes run, and in what order -----------------------------------------------------------
+def compute_dependencies(root) -> dict:
+    """How many edges lead into each node reachable from ``root`` (an iterative walk, no recursion)."""
+    dependencies = {}
     stack = [root]
     while stack:
         node = stack.pop()
@@ -105,53 +175,280 @@ def _dependencies(root) -> dict:
     return dependencies
 
 
-def _needed(root, dependencies: dict, targets: set) -> set:
-    """Nodes that lie on a path to a target (``autograd.grad`` runs only those)."""
-    order = [root]
-    remaining = dict(dependencies)
-    for node in order:  # Kahn's order: every node after all the nodes that feed it
-        for next_node, _ in node._next_functions:
-            if next_node is not None:
-                remaining[next_node] -= 1
-                if remaining[next_node] == 0:
-                    order.append(next_node)
-    needed = set()
-    for node in reversed(order):
-        if node in targets or any(n in needed for n, _ in node._next_functions if n is not None):
-            needed.add(node)
-    return needed
+class ExecInfo:
+    """What ``autograd.grad`` (or ``backward(inputs=...)``) wants of one node.
+
+    ``needed``: the node must run, because a node it sends gradients to must. ``captures``:
+    ``(slot, output index)`` pairs, the incoming gradients that ``grad()`` returns.
+    """
+
+    __slots__ = ("needed", "captures")
+
+    def __init__(self):
+        self.needed = False
+        self.captures = []
 
 
-def _call_pre_hooks(node, grads: list, retain: bool = True) -> list:
-    """Tensor hooks, then ``retain_grad`` (always after them, as in PyTorch), then node pre-hooks."""
+def _should_execute(exec_info: dict, node) -> bool:
+    """``ExecInfo::should_execute``: the node runs, or holds a gradient ``grad()`` wants."""
+    info = exec_info.get(node)
+    return info is not None and (info.needed or bool(info.captures))
+
+
+# -- the graph task ----------------------------------------------------------------------------------
+class GraphTask:
+    """The state of one backward pass from ``roots`` (edges) with starting gradients ``grads``.
+
+    ``keep_graph``: keep the saved tensors (``retain_graph``). ``dry_run``: compute every gradient
+    but write no ``.grad`` and free nothing. ``run_hooks=False``: run none of the user's hooks.
+    ``record_steps``: build a ``Step`` per node (``steps()``), with the summed contributions.
+    """
+
+    def __init__(self, roots: list, grads: list, *, keep_graph: bool, dry_run: bool = False,
+                 run_hooks: bool = True, record_steps: bool = False):
+        self.keep_graph = keep_graph or dry_run
+        self.dry_run = dry_run
+        self.run_hooks = run_hooks
+        self.record_steps = record_steps
+        self.exec_info = None  # node -> ExecInfo; None runs every reachable node (plain backward)
+        self.captured_vars = []
+        self.steps_recorded = 0
+        self.input_buffer_type = RecordingInputBuffer if record_steps else InputBuffer
+        if len(roots) == 1:  # as PyTorch does, start at the one root node itself, with no GraphRoot
+            root, slot = roots[0]
+            input_buffer = self.input_buffer_type((None,) * root._num_outputs)
+            input_buffer.add(slot, grads[0], None)
+        else:
+            root = GraphRoot(roots, grads)
+            input_buffer = self.input_buffer_type(())
+        self.graph_root = root
+        self.dependencies = compute_dependencies(root)
+        self.not_ready = {}  # node -> InputBuffer, for nodes still waiting for a gradient
+        self.ready_queue = ReadyQueue()
+        self.ready_queue.push(root, input_buffer)
+
+    def init_to_execute(self, outputs: list, accumulate_grad: bool) -> None:
+        """Run only the nodes on a path to ``outputs`` (edges).
+
+        ``autograd.grad`` captures the gradient arriving at each output edge instead of running it;
+        ``backward(inputs=...)`` (``accumulate_grad``) runs the outputs themselves. A depth-first walk
+        marks a node needed when any node it sends gradients to must execute.
+        """
+        exec_info = self.exec_info = {}
+        for index, (node, slot) in enumerate(outputs):
+            info = exec_info.get(node)
+            if info is None:
+                info = exec_info[node] = ExecInfo()
+            if accumulate_grad:
+                info.needed = True
+            else:
+                info.captures.append((slot, index))
+        self.captured_vars = [None] * (0 if accumulate_grad else len(outputs))
+        root = self.graph_root
+        seen = {root}
+        stack = [(root, iter(root._next_functions))]
+        while stack:
+            node, next_edges = stack[-1]
+            for child, _ in next_edges:
+                if child is None:
+                    continue
+                if child not in seen:
+                    seen.add(child)
+                    stack.append((child, iter(child._next_functions)))
+                    break
+                if _should_execute(exec_info, child):  # already walked: its answer is final
+                    exec_info.setdefault(node, ExecInfo()).needed = True
+            else:  # every child walked: this node's answer is final; tell the parent
+                stack.pop()
+                if stack and _should_execute(exec_info, node):
+                    exec_info.setdefault(stack[-1][0], ExecInfo()).needed = True
+
+    # -- running -----------------------------------------------------------------------------------
+    def execute(self) -> None:
+        """Run the whole pass (engine.cpp's ``thread_main`` loop): pop a ready node, evaluate it.
+
+        No user code runs between nodes here, so grad mode is switched off once for the whole pass.
+        """
+        ready_queue = self.ready_queue
+        evaluate_function = self.evaluate_function
+        previous_grad_mode = _grad_state.enabled
+        _grad_state.enabled = False  # PyTorch runs nodes with grad mode = create_graph
+        try:
+            while ready_queue.heap:
+                evaluate_function(*ready_queue.pop())
+        finally:
+            _grad_state.enabled = previous_grad_mode
+
+    def steps(self):
+        """Run the pass one node at a time, yielding a Step after each.
+
+        The caller's code runs between Steps and must see its own grad mode, so grad mode is off
+        only while a node runs. Closing the generator early runs nothing more.
+        """
+        ready_queue = self.ready_queue
+        evaluate_function = self.evaluate_function
+        while ready_queue.heap:
+            node, input_buffer = ready_queue.pop()
+            previous_grad_mode = _grad_state.enabled
+            _grad_state.enabled = False
+            try:
+                step = evaluate_function(node, input_buffer)
+            finally:
+                _grad_state.enabled = previous_grad_mode
+            if step is not None:
+                yield step
+
+    def evaluate_function(self, node, input_buffer):
+        """Run one ready node and send its gradients on (engine.cpp's ``evaluate_function``).
+
+        Capture what ``grad()`` asked for; pre-hooks; the node (``call_function``, or the leaf's
+        accumulation); post-hooks; free the node's saved tensors unless the graph is kept; add each
+        gradient it produced into the input buffer of the node it is meant for, queueing that node
+        once its last gradient has arrived. Returns the Step when recording.
+        """
+        grad_outputs = input_buffer
+        exec_info = self.exec_info
+        if exec_info is not None and not self.capture(node, grad_outputs):
+            return None
+        run_hooks = self.run_hooks
+        if run_hooks and (node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks):
+            grad_outputs = call_tensor_pre_hooks(node, grad_outputs, retain_grad=not self.dry_run)
+            if node._pre_hooks:
+                grad_outputs = call_pre_hooks(node, grad_outputs)
+        if node._is_accumulate:
+            grad_before, grad_after = self.accumulate_grad(node, grad_outputs[0])
+            grad_inputs = ()
+        else:
+            grad_before = grad_after = None
+            grad_inputs = call_function(node, grad_outputs)
+        if run_hooks and node._hooks:
+            grad_inputs = call_post_hooks(node, grad_inputs, grad_outputs)
+        if not self.keep_graph and not node._is_accumulate:  # AccumulateGrad saves nothing
+            node._release_variables()
+
+        dependencies = self.dependencies
+        not_ready = self.not_ready
+        for (next_node, slot), grad in zip(node._next_functions, grad_inputs):
+            if next_node is None:
+                continue
+            remaining = dependencies[next_node] - 1
+            dependencies[next_node] = remaining
+            next_buffer = not_ready.get(next_node)
+            if next_buffer is None:  # the first gradient for next_node
+                if exec_info is not None and not _should_execute(exec_info, next_node):
+                    continue
+                next_buffer = self.input_buffer_type((None,) * next_node._num_outputs)
+                if remaining:
+                    not_ready[next_node] = next_buffer
+            elif not remaining:
+                del not_ready[next_node]
+            next_buffer.add(slot, grad, node)
+            if not remaining:
+                self.ready_queue.push(next_node, next_buffer)
+
+        if self.record_steps and type(node) is not GraphRoot:  # GraphRoot is the engine's, not the user's
+            return self.make_step(node, input_buffer, grad_outputs, grad_inputs, grad_before, grad_after)
+        return None
+
+    def capture(self, node, grad_outputs: list) -> bool:
+        """Keep the incoming gradients ``grad()`` asked for; say whether ``node`` must run.
+
+        As in PyTorch, a captured gradient has been through the tensor's hooks when the node does not
+        run (they would not run otherwise), and is taken as it arrived when the node does run.
+        """
+        info = self.exec_info.get(node)
+        needed = info is not None and info.needed
+        if not needed and self.run_hooks:
+            grad_outputs = call_tensor_pre_hooks(node, grad_outputs, retain_grad=not self.dry_run)
+        if info is not None:
+            for slot, index in info.captures:
+                self.captured_vars[index] = grad_outputs[slot]
+        return needed
+
+    def accumulate_grad(self, node, grad) -> tuple:
+        """Add ``grad`` into the leaf's ``.grad`` (``AccumulateGrad::apply``); a dry run only works out
+        what ``.grad`` would become. Returns ``(.grad before, .grad after)`` for the Step; ``before``
+        is copied only when a Step will show it."""
+        variable = node.variable
+        backend = variable._backend
+        current = variable._grad
+        if grad is None:  # nothing arrived: .grad stays as it is
+            held = None if current is None else current._data
+            return held, held
+        if current is None:
+            if grad.shape != variable._data.shape:
+                grad = backend.broadcast_to(grad, variable._data.shape)
+            after = backend.copy(grad)
+            if not self.dry_run:
+                variable._grad = Tensor._make(after, backend=backend)
+            return None, after
+        if self.dry_run:
+            return current._data, backend.add(current._data, grad)
+        before = backend.copy(current._data) if self.record_steps else None
+        backend.iadd(current._data, grad)
+        current._vc[0] += 1
+        return before, current._data
+
+    def make_step(self, node, input_buffer, grad_outputs, grad_inputs, grad_before, grad_after) -> Step:
+        """The one place a Step is built: what arrived, the pieces summed, what was sent on."""
+        index = self.steps_recorded
+        self.steps_recorded = index + 1
+        contributions = tuple(tuple(pieces) for pieces in input_buffer.contributions)
+        return Step(index, node, tuple(grad_outputs), tuple(grad_inputs), contributions, grad_before, grad_after)
+
+
+# -- calling a node and its hooks ----------------------------------------------------------------------
+def call_function(node, grad_outputs: list) -> tuple:
+    """The node's backward formula on the gradients that arrived: one gradient per ``next_functions``.
+
+    When no gradient arrived at all (every path here was cut off), undefined gradients flow on
+    without running the formula, as PyTorch's generated backward functions do.
+    """
+    if node._num_outputs == 1:  # every gradviz op has one output (only GraphRoot has none)
+        grad = grad_outputs[0]
+        if grad is None:
+            return (None,) * len(node._next_functions)
+        grad_inputs = node.backward(grad)
+    else:
+        grad_inputs = node.backward(*grad_outputs)
+    return grad_inputs if type(grad_inputs) is tuple else (grad_inputs,)
+
+
+def call_tensor_pre_hooks(node, grads: list, retain_grad: bool = True) -> list:
+    """Hooks registered on the tensors this node produced, then ``retain_grad`` (PyTorch always runs
+    it after them, so ``.grad`` holds what the hooks returned)."""
     if node._tensor_pre_hooks:
         for output_nr, hooks in node._tensor_pre_hooks.items():
             for hook in tuple(hooks.values()):
                 result = hook(_wrap(grads[output_nr]))
                 if result is not None:
                     grads[output_nr] = result._data
-    if node._retain_grad_hooks and retain:
+    if retain_grad and node._retain_grad_hooks:
         for output_nr, hook in node._retain_grad_hooks.items():
-            hook(grads[output_nr])
-    if node._pre_hooks:
-        for hook in tuple(node._pre_hooks.values()):
-            result = hook(tuple(_wrap(g) for g in grads))
-            if result is not None:
-                grads = [_unwrap(g) for g in result]
+            if grads[output_nr] is not None:
+                hook(grads[output_nr])
     return grads
 
 
-def _call_post_hooks(node, grad_inputs: tuple, grads: list) -> tuple:
+def call_pre_hooks(node, grads: list) -> list:
+    """``node.register_prehook`` hooks: each sees the gradients arriving and may replace them."""
+    for hook in tuple(node._pre_hooks.values()):
+        result = hook(tuple(_wrap(g) for g in grads))
+        if result is not None:
+            grads = [_unwrap(g) for g in result]
+    return grads
+
+
+def call_post_hooks(node, grad_inputs: tuple, grad_outputs: list) -> tuple:
+    """``node.register_hook`` hooks: each sees what the node sends on and may replace it."""
     for hook in tuple(node._hooks.values()):
-        result = hook(tuple(_wrap(g) for g in grad_inputs), tuple(_wrap(g) for g in grads))
+        result = hook(tuple(_wrap(g) for g in grad_inputs), tuple(_wrap(g) for g in grad_outputs))
         if result is not None:
             grad_inputs = tuple(_unwrap(g) for g in result)
     return grad_inputs
 
 
 def _wrap(array):
-    from gradviz.tensor import Tensor
-
     return None if array is None else Tensor._make(array)
 
 
@@ -159,243 +456,113 @@ def _unwrap(tensor):
     return None if tensor is None else tensor._data
 
 
-def _accumulate(node: AccumulateGrad, grad, dry_run: bool, record: bool):
-    """Add ``grad`` into the leaf's ``.grad``; return (before, after) copies for the Step
-    (``before`` is copied only when a Step will show it)."""
-    variable = node.variable
-    backend = variable._backend
-    current = variable._grad
-    if current is None:
-        after = backend.copy(grad) if grad.shape == variable._data.shape else backend.copy(
-            backend.broadcast_to(grad, variable._data.shape))
-        if not dry_run:
-            variable._grad = Tensor._make(after, backend=backend)
-        return None, after
-    if dry_run:
-        return current._data, backend.add(current._data, grad)
-    before = backend.copy(current._data) if record else None
-    backend.iadd(current._data, grad)
-    current._vc[0] += 1
-    return before, current._data
+# -- starting points --------------------------------------------------------------------------------
+def make_grads(outputs: list, grad_outputs: list) -> list:
+    """The gradient each output starts from, checked as PyTorch checks it (``_make_grads``)."""
+    grads = []
+    for i, (tensor, gradient) in enumerate(zip(outputs, grad_outputs)):
+        if not tensor._requires_grad:
+            raise RuntimeError(NO_GRAD_MESSAGE.format(i))
+        if gradient is None:
+            if tensor.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            grads.append(tensor._backend.full(tensor._data.shape, 1, tensor.dtype, tensor.device))
+        else:
+            if tensor.shape != gradient.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {gradient.shape} and output[{i}] "
+                    f"has a shape of {tensor.shape}.")
+            grads.append(gradient._data)
+    return grads
 
 
-def _run_node(node, grad_outputs: list, dry_run: bool, record: bool):
-    """Run one node and its hooks; the caller has switched grad mode off, as PyTorch's engine does.
-
-    Returns ``(grad_outputs, grad_inputs, grad_before, grad_after)``, the outputs as the pre-hooks
-    left them. A dry run skips ``retain_grad`` (its only effect is writing ``.grad``) but runs
-    the hooks that can change gradients.
-    """
-    if node._tensor_pre_hooks or node._pre_hooks or (node._retain_grad_hooks and not dry_run):
-        grad_outputs = _call_pre_hooks(node, grad_outputs, retain=not dry_run)
-    if node._is_accumulate:
-        before, after = _accumulate(node, grad_outputs[0], dry_run, record)
-        return grad_outputs, (), before, after
-    result = node.backward(*grad_outputs) if node._num_outputs != 1 else node.backward(grad_outputs[0])
-    grad_inputs = result if type(result) is tuple else (result,)
-    if node._hooks:
-        grad_inputs = _call_post_hooks(node, grad_inputs, grad_outputs)
-    return grad_outputs, grad_inputs, None, None
+def _as_list(value) -> list:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _run_node_without_grad(node, grad_outputs: list, dry_run: bool, record: bool):
-    """``_run_node`` with grad mode off for just this node (a Step is yielded after it, and the
-    caller's code, which runs between Steps, must see its own grad mode)."""
-    previous = _grad_state.enabled
-    _grad_state.enabled = False
-    try:
-        return _run_node(node, grad_outputs, dry_run, record)
-    finally:
-        _grad_state.enabled = previous
+def _graph_task(tensors, grad_tensors, **options) -> GraphTask:
+    tensors = _as_list(tensors)
+    grad_outputs = _as_list(grad_tensors) or [None] * len(tensors)
+    grads = make_grads(tensors, grad_outputs)
+    return GraphTask([gradient_edge(tensor) for tensor in tensors], grads, **options)
 
 
-def _execute(edges, grads, retain_graph: bool, record: bool, dry_run: bool = False, capture=None):
-    """Run the backward pass from ``edges``; yield a Step per node when ``record``.
-
-    ``capture`` maps a node to the input slots whose arriving gradient ``autograd.grad`` wants;
-    those AccumulateGrad nodes are not run (no ``.grad`` is written), and only nodes on a path
-    to a captured node run.
-    """
-    if len(edges) == 1:
-        root, root_slot = edges[0]
-        buffers = {root: [None] * max(root._num_outputs, root_slot + 1)}
-        buffers[root][root_slot] = grads[0]
-        pieces = {root: [[(None, grads[0])] for _ in buffers[root]]} if record else None
-    else:
-        root = GraphRoot(edges, grads)
-        buffers = {root: []}
-        pieces = {root: []} if record else None
-    dependencies = _dependencies(root)
-    needed = _needed(root, dependencies, set(capture)) if capture is not None else None
-    release = not retain_graph and not dry_run
-    captured = {}
-    heap = [(root._sequence_nr, 0, root)]
-    counter = 1
-    index = 0
-    # Nothing is yielded when not recording, so no user code runs between nodes: grad mode is
-    # switched off once for the whole pass instead of once per node.
-    previous_grad_mode = _grad_state.enabled
-    if not record:
-        _grad_state.enabled = False
-    try:
-        while heap:
-            node = _pop(heap)[2]
-            grad_outputs = buffers.pop(node)
-            arrived = pieces.pop(node) if record else None
-            is_accumulate = node._is_accumulate
-            if capture is not None and node in capture:
-                for slot in capture[node]:
-                    captured[(node, slot)] = grad_outputs[slot]
-                if is_accumulate:
-                    continue
-            if grad_outputs[0] is None and len(grad_outputs) == 1:
-                # Every path here sent no gradient (a hook returned None): none flows on, as in PyTorch.
-                grad_inputs, before, after = (None,) * len(node._next_functions), None, None
-            elif record:
-                grad_outputs, grad_inputs, before, after = _run_node_without_grad(node, grad_outputs, dry_run, record)
-            else:
-                grad_outputs, grad_inputs, before, after = _run_node(node, grad_outputs, dry_run, record)
-            if release and not is_accumulate:
-                node._release_variables()
-            if record and not isinstance(node, GraphRoot):
-                yield Step(index, node, tuple(grad_outputs), tuple(grad_inputs),
-                           tuple(tuple(p) for p in arrived), before, after)
-                index += 1
-            for (next_node, slot), grad in zip(node._next_functions, grad_inputs):
-                if next_node is None:
-                    continue
-                if needed is not None and next_node not in needed:
-                    continue
-                buffer = buffers.get(next_node)
-                if buffer is None:
-                    buffer = buffers[next_node] = [None] * max(next_node._num_outputs, slot + 1)
-                    if record:
-                        pieces[next_node] = [[] for _ in buffer]
-                if grad is not None:
-                    buffer[slot] = grad if buffer[slot] is None else next_node_add(buffer[slot], grad)
-                    if record:
-                        pieces[next_node][slot].append((node, grad))
-                remaining = dependencies[next_node] - 1
-                dependencies[next_node] = remaining
-                if remaining == 0:
-                    if next_node._is_accumulate:
-                        if buffer[0] is None:  # no gradient reached this leaf: nothing to add
-                            buffers.pop(next_node)
-                            continue
-                    _push(heap, (next_node._sequence_nr, counter, next_node))
-                    counter += 1
-    finally:
-        if not record:
-            _grad_state.enabled = previous_grad_mode
-    if capture is not None:
-        return captured
-    return None
-
-
-def next_node_add(accumulated, grad):
-    """Sum two gradients arriving at the same input slot (a tensor used more than once)."""
-    return accumulated + grad
-
-
-# -- public entry points -------------------------------------------------------------------------
-_FOREIGN_ENGINES: list = []  # (accepts, steps) pairs, consulted before gradviz's own engine
+# -- other frameworks' tensors -----------------------------------------------------------------------
+_foreign_engines: list = []
 
 
 def register_foreign_engine(accepts, steps) -> None:
-    """Let ``backward_steps`` step tensors this engine does not own (gradviz registers torch's).
-
-    ``accepts(tensor) -> bool`` claims a tensor; ``steps(tensor, gradient, retain_graph,
-    dry_run=...)`` is then a generator of Steps for it. The engine itself knows nothing of torch.
-    """
-    _FOREIGN_ENGINES.append((accepts, steps))
+    """Let a library above the core step another framework's tensors: ``accepts(tensor)`` says whether ``steps(tensor, gradient, retain_graph, dry_run=...)`` (a generator of Steps) handles it."""
+    _foreign_engines.append((accepts, steps))
 
 
-def backward_steps(tensor, gradient=None, retain_graph=None, *, dry_run: bool = False):
+# -- public entry points ---------------------------------------------------------------------------------
+def backward_steps(tensor, gradient=None, retain_graph=None, *, dry_run: bool = False, run_hooks: bool = True):
     """Yield one immutable Step per node as the backward pass from ``tensor`` runs.
 
-    ``dry_run=True`` computes every gradient without writing any ``.grad`` and without freeing
-    saved tensors: the widget uses it to build its trace with no side effect.
+    ``dry_run=True`` computes every gradient without writing any ``.grad`` and without freeing saved
+    tensors. ``run_hooks=False`` runs none of the user's hooks (tensor hooks, ``retain_grad``, node
+    pre- and post-hooks), so the gradients are the formulas' own: with both, stepping is a pure
+    observation. A tensor of another framework goes to the engine registered for it
+    (``register_foreign_engine``); ``run_hooks=False`` is passed on to it only when asked for.
     """
-    for accepts, steps in _FOREIGN_ENGINES:
+    for accepts, foreign_steps in _foreign_engines:
         if accepts(tensor):
-            yield from steps(tensor, gradient, retain_graph, dry_run=dry_run)
+            options = {"dry_run": dry_run} if run_hooks else {"dry_run": dry_run, "run_hooks": False}
+            yield from foreign_steps(tensor, gradient, retain_graph, **options)
             return
-    edges, grads = _root_edges([tensor], [gradient])
-    yield from _execute(edges, grads, bool(retain_graph), record=True, dry_run=dry_run)
+    task = _graph_task(tensor, gradient, keep_graph=bool(retain_graph), dry_run=dry_run, run_hooks=run_hooks,
+                       record_steps=True)
+    yield from task.steps()
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
-    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves (PyTorch's semantics)."""
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves (PyTorch's semantics).
+
+    With ``inputs``, only those tensors' ``.grad`` is filled (a non-leaf among them retains its
+    grad), and only the nodes on a path to them run.
+    """
     if create_graph:
-        raise NotImplementedError("gradviz does not record the backward pass itself (create_graph=True)")
-    tensors = _as_list(tensors)
-    gradients = _as_list(grad_tensors) or [None] * len(tensors)
-    if retain_graph is None:
-        retain_graph = create_graph
-    edges, grads = _root_edges(tensors, gradients)
+        raise NotImplementedError(CREATE_GRAPH_MESSAGE)
+    inputs = _as_list(inputs) if inputs is not None else None
+    if inputs == []:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    task = _graph_task(tensors, grad_tensors, keep_graph=bool(retain_graph))
     if inputs is not None:
-        inputs = _as_list(inputs)
-        results = grad(tensors, inputs, [g for g in gradients] if grad_tensors is not None else None,
-                       retain_graph=retain_graph, allow_unused=True)
-        _accumulate_into(inputs, results)
-        return
-    for _ in _execute(edges, grads, retain_graph, record=False):
-        pass
-
-
-def _accumulate_into(inputs, results) -> None:
-    from gradviz.tensor import Tensor
-
-    for leaf, result in zip(inputs, results):
-        if result is None:
-            continue
-        if leaf._grad is None:
-            leaf._grad = Tensor._make(leaf._backend.copy(result._data), backend=leaf._backend)
-        else:
-            leaf._backend.iadd(leaf._grad._data, result._data)
+        for tensor in inputs:
+            tensor.retain_grad()  # as in PyTorch: a no-op on a leaf, and an error without requires_grad
+        task.init_to_execute([gradient_edge(tensor) for tensor in inputs], accumulate_grad=True)
+    task.execute()
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
          allow_unused: bool | None = None, materialize_grads: bool = False):
     """The gradients of ``outputs`` with respect to ``inputs``, returned instead of accumulated."""
-    from gradviz.autograd.function import gradient_edge
-    from gradviz.tensor import Tensor
-
     if create_graph:
-        raise NotImplementedError("gradviz does not record the backward pass itself (create_graph=True)")
-    outputs = _as_list(outputs)
+        raise NotImplementedError(CREATE_GRAPH_MESSAGE)
     inputs = _as_list(inputs)
-    gradients = _as_list(grad_outputs) or [None] * len(outputs)
-    if retain_graph is None:
-        retain_graph = create_graph
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for tensor in inputs:
         if not tensor._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    edges, grads = _root_edges(outputs, gradients)
-    capture = {}
-    targets = [gradient_edge(tensor) for tensor in inputs]
-    for node, slot in targets:
-        capture.setdefault(node, set()).add(slot)
-    runner = _execute(edges, grads, retain_graph, record=False, capture=capture)
-    try:
-        while True:
-            next(runner)
-    except StopIteration as stop:
-        captured = stop.value or {}
+    task = _graph_task(outputs, grad_outputs, keep_graph=bool(retain_graph))
+    task.init_to_execute([gradient_edge(tensor) for tensor in inputs], accumulate_grad=False)
+    task.execute()
     results = []
-    for tensor, (node, slot) in zip(inputs, targets):
-        value = captured.get((node, slot))
-        if value is None:
-            if materialize_grads:
-                results.append(Tensor._make(tensor._backend.full(tensor._data.shape, 0, tensor.dtype, tensor.device)))
-                continue
-            if not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+    for tensor, captured in zip(inputs, task.captured_vars):
+        if captured is not None:
+            results.append(Tensor._make(captured, backend=tensor._backend))
+        elif materialize_grads:
+            results.append(Tensor._make(tensor._backend.full(tensor._data.shape, 0, tensor.dtype, tensor.device)))
+        elif allow_unused:
             results.append(None)
         else:
-            results.append(Tensor._make(value, backend=tensor._backend))
+            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                               "Set allow_unused=True if this is the desired behavior.")
     return tuple(results)
 
 
-from gradviz.tensor import Tensor  # noqa: E402  (tensor.py imports this module lazily, inside backward())
+from gradviz.tensor import Tensor  # noqa: E402  (tensor.py reaches this package through the ops, after Tensor)

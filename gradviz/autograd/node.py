@@ -252,5 +252,5 @@ class GraphRoot(Node):
         self._gradients = tuple(gradients)
         self._num_outputs = 0
 
-    def backward(self, grad_output):
+    def backward(self):  # no gradient arrives at the root: it sends the starting ones
         return self._gradients

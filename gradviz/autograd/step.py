@@ -1,13 +1,16 @@
 """One record per node run by the backward pass.
 
-The engine (and the torch tracer in ``gradviz.graph.torch_source``) yields a ``Step`` each
-time it runs a node. A Step is immutable: the widget, the HTML export and the text stepper
-all read the same records, whichever engine produced them.
+gradviz's engine (``GraphTask.make_step`` in ``engine.py``) and any engine registered for another
+framework's tensors (``register_foreign_engine``) yield a ``Step`` each time a node runs. A Step is
+immutable: the widget, the HTML export and the text stepper all read the same records, whichever
+engine produced them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+ACCUMULATE_GRAD_NAME = "torch::autograd::AccumulateGrad"
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,8 @@ class Step:
 
     @property
     def is_accumulate(self) -> bool:
-        return self.name == "torch::autograd::AccumulateGrad" or type(self.node).__name__ == "AccumulateGrad"
+        """gradviz's and torch's AccumulateGrad nodes both give this ``name()``."""
+        return self.name == ACCUMULATE_GRAD_NAME
 
     def __repr__(self) -> str:
         return f"Step({self.index}, {self.name})"
