@@ -16,8 +16,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! command -v dot >/dev
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null || true
 fi
 use_project_venv
-echo "== pip install -e .[lab]"
-pip_install -e ".[lab]"
+install_project lab
 
 extra=()
 [ "$(id -u)" = 0 ] && extra+=(--allow-root)

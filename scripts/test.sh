@@ -18,8 +18,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && { ! command -v dot >/d
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz chromium fonts-noto-color-emoji >/dev/null
 fi
 use_project_venv
-echo "== pip install -e .[test] (torch==2.13.0 pinned)"
-pip_install -e ".[test]"
+install_project test
 
 mkdir -p tests/artifacts
 echo "== full suite (torch 2.13.0 as the parity oracle, browser tests included)"

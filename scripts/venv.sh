@@ -42,7 +42,18 @@ need_debian_package() {
     fi
 }
 
-# pip_install ARGS...: quiet, but with errors shown.
-pip_install() {
-    python3 -m pip install -q --disable-pip-version-check "$@"
+# install_project EXTRA: pip install -e ".[EXTRA]" into the active environment, skipped when the
+# same pyproject.toml was already installed there with that extra (the install is editable, so
+# code changes need no reinstall). Delete the environment's .gradviz-EXTRA stamp to force it.
+install_project() {
+    local stamp wanted
+    stamp="$(python3 -c 'import sys; print(sys.prefix)')/.gradviz-$1"
+    wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ] && python3 -c 'import importlib.metadata as m; m.version("gradviz-lab")' 2>/dev/null; then
+        echo "== gradviz[$1] already installed in $(dirname "$stamp")"
+        return
+    fi
+    echo "== pip install -e .[$1]"
+    python3 -m pip install -q --disable-pip-version-check -e ".[$1]"
+    echo "$wanted" > "$stamp"
 }
