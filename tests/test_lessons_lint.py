@@ -19,12 +19,11 @@ import html
 import pathlib
 import re
 
+import nbformat
 import pytest
+from nbconvert.filters import markdown_mistune
 
-nbformat = pytest.importorskip("nbformat")
-markdown_mistune = pytest.importorskip("nbconvert.filters.markdown_mistune")
-
-import gradviz.lessons  # noqa: E402
+import gradviz.lessons
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LESSONS = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))

@@ -35,14 +35,18 @@ KERNEL_IDLE = f"""() => {{
     const session = panel && panel.sessionContext && panel.sessionContext.session;
     return Boolean(session && session.kernel && session.kernel.status === 'idle');
 }}"""
-RUN_ALL = f"""async () => {{
-    await window.jupyterapp.commands.execute('notebook:run-all-cells');
+RUN_ALL = "() => { void window.jupyterapp.commands.execute('notebook:run-all-cells'); }"
+ALL_RUN = f"""() => {{  // every code cell ran, or one failed (Run All stops there)
     const cells = {NOTEBOOK}.content.widgets.filter(cell => cell.model.type === 'code');
-    const outputs = cells.map(cell => cell.model.outputs.toJSON());
+    const failed = cells.some(cell => cell.model.outputs.toJSON().some(o => o.output_type === 'error'));
+    return failed || cells.every(cell => cell.model.executionCount !== null);
+}}"""
+RESULTS = f"""() => {{
+    const cells = {NOTEBOOK}.content.widgets.filter(cell => cell.model.type === 'code');
+    const outputs = cells.map(cell => cell.model.outputs.toJSON()).flat();
     return {{
-        unrun: cells.filter(cell => cell.model.executionCount === null).map(cell => cell.model.id),
-        errors: outputs.flat().filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue),
-        widgets: outputs.flat().filter(o => o.data && o.data['{WIDGET_MIME}']).length,
+        errors: outputs.filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue),
+        widgets: outputs.filter(o => o.data && o.data['{WIDGET_MIME}']).length,
     }};
 }}"""
 SCROLLER = f"{NOTEBOOK}.content.node.querySelector('.jp-WindowedPanel-outer')"
@@ -95,14 +99,17 @@ def test_lesson_reads_in_jupyterlab_light_and_dark(lesson, browser, lessons_lab,
     page = context.new_page()
     page_errors = []
     page.on("pageerror", lambda error: page_errors.append(str(error)))
-    page.goto(f"{lessons_lab}/lab/tree/lessons/{lesson.name}")
+    # a workspace of its own, so JupyterLab does not reopen (and restart kernels for) earlier lessons
+    page.goto(f"{lessons_lab}/lab/workspaces/{lesson.stem}/tree/lessons/{lesson.name}")
     page.wait_for_function(KERNEL_IDLE, timeout=120_000)
     page.add_style_tag(content=".Toastify { display: none !important; }")  # JupyterLab's news toast
     set_theme(page, "light")
 
-    result = page.evaluate(RUN_ALL)
+    page.evaluate(RUN_ALL)
+    page.wait_for_function(ALL_RUN, timeout=RUN_TIMEOUT_MS)
     page.wait_for_function(KERNEL_IDLE, timeout=RUN_TIMEOUT_MS)
-    assert result["unrun"] == [] and result["errors"] == [], result
+    result = page.evaluate(RESULTS)
+    assert result["errors"] == [], result["errors"]
     if result["widgets"]:
         page.wait_for_selector(".gv-root svg [data-node-id]", timeout=60_000)
 
