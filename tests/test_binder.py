@@ -119,7 +119,8 @@ def test_binder_environment_has_no_torch_and_installs_gradviz(binder_run):
     packages = {re.split(r"==| @ ", line)[0].strip().lower() for line in binder_run["freeze"].splitlines()
                 if "==" in line or " @ " in line}
     assert "torch" not in packages
-    assert {"numpy", "anywidget", "ipywidgets", "jupyterlab", "graphviz", "ipykernel", "gradviz-lab"} <= packages
+    assert {"numpy", "anywidget", "ipywidgets", "jupyterlab", "graphviz", "ipykernel", "matplotlib",
+            "gradviz-lab"} <= packages
     print(f"binder venv: {binder_run['venv_mb']} MB")
 
 
@@ -144,6 +145,7 @@ def test_seed_results_in_the_binder_environment(binder_run):
     assert cells["02_chain_rule"]["l02-x-grad"] == "tensor(6.7924)\n"
     assert cells["02_chain_rule"]["l02-auto-grads"] == "tensor(6.6918)\ntensor(0.9988)\n"
     assert cells["03_accumulation"]["l03-zero"] == "tensor(0.)\n"
+    assert "<loss curve: with zero_grad(): 20 steps" in cells["03_accumulation"]["l03-train-bug"]  # matplotlib drew it
     assert cells["04_no_grad"]["l04-way3-no-grad"].startswith("tensor(4.8000)\n")
     assert cells["06_devices"]["l06-device"] == "using cpu\n"
     assert "PyTorch is not installed here" in cells["07_real_pytorch"]["l07-torch-available"]

@@ -24,6 +24,7 @@ LAYERS = {
     "render": ("render", 3),
     "widget": ("widget", 4),
     "gradviz": ("facade", 5),
+    "lessons": ("lessons", 6),  # what the lesson notebooks share: above everything, imported by nothing
 }
 ALLOWED_CYCLE = {"tensor", "autograd", "ops"}
 

@@ -4,20 +4,13 @@ ipywidgets' own ``layout``, and no error on the page."""
 from __future__ import annotations
 
 import json
-import os
-import pathlib
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
+from lab_server import jupyterlab
 
 pytestmark = pytest.mark.browser
 
-REPO = pathlib.Path(__file__).parents[2]
 CELLS = [
     "import json, torch\n"
     "import gradviz as gv\n"
@@ -36,12 +29,6 @@ CELLS = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server on 127.0.0.1 with a notebook that shows the widget; yields its URL."""
@@ -55,32 +42,8 @@ def lab(tmp_path_factory):
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, root / "lesson.ipynb")
-    port = free_port()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-               JUPYTER_CONFIG_DIR=str(root / "config"), JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"))
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--port={port}",
-         "--IdentityProvider.token=", "--LabApp.expose_app_in_browser=True", "--allow-root",
-         f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=open(root / "server.log", "w"))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(f"{url}/api/status", timeout=1)
-                break
-            except OSError:
-                if server.poll() is not None:
-                    pytest.fail((root / "server.log").read_text())
-                time.sleep(0.5)
+    with jupyterlab(root) as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 def run_cell(page, index: int) -> None:

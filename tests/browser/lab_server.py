@@ -1,0 +1,59 @@
+"""Start a throwaway JupyterLab 4 for the browser tests: ``with jupyterlab(root) as url: ...``.
+
+The server listens on 127.0.0.1 with no token, is rooted at ``root``, keeps its settings and
+workspaces under ``root`` (so theme changes never reach the user's own settings), exposes
+``window.jupyterapp`` for Playwright to drive, and runs kernels with this checkout first on
+PYTHONPATH. Its log is ``root/server.log``.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+REPO = pathlib.Path(__file__).parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def jupyterlab(root: pathlib.Path, startup_seconds: float = 120):
+    """Yield the URL of a JupyterLab serving ``root``; stop it afterwards."""
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+               JUPYTER_CONFIG_DIR=str(root / "config"), JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"))
+    command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
+               "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--LabApp.expose_app_in_browser=True",
+               f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    url = f"http://127.0.0.1:{port}"
+    with open(root / "server.log", "w") as log:
+        server = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            deadline = time.monotonic() + startup_seconds
+            while True:
+                try:
+                    urllib.request.urlopen(f"{url}/api/status", timeout=1)
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        pytest.fail("JupyterLab did not start:\n" + (root / "server.log").read_text()[-3000:])
+                    time.sleep(0.5)
+            yield url
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
