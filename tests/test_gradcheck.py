@@ -28,6 +28,11 @@ def probabilities(*shape):
     return values(*shape, low=0.1, high=0.9)
 
 
+def seeded():
+    """The same random numbers at every evaluation: a random fill is a constant to the chain rule."""
+    return gv.Generator().manual_seed(0)
+
+
 # op name -> (function of tensors, list of float64 input arrays)
 CASES = {
     "AbsBackward0": (lambda x: x.abs(), [positive(3) * np.array([1, -1, 1])]),
@@ -38,6 +43,10 @@ CASES = {
         lambda z, t: F.binary_cross_entropy_with_logits(z, t, pos_weight=gv.tensor([2.0, 0.5, 1.0, 3.0],
                                                                                   dtype=gv.float64)),
         [values(4), probabilities(4)]),
+    "BernoulliBackward0": (lambda p: gv.bernoulli(p, generator=seeded()) + p, [probabilities(4)]),
+    "BernoulliBackward1": (lambda x, p: (x * 1).bernoulli_(p, generator=seeded()) + x * p,
+                           [values(4), probabilities(4)]),
+    "BernoulliBackward2": (lambda x: (x * 1).bernoulli_(0.3, generator=seeded()) + x, [values(4)]),
     "BmmBackward0": (lambda a, b: gv.bmm(a, b), [values(2, 2, 3), values(2, 3, 2)]),
     "ClampBackward1": (lambda x: x.clamp(-0.5, 0.7), [np.array([-1.0, -0.2, 0.3, 1.1])]),
     "CloneBackward0": (lambda x: x.clone(), [values(3)]),
@@ -63,6 +72,7 @@ CASES = {
     "MvBackward0": (lambda a, v: a @ v, [values(2, 3), values(3)]),
     "NegBackward0": (lambda x: -x, [values(3)]),
     "NllLossBackward0": (lambda x: F.nll_loss(x, gv.tensor([2, 0])), [values(2, 3)]),
+    "NormalBackward0": (lambda x: (x * 1).normal_(generator=seeded()) * x, [values(3)]),
     "PermuteBackward0": (lambda x: x.permute(2, 0, 1), [values(2, 3, 4)]),
     "PowBackward0": (lambda x: x ** 3, [values(3)]),
     "PowBackward1": (lambda a, b: a ** b, [positive(3), values(3)]),
@@ -87,6 +97,7 @@ CASES = {
     "TanhBackward0": (lambda x: x.tanh(), [values(3)]),
     "ToCopyBackward0": (lambda x: x.to(gv.float32).to(gv.float64), [values(3)]),
     "TransposeBackward0": (lambda x: x.transpose(0, 2), [values(2, 3, 4)]),
+    "UniformBackward0": (lambda x: (x * 1).uniform_(-1, 2, generator=seeded()) * x, [values(3)]),
     "UnsafeViewBackward0": (lambda a, w: a @ w, [values(2, 2, 3), values(3, 2)]),
     "UnsqueezeBackward0": (lambda x: x.unsqueeze(-1), [values(3)]),
     "ViewBackward0": (lambda x: x.view(6), [values(2, 3)]),
