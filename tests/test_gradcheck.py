@@ -28,6 +28,9 @@ def probabilities(*shape):
     return values(*shape, low=0.1, high=0.9)
 
 
+TARGET_PROBABILITIES = np.array([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]])
+
+
 def seeded():
     """The same random numbers at every evaluation: a random fill is a constant to the chain rule."""
     return gv.Generator().manual_seed(0)
@@ -37,6 +40,7 @@ def seeded():
 CASES = {
     "AbsBackward0": (lambda x: x.abs(), [positive(3) * np.array([1, -1, 1])]),
     "AddBackward0": (lambda a, b: gv.add(a, b, alpha=2), [values(2, 3), values(3)]),
+    "AddBackward1": (lambda x, q: F.cross_entropy(x, q, label_smoothing=0.2), [values(2, 3), probabilities(2, 3)]),
     "AddmmBackward0": (lambda b, x, w: gv.addmm(b, x, w), [values(4), values(2, 3), values(3, 4)]),
     "BinaryCrossEntropyBackward0": (lambda p, t: F.binary_cross_entropy(p, t), [probabilities(4), probabilities(4)]),
     "BinaryCrossEntropyWithLogitsBackward0": (
@@ -53,6 +57,7 @@ CASES = {
     "CopyBackwards": (lambda a, b: (a * 1).copy_(b), [values(2, 3), values(3)]),
     "CosBackward0": (lambda x: x.cos(), [values(3)]),
     "DivBackward0": (lambda a, b: a / b, [values(2, 3), positive(3)]),
+    "DivBackward1": (lambda x: F.cross_entropy(x, gv.tensor(TARGET_PROBABILITIES, dtype=gv.float64)), [values(2, 3)]),
     "DotBackward0": (lambda a, b: gv.dot(a, b), [values(3), values(3)]),
     "ExpBackward0": (lambda x: x.exp(), [values(3)]),
     "ExpandBackward0": (lambda x: x.expand(2, 3), [values(3)]),
@@ -60,6 +65,8 @@ CASES = {
     "IndexBackward0": (lambda x: x[gv.tensor([0, 2, 0])], [values(3, 2)]),
     "LogBackward0": (lambda x: x.log(), [positive(3)]),
     "LogSoftmaxBackward0": (lambda x: gv.log_softmax(x, 1), [values(2, 3)]),
+    "MaskedFillBackward0": (lambda x: F.cross_entropy(x, gv.tensor([2, 0, 1]), ignore_index=0, label_smoothing=0.2),
+                            [values(3, 3)]),
     "MaxBackward0": (lambda x: x.max(1)[0], [np.array([[0.1, 0.9, -0.4], [1.3, 0.2, 0.8]])]),
     "MaxBackward1": (lambda x: x.max(), [np.array([0.1, 0.9, -0.4])]),
     "MaximumBackward0": (lambda a, b: gv.maximum(a, b), [np.array([0.1, 0.9, -0.4]), np.array([0.5, 0.2, 0.0])]),
@@ -69,6 +76,7 @@ CASES = {
     "MmBackward0": (lambda a, b: a @ b, [values(2, 3), values(3, 4)]),
     "MseLossBackward0": (lambda a, b: F.mse_loss(a, b), [values(4), values(4)]),
     "MulBackward0": (lambda a, b: a * b, [values(2, 3), values(2, 1)]),
+    "MulBackward1": (lambda x: F.cross_entropy(x, gv.tensor([2, 0]), label_smoothing=0.2), [values(2, 3)]),
     "MvBackward0": (lambda a, v: a @ v, [values(2, 3), values(3)]),
     "NegBackward0": (lambda x: -x, [values(3)]),
     "NllLossBackward0": (lambda x: F.nll_loss(x, gv.tensor([2, 0])), [values(2, 3)]),
