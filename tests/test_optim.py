@@ -83,9 +83,10 @@ def test_step_updates_in_place_and_bumps_version():
     assert weight.grad_fn is None and weight.is_leaf
 
 
-def test_step_skips_parameters_without_grad_and_runs_closure():
-    a, b = gv.nn.Parameter(gv.ones(2)), gv.nn.Parameter(gv.ones(2))
-    optimizer = gv.optim.SGD([a, b], lr=1.0)
+def step_with_closure(lib, name: str, lr: float):
+    """One step of ``name`` on two parameters, through a closure that gives only the first a grad."""
+    a, b = lib.nn.Parameter(lib.ones(2)), lib.nn.Parameter(lib.ones(2))
+    optimizer = getattr(lib.optim, name)([a, b], lr=lr)
 
     def closure():
         optimizer.zero_grad()
@@ -93,7 +94,11 @@ def test_step_skips_parameters_without_grad_and_runs_closure():
         loss.backward()
         return loss
 
-    loss = optimizer.step(closure)
+    return a, b, optimizer, optimizer.step(closure)
+
+
+def test_step_skips_parameters_without_grad_and_runs_closure():
+    a, b, _, loss = step_with_closure(gv, "SGD", 1.0)
     assert loss.item() == 6.0
     assert a.tolist() == [-2.0, -2.0] and b.tolist() == [1.0, 1.0]
 
@@ -301,16 +306,7 @@ def test_optimizers_skip_params_without_grad_and_zero_grad_like_torch(name):
     torch = torch_or_skip()
     results = []
     for lib in (gv, torch):
-        a, b = lib.nn.Parameter(lib.ones(2)), lib.nn.Parameter(lib.ones(2))
-        optimizer = getattr(lib.optim, name)([a, b], lr=0.1)
-
-        def closure():
-            optimizer.zero_grad()
-            loss = (a * 3).sum()
-            loss.backward()
-            return loss
-
-        loss = optimizer.step(closure)
+        a, b, optimizer, loss = step_with_closure(lib, name, 0.1)
         results.append((loss.item(), b.tolist(), b in optimizer.state, a.grad is not None, a.tolist()))
         optimizer.zero_grad()
         assert a.grad is None
