@@ -80,7 +80,7 @@ def _round_to_odd(value, error):
     nudge = (error != 0) & ((bits & 1) == 0)
     if not nudge.any():
         return value
-    return np.where(nudge, np.nextafter(value, value + error), value)
+    return np.where(nudge, np.nextafter(value, np.copysign(np.inf, error).astype(value.dtype)), value)
 
 
 def _two_sum(a, b):
@@ -91,11 +91,21 @@ def _two_sum(a, b):
 
 
 def fma32(a, b, c) -> np.ndarray:
-    """float32 ``a * b + c`` rounded once. The product of two floats is exact in a double; the sum,
-    rounded to odd in double, then to float32, is the correctly rounded result."""
+    """float32 ``a * b + c`` rounded once. The product of two floats is exact in a double, and so is
+    the sum unless it needs more than 53 bits; then rounding twice (to double, then to float32) can
+    differ from rounding once only where the double lands exactly halfway between two float32s.
+    Those few get the exact sum rounded to odd first (round to odd, then to nearest, is exact)."""
     product = np.asarray(a, np.float32).astype(np.float64) * np.asarray(b, np.float32)
-    total, error = _two_sum(product, np.asarray(c, np.float32).astype(np.float64))
-    return _round_to_odd(total, error).astype(np.float32)
+    addend = np.asarray(c, np.float32).astype(np.float64)
+    total = product + addend
+    shape = np.shape(total)
+    total = np.atleast_1d(total)  # (an array even for scalars, to write into)
+    halfway = (total.view(np.int64) & 0x1FFFFFFF) == 0x10000000  # the 29 bits a float32 drops: 100...0
+    if halfway.any():
+        product, addend = (np.broadcast_to(part, total.shape) for part in (product, addend))
+        exact_sum, error = _two_sum(product[halfway], addend[halfway])
+        total[halfway] = _round_to_odd(exact_sum, error)
+    return total.astype(np.float32).reshape(shape)
 
 
 def _split(x):

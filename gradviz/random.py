@@ -45,6 +45,7 @@ _WORDS = 624  # mt19937's state, in 32-bit words
 _LOW_24_BITS, _LOW_53_BITS = np.uint64(2**24 - 1), np.uint64(2**53 - 1)
 _LARGE_INTEGER_RANGE = 2**28  # from here on randint draws 64 bits, so that % stays nearly uniform
 _BOX_MULLER_BLOCK = 16
+_ROWS_PER_PASS = 2048  # Box-Muller rows transformed per pass (32768 numbers)
 
 
 def mt19937_state(seed: int) -> np.ndarray:
@@ -236,7 +237,10 @@ def _normal_blocks(generator: Generator, count: int, dtype: np.dtype, mean: floa
     else:  # float16 draws block by block, so the leftover elements draw nothing the first time
         uniforms = unit_uniform(generator, full_blocks * _BOX_MULLER_BLOCK, opmath)
     values = np.empty(count, dtype=opmath)
-    values[:full_blocks * _BOX_MULLER_BLOCK] = _box_muller_16(uniforms.reshape(-1, 16), mean, std).ravel()
+    rows = uniforms.reshape(-1, 16)
+    for start in range(0, full_blocks, _ROWS_PER_PASS):  # a slice at a time: numpy's temporaries stay in cache
+        stop = min(start + _ROWS_PER_PASS, full_blocks)
+        values[start * 16:stop * 16] = _box_muller_16(rows[start:stop], mean, std).ravel()
     if remainder:
         last = unit_uniform(generator, _BOX_MULLER_BLOCK, opmath).reshape(1, 16)
         values[count - _BOX_MULLER_BLOCK:] = _box_muller_16(last, mean, std).ravel()

@@ -11,6 +11,7 @@ instead; that path is checked against a torch run with ``ATEN_CPU_CAPABILITY=def
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -197,6 +198,29 @@ def test_both_backends_give_the_same_numbers(backend):
         assert gv.rand(2)._backend.name == backend
     for index, (a, b) in enumerate(zip(drawn, expected)):
         assert_bitwise_equal(a, b, f"call {index}")
+
+
+def _just_past_halfway(bits: int, count: int) -> list:
+    """Integer pairs ``(A, B)`` of ``bits`` bits whose product is ``2^(2 bits - 1) + m``, with ``m`` so
+    small that ``1 + A B 2^-(3 bits - 1)`` lies a hair past halfway between 1 and the next float:
+    rounding the product first (as two roundings do) lands exactly on halfway."""
+    target, rng, pairs = 2 ** (2 * bits - 1), np.random.default_rng(0), []
+    while len(pairs) < count:
+        a = math.isqrt(target) + int(rng.integers(0, 2 ** (bits - 2)))  # a, b < 2^bits
+        b = -(-target // a)
+        if a * b - target < 2 ** (bits - 5):
+            pairs.append((a, b))
+    return pairs
+
+
+def test_fused_multiply_add_rounds_once_even_halfway():
+    """``1 + a b`` a hair past halfway to the next float: it must round up, where rounding twice
+    (product, then sum) would land on halfway and round to even, down to 1."""
+    for a, b in _just_past_halfway(53, 20):
+        assert _float_kernels.fma64(math.ldexp(a, -52), math.ldexp(b, -106), 1.0) == 1 + 2.0**-52
+    for a, b in _just_past_halfway(24, 20):
+        result = _float_kernels.fma32(np.float32(math.ldexp(a, -23)), np.float32(math.ldexp(b, -48)), np.float32(1))
+        assert result == np.float32(1 + 2.0**-23)
 
 
 def test_fused_multiply_add_rounds_once():
