@@ -31,6 +31,7 @@ On CUDA, PyTorch uses another generator (Philox): gradviz's CUDA tensors get the
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -48,13 +49,17 @@ _BOX_MULLER_BLOCK = 16
 _ROWS_PER_PASS = 2048  # Box-Muller rows transformed per pass (32768 numbers)
 
 
+@functools.lru_cache(maxsize=16)  # seeding is a 624-step Python loop; tests and lessons reseed often
 def mt19937_state(seed: int) -> np.ndarray:
     """The 624-word state that ``init_genrand`` makes from the low 32 bits of ``seed``."""
-    state = [seed & 0xFFFFFFFF]
+    seed &= 0xFFFFFFFF
+    state = [seed]
     for index in range(1, _WORDS):
         previous = state[-1]
         state.append((1812433253 * (previous ^ (previous >> 30)) + index) & 0xFFFFFFFF)
-    return np.array(state, dtype=np.uint32)
+    words = np.array(state, dtype=np.uint32)
+    words.flags.writeable = False
+    return words
 
 
 class Generator:
@@ -79,8 +84,7 @@ class Generator:
         if not -2**63 <= seed < 2**64:
             raise ValueError("Overflow when unpacking long long")
         self._initial_seed = seed % 2**64
-        self._words = np.random.MT19937()
-        self._words.state = {"bit_generator": "MT19937", "state": {"key": mt19937_state(seed), "pos": _WORDS}}
+        self._set_words(mt19937_state(seed & 0xFFFFFFFF), _WORDS)
         self._fresh = True  # PyTorch's state reads (left=1, next=0) until the first draw
         self._next_normal = None  # the Box-Muller sine waiting for the next scalar normal draw
         return self
@@ -95,6 +99,13 @@ class Generator:
         return seed
 
     # -- the stream of words ------------------------------------------------------------------
+    def _set_words(self, key: np.ndarray, position: int) -> None:
+        """Load numpy's Mersenne Twister with ``key`` (624 words), next reading word ``position``
+        (624: twist the state first)."""
+        if not hasattr(self, "_words"):
+            self._words = np.random.MT19937()
+        self._words.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": position}}
+
     def words(self, count: int) -> np.ndarray:
         """The next ``count`` 32-bit words (in a uint64 array, so arithmetic on them cannot wrap)."""
         self._fresh = False
@@ -125,17 +136,17 @@ class Generator:
         return from_numpy(raw)
 
     def set_state(self, new_state) -> Generator:
-        raw = np.ascontiguousarray(new_state.numpy() if hasattr(new_state, "numpy") else new_state)
-        if raw.dtype != np.uint8 or raw.ndim != 1:
-            raise RuntimeError("expected a torch.ByteTensor")
+        if not hasattr(new_state, "numpy"):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        raw = np.ascontiguousarray(new_state.numpy()).ravel()
+        if raw.dtype != np.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
         if raw.size != STATE_SIZE:
             raise RuntimeError(f"Expected a CPUGeneratorImplState of size {STATE_SIZE} but found the input "
                                f"RNG state size to be {raw.size}")
         next_index = int(raw[16:24].view(np.uint64)[0])
         self._initial_seed = int(raw[0:8].view(np.uint64)[0])
-        self._words = np.random.MT19937()
-        key = raw[24:5016].view(np.uint64).astype(np.uint32)
-        self._words.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": next_index or _WORDS}}
+        self._set_words(raw[24:5016].view(np.uint64).astype(np.uint32), next_index or _WORDS)
         self._fresh = next_index == 0
         valid = int(raw[5040:5044].view(np.int32)[0])
         self._next_normal = float(raw[5024:5032].view(np.float64)[0]) if valid else None

@@ -103,6 +103,8 @@ def test_seeding_and_default_seed_match_torch():
     "torch.ones(3, requires_grad=True).uniform_()",
     "torch.randint(0, 4, (2,), requires_grad=True)",
     "torch.Generator().set_state(torch.zeros(10, dtype=torch.uint8))",
+    "torch.Generator().set_state(torch.zeros(5056))",
+    "torch.Generator().set_state([1, 2])",
 ])
 def test_errors_match_torch(code):
     torch_or_skip()
