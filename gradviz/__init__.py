@@ -11,9 +11,11 @@ from gradviz._dtype import (bool, dtype, float16, float32, float64, int8, int16,
                             uint8)
 from gradviz._printing import get_printoptions, set_printoptions
 from gradviz.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from gradviz.tensor import (Generator, Size, Tensor, arange, as_tensor, empty, eye, from_numpy, full, full_like,
-                            is_tensor, linspace, manual_seed, ones, ones_like, rand, rand_like, randn, randn_like,
-                            tensor, zeros, zeros_like)
+from gradviz.tensor import (Size, Tensor, arange, as_tensor, bernoulli, empty, eye, from_numpy, full, full_like,
+                            is_tensor, linspace, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn,
+                            randn_like, randperm, tensor, zeros, zeros_like)
+from gradviz.random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,
+                            set_rng_state)
 from gradviz import ops  # noqa: E402  (installs the Tensor methods)
 from gradviz.ops import (abs, add, addmm, bmm, clamp, clone, cos, div, dot, eq, exp, flatten, ge, gt, le, log,
                          log_softmax, lt, matmul, max, maximum, mean, minimum, mm, mul, mv, ne, neg, permute, pow,

@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from gradviz import _dtype, backends
+from gradviz import _dtype, backends, random
 from gradviz._device import CPU, device as Device
 from gradviz.grad_mode import _state as _grad_state, is_grad_enabled
 
@@ -438,6 +438,73 @@ class Tensor:
         self._bump()
         return self
 
+    # -- random fills (the numbers: gradviz.random, as PyTorch's CPU generator makes them) ------------
+    def uniform_(self, from_=0.0, to=1.0, *, generator=None) -> Tensor:
+        """Fill with numbers drawn uniformly from [from_, to)."""
+        self._check_in_place()
+        _check_random_dtype(self.dtype, "check_uniform_bounds")
+        if from_ > to:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
+        values = random.uniform(generator or random.default_generator, self.numel(), self.dtype.numpy,
+                                float(from_), float(to))
+        return self._fill_random(values, "uniform")
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None) -> Tensor:
+        """Fill with normal numbers of the given mean and standard deviation (Box-Muller)."""
+        self._check_in_place()
+        _check_random_dtype(self.dtype, "normal_kernel_cpu")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        values = random.normal(generator or random.default_generator, self.numel(), self.dtype.numpy,
+                               float(mean), float(std), contiguous=self._is_contiguous())
+        return self._fill_random(values, "normal")
+
+    def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
+        """Fill with 1 where a uniform draw falls below ``p`` (a number or a tensor of them), else 0."""
+        self._check_in_place()
+        generator = generator or random.default_generator
+        if isinstance(p, Tensor):
+            probabilities = np.broadcast_to(p._backend.to_numpy(p._data), self._data.shape)
+            return self._fill_random(random.bernoulli_from(generator, probabilities).ravel(), "bernoulli_tensor", p)
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+        return self._fill_random(random.bernoulli(generator, self.numel(), float(p)), "bernoulli")
+
+    def _is_contiguous(self) -> builtins.bool:
+        expected = 1
+        for size, stride in reversed(tuple(zip(self._data.shape, self._backend.strides(self._data)))):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def _fill_random(self, values, kind: str, probabilities=None) -> Tensor:
+        """Write freshly drawn ``values`` (flat, in PyTorch's order: memory order) into this tensor;
+        in the graph, the tensor's node becomes PyTorch's (``NormalBackward0``, ...)."""
+        shape = self._data.shape
+        values = np.asarray(values).astype(self.dtype.numpy, copy=False)
+        if self._is_contiguous():
+            values = values.reshape(shape)
+        else:  # PyTorch's iterator walks a strided tensor in memory order
+            offsets = np.zeros(shape, dtype=np.int64)
+            for axis, stride in enumerate(self._backend.strides(self._data)):
+                offsets = offsets + np.arange(shape[axis]).reshape((-1,) + (1,) * (len(shape) - axis - 1)) * stride
+            placed = np.empty(values.size, dtype=values.dtype)
+            placed[np.argsort(offsets.ravel(), kind="stable")] = values
+            values = placed.reshape(shape)
+        if is_grad_enabled() and (self._requires_grad or (probabilities is not None and probabilities._requires_grad)):
+            from gradviz.ops.sampling import RECORDED_FILLS
+
+            inputs = (self,) if probabilities is None else (self, probabilities)
+            result = RECORDED_FILLS[kind].apply(*inputs, self._backend.array(values, self.dtype, self.device))
+            self._data = result._data
+            self._bump()
+            self._rebase(result.grad_fn)
+            return self
+        self._backend.assign(self._data, values)
+        self._bump()
+        return self
+
     # -- Python protocol -----------------------------------------------------------------------------
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -639,58 +706,133 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     return tensor(values, dtype=dtype or _dtype.default_float, device=device, requires_grad=requires_grad)
 
 
-class Generator:
-    """A seeded source of random numbers (numpy's PCG64; values differ from PyTorch's)."""
-
-    def __init__(self, device="cpu"):
-        self.device = Device(device)
-        self._rng = np.random.default_rng()
-        self._seed = None
-
-    def manual_seed(self, seed: int) -> Generator:
-        self._seed = builtins.int(seed)
-        self._rng = np.random.default_rng(self._seed)
-        return self
-
-    def initial_seed(self) -> int:
-        return self._seed
-
-    def standard_normal(self, shape):
-        return self._rng.standard_normal(shape)
-
-    def random(self, shape):
-        return self._rng.random(shape)
+# -- random tensors (the numbers: gradviz.random, as PyTorch's CPU generator makes them) -------------
+def _check_random_dtype(dtype_, kernel: str) -> None:
+    if not dtype_.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[dtype_.name]}\'')
 
 
-default_generator = Generator()
+def _random_size(function: str, args: tuple, size) -> tuple:
+    """The shape of ``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))``, checked as PyTorch checks it."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{function}() got the size twice: pass it positionally or as size=, not both")
+        args = (size,)
+    if not args:
+        raise TypeError(f"{function}() missing required argument 'size' (e.g. {function}(2, 3))")
+    shape = _shape(args)
+    for item in shape:
+        if isinstance(item, builtins.bool) or not isinstance(item, (numbers.Integral, Tensor)):
+            raise TypeError(f"{function}(): argument 'size' (position 1) must be tuple of ints, "
+                            f"not {type(item).__name__}")
+    shape = tuple(builtins.int(item) for item in shape)
+    for item in shape:
+        if item < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {item}: {list(shape)}")
+    return shape
 
 
-def manual_seed(seed: int) -> Generator:
-    """Seed gradviz's random numbers (the same seed gives the same values every run)."""
-    return default_generator.manual_seed(seed)
-
-
-def _random(kind: str, size, generator, dtype, device, requires_grad) -> Tensor:
-    device, backend, dtype_ = _resolve(device, dtype)
-    dtype_ = dtype_ or _dtype.default_float
-    data = getattr(backend, kind)(_shape(size), dtype_, device, generator or default_generator)
+def _random_tensor(values, shape, dtype_, device, requires_grad: bool) -> Tensor:
+    device, backend, _ = _resolve(device, None)
+    data = backend.array(np.asarray(values).reshape(shape), dtype_, device)
     return _finish(data, backend, requires_grad)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _random("randn", size, generator, dtype, device, requires_grad)
+def _float_random(function: str, kernel: str, draw, size_args, size, generator, dtype, device,
+                  requires_grad: bool) -> Tensor:
+    shape = _random_size(function, size_args, size)
+    dtype_ = _dtype.from_any(dtype) if dtype is not None else _dtype.default_float
+    _check_random_dtype(dtype_, kernel)
+    values = draw(generator or random.default_generator, math.prod(shape), dtype_.numpy)
+    return _random_tensor(values, shape, dtype_, device, requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _random("rand", size, generator, dtype, device, requires_grad)
+def randn(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False, layout=None,
+          pin_memory: bool = False) -> Tensor:
+    """Normal numbers (mean 0, variance 1): after ``manual_seed(s)``, torch's values."""
+    return _float_random("randn", "normal_kernel_cpu", random.normal, size_args, size, generator, dtype, device,
+                         requires_grad)
 
 
-def randn_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return randn(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad)
+def rand(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False, layout=None,
+         pin_memory: bool = False) -> Tensor:
+    """Numbers drawn uniformly from [0, 1): after ``manual_seed(s)``, torch's values."""
+    return _float_random("rand", "check_uniform_bounds", random.uniform, size_args, size, generator, dtype, device,
+                         requires_grad)
 
 
-def rand_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return rand(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad)
+def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False, layout=None,
+            pin_memory: bool = False) -> Tensor:
+    """Integers drawn uniformly from [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
+    if size is None:
+        if len(args) not in (2, 3):
+            raise TypeError("randint() takes (high, size) or (low, high, size), e.g. randint(0, 10, (3,))")
+        *bounds, size = args
+    else:
+        bounds = list(args)
+    if len(bounds) not in (1, 2):
+        raise TypeError("randint() takes (high, size) or (low, high, size), e.g. randint(0, 10, (3,))")
+    low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
+    low, high = builtins.int(low), builtins.int(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    shape = _random_size("randint", (), size)
+    values = random.integers(generator or random.default_generator, math.prod(shape), low, high)
+    return _random_tensor(values, shape, _dtype.from_any(dtype) if dtype is not None else _dtype.int64, device,
+                          requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad: bool = False, layout=None,
+             pin_memory: bool = False) -> Tensor:
+    """The numbers 0 .. n-1 in a random order."""
+    n = builtins.int(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    values = random.permutation(generator or random.default_generator, n)
+    return _random_tensor(values, (n,), _dtype.from_any(dtype) if dtype is not None else _dtype.int64, device,
+                          requires_grad)
+
+
+def normal(mean, std, size, *, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """``torch.normal(mean, std, size)``: normal numbers with that mean and standard deviation."""
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    shape = _random_size("normal", (), size)
+    dtype_ = _dtype.from_any(dtype) if dtype is not None else _dtype.default_float
+    values = random.normal(generator or random.default_generator, math.prod(shape), dtype_.numpy,
+                           float(mean), float(std))
+    return _random_tensor(values, shape, dtype_, device, requires_grad)
+
+
+def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
+    """0 or 1 for each element: 1 with the probability the element holds (or with ``p``)."""
+    out = zeros_like(input)
+    if p is not None:
+        return out.bernoulli_(p, generator=generator)
+    values = random.bernoulli_from(generator or random.default_generator, input._backend.to_numpy(input._data))
+    if is_grad_enabled() and input._requires_grad:
+        from gradviz.ops.sampling import BernoulliBackward0
+
+        return BernoulliBackward0.apply(input, input._backend.array(values, input.dtype, input.device))
+    return out._fill_random(values.ravel(), "bernoulli")
+
+
+def randn_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
+    return randn(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad,
+                 generator=generator)
+
+
+def rand_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
+    return rand(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad,
+                generator=generator)
+
+
+def randint_like(other: Tensor, low=0, high=None, *, dtype=None, device=None, requires_grad: bool = False,
+                 generator=None) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, other.shape, dtype=dtype or other.dtype, device=device or other.device,
+                   requires_grad=requires_grad, generator=generator)
 
 
 def is_tensor(obj) -> builtins.bool:

@@ -31,14 +31,6 @@ def arange(start, end, step, dtype, device=None):
     return np.arange(start, end, step, dtype=dtype.numpy)
 
 
-def randn(shape, dtype, device, generator):
-    return _arr(generator.standard_normal(tuple(shape)).astype(dtype.numpy))
-
-
-def rand(shape, dtype, device, generator):
-    return _arr(generator.random(tuple(shape)).astype(dtype.numpy))
-
-
 def astype(x, dtype):
     return x.astype(dtype.numpy)
 

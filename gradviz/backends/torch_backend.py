@@ -44,16 +44,6 @@ def arange(start, end, step, dtype, device="cpu"):
     return torch.arange(start, end, step, dtype=_t(dtype), device=str(device))
 
 
-def randn(shape, dtype, device, generator):
-    values = generator.standard_normal(tuple(shape)).astype(dtype.numpy)
-    return torch.as_tensor(values, device=str(device))
-
-
-def rand(shape, dtype, device, generator):
-    values = generator.random(tuple(shape)).astype(dtype.numpy)
-    return torch.as_tensor(values, device=str(device))
-
-
 def astype(x, dtype):
     return x.to(_t(dtype))
 

@@ -8,7 +8,8 @@ table of the Tensor methods and operators that call them.
 from __future__ import annotations
 
 from gradviz.autograd.function import Function
-from gradviz.ops import activation, arithmetic, comparison, conversion, linalg, loss, reduction, shape, unary
+from gradviz.ops import (activation, arithmetic, comparison, conversion, linalg, loss, reduction, sampling,
+                         shape, unary)
 from gradviz.ops.activation import log_softmax, softmax
 from gradviz.ops.arithmetic import add, div, mul, neg, pow, reciprocal, rsub, sub
 from gradviz.ops.comparison import eq, ge, gt, le, lt, maximum, minimum, ne, where
