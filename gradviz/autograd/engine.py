@@ -14,6 +14,7 @@ more.
 """
 from __future__ import annotations
 
+from gradviz.autograd import checks
 from gradviz.autograd.node import AccumulateGrad, GraphRoot
 from gradviz.autograd.step import Step
 from gradviz.grad_mode import _state as _grad_state
@@ -129,6 +130,7 @@ def _call_pre_hooks(node, grads: list, retain: bool = True) -> list:
             for hook in tuple(hooks.values()):
                 result = hook(_wrap(grads[output_nr]))
                 if result is not None:
+                    checks.hook_result(hook, grads[output_nr], result)
                     grads[output_nr] = result._data
     if node._retain_grad_hooks and retain:
         for output_nr, hook in node._retain_grad_hooks.items():
@@ -318,7 +320,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     if create_graph:
         raise NotImplementedError("gradviz does not record the backward pass itself (create_graph=True)")
     tensors = _as_list(tensors)
-    gradients = _as_list(grad_tensors) or [None] * len(tensors)
+    gradients = checks.gradient_list(grad_tensors, len(tensors))
     if retain_graph is None:
         retain_graph = create_graph
     edges, grads = _root_edges(tensors, gradients)
@@ -354,7 +356,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         raise NotImplementedError("gradviz does not record the backward pass itself (create_graph=True)")
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)
-    gradients = _as_list(grad_outputs) or [None] * len(outputs)
+    gradients = checks.gradient_list(grad_outputs, len(outputs))
     if retain_graph is None:
         retain_graph = create_graph
     for tensor in inputs:
@@ -372,15 +374,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     except StopIteration as stop:
         captured = stop.value or {}
     results = []
-    for tensor, (node, slot) in zip(inputs, targets):
+    for index, (tensor, (node, slot)) in enumerate(zip(inputs, targets)):
         value = captured.get((node, slot))
         if value is None:
             if materialize_grads:
                 results.append(Tensor._make(tensor._backend.full(tensor._data.shape, 0, tensor.dtype, tensor.device)))
                 continue
             if not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+                raise checks.unused_input(index)
             results.append(None)
         else:
             results.append(Tensor._make(value, backend=tensor._backend))
