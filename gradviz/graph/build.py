@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import weakref
 
+from gradviz.autograd.function import SavedTensors
 from gradviz.autograd.node import AccumulateGrad, SavedTensor
 from gradviz.graph.model import Formula, Graph, GraphEdge, GraphNode, SavedSummary, summarize
 from gradviz.graph.names import by_identity
@@ -87,6 +88,10 @@ def _saved(fn) -> tuple:
         if isinstance(entry, SavedTensor):
             freed = entry.data is None
             summaries.append(SavedSummary(name, None if freed else summarize(entry.data), freed))
+        elif isinstance(entry, SavedTensors):  # one summary per tensor, named as torch graphs name them
+            summaries.extend(SavedSummary(f"{name}[{i}]", None if item.data is None else summarize(item.data),
+                                          item.data is None)
+                             for i, item in enumerate(entry) if isinstance(item, SavedTensor))
         elif entry is not None:
             summaries.append(SavedSummary(name, summarize(_as_array(entry)), False))
     return tuple(summaries)

@@ -6,7 +6,7 @@ weight.t())`` without one, so the graph shows AddmmBackward0 or MmBackward0 over
 """
 from __future__ import annotations
 
-from gradviz.ops.activation import log_softmax, softmax
+from gradviz.ops.activation import functional_log_softmax as log_softmax, functional_softmax as softmax
 from gradviz.ops.linalg import addmm, matmul
 from gradviz.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, mse_loss,
                               nll_loss)

@@ -54,8 +54,28 @@ class LogSoftmaxBackward0(Function):
 
 def _dim(dim, name: str):
     if dim is None:
-        raise TypeError(f"{name}() missing required argument 'dim'")
+        raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
     return dim
+
+
+def implicit_dim(name: str, ndim: int) -> int:
+    """The dim ``F.softmax(x)`` picks when none is given (0 for 0-, 1- and 3-d input, else 1), with
+    PyTorch's deprecation warning."""
+    import warnings
+
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an "
+                  "argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def functional_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """``F.softmax``: like ``torch.softmax``, but a missing ``dim`` is chosen (with a warning)."""
+    return softmax(input, implicit_dim("softmax", input.ndim) if dim is None else dim, dtype=dtype)
+
+
+def functional_log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """``F.log_softmax``: like ``torch.log_softmax``, but a missing ``dim`` is chosen (with a warning)."""
+    return log_softmax(input, implicit_dim("log_softmax", input.ndim) if dim is None else dim, dtype=dtype)
 
 
 def softmax(input, dim=None, *, dtype=None):

@@ -307,8 +307,16 @@ def pow(input, exponent):
     if isinstance(input, Tensor) and isinstance(exponent, Tensor):
         return PowBackward1.apply(input, exponent)
     if isinstance(input, Tensor):
-        return PowBackward0.apply(input, _as_number(exponent))
+        exponent = _as_number(exponent)
+        if not input.dtype.is_floating_point and isinstance(exponent, int) and exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return PowBackward0.apply(input, exponent)
     return PowBackward2.apply(exponent, input)
+
+
+def square(input):
+    """``x * x``, recorded as PyTorch records it: ``pow(x, 2)``."""
+    return pow(input, 2)
 
 
 def rpow(input, base):

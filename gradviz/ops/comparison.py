@@ -86,7 +86,9 @@ class WhereBackward0(Function):
         ctx.metas = (meta(self), meta(other))
         backend = backend_of(self, other)
         x, y = _where_operands(self, other)
-        return backend.broadcast_to(backend.where(condition._data, x, y), shape)
+        result = backend.where(condition._data, x, y)
+        # a fresh array the size of the broadcast shape (a broadcast view could not be written in place)
+        return result if tuple(result.shape) == shape else backend.copy(backend.broadcast_to(result, shape))
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -113,15 +115,46 @@ def minimum(input, other):
     return MinimumBackward0.apply(input, other)
 
 
-def where(condition, input, other):
+_NO_VALUES = object()  # ``where(condition)`` alone
+
+
+def where(condition, input=_NO_VALUES, other=_NO_VALUES):
+    """``input`` where ``condition`` holds, ``other`` elsewhere; alone, the indices where it holds."""
+    if input is _NO_VALUES and other is _NO_VALUES:
+        backend = condition._backend
+        return tuple(Tensor._make(backend.astype(index, _dtype.int64), backend=backend)
+                     for index in backend.nonzero(condition._data))
     if condition.dtype is not _dtype.bool:
         raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{_TYPE_NAMES[condition.dtype.name]}")
+                           f"{_dtype.SCALAR_TYPE_NAMES[condition.dtype.name]}")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        # two numbers: a tensor of their common kind (int64, or the default float), outside the graph
+        kind = max(_dtype.scalar_category(input), _dtype.scalar_category(other))
+        target = {_dtype.BOOL: _dtype.bool, _dtype.INT: _dtype.int64, _dtype.FLOAT: _dtype.default_float}[kind]
+        backend = condition._backend
+        input = Tensor._make(backend.full((), input, target, condition.device), backend=backend)
     return WhereBackward0.apply(input, other, condition)
 
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+def tensor_where(input, condition, other):
+    """``x.where(condition, y)``: the method form of ``where(condition, x, y)``."""
+    return where(condition, input, other)
+
+
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and the same values."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return input._backend.array_equal(*promote(input, other))
+
+
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when ``|input - other| <= atol + rtol * |other|`` everywhere (shapes broadcast)."""
+    if input.dtype is not other.dtype:
+        names = _dtype.SCALAR_TYPE_NAMES
+        raise RuntimeError(f"{names[input.dtype.name]} did not match {names[other.dtype.name]}")
+    broadcast_shapes(tuple(input.shape), tuple(other.shape))
+    return input._backend.allclose(input._data, other._data, rtol, atol, equal_nan)
 
 
 def _compare(name: str):

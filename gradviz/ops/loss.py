@@ -247,6 +247,18 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    if tuple(target.shape) != tuple(input.shape):
+        # PyTorch warns, then broadcasts both (the graph shows the ExpandBackward0 of each that grew)
+        import warnings
+
+        from gradviz.ops.shape import expand
+
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", UserWarning, stacklevel=2)
+        shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        input = input if tuple(input.shape) == shape else expand(input, shape)
+        target = target if tuple(target.shape) == shape else expand(target, shape)
     return MseLossBackward0.apply(input, target, reduction=_reduction(reduction))
 
 
