@@ -16,8 +16,10 @@ from gradviz.tensor import (Generator, Size, Tensor, arange, as_tensor, empty, e
                             randn, randn_like, set_default_device, tensor, zeros, zeros_like)
 from gradviz._dtype import get_default_dtype, set_default_dtype
 from gradviz import ops  # noqa: E402  (installs the Tensor methods)
-from gradviz.ops import (abs, add, addmm, all, allclose, any, argmax, argmin, bmm, cat, clamp, clone, cos, div,  # noqa: A004
-                         dot, eq, equal, exp, expand_as, flatten, gather, ge, gt, index_select, le, log, log_softmax, lt,
+from gradviz.ops import (abs, add, addmm, all, allclose, any, argmax, argmin, bitwise_and, bitwise_not,  # noqa: A004
+                         bitwise_or, bitwise_xor, bmm, cat, clamp, clone, cos, div, dot, eq, equal, exp, expand_as,
+                         flatten, gather, ge, gt, index_select, le, log, log_softmax, logical_and, logical_not,
+                         logical_or, logical_xor, lt,
                          masked_fill, matmul, max, maximum, mean, minimum, mm, mul, mv, narrow, ne, neg, norm, permute,
                          pow, reciprocal, relu, repeat, reshape, rsub, sigmoid, sin, softmax, sqrt, square, squeeze,
                          stack, sub, sum, t, tanh, transpose, unsqueeze, where)

@@ -543,7 +543,8 @@ class Tensor:
 
         try:
             grad_fn = self.grad_fn
-            grad_fn_name = grad_fn.name() if grad_fn is not None else None
+            # the node's class name, as PyTorch prints it: CopySlices, whose name() is torch::autograd::CopySlices
+            grad_fn_name = type(grad_fn).__name__ if grad_fn is not None else None
         except RuntimeError:  # a view made under no_grad whose base changed: PyTorch prints it so
             grad_fn_name = "Invalid"
         return _printing.tensor_repr(

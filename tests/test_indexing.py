@@ -78,6 +78,8 @@ VIEWS = {
     "retain_grad_on_base": X + "b = x * 1\nb.retain_grad()\nv = b[:1]\nv.mul_(2)\nb.sum().backward()\n",
     "retain_grad_on_view": X + "b = x * 1\nv = b[:1]\nv.retain_grad()\nb.mul_(2)\n(v.sum() + b.sum()).backward()\n",
     "view_made_under_no_grad": X + "with torch.no_grad():\n    v = x[0]\nr = (v.requires_grad, v.is_leaf)\ny = v * 2\n",
+    "printed_nodes": X + "b = x * 1\nb[0] = 2.\nc = x * 1\nc.copy_(torch.zeros(2, 3))\nprint(b, c, b.grad_fn, c.grad_fn)\n"
+                        "print(b.grad_fn.name(), c.grad_fn.name(), b[0].grad_fn)\n",
     "versions_shared": X + "b = x * 1\nv = b[0]\nw = b.t()\nv.add_(1)\nprint(b._version, v._version, w._version, v._base is b, w._is_view())\n",
 }
 

@@ -78,6 +78,15 @@ CASES = {
     "gather": X + backward("x.gather(1, torch.tensor([[0, 0], [1, 2]]))"),
     "gather_fn": X + backward("torch.gather(x, 0, torch.tensor([[0, 1, 1]]))"),
     "square": X + backward("x.square()"),
+    "mask_logic": X + M + "i = torch.tensor([3, 5, 6])\na = ~m\nb = m & (x > 0)\nc = m | False\nd = m ^ m\ne = ~i\n"
+                          "f = i & 1\ng = 1 | i\nh = True & m\nk = torch.logical_not(x)\nl = torch.logical_and(m, x)\n"
+                          "n = m.logical_or(i)\no = torch.logical_xor(m, m[0])\nprint(a, b, c, d, e, f, g, h, k, l, n, o)\n",
+    "pruning_tutorial": X + "mask = x.abs() > 1.6\npruned = x.masked_fill(~mask, 0.)\n"
+                                "loss = pruned.norm() + torch.stack([x[0], x[1]]).sum() + torch.cat([x, x]).mean()\n"
+                                "loss.backward()\nidx = x.argmax(dim=1)\nbest = x.gather(1, idx.unsqueeze(1))\n",
+    "one_hot_tutorial": X + "target = torch.tensor([1, 2])\nonehot = torch.zeros(2, 3)\n"
+                                "onehot[torch.arange(2), target] = 1.\n"
+                                "loss = -(onehot * torch.log_softmax(x, dim=1)).sum() / 2\nloss.backward()\n",
     # in-place math, recorded with PyTorch's node names
     **{f"in_place_{name}": X + f"b = x * 1\nr = b.{name}({args})\nprint(r is b, b._version)\n(b * b).sum().backward()\n"
        for name, args in (("cos_", ""), ("sin_", ""), ("exp_", ""), ("neg_", ""), ("tanh_", ""), ("sigmoid_", ""),
@@ -200,6 +209,8 @@ ERRORS = {
     "copy_shape": "torch.ones(2, 3).copy_(torch.ones(2))\n",
     "fill_vector": "torch.ones(3).fill_(torch.ones(2))\n",
     "int_negative_power": "torch.tensor([2]) ** -1\n",
+    "invert_float": "~torch.ones(2)\n",
+    "bitwise_float": "torch.ones(2) & 1\n",
 }
 
 

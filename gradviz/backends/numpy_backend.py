@@ -458,3 +458,8 @@ def array_equal(a, b):
 
 def allclose(a, b, rtol, atol, equal_nan):
     return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+# -- masks: logical and bitwise ops ---------------------------------------------------------------------
+logical_and, logical_or, logical_xor = np.logical_and, np.logical_or, np.logical_xor
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.bitwise_not

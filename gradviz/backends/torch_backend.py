@@ -340,3 +340,8 @@ def array_equal(a, b):
 
 def allclose(a, b, rtol, atol, equal_nan):
     return bool(torch.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+# -- masks: logical and bitwise ops ---------------------------------------------------------------------
+logical_and, logical_or, logical_xor = torch.logical_and, torch.logical_or, torch.logical_xor
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor, torch.bitwise_not

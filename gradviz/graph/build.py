@@ -76,7 +76,7 @@ def _describe(fn, fn_id: str, by_grad_fn: dict) -> GraphNode:
     if isinstance(fn, AccumulateGrad):
         return GraphNode(fn_id, "accumulate", "AccumulateGrad", "AccumulateGrad",
                          formula=_formulas(fn))
-    name = fn.name()
+    name = type(fn).__name__  # the class name, as printed and as torch graphs show it (CopySlices)
     variable = by_grad_fn.get(id(fn))
     label = variable or name
     return GraphNode(fn_id, "function", name, label, saved=_saved(fn), formula=_formulas(fn))

@@ -13,7 +13,8 @@ from gradviz.ops import (activation, arithmetic, combine, comparison, conversion
 from gradviz.ops.activation import log_softmax, softmax
 from gradviz.ops.arithmetic import add, div, mul, neg, pow, reciprocal, rsub, square, sub
 from gradviz.ops.combine import cat, repeat, stack
-from gradviz.ops.comparison import allclose, eq, equal, ge, gt, le, lt, maximum, minimum, ne, where
+from gradviz.ops.comparison import (allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, eq, equal, ge, gt, le,
+                                   logical_and, logical_not, logical_or, logical_xor, lt, maximum, minimum, ne, where)
 from gradviz.ops.conversion import clone
 from gradviz.ops.indexing import gather, index_put, index_put_, index_select, masked_fill, masked_fill_
 from gradviz.ops.inplace import in_place
@@ -74,6 +75,8 @@ OPERATORS = {
     "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": _rsub, "__mul__": mul, "__rmul__": mul,
     "__truediv__": div, "__rtruediv__": _rtruediv, "__pow__": pow, "__rpow__": _rpow,
     "__gt__": gt, "__lt__": lt, "__ge__": ge, "__le__": le, "__eq__": eq, "__ne__": ne,
+    "__and__": bitwise_and, "__rand__": bitwise_and, "__or__": bitwise_or, "__ror__": bitwise_or,
+    "__xor__": bitwise_xor, "__rxor__": bitwise_xor,
 }
 
 TENSOR_METHODS = {
@@ -86,6 +89,9 @@ TENSOR_METHODS = {
     "softmax": softmax, "log_softmax": log_softmax,
     "maximum": maximum, "minimum": minimum, "equal": equal, "allclose": allclose,
     "gt": gt, "lt": lt, "ge": ge, "le": le, "eq": eq, "ne": ne, "bmm": bmm,
+    "__invert__": bitwise_not, "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
+    "logical_xor": logical_xor, "bitwise_not": bitwise_not, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
+    "bitwise_xor": bitwise_xor,
     "view": view, "view_as": view_as, "reshape": reshape, "reshape_as": reshape_as, "flatten": flatten, "t": t,
     "permute": permute, "transpose": transpose, "squeeze": squeeze, "unsqueeze": unsqueeze, "expand": expand,
     "expand_as": expand_as, "narrow": narrow, "repeat": repeat,
@@ -115,7 +121,8 @@ def derivatives_for(name: str) -> dict:
     """
     global _BY_NAME
     if _BY_NAME is None:
-        _BY_NAME = {getattr(cls, "qualified_name", cls.__name__): cls.derivatives for cls in registry()}
+        _BY_NAME = {cls.__name__: cls.derivatives for cls in registry()}
+        _BY_NAME.update({cls.qualified_name: cls.derivatives for cls in registry() if hasattr(cls, "qualified_name")})
     return _BY_NAME.get(name, {})
 
 

@@ -157,18 +157,61 @@ def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: 
     return input._backend.allclose(input._data, other._data, rtol, atol, equal_nan)
 
 
-def _compare(name: str):
-    def compare(input, other):
+def _outside_graph(name: str, doc: str, operands=promote, check=None):
+    """An elementwise function of two operands whose result records no graph (bools, masks)."""
+
+    def function(input, other):
         if not isinstance(input, Tensor) and not isinstance(other, Tensor):
             raise TypeError(f"{name}() expects a Tensor")
+        if check is not None:
+            check(name, input, other)
         broadcast_shapes(shape_of(input), shape_of(other))
-        x, y = promote(input, other)
         backend = backend_of(input, other)
-        return Tensor._make(getattr(backend, name)(x, y), backend=backend)
+        return Tensor._make(getattr(backend, name)(*operands(input, other)), backend=backend)
 
-    compare.__name__ = name
-    compare.__doc__ = f"Elementwise ``{name}``: a bool tensor, outside the graph."
-    return compare
+    function.__name__ = name
+    function.__doc__ = doc
+    return function
 
 
-gt, lt, ge, le, eq, ne = (_compare(name) for name in ("gt", "lt", "ge", "le", "eq", "ne"))
+gt, lt, ge, le, eq, ne = (_outside_graph(name, f"Elementwise ``{name}``: a bool tensor, outside the graph.")
+                          for name in ("gt", "lt", "ge", "le", "eq", "ne"))
+
+
+# -- logical and bitwise ops on masks: bool (or int) tensors, outside the graph --------------------------
+def logical_not(input):
+    """True where ``input`` is zero (False), as a bool tensor."""
+    backend = input._backend
+    return Tensor._make(backend.eq(input._data, 0), backend=backend)
+
+
+def _truths(input, other) -> tuple:
+    """Each operand as a truth value: non-zero is True."""
+    return tuple(value._backend.ne(value._data, 0) if isinstance(value, Tensor) else bool(value)
+                 for value in (input, other))
+
+
+logical_and, logical_or, logical_xor = (
+    _outside_graph(f"logical_{kind}", f"Elementwise ``{kind}`` of the truth of two tensors: a bool tensor.", _truths)
+    for kind in ("and", "or", "xor"))
+
+
+def bitwise_not(input):
+    """``~mask``: logical not of a bool tensor, bitwise not of an integer one."""
+    if input.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    backend = input._backend
+    return Tensor._make(backend.bitwise_not(input._data), backend=backend)
+
+
+def _no_floats(name: str, input, other) -> None:
+    floats = [v.dtype if isinstance(v, Tensor) else _dtype.float32 for v in (input, other)
+              if isinstance(v, float) or (isinstance(v, Tensor) and v.dtype.is_floating_point)]
+    if floats:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[floats[0].name]}\'')
+
+
+bitwise_and, bitwise_or, bitwise_xor = (
+    _outside_graph(f"bitwise_{kind}", f"``{kind}`` of bool or integer tensors (what ``&``, ``|``, ``^`` run).",
+                   check=_no_floats)
+    for kind in ("and", "or", "xor"))
