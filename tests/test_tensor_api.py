@@ -101,6 +101,11 @@ CASES = {
     "in_place_chain": X + "b = x * 1\nb.sin_().mul_(2).exp_()\nb.sum().backward()\n",
     "in_place_no_grad": X + "b = x * 1\nwith torch.no_grad():\n    b.cos_()\nb.sum().backward()\n",
     "retain_grad_moves": X + "b = x * 1\nb.retain_grad()\nb.mul_(2)\nb.sum().backward()\n",
+    "grad_laid_out_like_leaf": X + "inputs = torch.tensor([[1., 2.], [3., 4.], [5., 6.]])\n"
+                                   "F.linear(inputs, x.t()).sum().backward()\ng = x.grad.view(-1)\n"
+                                   "print(x.grad.is_contiguous(), x.grad.stride())\n",
+    "layout_follows_first_operand": X + "a = x.t().contiguous().t() + x\nb = x + x.t().contiguous().t()\n"
+                                        "print(a.stride(), b.stride(), a.t().is_contiguous(), (x.t() * 2).stride())\n",
 }
 
 

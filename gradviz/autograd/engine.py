@@ -168,8 +168,9 @@ def _accumulate(node: AccumulateGrad, grad, dry_run: bool, record: bool):
     backend = variable._backend
     current = variable._grad
     if current is None:
-        after = backend.copy(grad) if grad.shape == variable._data.shape else backend.copy(
-            backend.broadcast_to(grad, variable._data.shape))
+        # laid out like the leaf, as PyTorch's AccumulateGrad does (a transposed gradient stays viewable)
+        after = backend.copy_as(grad if grad.shape == variable._data.shape else backend.broadcast_to(
+            grad, variable._data.shape), variable._data)
         if not dry_run:
             variable._grad = Tensor._make(after, backend=backend)
         return None, after

@@ -57,6 +57,15 @@ def copy(x):
     return np.array(x, copy=True)
 
 
+def copy_as(value, like):
+    """A copy of ``value`` laid out in memory like ``like`` (how PyTorch stores a leaf's ``.grad``)."""
+    if value.strides == like.strides:  # already laid out alike: the plain copy keeps it (the common case)
+        return np.array(value, copy=True)
+    out = np.empty_like(like, dtype=value.dtype)
+    out[...] = value
+    return out
+
+
 def dtype_of(x):
     return x.dtype
 
@@ -130,9 +139,10 @@ def _elementwise(ufunc, name: str):
     """A binary ufunc whose result is laid out as PyTorch lays it out (see ``_layout_like_torch``)."""
 
     def apply(a, b):
-        # the common case first, answered without a call: numbers, vectors, row-major arrays
-        if (type(a) is not np.ndarray or a.ndim < 2 or a.flags.c_contiguous) and (
-                type(b) is not np.ndarray or b.ndim < 2 or b.flags.c_contiguous):
+        # numpy agrees with PyTorch unless two matrices (or larger) are laid out differently: with a
+        # number or a vector on one side, numpy keeps the other side's layout, as PyTorch does
+        if (type(a) is not ndarray or type(b) is not ndarray or a.ndim < 2 or b.ndim < 2
+                or (a.strides == b.strides and a.shape == b.shape) or (a.flags.c_contiguous and b.flags.c_contiguous)):
             return _arr(ufunc(a, b))
         out = _layout_like_torch(a, b)
         return _arr(ufunc(a, b) if out is None else ufunc(a, b, out=out))

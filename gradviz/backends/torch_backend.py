@@ -70,6 +70,10 @@ def copy(x):
     return x.clone()
 
 
+def copy_as(value, like):
+    return torch.empty_like(like, dtype=value.dtype).copy_(value)
+
+
 def dtype_of(x):
     return str(x.dtype).replace("torch.", "")
 
