@@ -39,6 +39,10 @@ def seeded():
 # op name -> (function of tensors, list of float64 input arrays)
 CASES = {
     "AbsBackward0": (lambda x: x.abs(), [positive(3) * np.array([1, -1, 1])]),
+    "AliasBackward0": (lambda x: x[...] * x, [values(2, 3)]),
+    "AsStridedBackward0": (lambda x: _view_of_changed_base(x), [values(3, 2)]),
+    "CatBackward0": (lambda a, b: gv.cat([a, b * b], 1), [values(2, 3), values(2, 2)]),
+    "CopySlices": (lambda x, y: _write_through_view(x, y), [values(3, 2), values(2)]),
     "AddBackward0": (lambda a, b: gv.add(a, b, alpha=2), [values(2, 3), values(3)]),
     "AddBackward1": (lambda x, q: F.cross_entropy(x, q, label_smoothing=0.2), [values(2, 3), probabilities(2, 3)]),
     "AddmmBackward0": (lambda b, x, w: gv.addmm(b, x, w), [values(4), values(2, 3), values(3, 4)]),
@@ -61,7 +65,15 @@ CASES = {
     "DotBackward0": (lambda a, b: gv.dot(a, b), [values(3), values(3)]),
     "ExpBackward0": (lambda x: x.exp(), [values(3)]),
     "ExpandBackward0": (lambda x: x.expand(2, 3), [values(3)]),
-    "FillBackward0": (lambda x: (x * 1).fill_(2.0) + x, [values(3)]),
+    "GatherBackward0": (lambda x: x.gather(1, gv.tensor([[0, 0, 2], [1, 2, 1]])), [values(2, 3)]),
+    "IndexPutBackward0": (lambda x, v: _index_put(x, v), [values(3, 2), values(2, 2)]),
+    "IndexSelectBackward0": (lambda x: x.index_select(0, gv.tensor([2, 0, 2])), [values(3, 2)]),
+    "LinalgVectorNormBackward0": (lambda x: x.norm(dim=1) + x.norm(p=3) + x.norm(p=1), [positive(2, 3)]),
+    "MaskedFillBackward0": (lambda x: x.masked_fill(gv.tensor([True, False, True]), 0.5) * x, [values(2, 3)]),
+    "MaskedFillBackward1": (lambda x, v: x.masked_fill(gv.tensor([True, False, True]), v.sum()) * x,
+                            [values(2, 3), values(2)]),
+    "FillBackward2": (lambda x: (x * 1).fill_(2.0) + x, [values(3)]),
+    "FillBackward3": (lambda x, v: (x * 1).fill_(v[1]) * x, [values(3), values(2)]),
     "IndexBackward0": (lambda x: x[gv.tensor([0, 2, 0])], [values(3, 2)]),
     "LogBackward0": (lambda x: x.log(), [positive(3)]),
     "LogSoftmaxBackward0": (lambda x: gv.log_softmax(x, 1), [values(2, 3)]),
@@ -87,6 +99,8 @@ CASES = {
     "PowBackward2": (lambda x: 2.5 ** x, [values(3)]),
     "ReciprocalBackward0": (lambda x: x.reciprocal(), [positive(3)]),
     "ReluBackward0": (lambda x: x.relu(), [np.array([-1.0, 0.5, 2.0])]),
+    "RepeatBackward0": (lambda x: x.repeat(2, 1, 3) * gv.arange(12.0, dtype=gv.float64).reshape(2, 2, 3)
+                        .repeat(1, 1, 2), [values(2, 2)]),
     "RsubBackward1": (lambda x: 2 - x, [values(3)]),
     "SelectBackward0": (lambda x: x[1], [values(3, 2)]),
     "SigmoidBackward0": (lambda x: x.sigmoid(), [values(3)]),
@@ -98,6 +112,7 @@ CASES = {
     "SqueezeBackward1": (lambda x: x.squeeze(0), [values(1, 3)]),
     "SqueezeBackward2": (lambda x: x.squeeze((0,)), [values(1, 3)]),
     "SqueezeBackward4": (lambda v, w: v @ w, [values(3), values(3, 2)]),
+    "StackBackward0": (lambda a, b: gv.stack([a, b * b], -1), [values(2, 3), values(2, 3)]),
     "SubBackward0": (lambda a, b: gv.sub(a, b, alpha=3), [values(2, 3), values(3)]),
     "SumBackward0": (lambda x: x.sum(), [values(2, 3)]),
     "SumBackward1": (lambda x: x.sum(1, keepdim=True), [values(2, 3)]),
@@ -110,18 +125,41 @@ CASES = {
     "UnsqueezeBackward0": (lambda x: x.unsqueeze(-1), [values(3)]),
     "ViewBackward0": (lambda x: x.view(6), [values(2, 3)]),
     "WhereBackward0": (lambda a, b: gv.where(gv.tensor([True, False, True]), a, b), [values(3), values(3)]),
+    "ZeroBackward0": (lambda x: (x * 1).zero_() + x * x, [values(3)]),
 }
+def _view_of_changed_base(x):
+    """A view whose base changed in place after it was made: its grad_fn becomes AsStridedBackward0."""
+    base = x * 1
+    view = base[1:]
+    base.mul_(2)
+    return view * view
+
+
+def _write_through_view(x, y):
+    """An in-place op on a view records CopySlices on the base."""
+    base = x * 1
+    base[1:].mul_(y)
+    return base * base
+
+
+def _index_put(x, values):
+    base = x * 1
+    base[gv.tensor([0, 2])] = values
+    return base * x
+
+
 # ToCopyBackward0 passes through float32: a larger step keeps float32 rounding out of the difference
 STEP = {"ToCopyBackward0": 1e-2}
 TOLERANCE = {"ToCopyBackward0": 1e-4}
 
 
 def names_in_graph(tensor) -> set:
+    """The op classes in ``tensor``'s graph (class names: CopySlices prints as torch::autograd::CopySlices)."""
     names, stack = set(), [tensor.grad_fn]
     while stack:
         node = stack.pop()
-        if node is not None and node.name() not in names:
-            names.add(node.name())
+        if node is not None and type(node).__name__ not in names:
+            names.add(type(node).__name__)
             stack.extend(next_node for next_node, _ in node.next_functions)
     return names
 

@@ -226,15 +226,30 @@ def test_fused_multiply_add_rounds_once_even_halfway():
 
 
 def test_fused_multiply_add_rounds_once():
-    from fractions import Fraction
-
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal(2000), rng.standard_normal(2000)
     c = np.where(rng.random(2000) < 0.5, rng.standard_normal(2000), -(a * b) + rng.standard_normal(2000) * 1e-17)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    c32 = (-(a32.astype(np.float64) * b32) + rng.standard_normal(2000) * 1e-9).astype(np.float32)
+    _assert_fma_rounds_once(a, b, c, c32)
+
+
+def test_fused_multiply_add_rounds_once_across_magnitudes():
+    """Products over 16 decades, nearly cancelled by ``c``: where rounding twice shows."""
+    rng = np.random.default_rng(2024)
+    a = rng.standard_normal(3000) * 10.0 ** rng.integers(-8, 8, 3000)
+    b = rng.standard_normal(3000)
+    c = -a * b * (1 + rng.standard_normal(3000) * 1e-9)
+    _assert_fma_rounds_once(a, b, c, c.astype(np.float32))
+
+
+def _assert_fma_rounds_once(a, b, c, c32) -> None:
+    """fma64(a, b, c) and fma32 of the float32 values equal the exact ``a * b + c`` rounded once."""
+    from fractions import Fraction
+
     exact = [float(Fraction(x) * Fraction(y) + Fraction(z)) for x, y, z in zip(a, b, c)]
     np.testing.assert_array_equal(_float_kernels.fma64(a, b, c), exact)
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
-    c32 = (-(a32.astype(np.float64) * b32) + rng.standard_normal(2000) * 1e-9).astype(np.float32)
     exact32 = [_round_to_float32(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)))
                for x, y, z in zip(a32, b32, c32)]
     np.testing.assert_array_equal(_float_kernels.fma32(a32, b32, c32), np.array(exact32, np.float32))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gradviz import _dtype
 from gradviz.autograd.function import Function
+from gradviz.ops.arithmetic import AddBackward1, DivBackward1, MulBackward1
 from gradviz.ops._util import broadcast_shapes, meta, promote, shape_of, to_input
 from gradviz.tensor import Tensor
 
@@ -247,6 +248,18 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    if tuple(target.shape) != tuple(input.shape):
+        # PyTorch warns, then broadcasts both (the graph shows the ExpandBackward0 of each that grew)
+        import warnings
+
+        from gradviz.ops.shape import expand
+
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", UserWarning, stacklevel=2)
+        shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        input = input if tuple(input.shape) == shape else expand(input, shape)
+        target = target if tuple(target.shape) == shape else expand(target, shape)
     return MseLossBackward0.apply(input, target, reduction=_reduction(reduction))
 
 
@@ -319,7 +332,7 @@ def _with_label_smoothing(loss, log_probabilities, target, weight, reduction: st
         smooth = -(log_probabilities * _weight_along_classes(weight, log_probabilities)).sum(class_dim)
     else:
         smooth = -log_probabilities.sum(class_dim)
-    _masked_fill_in_place(smooth, target.eq(ignore_index), 0.0)
+    smooth.masked_fill_(target.eq(ignore_index), 0.0)
     if reduction == "mean":
         if weight is not None:
             backend = log_probabilities._backend
@@ -331,71 +344,3 @@ def _with_label_smoothing(loss, log_probabilities, target, weight, reduction: st
     elif reduction == "sum":
         smooth = smooth.sum()
     return MulBackward1.apply(loss, 1 - label_smoothing) + MulBackward1.apply(smooth, label_smoothing / classes)
-
-
-# -- the Scalar forms that PyTorch's C++ loss composites record -----------------------------------------
-class MulBackward1(Function):
-    """``tensor * number`` written in C++ (``mul(Tensor, Scalar)``): one edge, the number saved as is."""
-
-    inputs = ("self",)
-    derivatives = {"self": ("grad * other", r"\bar{y}\,c")}
-
-    def forward(ctx, self, other):
-        ctx.save(other=other)
-        return self._backend.mul(self._data, other)
-
-    def backward(ctx, grad):
-        return ctx.backend.mul(grad, ctx.saved("other"))
-
-
-class AddBackward1(Function):
-    """``tensor + number`` written in C++ (``add(Tensor, Scalar)``): one edge, nothing saved."""
-
-    inputs = ("self",)
-    derivatives = {"self": ("grad", r"\bar{y}")}
-
-    def forward(ctx, self, other):
-        return self._backend.add(self._data, other)
-
-    def backward(ctx, grad):
-        return grad
-
-
-class DivBackward1(Function):
-    """``tensor / number`` written in C++ (``div(Tensor, Scalar)``)."""
-
-    inputs = ("self",)
-    derivatives = {"self": ("grad / other", r"\bar{y} / c")}
-
-    def forward(ctx, self, other):
-        ctx.save(other=other)
-        return self._backend.div(self._data, other)
-
-    def backward(ctx, grad):
-        return ctx.backend.div(grad, ctx.saved("other"))
-
-
-class MaskedFillBackward0(Function):
-    """``x.masked_fill_(mask, value)``: the filled places get no gradient, the others all of it."""
-
-    inputs = ("self",)
-    derivatives = {"self": ("grad.masked_fill(mask, 0)", r"\bar{y}\,[\lnot m]")}
-
-    def forward(ctx, self, mask, value):
-        ctx.save(mask=mask)
-        backend = self._backend
-        return backend.where(mask._data, backend.full((), value, self.dtype, self.device), self._data)
-
-    def backward(ctx, grad):
-        backend = ctx.backend
-        return backend.where(ctx.saved("mask"), backend.zeros_like(grad), grad)
-
-
-def _masked_fill_in_place(tensor: Tensor, mask: Tensor, value) -> Tensor:
-    """``tensor.masked_fill_(mask, value)``, recorded on a tensor in the graph as PyTorch records it."""
-    result = MaskedFillBackward0.apply(tensor, mask, value)
-    tensor._data = result._data
-    tensor._bump()
-    if result.grad_fn is not None:
-        tensor._rebase(result.grad_fn)
-    return tensor

@@ -56,7 +56,7 @@ class Adam(Optimizer):
             exp_avg_sq = max_exp_avg_sq
         denominator = backend.add(backend.div(backend.sqrt(exp_avg_sq), bias_correction2_sqrt), eps)
         addcdiv_(backend, p, exp_avg, denominator, -step_size)
-        param._bump()
+        param._vc[0] += 1  # changed in place: saved copies of it are now stale
 
 
 class AdamW(Adam):

@@ -53,4 +53,4 @@ class RMSprop(Optimizer):
             backend.iadd(p, backend.mul(buffer, -lr))
         else:
             addcdiv_(backend, p, grad, average, -lr)
-        param._bump()
+        param._vc[0] += 1  # changed in place: saved copies of it are now stale
