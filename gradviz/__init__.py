@@ -11,19 +11,29 @@ from gradviz._dtype import (bool, dtype, float16, float32, float64, int8, int16,
                             uint8)
 from gradviz._printing import get_printoptions, set_printoptions
 from gradviz.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from gradviz.tensor import (Generator, Size, Tensor, arange, as_tensor, empty, eye, from_numpy, full, full_like,
-                            is_tensor, linspace, manual_seed, ones, ones_like, rand, rand_like, randn, randn_like,
-                            tensor, zeros, zeros_like)
+from gradviz.tensor import (Size, Tensor, arange, as_tensor, bernoulli, empty, eye, from_numpy, full, full_like,
+                            get_default_device, is_tensor, linspace, normal, ones, ones_like, rand, rand_like, randint,
+                            randint_like, randn, randn_like, randperm, set_default_device, tensor, zeros, zeros_like)
+from gradviz.random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,
+                            set_rng_state)
+from gradviz._dtype import get_default_dtype, set_default_dtype
 from gradviz import ops  # noqa: E402  (installs the Tensor methods)
-from gradviz.ops import (abs, add, addmm, bmm, clamp, clone, cos, div, dot, eq, exp, flatten, ge, gt, le, log,
-                         log_softmax, lt, matmul, max, maximum, mean, minimum, mm, mul, mv, ne, neg, permute, pow,
-                         reciprocal, relu, reshape, rsub, sigmoid, sin, softmax, sqrt, squeeze, sub, sum, t, tanh,
-                         transpose, unsqueeze, where)
-from gradviz import _kinds, autograd, cuda, interop, snapshot  # noqa: E402
+from gradviz.ops import (abs, add, addmm, all, allclose, any, argmax, argmin, bitwise_and, bitwise_not,  # noqa: A004
+                         bitwise_or, bitwise_xor, bmm, cat, clamp, clone, cos, div, dot, eq, equal, exp, expand_as,
+                         flatten, gather, ge, gt, index_select, le, log, log_softmax, logical_and, logical_not,
+                         logical_or, logical_xor, lt,
+                         masked_fill, matmul, max, maximum, mean, minimum, mm, mul, mv, narrow, ne, neg, norm, permute,
+                         pow, reciprocal, relu, repeat, reshape, rsub, sigmoid, sin, softmax, sqrt, square, squeeze,
+                         stack, sub, sum, t, tanh, transpose, unsqueeze, where)
+from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
+from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402
+                            IntTensor, LongTensor, ShortTensor)
+from gradviz import _kinds, accelerator, autograd, cuda, interop, snapshot  # noqa: E402
 from gradviz.snapshot import graph  # noqa: E402
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 clip = clamp
+concat = concatenate = cat
 __version__ = "0.1.0"
 
 _LAZY = {

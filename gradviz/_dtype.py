@@ -52,6 +52,36 @@ _BY_NAME.update(half=float16, float=float32, double=float64, long=int64, int=int
 
 default_float = float32
 
+# How PyTorch's messages name dtypes: ATen's scalar types ("Float") and C++ type names ("float")
+SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+                     "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+             "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def from_type_string(text: str) -> dtype:
+    """The dtype of a legacy type name: ``'torch.FloatTensor'`` is float32."""
+    by_scalar_type = {name: _BY_NAME[key] for key, name in SCALAR_TYPE_NAMES.items()}
+    name = text.rsplit(".", 1)[-1]
+    if not name.endswith("Tensor") or name[:-len("Tensor")] not in by_scalar_type:
+        raise ValueError(f"invalid type: '{text}'")
+    return by_scalar_type[name[:-len("Tensor")]]
+
+
+def set_default_dtype(d) -> None:
+    """Make ``d`` the dtype of new float tensors (``torch.tensor([1.5])``, ``zeros``, ``int * 2.5``)."""
+    global default_float
+    if not isinstance(d, dtype) and not str(d).startswith("torch."):
+        raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
+    d = from_any(d)
+    if not d.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    default_float = d
+
+
+def get_default_dtype() -> dtype:
+    return default_float
+
 
 def _by_name(name: str) -> dtype:
     return _BY_NAME[name]

@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from gradviz import _dtype, backends
+from gradviz import _dtype, backends, random
 from gradviz._device import CPU, device as Device
 from gradviz.grad_mode import _state as _grad_state, is_grad_enabled
 
@@ -29,6 +29,18 @@ NON_LEAF_GRAD_WARNING = (
 )
 LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_IN_PLACE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+DETACH_VIEW_IN_PLACE = (
+    "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for "
+    "training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence "
+    "detach_() cannot be called on these gradients. To fix this error, please refer to the "
+    "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+)
+FLOAT_OF_REQUIRES_GRAD_WARNING = (
+    "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+    "Consider using tensor.detach() first. (Triggered internally at /__w/pytorch/pytorch/torch/csrc/autograd/"
+    "generated/python_variable_methods.cpp:822.)"
+)
+_warned_float_of_requires_grad = False
 NON_LEAF_REQUIRES_GRAD = (
     "you can only change requires_grad flags of leaf variables. If you want to use a computed variable "
     "in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
@@ -48,13 +60,28 @@ class Size(tuple):
 
 
 class Tensor:
-    __slots__ = ("_data", "_backend", "_requires_grad", "_grad", "grad_fn", "_vc", "_output_nr",
-                 "_accumulator", "_retains_grad", "_is_view", "_base", "_leaf_hooks", "__weakref__")
+    # A view also sets ``_attr_version`` (the version its grad_fn was made at) and ``_view_no_grad``
+    # (made with grad mode off); they are read only when ``_base`` is set.
+    __slots__ = ("_data", "_backend", "_requires_grad", "_grad", "_grad_fn", "_vc", "_output_nr",
+                 "_accumulator", "_retains_grad", "_base", "_attr_version", "_view_no_grad", "_leaf_hooks",
+                 "__weakref__")
 
     __hash__ = object.__hash__
 
-    def __init__(self, *args, **kwargs):
-        raise TypeError("create tensors with gradviz.tensor(...), gradviz.ones(...) and friends")
+    def __init__(self, *args, device=None, **kwargs):
+        """``torch.Tensor(data)`` or ``torch.Tensor(*sizes)``: PyTorch's legacy constructor.
+
+        Data becomes a float tensor of the default dtype; sizes give an uninitialized one (zeros
+        here); a tensor is aliased. Code inside gradviz makes tensors with ``_make``, which
+        skips this.
+        """
+        from gradviz import legacy
+
+        made = legacy.construct(None, args, kwargs, device)
+        for slot in ("_data", "_backend", "_vc"):
+            setattr(self, slot, getattr(made, slot))
+        self._requires_grad, self._grad, self._grad_fn, self._output_nr = False, None, None, 0
+        self._accumulator, self._retains_grad, self._base, self._leaf_hooks = None, False, None, None
 
     @classmethod
     def _make(cls, data, requires_grad: bool = False, grad_fn=None, backend=None, version=None):
@@ -65,12 +92,11 @@ class Tensor:
             backends.numpy_backend if type(data) is np.ndarray else _backend_of(data))
         t._requires_grad = requires_grad
         t._grad = None
-        t.grad_fn = grad_fn
+        t._grad_fn = grad_fn
         t._vc = version if version is not None else [0]
         t._output_nr = 0
         t._accumulator = None
         t._retains_grad = False
-        t._is_view = False
         t._base = None
         t._leaf_hooks = None
         return t
@@ -119,6 +145,22 @@ class Tensor:
         return self.grad_fn is None
 
     @property
+    def grad_fn(self):
+        """The node that made this tensor (None for a leaf).
+
+        A view whose base (or another view of it) was changed in place since its grad_fn was
+        made gets a new one on access, an AsStridedBackward0 over the base's, as in PyTorch.
+        """
+        if self._base is not None and self._attr_version != self._vc[0]:
+            from gradviz.ops import inplace
+
+            return inplace.view_grad_fn(self)
+        return self._grad_fn
+
+    def _is_view(self) -> builtins.bool:
+        return self._base is not None
+
+    @property
     def _version(self) -> int:
         return self._vc[0]
 
@@ -129,7 +171,8 @@ class Tensor:
     # -- autograd state ------------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad
+        """Set for a leaf, true for every tensor made from one; a view also requires grad when its base does."""
+        return self._requires_grad or (self._base is not None and self._base._requires_grad)
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -159,6 +202,13 @@ class Tensor:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_dtype.CPP_NAMES[value.dtype.name]}' to a tensor with "
+                    f"grad_dtype '{_TYPE_NAMES[self.dtype.name]}'. The gradient must match the tensor's grad_dtype "
+                    "(defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a specific "
+                    "dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor "
+                    "and its gradient may break downstream systems that assume they match.")
             if value.shape != self.shape:
                 raise RuntimeError(
                     f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
@@ -195,15 +245,13 @@ class Tensor:
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
-        """The same data, cut off from the graph: it shares the version counter, not the history."""
-        out = Tensor._make(self._data, backend=self._backend, version=self._vc)
-        out._is_view = True
-        return out
+        """The same data, cut off from the graph: it shares the memory and version counter, not the history."""
+        return Tensor._make(self._data, backend=self._backend, version=self._vc)
 
     def detach_(self) -> Tensor:
-        if self._is_view and self._base is not None:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
-        self.grad_fn = None
+        if self._base is not None:
+            raise RuntimeError(DETACH_VIEW_IN_PLACE)
+        self._grad_fn = None
         self._requires_grad = False
         return self
 
@@ -304,30 +352,49 @@ class Tensor:
     def bool(self) -> Tensor:
         return self.to(_dtype.bool)
 
-    def clone(self) -> Tensor:
+    def clone(self, *, memory_format=None) -> Tensor:
         from gradviz.ops import conversion
 
-        return conversion.clone(self)
+        return conversion.clone(self, memory_format=memory_format)
 
     def contiguous(self) -> Tensor:
-        return self
+        """Itself when its elements lie in row-major order; else a row-major copy (CloneBackward0)."""
+        if self._backend.is_contiguous(self._data):
+            return self
+        from gradviz.ops import conversion
+
+        return conversion.clone(self, memory_format=conversion.CONTIGUOUS_FORMAT)
+
+    def is_contiguous(self) -> builtins.bool:
+        return self._backend.is_contiguous(self._data)
+
+    def stride(self, dim: builtins.int | None = None):
+        """How many elements apart neighbours along each dimension lie in memory."""
+        strides = self._backend.strides(self._data)
+        return strides if dim is None else strides[_wrap_dim(dim, self.ndim)]
+
+    def storage_offset(self) -> builtins.int:
+        """Where this tensor's first element lies in its base's memory (0 unless it is a view)."""
+        if self._base is None:
+            return 0
+        return self._backend.geometry(self._data, self._base._data)[2]
+
+    def type(self, dtype=None):
+        """``'torch.FloatTensor'``, or a copy converted to the type named (``x.type(torch.DoubleTensor)``)."""
+        from gradviz.autograd.node import _type_string
+
+        if dtype is None:
+            return _type_string(self)
+        return self.to(getattr(dtype, "dtype", dtype) if not isinstance(dtype, str) else _dtype.from_type_string(dtype))
 
     # -- in place --------------------------------------------------------------------------------
-    def _check_in_place(self) -> None:
-        if self._requires_grad and is_grad_enabled():
-            if self.grad_fn is None:
-                raise RuntimeError(LEAF_IN_PLACE)
-            if self._is_view and self._base is not None and self._base.grad_fn is None:
-                raise RuntimeError(VIEW_OF_LEAF_IN_PLACE)
-
-    def _bump(self) -> None:
-        self._vc[0] += 1
-
+    # The new value is always written into the tensor's own memory, so every view of it (and the
+    # tensor a view was made from) sees it; gradviz.ops.inplace records the history as PyTorch does.
     def _in_place(self, op_name: str, other, out_of_place, alpha=1) -> Tensor:
         """Run an in-place update ``self op= alpha * other``: mutate the array, or record it when
         grad mode tracks it."""
         backend = self._backend
-        if not _grad_state.enabled:
+        if not _grad_state.enabled and not backend.overlaps_itself(self._data):
             # An optimizer's updates (no_grad; a same-dtype tensor, or a float into a float tensor):
             # nothing to record and no promotion to check, so go straight to the backend.
             if (type(other) is Tensor and other._backend is backend and other._data.dtype == self._data.dtype
@@ -339,32 +406,26 @@ class Tensor:
                 getattr(backend, op_name)(self._data, other * alpha)
                 self._vc[0] += 1
                 return self
+        from gradviz.ops import inplace
+
         other_is_tensor = isinstance(other, Tensor)
-        if _grad_state.enabled:  # with grad mode off there is nothing to check or record
-            self._check_in_place()
-            if self._requires_grad or (other_is_tensor and other._requires_grad):
-                if alpha != 1:
-                    other = other * alpha
-                result = out_of_place(self, other)
-                self._data = result._data
-                self._bump()
-                self._rebase(result.grad_fn)
-                return self
+        if not other_is_tensor and not isinstance(other, numbers.Number):
+            raise TypeError(f"{op_name[1:]}_(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        if inplace.records(self, other):
+            return inplace.apply_(self, out_of_place, other, **({"alpha": alpha} if alpha != 1 else {}))
+        inplace.check_writable(self)
         if self._needs_cast_check(other, other_is_tensor, alpha):
             if alpha != 1:
                 other = other * alpha
                 alpha = 1
             result_dtype = _dtype.result_type((self, other) if other_is_tensor else (self,),
                                               () if other_is_tensor else (other,))
-            if _dtype.category(result_dtype) > _dtype.category(self.dtype):
-                raise RuntimeError(
-                    f"result type {_TYPE_NAMES[result_dtype.name]} can't be cast to the desired output type "
-                    f"{_TYPE_NAMES[self.dtype.name]}")
+            inplace.check_castable(result_dtype, self.dtype)
         other_data = other._data if other_is_tensor else other
         if alpha != 1:
             other_data = self._backend.mul(other_data, alpha)
         getattr(self._backend, op_name)(self._data, other_data)
-        self._bump()
+        self._vc[0] += 1
         return self
 
     def _needs_cast_check(self, other, other_is_tensor: bool, alpha) -> builtins.bool:
@@ -376,15 +437,6 @@ class Tensor:
             return not (alpha == 1 or self.dtype.is_floating_point)
         return not (self.dtype.is_floating_point and isinstance(other, (builtins.int, builtins.float))
                     and isinstance(alpha, (builtins.int, builtins.float)))
-
-    def _rebase(self, grad_fn) -> None:
-        """Make ``grad_fn`` this tensor's history; its saved copy of the old value stays valid."""
-        self.grad_fn = grad_fn
-        self._output_nr = 0
-        self._requires_grad = True
-        for entry in (grad_fn._packed or {}).values():
-            if getattr(entry, "version_counter", None) is self._vc:
-                entry.saved_version = self._vc[0]
 
     def add_(self, other, *, alpha=1) -> Tensor:
         return self._in_place("iadd", other, ops.add, alpha)
@@ -398,44 +450,123 @@ class Tensor:
     def div_(self, other) -> Tensor:
         return self._in_place("idiv", other, ops.div)
 
-    __iadd__ = add_
-    __isub__ = sub_
-    __imul__ = mul_
-    __itruediv__ = div_
+    def __iadd__(self, other):
+        return self.add_(other) if _is_operand(other) else NotImplemented
+
+    def __isub__(self, other):
+        return self.sub_(other) if _is_operand(other) else NotImplemented
+
+    def __imul__(self, other):
+        return self.mul_(other) if _is_operand(other) else NotImplemented
+
+    def __itruediv__(self, other):
+        return self.div_(other) if _is_operand(other) else NotImplemented
 
     def zero_(self) -> Tensor:
-        return self.fill_(0)
+        from gradviz.ops import conversion, inplace
+
+        if inplace.records(self):
+            return inplace.apply_(self, conversion.zero)
+        return self._fill_unrecorded(0)
 
     def fill_(self, value) -> Tensor:
-        self._check_in_place()
-        if is_grad_enabled() and self._requires_grad:
-            from gradviz.ops import conversion
+        from gradviz.ops import conversion, inplace
 
-            result = conversion.fill(self, value)
-            self._data = result._data
-            self._bump()
-            self._rebase(result.grad_fn)
-            return self
-        self._backend.fill(self._data, value._data if isinstance(value, Tensor) else value)
-        self._bump()
+        if isinstance(value, Tensor) and value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
+        if inplace.records(self, value):
+            return inplace.apply_(self, conversion.fill, value)
+        return self._fill_unrecorded(value._data.item() if isinstance(value, Tensor) else value)
+
+    def _fill_unrecorded(self, value) -> Tensor:
+        from gradviz.ops import inplace
+
+        inplace.check_writable(self)
+        self._backend.fill(self._data, value)
+        self._vc[0] += 1
         return self
 
     def copy_(self, source) -> Tensor:
-        self._check_in_place()
-        source = source if isinstance(source, Tensor) else tensor(source)
-        if is_grad_enabled() and (self._requires_grad or source._requires_grad):
-            from gradviz.ops import conversion
+        from gradviz.ops import conversion, inplace
 
-            result = conversion.copy_into(self, source)
-            self._data = result._data
-            self._bump()
-            self._rebase(result.grad_fn)
-            return self
+        if not isinstance(source, Tensor):
+            raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(source).__name__}")
+        conversion.check_copy_shapes(self, source)
+        if inplace.records(self, source):
+            return inplace.apply_(self, conversion.copy_into, source)
+        inplace.check_writable(self)
         values = source._data if source._backend is self._backend else self._backend.array(
             source._backend.to_numpy(source._data), self.dtype, self.device)
         self._backend.assign(self._data, self._backend.broadcast_to(
             self._backend.astype(values, self.dtype), self._data.shape))
-        self._bump()
+        self._vc[0] += 1
+        return self
+
+    # -- random fills (the numbers: gradviz.random, as PyTorch's CPU generator makes them) ------------
+    def uniform_(self, from_=0.0, to=1.0, *, generator=None) -> Tensor:
+        """Fill with numbers drawn uniformly from [from_, to)."""
+        self._check_in_place()
+        _check_random_dtype(self.dtype, "check_uniform_bounds")
+        if from_ > to:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
+        values = random.uniform(generator or random.default_generator, self.numel(), self.dtype.numpy,
+                                float(from_), float(to))
+        return self._fill_random(values, "uniform")
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None) -> Tensor:
+        """Fill with normal numbers of the given mean and standard deviation (Box-Muller)."""
+        self._check_in_place()
+        _check_random_dtype(self.dtype, "normal_kernel_cpu")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        values = random.normal(generator or random.default_generator, self.numel(), self.dtype.numpy,
+                               float(mean), float(std), contiguous=self.is_contiguous())
+        return self._fill_random(values, "normal")
+
+    def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
+        """Fill with 1 where a uniform draw falls below ``p`` (a number or a tensor of them), else 0."""
+        self._check_in_place(p)
+        generator = generator or random.default_generator
+        if isinstance(p, Tensor):
+            probabilities = np.broadcast_to(p._backend.to_numpy(p._data), self._data.shape)
+            return self._fill_random(random.bernoulli_from(generator, probabilities).ravel(), "bernoulli_tensor", p)
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+        return self._fill_random(random.bernoulli(generator, self.numel(), float(p)), "bernoulli")
+
+    def _check_in_place(self, *others) -> None:
+        """PyTorch's in-place checks, made before a random fill draws its numbers, so that a refused
+        fill leaves the generator where it was."""
+        from gradviz.ops import inplace
+
+        if inplace.records(self, *others):
+            inplace.check_in_place(self)
+        inplace.check_writable(self)
+
+    def _fill_random(self, values, kind: str, probabilities=None) -> Tensor:
+        """Write freshly drawn ``values`` (flat, in PyTorch's order: memory order) into this tensor;
+        in the graph, the tensor's node becomes PyTorch's (``NormalBackward0``, ...)."""
+        from gradviz.ops import inplace
+
+        shape = self._data.shape
+        values = np.asarray(values).astype(self.dtype.numpy, copy=False)
+        if self.is_contiguous():
+            values = values.reshape(shape)
+        else:  # PyTorch's iterator walks a strided tensor in memory order
+            offsets = np.zeros(shape, dtype=np.int64)
+            for axis, stride in enumerate(self._backend.strides(self._data)):
+                offsets = offsets + np.arange(shape[axis]).reshape((-1,) + (1,) * (len(shape) - axis - 1)) * stride
+            placed = np.empty(values.size, dtype=values.dtype)
+            placed[np.argsort(offsets.ravel(), kind="stable")] = values
+            values = placed.reshape(shape)
+        if inplace.records(self, probabilities):
+            from gradviz.ops.sampling import RECORDED_FILLS
+
+            inputs = () if probabilities is None else (probabilities,)
+            drawn = self._backend.array(values, self.dtype, self.device)
+            return inplace.apply_(self, RECORDED_FILLS[kind].apply, *inputs, drawn)
+        self._backend.assign(self._data, values)
+        self._vc[0] += 1
         return self
 
     # -- Python protocol -----------------------------------------------------------------------------
@@ -455,10 +586,19 @@ class Tensor:
         return builtins.bool(self.item())
 
     def __float__(self) -> float:
-        return float(self.item())
+        global _warned_float_of_requires_grad
+        if self._requires_grad and not _warned_float_of_requires_grad:
+            _warned_float_of_requires_grad = True  # PyTorch warns once per process
+            warnings.warn(FLOAT_OF_REQUIRES_GRAD_WARNING, UserWarning, stacklevel=2)
+        return float(self._python_scalar())
 
     def __int__(self) -> builtins.int:
-        return builtins.int(self.item())
+        return builtins.int(self._python_scalar())
+
+    def _python_scalar(self):
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __index__(self) -> builtins.int:
         if self.dtype.is_floating_point or self.numel() != 1:
@@ -468,10 +608,15 @@ class Tensor:
     def __repr__(self) -> str:
         from gradviz import _printing
 
-        grad_fn = self.grad_fn
+        try:
+            grad_fn = self.grad_fn
+            # the node's class name, as PyTorch prints it: CopySlices, whose name() is torch::autograd::CopySlices
+            grad_fn_name = type(grad_fn).__name__ if grad_fn is not None else None
+        except RuntimeError:  # a view made under no_grad whose base changed: PyTorch prints it so
+            grad_fn_name = "Invalid"
         return _printing.tensor_repr(
             self._backend.to_numpy(self._data), dtype=self.dtype.name, device=str(self.device),
-            requires_grad=self._requires_grad, grad_fn_name=grad_fn.name() if grad_fn is not None else None)
+            requires_grad=self.requires_grad and grad_fn_name is None, grad_fn_name=grad_fn_name)
 
     __str__ = __repr__
 
@@ -495,8 +640,12 @@ class Tensor:
         return copy
 
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_TYPE_NAMES = _dtype.SCALAR_TYPE_NAMES
+
+
+def _is_operand(value) -> builtins.bool:
+    """Whether arithmetic with ``value`` is defined (else the operator returns NotImplemented)."""
+    return isinstance(value, (Tensor, numbers.Number)) or hasattr(value, "__array_priority__")
 
 
 def _rebuild(values, requires_grad):
@@ -545,8 +694,24 @@ def _infer_dtype(data) -> _dtype.dtype:
             3: _dtype.float64}[top]
 
 
+_default_device = None  # set_default_device(); None means the CPU
+
+
+def set_default_device(device) -> None:
+    """Make ``device`` where factories put new tensors when they are not told (``None``: the CPU)."""
+    global _default_device
+    _default_device = Device(device) if device is not None else None
+
+
+def get_default_device() -> Device:
+    return _default_device if _default_device is not None else CPU
+
+
 def _resolve(device, dtype_):
-    device = Device(device) if device is not None else CPU
+    if device is not None:
+        device = Device(device)
+    else:
+        device = _default_device if _default_device is not None else CPU
     return device, backends.for_device(device), (_dtype.from_any(dtype_) if dtype_ is not None else None)
 
 
@@ -588,22 +753,68 @@ def _shape(size) -> tuple:
     return tuple(size)
 
 
+def _size(name: str, positional: tuple, size) -> tuple:
+    """The shape a factory was given, positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as ``size=``."""
+    if positional and size is not None:
+        raise TypeError(f"{name}() got multiple values for argument 'size'")
+    if size is None:
+        if not positional:
+            raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
+        size = _shape(positional)
+    elif not isinstance(size, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+    shape = []
+    for position, item in enumerate(size):
+        if isinstance(item, Tensor) and item.ndim == 0 and not item.dtype.is_floating_point:
+            item = item.item()  # randn(n) with n = torch.tensor(3), as PyTorch allows
+        if isinstance(item, builtins.bool) or not isinstance(item, numbers.Integral):
+            if len(positional) == 1 and not isinstance(positional[0], (tuple, list)):
+                raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not "
+                                f"{type(item).__name__}")
+            raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, but found element of "
+                            f"type {type(item).__name__} at pos {position}")
+        shape.append(builtins.int(item))
+    negative = [item for item in shape if item < 0]
+    if negative:
+        if name == "zeros":
+            raise RuntimeError("zeros: Dimension size must be non-negative.")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {shape}")
+    return tuple(shape)
+
+
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+    size = _size("full", (), size)
     device, backend, dtype_ = _resolve(device, dtype)
     dtype_ = dtype_ or _infer_dtype(fill_value)
-    return _finish(backend.full(tuple(size), fill_value, dtype_, device), backend, requires_grad)
+    return _finish(backend.full(size, fill_value, dtype_, device), backend, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return full(_shape(size), 0, dtype=dtype or _dtype.default_float, device=device, requires_grad=requires_grad)
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False, **keywords) -> Tensor:
+    return _filled("zeros", 0, size, keywords, dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return full(_shape(size), 1, dtype=dtype or _dtype.default_float, device=device, requires_grad=requires_grad)
+def ones(*size, dtype=None, device=None, requires_grad: bool = False, **keywords) -> Tensor:
+    return _filled("ones", 1, size, keywords, dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+def empty(*size, dtype=None, device=None, requires_grad: bool = False, **keywords) -> Tensor:
+    """An uninitialized tensor in PyTorch; here its memory is zeroed, which is one of its possible values."""
+    return _filled("empty", 0, size, keywords, dtype, device, requires_grad)
+
+
+def _filled(name: str, value, positional: tuple, keywords: dict, dtype, device, requires_grad) -> Tensor:
+    shape = _keyword_size(name, positional, keywords)
+    return full(shape, value, dtype=dtype or _dtype.default_float, device=device, requires_grad=requires_grad)
+
+
+def _keyword_size(name: str, positional: tuple, keywords: dict) -> tuple:
+    """The shape from ``*size`` or ``size=`` (the only other keyword a factory's ``**keywords`` takes)."""
+    size = keywords.pop("size", None)
+    if keywords:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(keywords))}'")
+    return _size(name, positional, size)
 
 
 def zeros_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -626,8 +837,10 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """``start, start + step, ...`` below ``end``, with PyTorch's rounding (see backends/numpy_ranges.py)."""
     if end is None:
         start, end = 0, start
+    start, end, step = (_scalar_of(value) for value in (start, end, step))
     device, backend, dtype_ = _resolve(device, dtype)
     if dtype_ is None:
         dtype_ = _infer_dtype([start, end, step])
@@ -635,62 +848,127 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    values = np.linspace(start, end, steps)
-    return tensor(values, dtype=dtype or _dtype.default_float, device=device, requires_grad=requires_grad)
-
-
-class Generator:
-    """A seeded source of random numbers (numpy's PCG64; values differ from PyTorch's)."""
-
-    def __init__(self, device="cpu"):
-        self.device = Device(device)
-        self._rng = np.random.default_rng()
-        self._seed = None
-
-    def manual_seed(self, seed: int) -> Generator:
-        self._seed = builtins.int(seed)
-        self._rng = np.random.default_rng(self._seed)
-        return self
-
-    def initial_seed(self) -> int:
-        return self._seed
-
-    def standard_normal(self, shape):
-        return self._rng.standard_normal(shape)
-
-    def random(self, shape):
-        return self._rng.random(shape)
-
-
-default_generator = Generator()
-
-
-def manual_seed(seed: int) -> Generator:
-    """Seed gradviz's random numbers (the same seed gives the same values every run)."""
-    return default_generator.manual_seed(seed)
-
-
-def _random(kind: str, size, generator, dtype, device, requires_grad) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, rounded as PyTorch rounds them."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     device, backend, dtype_ = _resolve(device, dtype)
-    dtype_ = dtype_ or _dtype.default_float
-    data = getattr(backend, kind)(_shape(size), dtype_, device, generator or default_generator)
+    data = backend.linspace(_scalar_of(start), _scalar_of(end), builtins.int(steps), dtype_ or _dtype.default_float,
+                            device)
     return _finish(data, backend, requires_grad)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _random("randn", size, generator, dtype, device, requires_grad)
+def _scalar_of(value):
+    """A Python number from a number or a one-element tensor (``arange(torch.tensor(5))``)."""
+    return value.item() if isinstance(value, Tensor) else value
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _random("rand", size, generator, dtype, device, requires_grad)
+# -- random tensors (the numbers: gradviz.random, as PyTorch's CPU generator makes them) -------------
+def _check_random_dtype(dtype_, kernel: str) -> None:
+    if not dtype_.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[dtype_.name]}\'')
 
 
-def randn_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return randn(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad)
+def _random_tensor(values, shape, dtype_, device, requires_grad: bool) -> Tensor:
+    device, backend, _ = _resolve(device, None)
+    data = backend.array(np.asarray(values).reshape(shape), dtype_, device)
+    return _finish(data, backend, requires_grad)
 
 
-def rand_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return rand(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad)
+def _float_random(function: str, kernel: str, draw, size_args, size, generator, dtype, device,
+                  requires_grad: bool) -> Tensor:
+    shape = _size(function, size_args, size)
+    dtype_ = _dtype.from_any(dtype) if dtype is not None else _dtype.default_float
+    _check_random_dtype(dtype_, kernel)
+    values = draw(generator or random.default_generator, math.prod(shape), dtype_.numpy)
+    return _random_tensor(values, shape, dtype_, device, requires_grad)
+
+
+def randn(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False, layout=None,
+          pin_memory: bool = False) -> Tensor:
+    """Normal numbers (mean 0, variance 1): after ``manual_seed(s)``, torch's values."""
+    return _float_random("randn", "normal_kernel_cpu", random.normal, size_args, size, generator, dtype, device,
+                         requires_grad)
+
+
+def rand(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False, layout=None,
+         pin_memory: bool = False) -> Tensor:
+    """Numbers drawn uniformly from [0, 1): after ``manual_seed(s)``, torch's values."""
+    return _float_random("rand", "check_uniform_bounds", random.uniform, size_args, size, generator, dtype, device,
+                         requires_grad)
+
+
+def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False, layout=None,
+            pin_memory: bool = False) -> Tensor:
+    """Integers drawn uniformly from [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
+    if size is None:
+        if len(args) not in (2, 3):
+            raise TypeError("randint() takes (high, size) or (low, high, size), e.g. randint(0, 10, (3,))")
+        *bounds, size = args
+    else:
+        bounds = list(args)
+    if len(bounds) not in (1, 2):
+        raise TypeError("randint() takes (high, size) or (low, high, size), e.g. randint(0, 10, (3,))")
+    low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
+    low, high = builtins.int(low), builtins.int(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    shape = _size("randint", (), size)
+    values = random.integers(generator or random.default_generator, math.prod(shape), low, high)
+    return _random_tensor(values, shape, _dtype.from_any(dtype) if dtype is not None else _dtype.int64, device,
+                          requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad: bool = False, layout=None,
+             pin_memory: bool = False) -> Tensor:
+    """The numbers 0 .. n-1 in a random order."""
+    n = builtins.int(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    values = random.permutation(generator or random.default_generator, n)
+    return _random_tensor(values, (n,), _dtype.from_any(dtype) if dtype is not None else _dtype.int64, device,
+                          requires_grad)
+
+
+def normal(mean, std, size, *, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """``torch.normal(mean, std, size)``: normal numbers with that mean and standard deviation."""
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    shape = _size("normal", (), size)
+    dtype_ = _dtype.from_any(dtype) if dtype is not None else _dtype.default_float
+    values = random.normal(generator or random.default_generator, math.prod(shape), dtype_.numpy,
+                           float(mean), float(std))
+    return _random_tensor(values, shape, dtype_, device, requires_grad)
+
+
+def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
+    """0 or 1 for each element: 1 with the probability the element holds (or with ``p``)."""
+    out = zeros_like(input)
+    if p is not None:
+        return out.bernoulli_(p, generator=generator)
+    values = random.bernoulli_from(generator or random.default_generator, input._backend.to_numpy(input._data))
+    if is_grad_enabled() and input._requires_grad:
+        from gradviz.ops.sampling import BernoulliBackward0
+
+        return BernoulliBackward0.apply(input, input._backend.array(values, input.dtype, input.device))
+    return out._fill_random(values.ravel(), "bernoulli")
+
+
+def randn_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
+    return randn(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad,
+                 generator=generator)
+
+
+def rand_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
+    return rand(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad,
+                generator=generator)
+
+
+def randint_like(other: Tensor, low=0, high=None, *, dtype=None, device=None, requires_grad: bool = False,
+                 generator=None) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, other.shape, dtype=dtype or other.dtype, device=device or other.device,
+                   requires_grad=requires_grad, generator=generator)
 
 
 def is_tensor(obj) -> builtins.bool:

@@ -69,6 +69,10 @@ def assert_saved(expected, actual, where: str) -> None:
     if isinstance(expected, torch.Tensor):
         assert_values(expected, actual, where)
         assert actual.requires_grad == expected.requires_grad, f"{where}: requires_grad"
+    elif isinstance(expected, (tuple, list)) and any(isinstance(item, torch.Tensor) for item in expected):
+        assert len(actual) == len(expected), f"{where}: {len(actual)} items != {len(expected)}"
+        for index, (item_t, item_g) in enumerate(zip(expected, actual)):
+            assert_saved(item_t, item_g, f"{where}[{index}]")
     elif isinstance(expected, (tuple, list)):
         assert tuple(actual) == tuple(expected), f"{where}: {actual!r} != {expected!r}"
     else:
@@ -165,3 +169,9 @@ def assert_same_error(code: str, backend: str = "numpy") -> BaseException:
     assert type(actual) is type(expected), f"{type(actual).__name__}({actual}) != {type(expected).__name__}({expected})"
     assert mask(str(actual)) == mask(str(expected))
     return actual
+
+
+def weighted_backward(expression: str) -> str:
+    """Snippet lines: ``y = expression``, then backward from ``(y * [1, 2, 3, ...]).sum()`` so that
+    every element of ``y`` gets a different gradient."""
+    return f"y = {expression}\n(y * torch.arange(1.0, y.numel() + 1.0).reshape(y.shape)).sum().backward()\n"

@@ -18,24 +18,7 @@ from gradviz.autograd import engine
 from gradviz.autograd.engine import GraphTask, InputBuffer, ReadyQueue, RecordingInputBuffer, make_grads
 from gradviz.autograd.function import gradient_edge
 from gradviz.autograd.node import ACCUMULATE_SEQUENCE_NR, FREED_MESSAGE
-
-def torch_order(torch, outputs, gradients=None):
-    """The node names in the order torch's engine runs them (via pre-hooks on every node)."""
-    outputs = outputs if isinstance(outputs, list) else [outputs]
-    order, handles, seen, stack = [], [], set(), [output.grad_fn for output in outputs]
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        handles.append(node.register_prehook(lambda grads, node=node: order.append(node.name())))
-        stack.extend(fn for fn, _ in node.next_functions)
-    try:
-        torch.autograd.backward(outputs, gradients)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return order
+from orders import torch_order
 
 
 def gradviz_order(output, gradient=None):
@@ -70,7 +53,7 @@ VALUES = {
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_step_order_and_grads_match_torch(torch, name):
     (t_out, t_leaves), (g_out, g_leaves) = run_both(torch, PROGRAMS[name], VALUES[name])
-    expected = torch_order(torch, t_out)
+    expected = torch_order(t_out)
     assert gradviz_order(g_out) == expected
     for t_leaf, g_leaf in zip(t_leaves, g_leaves):
         np.testing.assert_allclose(g_leaf.grad.numpy(), t_leaf.grad.numpy(), rtol=1e-10)
@@ -108,7 +91,7 @@ def run_program(lib, steps, x, y):
 def test_random_programs_match_torch(torch, steps, x_values, y_values):
     (t_out, t_leaves), (g_out, g_leaves) = run_both(
         torch, lambda lib, x, y: run_program(lib, steps, x, y), [x_values, y_values])
-    assert gradviz_order(g_out) == torch_order(torch, t_out)
+    assert gradviz_order(g_out) == torch_order(t_out)
     np.testing.assert_allclose(g_out.item(), t_out.item(), rtol=1e-9, atol=1e-12)
     for t_leaf, g_leaf in zip(t_leaves, g_leaves):
         if t_leaf.grad is None:
@@ -298,7 +281,7 @@ def test_ready_queue_ties_break_like_torch(torch):
     values = [[float(i)] for i in range(7)]
     (t_out, _), (g_out, _) = run_both(
         torch, lambda lib, *xs: sum((v * (i + 1)).sum() for i, v in enumerate(xs)), values)
-    assert gradviz_order(g_out) == torch_order(torch, t_out)
+    assert gradviz_order(g_out) == torch_order(t_out)
 
 
 def test_hooks_run_with_grad_mode_off_like_torch(torch):
@@ -469,7 +452,7 @@ def test_backward_from_several_tensors_matches_torch(torch):
         return x, w, [(x * w).exp().sum(), (x.sin() * 2).sum(), w * 5]
 
     tx, tw, t_outputs = program(torch)
-    expected = torch_order(torch, t_outputs, [None, torch.tensor(2.0, dtype=torch.float64), None])
+    expected = torch_order(t_outputs, [None, torch.tensor(2.0, dtype=torch.float64), None])
     gx, gw, g_outputs = program(gv)
     task = GraphTask([gradient_edge(t) for t in g_outputs],
                      make_grads(g_outputs, [None, gv.tensor(2.0, dtype=gv.float64), None]),
@@ -532,7 +515,7 @@ def test_a_node_that_receives_no_gradient_still_runs_its_hooks_like_torch(torch)
         return y.sum(), log, x
 
     t_out, t_log, t_x = program(torch)
-    order = torch_order(torch, t_out)
+    order = torch_order(t_out)
     g_out, g_log, g_x = program(gv)
     assert gradviz_order(g_out) == order  # AccumulateGrad runs, on nothing
     assert g_log == t_log == [("x", None), ("pre", (None,)), ("post", (), (None,))]
@@ -544,7 +527,7 @@ def test_backward_steps_steps_torch_tensors_through_the_registered_engine(torch)
     loss = (x.exp() * x).sum()
     names = [step.name for step in gv.autograd.backward_steps(loss, dry_run=True)]
     assert x.grad is None
-    assert names == torch_order(torch, loss)
+    assert names == torch_order(loss)
 
 
 def test_backward_steps_hands_foreign_tensors_to_their_engine(monkeypatch):

@@ -28,29 +28,57 @@ def probabilities(*shape):
     return values(*shape, low=0.1, high=0.9)
 
 
+TARGET_PROBABILITIES = np.array([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]])
+
+
+def seeded():
+    """The same random numbers at every evaluation: a random fill is a constant to the chain rule."""
+    return gv.Generator().manual_seed(0)
+
+
 # op name -> (function of tensors, list of float64 input arrays)
 CASES = {
     "AbsBackward0": (lambda x: x.abs(), [positive(3) * np.array([1, -1, 1])]),
+    "AliasBackward0": (lambda x: x[...] * x, [values(2, 3)]),
+    "AsStridedBackward0": (lambda x: _view_of_changed_base(x), [values(3, 2)]),
+    "CatBackward0": (lambda a, b: gv.cat([a, b * b], 1), [values(2, 3), values(2, 2)]),
+    "CopySlices": (lambda x, y: _write_through_view(x, y), [values(3, 2), values(2)]),
     "AddBackward0": (lambda a, b: gv.add(a, b, alpha=2), [values(2, 3), values(3)]),
+    "AddBackward1": (lambda x, q: F.cross_entropy(x, q, label_smoothing=0.2), [values(2, 3), probabilities(2, 3)]),
     "AddmmBackward0": (lambda b, x, w: gv.addmm(b, x, w), [values(4), values(2, 3), values(3, 4)]),
     "BinaryCrossEntropyBackward0": (lambda p, t: F.binary_cross_entropy(p, t), [probabilities(4), probabilities(4)]),
     "BinaryCrossEntropyWithLogitsBackward0": (
         lambda z, t: F.binary_cross_entropy_with_logits(z, t, pos_weight=gv.tensor([2.0, 0.5, 1.0, 3.0],
                                                                                   dtype=gv.float64)),
         [values(4), probabilities(4)]),
+    "BernoulliBackward0": (lambda p: gv.bernoulli(p, generator=seeded()) + p, [probabilities(4)]),
+    "BernoulliBackward1": (lambda x, p: (x * 1).bernoulli_(p, generator=seeded()) + x * p,
+                           [values(4), probabilities(4)]),
+    "BernoulliBackward2": (lambda x: (x * 1).bernoulli_(0.3, generator=seeded()) + x, [values(4)]),
     "BmmBackward0": (lambda a, b: gv.bmm(a, b), [values(2, 2, 3), values(2, 3, 2)]),
     "ClampBackward1": (lambda x: x.clamp(-0.5, 0.7), [np.array([-1.0, -0.2, 0.3, 1.1])]),
     "CloneBackward0": (lambda x: x.clone(), [values(3)]),
     "CopyBackwards": (lambda a, b: (a * 1).copy_(b), [values(2, 3), values(3)]),
     "CosBackward0": (lambda x: x.cos(), [values(3)]),
     "DivBackward0": (lambda a, b: a / b, [values(2, 3), positive(3)]),
+    "DivBackward1": (lambda x: F.cross_entropy(x, gv.tensor(TARGET_PROBABILITIES, dtype=gv.float64)), [values(2, 3)]),
     "DotBackward0": (lambda a, b: gv.dot(a, b), [values(3), values(3)]),
     "ExpBackward0": (lambda x: x.exp(), [values(3)]),
     "ExpandBackward0": (lambda x: x.expand(2, 3), [values(3)]),
-    "FillBackward0": (lambda x: (x * 1).fill_(2.0) + x, [values(3)]),
+    "GatherBackward0": (lambda x: x.gather(1, gv.tensor([[0, 0, 2], [1, 2, 1]])), [values(2, 3)]),
+    "IndexPutBackward0": (lambda x, v: _index_put(x, v), [values(3, 2), values(2, 2)]),
+    "IndexSelectBackward0": (lambda x: x.index_select(0, gv.tensor([2, 0, 2])), [values(3, 2)]),
+    "LinalgVectorNormBackward0": (lambda x: x.norm(dim=1) + x.norm(p=3) + x.norm(p=1), [positive(2, 3)]),
+    "MaskedFillBackward0": (lambda x: x.masked_fill(gv.tensor([True, False, True]), 0.5) * x, [values(2, 3)]),
+    "MaskedFillBackward1": (lambda x, v: x.masked_fill(gv.tensor([True, False, True]), v.sum()) * x,
+                            [values(2, 3), values(2)]),
+    "FillBackward2": (lambda x: (x * 1).fill_(2.0) + x, [values(3)]),
+    "FillBackward3": (lambda x, v: (x * 1).fill_(v[1]) * x, [values(3), values(2)]),
     "IndexBackward0": (lambda x: x[gv.tensor([0, 2, 0])], [values(3, 2)]),
     "LogBackward0": (lambda x: x.log(), [positive(3)]),
     "LogSoftmaxBackward0": (lambda x: gv.log_softmax(x, 1), [values(2, 3)]),
+    "MaskedFillBackward0": (lambda x: F.cross_entropy(x, gv.tensor([2, 0, 1]), ignore_index=0, label_smoothing=0.2),
+                            [values(3, 3)]),
     "MaxBackward0": (lambda x: x.max(1)[0], [np.array([[0.1, 0.9, -0.4], [1.3, 0.2, 0.8]])]),
     "MaxBackward1": (lambda x: x.max(), [np.array([0.1, 0.9, -0.4])]),
     "MaximumBackward0": (lambda a, b: gv.maximum(a, b), [np.array([0.1, 0.9, -0.4]), np.array([0.5, 0.2, 0.0])]),
@@ -60,15 +88,19 @@ CASES = {
     "MmBackward0": (lambda a, b: a @ b, [values(2, 3), values(3, 4)]),
     "MseLossBackward0": (lambda a, b: F.mse_loss(a, b), [values(4), values(4)]),
     "MulBackward0": (lambda a, b: a * b, [values(2, 3), values(2, 1)]),
+    "MulBackward1": (lambda x: F.cross_entropy(x, gv.tensor([2, 0]), label_smoothing=0.2), [values(2, 3)]),
     "MvBackward0": (lambda a, v: a @ v, [values(2, 3), values(3)]),
     "NegBackward0": (lambda x: -x, [values(3)]),
     "NllLossBackward0": (lambda x: F.nll_loss(x, gv.tensor([2, 0])), [values(2, 3)]),
+    "NormalBackward0": (lambda x: (x * 1).normal_(generator=seeded()) * x, [values(3)]),
     "PermuteBackward0": (lambda x: x.permute(2, 0, 1), [values(2, 3, 4)]),
     "PowBackward0": (lambda x: x ** 3, [values(3)]),
     "PowBackward1": (lambda a, b: a ** b, [positive(3), values(3)]),
     "PowBackward2": (lambda x: 2.5 ** x, [values(3)]),
     "ReciprocalBackward0": (lambda x: x.reciprocal(), [positive(3)]),
     "ReluBackward0": (lambda x: x.relu(), [np.array([-1.0, 0.5, 2.0])]),
+    "RepeatBackward0": (lambda x: x.repeat(2, 1, 3) * gv.arange(12.0, dtype=gv.float64).reshape(2, 2, 3)
+                        .repeat(1, 1, 2), [values(2, 2)]),
     "RsubBackward1": (lambda x: 2 - x, [values(3)]),
     "SelectBackward0": (lambda x: x[1], [values(3, 2)]),
     "SigmoidBackward0": (lambda x: x.sigmoid(), [values(3)]),
@@ -80,6 +112,7 @@ CASES = {
     "SqueezeBackward1": (lambda x: x.squeeze(0), [values(1, 3)]),
     "SqueezeBackward2": (lambda x: x.squeeze((0,)), [values(1, 3)]),
     "SqueezeBackward4": (lambda v, w: v @ w, [values(3), values(3, 2)]),
+    "StackBackward0": (lambda a, b: gv.stack([a, b * b], -1), [values(2, 3), values(2, 3)]),
     "SubBackward0": (lambda a, b: gv.sub(a, b, alpha=3), [values(2, 3), values(3)]),
     "SumBackward0": (lambda x: x.sum(), [values(2, 3)]),
     "SumBackward1": (lambda x: x.sum(1, keepdim=True), [values(2, 3)]),
@@ -87,22 +120,46 @@ CASES = {
     "TanhBackward0": (lambda x: x.tanh(), [values(3)]),
     "ToCopyBackward0": (lambda x: x.to(gv.float32).to(gv.float64), [values(3)]),
     "TransposeBackward0": (lambda x: x.transpose(0, 2), [values(2, 3, 4)]),
+    "UniformBackward0": (lambda x: (x * 1).uniform_(-1, 2, generator=seeded()) * x, [values(3)]),
     "UnsafeViewBackward0": (lambda a, w: a @ w, [values(2, 2, 3), values(3, 2)]),
     "UnsqueezeBackward0": (lambda x: x.unsqueeze(-1), [values(3)]),
     "ViewBackward0": (lambda x: x.view(6), [values(2, 3)]),
     "WhereBackward0": (lambda a, b: gv.where(gv.tensor([True, False, True]), a, b), [values(3), values(3)]),
+    "ZeroBackward0": (lambda x: (x * 1).zero_() + x * x, [values(3)]),
 }
+def _view_of_changed_base(x):
+    """A view whose base changed in place after it was made: its grad_fn becomes AsStridedBackward0."""
+    base = x * 1
+    view = base[1:]
+    base.mul_(2)
+    return view * view
+
+
+def _write_through_view(x, y):
+    """An in-place op on a view records CopySlices on the base."""
+    base = x * 1
+    base[1:].mul_(y)
+    return base * base
+
+
+def _index_put(x, values):
+    base = x * 1
+    base[gv.tensor([0, 2])] = values
+    return base * x
+
+
 # ToCopyBackward0 passes through float32: a larger step keeps float32 rounding out of the difference
 STEP = {"ToCopyBackward0": 1e-2}
 TOLERANCE = {"ToCopyBackward0": 1e-4}
 
 
 def names_in_graph(tensor) -> set:
+    """The op classes in ``tensor``'s graph (class names: CopySlices prints as torch::autograd::CopySlices)."""
     names, stack = set(), [tensor.grad_fn]
     while stack:
         node = stack.pop()
-        if node is not None and node.name() not in names:
-            names.add(node.name())
+        if node is not None and type(node).__name__ not in names:
+            names.add(type(node).__name__)
             stack.extend(next_node for next_node, _ in node.next_functions)
     return names
 

@@ -4,7 +4,9 @@ docs/ARCHITECTURE.md draws the layers; this test holds the code to the drawing. 
 ``gradviz`` belongs to one layer (a new folder must be given one here), and a module may import
 its own layer or a layer of lower rank, at top level or inside a function alike. Folders may not
 import each other in a circle, except the core's tensor <-> autograd <-> ops (a Tensor method
-calls an op, an op records a node, a node wraps its gradients in Tensors).
+calls an op, an op records a node, a node wraps its gradients in Tensors), tensor <-> random (a
+factory draws numbers, a Generator hands its state back as a Tensor) and tensor <-> legacy
+(``torch.Tensor(data)`` is built by the legacy constructors, which make Tensors).
 """
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ import pathlib
 PACKAGE = pathlib.Path(__file__).parents[1] / "gradviz"
 
 # folder (the first name under gradviz; "gradviz" is the package's own __init__) -> (layer, rank)
-CORE = ("_dtype", "_device", "_printing", "grad_mode", "tensor", "cuda", "autograd", "ops", "backends", "nn",
-        "optim")
+CORE = ("_dtype", "_device", "_printing", "grad_mode", "tensor", "cuda", "legacy", "accelerator", "random",
+        "_float_kernels", "autograd", "ops", "backends", "nn", "optim")
 LAYERS = {
     "_kinds": ("bottom", 0),
     **{folder: ("core", 1) for folder in CORE},
@@ -26,7 +28,7 @@ LAYERS = {
     "gradviz": ("facade", 5),
     "lessons": ("lessons", 6),  # what the lesson notebooks share: above everything, imported by nothing
 }
-ALLOWED_CYCLE = {"tensor", "autograd", "ops"}
+ALLOWED_CYCLE = {"tensor", "autograd", "ops", "random", "legacy"}
 
 # Third-party packages that may be imported while a module loads only by these modules (anywhere
 # else only inside a function): import gradviz needs numpy alone, and the export needs no anywidget.

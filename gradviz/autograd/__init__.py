@@ -3,5 +3,7 @@ from gradviz.autograd.engine import backward, backward_steps, grad
 from gradviz.autograd.function import Function
 from gradviz.autograd.node import AccumulateGrad, Node, RemovableHandle
 from gradviz.autograd.step import Step
+from gradviz.legacy import Variable
 
-__all__ = ["AccumulateGrad", "Function", "Node", "RemovableHandle", "Step", "backward", "backward_steps", "grad"]
+__all__ = ["AccumulateGrad", "Function", "Node", "RemovableHandle", "Step", "Variable", "backward", "backward_steps",
+           "grad"]

@@ -49,6 +49,7 @@ change when gradviz records the backward pass (its formulas work on arrays today
 """
 from __future__ import annotations
 
+from gradviz.autograd import checks
 from gradviz.autograd.function import gradient_edge
 from gradviz.autograd.node import GraphRoot
 from gradviz.autograd.step import Step
@@ -378,7 +379,8 @@ class GraphTask:
         if current is None:
             if grad.shape != variable._data.shape:
                 grad = backend.broadcast_to(grad, variable._data.shape)
-            after = backend.copy(grad)
+            # laid out like the leaf, as PyTorch's AccumulateGrad does (a transposed gradient stays viewable)
+            after = backend.copy_as(grad, variable._data)
             if not self.dry_run:
                 variable._grad = Tensor._make(after, backend=backend)
             return None, after
@@ -422,6 +424,7 @@ def call_tensor_pre_hooks(node, grads: list, retain_grad: bool = True) -> list:
             for hook in tuple(hooks.values()):
                 result = hook(_wrap(grads[output_nr]))
                 if result is not None:
+                    checks.hook_result(hook, grads[output_nr], result)
                     grads[output_nr] = result._data
     if retain_grad and node._retain_grad_hooks:
         for output_nr, hook in node._retain_grad_hooks.items():
@@ -484,8 +487,7 @@ def _as_list(value) -> list:
 
 def _graph_task(tensors, grad_tensors, **options) -> GraphTask:
     tensors = _as_list(tensors)
-    grad_outputs = _as_list(grad_tensors) or [None] * len(tensors)
-    grads = make_grads(tensors, grad_outputs)
+    grads = make_grads(tensors, checks.gradient_list(grad_tensors, len(tensors)))
     return GraphTask([gradient_edge(tensor) for tensor in tensors], grads, **options)
 
 
@@ -552,7 +554,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     task.init_to_execute([gradient_edge(tensor) for tensor in inputs], accumulate_grad=False)
     task.execute()
     results = []
-    for tensor, captured in zip(inputs, task.captured_vars):
+    for index, (tensor, captured) in enumerate(zip(inputs, task.captured_vars)):
         if captured is not None:
             results.append(Tensor._make(captured, backend=tensor._backend))
         elif materialize_grads:
@@ -560,8 +562,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         elif allow_unused:
             results.append(None)
         else:
-            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                               "Set allow_unused=True if this is the desired behavior.")
+            raise checks.unused_input(index)
     return tuple(results)
 
 

@@ -46,6 +46,25 @@ _NO_RECORD = _NoRecord()
 NO_EDGE = (None, 0)  # the edge of an input that needs no gradient (one shared tuple)
 
 
+class SavedTensors(tuple):
+    """A saved sequence of tensors and Nones (``IndexBackward0``'s ``indices``), each checked and
+    freed like a single saved tensor."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, values) -> SavedTensors:
+        return cls(SavedTensor(value) if isinstance(value, Tensor) else value for value in values)
+
+    def unpack(self) -> tuple:
+        return tuple(item.unpack() if type(item) is SavedTensor else item for item in self)
+
+    def free(self) -> None:
+        for item in self:
+            if type(item) is SavedTensor:
+                item.free()
+
+
 class Function(Node):
     inputs: tuple = ()
     derivatives: dict = {}
@@ -81,7 +100,11 @@ class Function(Node):
         values = []
         for name in names:
             entry = saved[name]
-            values.append(entry.unpack() if isinstance(entry, SavedTensor) else entry)
+            if isinstance(entry, SavedTensor):
+                entry = entry.unpack()
+            elif type(entry) is SavedTensors:
+                entry = entry.unpack()
+            values.append(entry)
         return values[0] if len(values) == 1 else values
 
     # -- saved Python numbers, shown as PyTorch's wrapped 0-d tensors ---------------------------
@@ -98,6 +121,8 @@ class Function(Node):
         entry = self._packed[name]
         if self._is_wrapped_number(name, entry):
             return self._wrapped_tensor(entry)
+        if type(entry) is SavedTensors:
+            return tuple(_saved_tensor(item) if type(item) is SavedTensor else item for item in entry)
         return super()._unpack_saved(name)
 
     def saved_entries(self) -> tuple:
@@ -110,6 +135,8 @@ class Function(Node):
             wrapped_numbers = self.wrapped_numbers
             for name, entry in packed.items():
                 if type(entry) is SavedTensor:  # runs for every saved entry after each backward
+                    entry.free()
+                elif type(entry) is SavedTensors:
                     entry.free()
                 elif wrapped_numbers and entry is not None and name in wrapped_numbers:
                     packed[name] = RELEASED  # a saved number is freed like a saved tensor (same keys)
@@ -124,7 +151,9 @@ class Function(Node):
         """
         if _grad_state.enabled:  # is_grad_enabled(), read directly: this runs for every op
             graph_inputs = args[:len(cls.inputs)]
-            needs = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in graph_inputs])
+            # a view requires grad when its base does (even one made under no_grad, as in PyTorch)
+            needs = tuple([isinstance(arg, Tensor) and (arg._requires_grad or (
+                arg._base is not None and arg._base._requires_grad)) for arg in graph_inputs])
             if True in needs:
                 return cls._record(args, params, graph_inputs, needs)
         return Tensor._make(cls.forward(_NO_RECORD, *args, **params))
@@ -133,13 +162,18 @@ class Function(Node):
     def _record(cls, args, params, graph_inputs, needs):
         """Run forward with a fresh node as ``ctx`` and make that node the output's ``grad_fn``."""
         node = cls()
-        node.needs_input_grad = needs
         backend = node.backend = graph_inputs[needs.index(True)]._backend
-        data = node.forward(*args, **params)
+        # the edges come first, as in PyTorch: an input with no edge gets no gradient, so forward
+        # need not save what that gradient would have needed
         if needs == (True,):  # the most common node: one input, which needs a gradient
-            node._next_functions = (gradient_edge(graph_inputs[0]),)
+            edge = gradient_edge(graph_inputs[0])
+            node._next_functions = (edge,)
+            if edge[0] is None:
+                needs = (False,)
         else:
-            node._next_functions, node._constants = _edges_and_constants(graph_inputs, needs)
+            node._next_functions, node._constants, needs = _edges_and_constants(graph_inputs, needs)
+        node.needs_input_grad = needs
+        data = node.forward(*args, **params)
         out = Tensor._make(data, True, node, backend)
         if node._result_name is not None:
             if node._packed is None:
@@ -151,25 +185,37 @@ class Function(Node):
         raise NotImplementedError
 
 
+def _saved_tensor(entry: SavedTensor) -> Tensor:
+    """A saved tensor as ``_saved_<name>`` shows it (raises once freed or changed in place)."""
+    return Tensor._make(entry.unpack(), requires_grad=entry.requires_grad, grad_fn=entry.grad_fn_ref)
+
+
 def _edges_and_constants(graph_inputs, needs) -> tuple:
-    """``next_functions`` for the inputs, and what the inputs without an edge were (or None)."""
+    """``next_functions`` for the inputs, what the inputs without an edge were (or None), and
+    which inputs get a gradient (those whose edge leads somewhere)."""
     edges = []
     constants = None  # filled only when an input needs no gradient
     for index, arg in enumerate(graph_inputs):
         if needs[index]:
-            edges.append(gradient_edge(arg))
+            edge = gradient_edge(arg)
+            edges.append(edge)
+            if edge[0] is None:  # a view made under no_grad: it requires grad but has no path
+                needs = needs[:index] + (False,) + needs[index + 1:]
             continue
         edges.append(NO_EDGE)
         if constants is None:
             constants = [None] * len(graph_inputs)
         constants[index] = weakref.ref(arg) if isinstance(arg, Tensor) else arg
-    return tuple(edges), (tuple(constants) if constants is not None else None)
+    return tuple(edges), (tuple(constants) if constants is not None else None), needs
 
 
 def gradient_edge(tensor) -> tuple:
     """Where a gradient for ``tensor`` must go: its grad_fn, or its leaf's AccumulateGrad."""
-    if tensor.grad_fn is not None:
-        return (tensor.grad_fn, tensor._output_nr)
+    grad_fn = tensor._grad_fn if tensor._base is None else tensor.grad_fn  # a view's may need making
+    if grad_fn is not None:
+        return (grad_fn, tensor._output_nr)
+    if not tensor._requires_grad:  # a view made under no_grad requires grad through its base, but has no path
+        return NO_EDGE
     return (tensor._grad_accumulator(), 0)
 
 

@@ -49,7 +49,7 @@ class SavedTensor:
     """
 
     __slots__ = ("data", "version_counter", "saved_version", "is_output", "_output_name",
-                 "requires_grad", "grad_fn_ref")
+                 "requires_grad", "grad_fn_ref", "tensor")
 
     def __init__(self, tensor, is_output: bool = False, output_name: str | None = None):
         # Saving happens once per op in every forward pass: keep it to plain attribute copies and
@@ -60,13 +60,21 @@ class SavedTensor:
         self.is_output = is_output
         self._output_name = output_name
         self.requires_grad = tensor._requires_grad
-        grad_fn = tensor.grad_fn
+        grad_fn = tensor._grad_fn if tensor._base is None else tensor.grad_fn  # a view's may need making
         # A saved output must not keep its own node alive (that would be a cycle); an input may.
         self.grad_fn_ref = weakref.ref(grad_fn) if is_output and grad_fn is not None else grad_fn
+        self.tensor = None if is_output else tensor  # an input is kept as PyTorch keeps it, until freed
 
     @property
     def output_name(self) -> str | None:
-        """The forward op that produced the saved tensor (``Mul`` for MulBackward0), if any."""
+        """The forward op that produced the saved tensor (``Mul`` for MulBackward0), if any.
+
+        For a saved input PyTorch names the op that made the tensor *now*: after ``a.add_(1)``
+        that is ``Add``, whatever made ``a`` when it was saved.
+        """
+        if self.tensor is not None:
+            grad_fn = self.tensor.grad_fn
+            return _forward_name(grad_fn) if grad_fn is not None else None
         if self._output_name is None:
             grad_fn = self.grad_fn_ref() if isinstance(self.grad_fn_ref, weakref.ref) else self.grad_fn_ref
             if grad_fn is not None:
@@ -102,6 +110,7 @@ class SavedTensor:
 
     def free(self) -> None:
         self.data = None
+        self.tensor = None
 
     @classmethod
     def released(cls) -> SavedTensor:
@@ -109,6 +118,7 @@ class SavedTensor:
         entry = cls.__new__(cls)
         entry.data, entry.version_counter, entry.saved_version = None, (0,), 0
         entry.is_output, entry._output_name, entry.requires_grad, entry.grad_fn_ref = False, None, False, None
+        entry.tensor = None
         return entry
 
 
@@ -116,8 +126,9 @@ RELEASED = SavedTensor.released()  # what a saved Python number becomes after ba
 
 
 def _forward_name(grad_fn) -> str:
-    """PyTorch names the op that produced a modified tensor without its Backward suffix."""
-    return re.sub(r"Backward\d*$", "", grad_fn.name())
+    """PyTorch names the op that produced a modified tensor without "Backward": ``Mul`` for
+    MulBackward0, but ``Clamp1`` for ClampBackward1 (only a 0 goes with it)."""
+    return re.sub(r"Backward(\d*)$", lambda match: "" if match.group(1) == "0" else match.group(1), grad_fn.name())
 
 
 def _type_string(tensor) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz.backends import numpy_ranges
+
 name = "numpy"
 ndarray = np.ndarray
 
@@ -28,15 +30,11 @@ def eye(n, m, dtype, device=None):
 
 
 def arange(start, end, step, dtype, device=None):
-    return np.arange(start, end, step, dtype=dtype.numpy)
+    return numpy_ranges.arange(start, end, step, dtype.numpy)
 
 
-def randn(shape, dtype, device, generator):
-    return _arr(generator.standard_normal(tuple(shape)).astype(dtype.numpy))
-
-
-def rand(shape, dtype, device, generator):
-    return _arr(generator.random(tuple(shape)).astype(dtype.numpy))
+def linspace(start, end, steps, dtype, device=None):
+    return numpy_ranges.linspace(start, end, steps, dtype.numpy)
 
 
 def astype(x, dtype):
@@ -49,6 +47,15 @@ def to_numpy(x):
 
 def copy(x):
     return np.array(x, copy=True)
+
+
+def copy_as(value, like):
+    """A copy of ``value`` laid out in memory like ``like`` (how PyTorch stores a leaf's ``.grad``)."""
+    if value.strides == like.strides:  # already laid out alike: the plain copy keeps it (the common case)
+        return np.array(value, copy=True)
+    out = np.empty_like(like, dtype=value.dtype)
+    out[...] = value
+    return out
 
 
 def dtype_of(x):
@@ -74,20 +81,72 @@ def can_view(x, shape):
     return True
 
 
-def add(a, b):
-    return _arr(np.add(a, b))
+def _layout_like_torch(*operands):
+    """An output laid out as PyTorch's TensorIterator lays it out, or None when that is row-major.
+
+    PyTorch orders the result's dimensions by the operands' strides, the first operand that tells
+    two dimensions apart deciding (a broadcast dimension tells nothing); numpy would often choose
+    row-major instead. The layout decides what ``contiguous()`` and ``view`` see later.
+    """
+    arrays = [op for op in operands if type(op) is np.ndarray and op.ndim > 1]
+    if all(op.flags.c_contiguous for op in arrays):
+        return None
+    shape = np.broadcast_shapes(*[op.shape for op in operands if type(op) is np.ndarray])
+    ndim = len(shape)
+    strides = []
+    for op in arrays:
+        lead = ndim - op.ndim
+        strides.append([0] * lead + [0 if size == 1 and shape[lead + i] != 1 else stride
+                                     for i, (size, stride) in enumerate(zip(op.shape, op.strides))])
+
+    def should_swap(dim0, dim1) -> int:
+        for op_strides in strides:
+            stride0, stride1 = op_strides[dim0], op_strides[dim1]
+            if stride0 == 0 or stride1 == 0:
+                continue
+            if stride0 != stride1:
+                return -1 if stride0 < stride1 else 1
+            if shape[dim0] > shape[dim1]:
+                return 1
+        return 0
+
+    perm = list(range(ndim - 1, -1, -1))  # innermost first
+    for i in range(1, ndim):  # PyTorch's insertion sort, which keeps ambiguous pairs in place
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            comparison = should_swap(perm[dim0], perm[dim1])
+            if comparison > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif comparison < 0:
+                break
+    if perm == list(range(ndim - 1, -1, -1)):
+        return None
+    outer_first = perm[::-1]
+    memory = np.empty([shape[d] for d in outer_first], dtype=np.result_type(*operands))
+    return memory.transpose(np.argsort(outer_first))
 
 
-def sub(a, b):
-    return _arr(np.subtract(a, b))
+def _elementwise(ufunc, name: str):
+    """A binary ufunc whose result is laid out as PyTorch lays it out (see ``_layout_like_torch``)."""
+
+    def apply(a, b):
+        # numpy agrees with PyTorch unless two matrices (or larger) are laid out differently: with a
+        # number or a vector on one side, numpy keeps the other side's layout, as PyTorch does
+        if (type(a) is not ndarray or type(b) is not ndarray or a.ndim < 2 or b.ndim < 2
+                or (a.strides == b.strides and a.shape == b.shape) or (a.flags.c_contiguous and b.flags.c_contiguous)):
+            return _arr(ufunc(a, b))
+        out = _layout_like_torch(a, b)
+        return _arr(ufunc(a, b) if out is None else ufunc(a, b, out=out))
+
+    apply.__name__ = name
+    return apply
 
 
-def mul(a, b):
-    return _arr(np.multiply(a, b))
-
-
-def div(a, b):
-    return _arr(np.true_divide(a, b))
+add = _elementwise(np.add, "add")
+sub = _elementwise(np.subtract, "sub")
+mul = _elementwise(np.multiply, "mul")
+div = _elementwise(np.true_divide, "div")
 
 
 def reciprocal(a):
@@ -99,7 +158,22 @@ def neg(a):
 
 
 def pow(a, b):
+    """``a ** b``; a number exponent as PyTorch's CPU kernel computes it (``x ** 3`` is ``x * x * x``)."""
+    if type(b) is float or type(b) is int:
+        if a.dtype.kind == "f":
+            special = _FLOAT_POWERS.get(b)
+            if special is not None:
+                return _arr(special(a))
+        elif b == 0:
+            return np.ones_like(a)
     return _arr(np.power(a, b))
+
+
+# PyTorch's pow_tensor_scalar kernel: these exponents are computed without pow(), so exactly so here
+_FLOAT_POWERS = {
+    0: np.ones_like, 1: np.copy, 2: lambda x: x * x, 3: lambda x: x * x * x, -2: lambda x: 1 / (x * x),
+    0.5: np.sqrt, -0.5: lambda x: 1 / np.sqrt(x), -1: lambda x: 1 / x,
+}
 
 
 def exp(a):
@@ -160,12 +234,8 @@ def sigmoid_backward(grad, result):
     return _arr(grad * (result * (1 - result)))
 
 
-def maximum(a, b):
-    return _arr(np.maximum(a, b))
-
-
-def minimum(a, b):
-    return _arr(np.minimum(a, b))
+maximum = _elementwise(np.maximum, "maximum")
+minimum = _elementwise(np.minimum, "minimum")
 
 
 def clip(a, low, high):
@@ -173,7 +243,11 @@ def clip(a, low, high):
 
 
 def where(condition, a, b):
-    return _arr(np.where(condition, a, b))
+    out = _layout_like_torch(condition, a, b)
+    if out is None:
+        return _arr(np.where(condition, a, b))
+    out[...] = np.where(condition, a, b)
+    return out
 
 
 def gt(a, b):
@@ -225,6 +299,15 @@ def permute(a, axes):
 
 def broadcast_to(a, shape):
     return np.broadcast_to(a, shape)
+
+
+def expand(a, shape):
+    """A writable view of ``a`` broadcast to ``shape`` (repeated elements share memory, as in PyTorch)."""
+    shape = tuple(shape)
+    lead = len(shape) - a.ndim
+    strides = (0,) * lead + tuple(0 if size != 1 and old == 1 else stride
+                                  for size, old, stride in zip(shape[lead:], a.shape, a.strides))
+    return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
 
 
 def getitem(a, index):
@@ -279,3 +362,106 @@ def any(a):
 
 def take_along_axis(a, index, axis):
     return _arr(np.take_along_axis(a, index, axis=axis))
+
+
+# -- views and memory ---------------------------------------------------------------------------
+def is_contiguous(x):
+    return x.flags.c_contiguous
+
+
+def contiguous(x):
+    return np.ascontiguousarray(x)
+
+
+def overlaps_itself(x):
+    """Whether two elements of ``x`` share memory (an expanded view): PyTorch refuses to write there."""
+    if 0 not in x.strides:  # the common case, answered in C
+        return False
+    return True in [stride == 0 and size > 1 for stride, size in zip(x.strides, x.shape)]
+
+
+def geometry(x, base):
+    """``(sizes, strides, offset)`` of the view ``x`` in elements of ``base``'s memory."""
+    itemsize = x.itemsize
+    offset = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // itemsize
+    return tuple(x.shape), tuple(stride // itemsize for stride in x.strides), offset
+
+
+def strided_indices(sizes, strides, offset, like=None):
+    """The memory position of every element of a strided view, as an int64 array of ``sizes``."""
+    positions = np.full(tuple(sizes), offset, dtype=np.int64)
+    for axis, (size, stride) in enumerate(zip(sizes, strides)):
+        shape = [1] * len(sizes)
+        shape[axis] = size
+        positions = positions + np.arange(size, dtype=np.int64).reshape(shape) * stride
+    return positions
+
+
+def index_add(out, key, values):
+    """``out[key] += values``, adding repeated indices as many times as they occur."""
+    np.add.at(out, key, values)
+    return out
+
+
+def concatenate(arrays, axis):
+    return np.concatenate(arrays, axis=axis)
+
+
+def stack(arrays, axis):
+    return np.stack(arrays, axis=axis)
+
+
+def tile(a, reps):
+    return np.tile(a, reps)
+
+
+def argmin(a, axis):
+    return _arr(np.argmin(a, axis=axis))
+
+
+def amin(a, axis, keepdims=False):
+    return _arr(np.minimum.reduce(a, axis=axis, keepdims=keepdims))
+
+
+def all_along(a, axis, keepdims=False):
+    return _arr(np.all(a, axis=axis, keepdims=keepdims))
+
+
+def any_along(a, axis, keepdims=False):
+    return _arr(np.any(a, axis=axis, keepdims=keepdims))
+
+
+def take(a, index, axis):
+    return _arr(np.take(a, index, axis=axis))
+
+
+def gather(a, axis, index):
+    """``out[i][j] = a[i][index[i][j]]`` along ``axis`` (``index`` may be smaller than ``a`` elsewhere)."""
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[axis] = index
+    return _arr(a[tuple(grid)])
+
+
+def scatter_add(out, axis, index, values):
+    """``out[..., index[i], ...] += values[i]`` along ``axis`` (the backward of gather)."""
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[axis] = index
+    np.add.at(out, tuple(grid), values)
+    return out
+
+
+def nonzero(a):
+    return tuple(np.nonzero(a))
+
+
+def array_equal(a, b):
+    return bool(np.array_equal(a, b))
+
+
+def allclose(a, b, rtol, atol, equal_nan):
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+# -- masks: logical and bitwise ops ---------------------------------------------------------------------
+logical_and, logical_or, logical_xor = np.logical_and, np.logical_or, np.logical_xor
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.bitwise_not

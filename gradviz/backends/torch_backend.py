@@ -44,14 +44,8 @@ def arange(start, end, step, dtype, device="cpu"):
     return torch.arange(start, end, step, dtype=_t(dtype), device=str(device))
 
 
-def randn(shape, dtype, device, generator):
-    values = generator.standard_normal(tuple(shape)).astype(dtype.numpy)
-    return torch.as_tensor(values, device=str(device))
-
-
-def rand(shape, dtype, device, generator):
-    values = generator.random(tuple(shape)).astype(dtype.numpy)
-    return torch.as_tensor(values, device=str(device))
+def linspace(start, end, steps, dtype, device="cpu"):
+    return torch.linspace(start, end, steps, dtype=_t(dtype), device=str(device))
 
 
 def astype(x, dtype):
@@ -64,6 +58,10 @@ def to_numpy(x):
 
 def copy(x):
     return x.clone()
+
+
+def copy_as(value, like):
+    return torch.empty_like(like, dtype=value.dtype).copy_(value)
 
 
 def dtype_of(x):
@@ -189,6 +187,10 @@ def broadcast_to(a, shape):
     return torch.broadcast_to(a, tuple(shape))
 
 
+def expand(a, shape):
+    return a.expand(tuple(shape))
+
+
 def getitem(a, index):
     return a[index]
 
@@ -236,3 +238,104 @@ def any(a):
 
 def take_along_axis(a, index, axis):
     return torch.take_along_dim(a, index, dim=axis)
+
+
+# -- views and memory ---------------------------------------------------------------------------
+def is_contiguous(x):
+    return x.is_contiguous()
+
+
+def contiguous(x):
+    return x.contiguous()
+
+
+def overlaps_itself(x):
+    return True in [stride == 0 and size > 1 for stride, size in zip(x.stride(), x.shape)]
+
+
+def geometry(x, base):
+    return tuple(x.shape), tuple(x.stride()), x.storage_offset() - base.storage_offset()
+
+
+def strided_indices(sizes, strides, offset, like=None):
+    device = like.device if like is not None else "cpu"
+    positions = torch.full(tuple(sizes), offset, dtype=torch.int64, device=device)
+    for axis, (size, stride) in enumerate(zip(sizes, strides)):
+        shape = [1] * len(sizes)
+        shape[axis] = size
+        positions = positions + torch.arange(size, dtype=torch.int64, device=device).reshape(shape) * stride
+    return positions
+
+
+def _index_tuple(key):
+    key = key if isinstance(key, tuple) else (key,)
+    return tuple(torch.as_tensor(k) if isinstance(k, np.ndarray) else k for k in key)
+
+
+def index_add(out, key, values):
+    key = _index_tuple(key)
+    if all(isinstance(k, torch.Tensor) for k in key):
+        return out.index_put_(key, values, accumulate=True)
+    # slices among the indices: numpy's semantics through a view of positions
+    positions = torch.arange(out.numel(), device=out.device).reshape(out.shape)[key]
+    out.view(-1).index_put_((positions.reshape(-1),), torch.broadcast_to(values, positions.shape).reshape(-1),
+                            accumulate=True)
+    return out
+
+
+def concatenate(arrays, axis):
+    return torch.cat(arrays, dim=axis)
+
+
+def stack(arrays, axis):
+    return torch.stack(arrays, dim=axis)
+
+
+def tile(a, reps):
+    return torch.tile(a, tuple(reps))
+
+
+def argmin(a, axis):
+    return torch.argmin(a, dim=axis)
+
+
+def amin(a, axis, keepdims=False):
+    dims = _dims(axis)
+    return torch.amin(a, dim=dims if dims is not None else tuple(range(a.ndim)), keepdim=keepdims)
+
+
+def all_along(a, axis, keepdims=False):
+    return torch.all(a) if axis is None and not keepdims else torch.all(a, dim=axis, keepdim=keepdims)
+
+
+def any_along(a, axis, keepdims=False):
+    return torch.any(a) if axis is None and not keepdims else torch.any(a, dim=axis, keepdim=keepdims)
+
+
+def take(a, index, axis):
+    return torch.index_select(a, axis, index)
+
+
+def gather(a, axis, index):
+    return torch.gather(a, axis, index)
+
+
+def scatter_add(out, axis, index, values):
+    return out.scatter_add_(axis, index, values)
+
+
+def nonzero(a):
+    return torch.nonzero(a, as_tuple=True)
+
+
+def array_equal(a, b):
+    return a.shape == b.shape and bool(torch.equal(a, b.to(a.dtype)))
+
+
+def allclose(a, b, rtol, atol, equal_nan):
+    return bool(torch.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+# -- masks: logical and bitwise ops ---------------------------------------------------------------------
+logical_and, logical_or, logical_xor = torch.logical_and, torch.logical_or, torch.logical_xor
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor, torch.bitwise_not

@@ -1,20 +1,26 @@
 """``gradviz.nn.functional``: the functions tutorials call as ``F.<name>``, recorded as PyTorch records them.
 
-``linear`` is the one composite: PyTorch records ``F.linear`` as ``addmm(bias, input, weight.t())``
+``linear`` is one composite: PyTorch records ``F.linear`` as ``addmm(bias, input, weight.t())``
 for a 2-D input with a bias (flattening other inputs to 2-D around it), and as ``matmul(input,
 weight.t())`` without one, so the graph shows AddmmBackward0 or MmBackward0 over TBackward0.
+``dropout`` is another: ``input * mask`` (MulBackward0), the mask drawn with ``bernoulli_(1 - p)``
+from the same generator as ``torch.rand``, so a seeded run drops the same elements as PyTorch's.
 """
 from __future__ import annotations
 
-from gradviz.ops.activation import log_softmax, softmax
+import warnings
+
+from gradviz.grad_mode import no_grad
+from gradviz.ops import activation
 from gradviz.ops.linalg import addmm, matmul
 from gradviz.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, mse_loss,
                               nll_loss)
 from gradviz.ops.shape import reshape, t
 from gradviz.ops.unary import relu, sigmoid, tanh
+from gradviz.tensor import zeros, zeros_like
 
-__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "linear", "log_softmax",
-           "mse_loss", "nll_loss", "relu", "sigmoid", "softmax", "tanh"]
+__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "linear",
+           "log_softmax", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax", "tanh"]
 
 
 def linear(input, weight, bias=None):
@@ -25,3 +31,43 @@ def linear(input, weight, bias=None):
         return addmm(bias, input, t(weight))
     rows = reshape(input, (-1, input.shape[-1]))
     return reshape(addmm(bias, rows, t(weight)), tuple(input.shape[:-1]) + (weight.shape[0],))
+
+
+def _implicit_dim(name: str, ndim: int, stacklevel: int) -> int:
+    """PyTorch's old rule when ``dim`` is left out (with its deprecation warning): 0 for 0-, 1- and
+    3-D inputs, else 1."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """``exp(x) / sum(exp(x))`` along ``dim`` (SoftmaxBackward0)."""
+    if dim is None:
+        dim = _implicit_dim("softmax", input.ndim, _stacklevel)
+    return activation.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """``x - log(sum(exp(x)))`` along ``dim`` (LogSoftmaxBackward0)."""
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
+    return activation.log_softmax(input, dim, dtype=dtype)
+
+
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only).
+
+    Out of training, with ``p = 0`` or an empty input, the input itself comes back (no node).
+    """
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    if p == 1:
+        mask = zeros((), dtype=input.dtype, device=input.device)  # PyTorch multiplies by one 0-d zero
+    else:
+        with no_grad():
+            mask = zeros_like(input).bernoulli_(1 - p)
+            mask.div_(1 - p)
+    return input.mul_(mask) if inplace else input * mask

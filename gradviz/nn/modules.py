@@ -11,8 +11,8 @@ from collections import OrderedDict
 
 from gradviz import _dtype
 from gradviz.grad_mode import no_grad
-from gradviz.nn import functional as F
-from gradviz.tensor import Tensor, rand, tensor
+from gradviz.nn import functional as F, init
+from gradviz.tensor import Tensor, empty, tensor
 
 
 class Parameter(Tensor):
@@ -26,6 +26,8 @@ class Parameter(Tensor):
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
             data = tensor([])
+        if requires_grad and not data.dtype.is_floating_point:
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         parameter = Tensor._make(data._data, backend=data._backend, version=data._vc)
         parameter.__class__ = cls
         if requires_grad:
@@ -64,6 +66,7 @@ class Module:
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", OrderedDict())
 
     def forward(self, *args, **kwargs):
@@ -134,8 +137,13 @@ class Module:
         self._parameters[name] = param
 
     def register_buffer(self, name: str, value: Tensor | None, persistent: bool = True) -> None:
+        """A tensor the module keeps but does not train; ``persistent=False`` leaves it out of state_dict."""
         self._forget(name)
         self._buffers[name] = value
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
         self._forget(name)
@@ -176,7 +184,7 @@ class Module:
     def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
         """``(name, Parameter)`` pairs in definition order, e.g. ``('0.weight', ...)``."""
         seen = set()
-        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for module_prefix, module in modules:
             for name, parameter in module._parameters.items():
                 if parameter is None or (remove_duplicate and id(parameter) in seen):
@@ -188,45 +196,97 @@ class Module:
         for _, parameter in self.named_parameters(recurse=recurse):
             yield parameter
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True):
-        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        seen = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for module_prefix, module in modules:
             for name, buffer in module._buffers.items():
-                if buffer is not None:
-                    yield module_prefix + ("." if module_prefix else "") + name, buffer
+                if buffer is None or (remove_duplicate and id(buffer) in seen):
+                    continue
+                seen.add(id(buffer))
+                yield module_prefix + ("." if module_prefix else "") + name, buffer
 
     def buffers(self, recurse: bool = True):
         for _, buffer in self.named_buffers(recurse=recurse):
             yield buffer
 
     # -- state ------------------------------------------------------------------------------------
-    def state_dict(self) -> OrderedDict:
-        """Parameters and buffers by dotted name, detached (they share data with the module)."""
-        state = OrderedDict()
-        for name, parameter in self.named_parameters(remove_duplicate=False):
-            state[name] = parameter.detach()
-        for name, buffer in self.named_buffers():
-            state[name] = buffer.detach()
+    def _tree(self, prefix: str = ""):
+        """``(prefix, module)`` for this module and every sub-module, depth first, without removing
+        repeats: a module shared by two parents is saved (and loaded) under both names, as in PyTorch."""
+        stack = [(prefix, self)]
+        while stack:
+            module_prefix, module = stack.pop()
+            yield module_prefix, module
+            stack.extend(reversed([(module_prefix + name + ".", child)
+                                   for name, child in module._modules.items() if child is not None]))
+
+    def _local_state(self) -> OrderedDict:
+        """This module's own parameters, then its persistent buffers (not its children's)."""
+        state = OrderedDict((name, value) for name, value in self._parameters.items() if value is not None)
+        state.update((name, value) for name, value in self._buffers.items()
+                     if value is not None and name not in self._non_persistent_buffers)
         return state
 
-    def load_state_dict(self, state_dict, strict: bool = True):
-        """Copy values into the parameters in place (under no_grad), as PyTorch does."""
-        own = dict(self.named_parameters(remove_duplicate=False))
-        own.update(self.named_buffers())
-        missing = [name for name in own if name not in state_dict]
-        unexpected = [name for name in state_dict if name not in own]
-        if strict and (missing or unexpected):
-            parts = []
-            if missing:
-                parts.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name (``'0.weight'``), each module's own before
+        its children's. Values are detached and share data with the module (``keep_vars`` keeps them)."""
+        state = OrderedDict() if destination is None else destination
+        for module_prefix, module in self._tree(prefix):
+            for name, value in module._local_state().items():
+                state[module_prefix + name] = value if keep_vars else value.detach()
+        return state
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Copy values into the parameters and buffers in place (under no_grad), as PyTorch does.
+
+        Missing and unexpected keys are errors when ``strict``; a value of the wrong shape always is.
+        """
+        from collections.abc import Mapping
+
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors = [], [], []
+        for module_prefix, module in self._tree():
+            local = module._local_state()
+            for name, own in local.items():
+                key = module_prefix + name
+                if key not in state_dict:
+                    missing.append(key)
+                    continue
+                error = module._load_one(name, key, own, state_dict[key], assign)
+                if error:
+                    errors.append(error)
+            for key in state_dict:
+                if key.startswith(module_prefix):
+                    first = key[len(module_prefix):].split(".", 1)[0]
+                    if first not in module._modules and first not in local:
+                        unexpected.append(key)
+        if strict:
             if unexpected:
-                parts.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(parts))
-        with no_grad():
-            for name, value in state_dict.items():
-                if name in own:
-                    own[name].copy_(value)
+                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
         return _IncompatibleKeys(missing, unexpected)
+
+    def _load_one(self, name: str, key: str, own: Tensor, value, assign: bool) -> str | None:
+        """Load one entry; returns PyTorch's error text for it, or None."""
+        if not isinstance(value, Tensor):
+            return (f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like object from '
+                    f"checkpoint but received {type(value)}")
+        if tuple(value.shape) != tuple(own.shape):
+            return (f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, "
+                    f"the shape in current model is {own.shape}.")
+        with no_grad():
+            if not assign:
+                own.copy_(value)
+            elif name in self._parameters:
+                self._parameters[name] = Parameter(value, requires_grad=own.requires_grad)
+            else:
+                self._buffers[name] = value
+        return None
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear every parameter's ``.grad``: to None by default, as PyTorch 2 does."""
@@ -321,36 +381,33 @@ def _zero_grad(parameter: Tensor, set_to_none: bool) -> None:
 
 # -- layers ------------------------------------------------------------------------------------------
 class Linear(Module):
-    """``y = x @ weight.T + bias``, initialised as PyTorch does: uniform in ±1/sqrt(in_features).
-
-    (PyTorch's kaiming_uniform_ with a=sqrt(5) reduces to that bound; the numbers come from
-    gradviz's own generator, so ``gv.manual_seed`` makes them repeatable but not equal to torch's.)
-    """
+    """``y = x @ weight.T + bias``, initialised as PyTorch does, drawing the same numbers after a seed:
+    ``kaiming_uniform_(weight, a=sqrt(5))`` (uniform in +-1/sqrt(in_features)), then the bias uniform
+    in the same bound."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
-        self.weight = Parameter(_uniform((out_features, in_features), bound, device, dtype))
+        self.weight = Parameter(empty((out_features, in_features), device=device, dtype=dtype))
         if bias:
-            self.bias = Parameter(_uniform((out_features,), bound, device, dtype))
+            self.bias = Parameter(empty((out_features,), device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
-
-
-def _uniform(shape: tuple, bound: float, device, dtype) -> Tensor:
-    """Numbers drawn uniformly from [-bound, bound)."""
-    with no_grad():
-        values = rand(*shape, device=device, dtype=dtype)
-        values.mul_(2 * bound).sub_(bound)
-    return values
 
 
 class Sequential(Module):
@@ -411,6 +468,70 @@ class Sigmoid(Module):
         return F.sigmoid(input)
 
 
+class Identity(Module):
+    """Returns its input unchanged (a placeholder where a layer is optional)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input
+
+
+class Flatten(Module):
+    """Flattens dims ``start_dim`` .. ``end_dim`` into one (by default all but the batch dim)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Dropout(Module):
+    """In training, zeroes each element with probability ``p`` and scales the rest by 1/(1-p);
+    in eval mode (``model.eval()``), passes the input through."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Softmax(Module):
+    """Probabilities along ``dim`` (each slice sums to 1)."""
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmax(input, self.dim, _stacklevel=4)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """Log-probabilities along ``dim``, computed stably in one node."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.log_softmax(input, self.dim, _stacklevel=4)
+
+
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
@@ -435,3 +556,35 @@ class BCEWithLogitsLoss(_Loss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of class indices, from log-probabilities."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None, reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross-entropy of raw scores against class indices or class probabilities (log-softmax, then
+    the negative log-likelihood), optionally with label smoothing."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None, reduction: str = "mean",
+                 label_smoothing: float = 0.0):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)

@@ -8,16 +8,22 @@ table of the Tensor methods and operators that call them.
 from __future__ import annotations
 
 from gradviz.autograd.function import Function
-from gradviz.ops import activation, arithmetic, comparison, conversion, linalg, loss, reduction, shape, unary
+from gradviz.ops import (activation, arithmetic, combine, comparison, conversion, indexing, inplace, linalg, loss,
+                         reduction, sampling, shape, unary)
 from gradviz.ops.activation import log_softmax, softmax
-from gradviz.ops.arithmetic import add, div, mul, neg, pow, reciprocal, rsub, sub
-from gradviz.ops.comparison import eq, ge, gt, le, lt, maximum, minimum, ne, where
+from gradviz.ops.arithmetic import add, div, mul, neg, pow, reciprocal, rsub, square, sub
+from gradviz.ops.combine import cat, repeat, stack
+from gradviz.ops.comparison import (allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, eq, equal, ge, gt, le,
+                                   logical_and, logical_not, logical_or, logical_xor, lt, maximum, minimum, ne, where)
 from gradviz.ops.conversion import clone
+from gradviz.ops.indexing import gather, index_put, index_put_, index_select, masked_fill, masked_fill_
+from gradviz.ops.inplace import in_place
 from gradviz.ops.linalg import addmm, bmm, dot, matmul, mm, mv
-from gradviz.ops.reduction import max, mean, sum
-from gradviz.ops.shape import expand, flatten, permute, reshape, squeeze, t, transpose, unsqueeze, view
+from gradviz.ops.reduction import all, any, argmax, argmin, max, mean, norm, sum
+from gradviz.ops.shape import (expand, expand_as, flatten, narrow, permute, reshape, reshape_as, squeeze, t, transpose,
+                               unsqueeze, view, view_as)
 from gradviz.ops.unary import abs, clamp, cos, exp, log, relu, sigmoid, sin, sqrt, tanh
-from gradviz.tensor import Tensor
+from gradviz.tensor import Tensor, _is_operand
 
 
 def _all_functions() -> tuple:
@@ -51,24 +57,55 @@ def _rmatmul(self, other):
     return linalg.matmul(other, self)
 
 
+def _operator(function):
+    """A binary operator: ``NotImplemented`` for an operand it has no meaning for, so that Python
+    raises its own error (``x + 'a'``) or asks the other operand (``x == 'a'`` is False)."""
+
+    def operator(self, other):
+        if type(other) is float or type(other) is int or isinstance(other, Tensor) or _is_operand(other):
+            return function(self, other)
+        return NotImplemented
+
+    operator.__name__ = function.__name__
+    operator.__doc__ = function.__doc__
+    return operator
+
+
+OPERATORS = {
+    "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": _rsub, "__mul__": mul, "__rmul__": mul,
+    "__truediv__": div, "__rtruediv__": _rtruediv, "__pow__": pow, "__rpow__": _rpow,
+    "__gt__": gt, "__lt__": lt, "__ge__": ge, "__le__": le, "__eq__": eq, "__ne__": ne,
+    "__and__": bitwise_and, "__rand__": bitwise_and, "__or__": bitwise_or, "__ror__": bitwise_or,
+    "__xor__": bitwise_xor, "__rxor__": bitwise_xor,
+}
+
 TENSOR_METHODS = {
-    "__add__": add, "__radd__": add, "add": add,
-    "__sub__": sub, "__rsub__": _rsub, "sub": sub,
-    "__mul__": mul, "__rmul__": mul, "mul": mul,
-    "__truediv__": div, "__rtruediv__": _rtruediv, "div": div, "true_divide": div,
-    "__pow__": pow, "__rpow__": _rpow, "pow": pow,
-    "__matmul__": matmul, "__rmatmul__": _rmatmul, "matmul": matmul, "mm": mm, "mv": mv, "dot": dot,
-    "__neg__": neg, "neg": neg, "__abs__": abs, "abs": abs, "reciprocal": reciprocal,
+    "add": add, "sub": sub, "mul": mul, "div": div, "true_divide": div, "pow": pow, "square": square,
+    "__matmul__": _operator(matmul), "__rmatmul__": _operator(_rmatmul), "matmul": matmul, "mm": mm, "mv": mv,
+    "dot": dot, "__neg__": neg, "neg": neg, "__abs__": abs, "abs": abs, "reciprocal": reciprocal,
     "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh, "sigmoid": sigmoid, "relu": relu,
     "sqrt": sqrt, "clamp": clamp, "clip": clamp,
-    "sum": sum, "mean": mean, "max": max, "softmax": softmax, "log_softmax": log_softmax,
-    "maximum": maximum, "minimum": minimum,
-    "__gt__": gt, "__lt__": lt, "__ge__": ge, "__le__": le, "__eq__": eq, "__ne__": ne,
+    "sum": sum, "mean": mean, "max": max, "norm": norm, "all": all, "any": any, "argmax": argmax, "argmin": argmin,
+    "softmax": softmax, "log_softmax": log_softmax,
+    "maximum": maximum, "minimum": minimum, "equal": equal, "allclose": allclose,
     "gt": gt, "lt": lt, "ge": ge, "le": le, "eq": eq, "ne": ne, "bmm": bmm,
-    "view": view, "reshape": reshape, "flatten": flatten, "t": t, "permute": permute,
-    "transpose": transpose, "squeeze": squeeze, "unsqueeze": unsqueeze, "expand": expand,
-    "__getitem__": shape.getitem,
+    "__invert__": bitwise_not, "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
+    "logical_xor": logical_xor, "bitwise_not": bitwise_not, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
+    "bitwise_xor": bitwise_xor,
+    "view": view, "view_as": view_as, "reshape": reshape, "reshape_as": reshape_as, "flatten": flatten, "t": t,
+    "permute": permute, "transpose": transpose, "squeeze": squeeze, "unsqueeze": unsqueeze, "expand": expand,
+    "expand_as": expand_as, "narrow": narrow, "repeat": repeat,
+    "where": comparison.tensor_where, "masked_fill": masked_fill, "index_select": index_select, "gather": gather,
+    "index_put": index_put,
+    "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
+    # in place: the new value is written into the tensor's memory (see ops/inplace.py)
+    "masked_fill_": masked_fill_, "index_put_": index_put_,
 }
+TENSOR_METHODS.update({name: _operator(function) for name, function in OPERATORS.items()})
+TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in {
+    "cos": cos, "sin": sin, "exp": exp, "log": log, "neg": neg, "abs": abs, "sqrt": sqrt, "tanh": tanh,
+    "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clamp, "pow": pow, "reciprocal": reciprocal,
+    "square": square}.items()})
 
 for _name, _function in TENSOR_METHODS.items():
     setattr(Tensor, _name, _function)
@@ -85,6 +122,7 @@ def derivatives_for(name: str) -> dict:
     global _BY_NAME
     if _BY_NAME is None:
         _BY_NAME = {cls.__name__: cls.derivatives for cls in registry()}
+        _BY_NAME.update({cls.qualified_name: cls.derivatives for cls in registry() if hasattr(cls, "qualified_name")})
     return _BY_NAME.get(name, {})
 
 

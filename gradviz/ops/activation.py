@@ -54,7 +54,7 @@ class LogSoftmaxBackward0(Function):
 
 def _dim(dim, name: str):
     if dim is None:
-        raise TypeError(f"{name}() missing required argument 'dim'")
+        raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
     return dim
 
 

@@ -238,6 +238,48 @@ class PowBackward2(Function):
         return backend.mul(grad, backend.mul(result, math.log(base) if base > 0 else float("nan")))
 
 
+# -- the Scalar forms that PyTorch's C++ composites record (cross_entropy's label smoothing) ----------------
+class MulBackward1(Function):
+    """``tensor * number`` written in C++ (``mul(Tensor, Scalar)``): one edge, the number saved as is."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad * other", r"\bar{y}\,c")}
+
+    def forward(ctx, self, other):
+        ctx.save(other=other)
+        return self._backend.mul(self._data, other)
+
+    def backward(ctx, grad):
+        return ctx.backend.mul(grad, ctx.saved("other"))
+
+
+class AddBackward1(Function):
+    """``tensor + number`` written in C++ (``add(Tensor, Scalar)``): one edge, nothing saved."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad", r"\bar{y}")}
+
+    def forward(ctx, self, other):
+        return self._backend.add(self._data, other)
+
+    def backward(ctx, grad):
+        return grad
+
+
+class DivBackward1(Function):
+    """``tensor / number`` written in C++ (``div(Tensor, Scalar)``)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad / other", r"\bar{y} / c")}
+
+    def forward(ctx, self, other):
+        ctx.save(other=other)
+        return self._backend.div(self._data, other)
+
+    def backward(ctx, grad):
+        return ctx.backend.div(grad, ctx.saved("other"))
+
+
 # -- the functions tensors call ---------------------------------------------------------------------
 def _dtype_of(array):
     from gradviz import _dtype
@@ -307,8 +349,16 @@ def pow(input, exponent):
     if isinstance(input, Tensor) and isinstance(exponent, Tensor):
         return PowBackward1.apply(input, exponent)
     if isinstance(input, Tensor):
-        return PowBackward0.apply(input, _as_number(exponent))
+        exponent = _as_number(exponent)
+        if not input.dtype.is_floating_point and isinstance(exponent, int) and exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return PowBackward0.apply(input, exponent)
     return PowBackward2.apply(exponent, input)
+
+
+def square(input):
+    """``x * x``, recorded as PyTorch records it: ``pow(x, 2)``."""
+    return pow(input, 2)
 
 
 def rpow(input, base):

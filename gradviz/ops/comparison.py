@@ -86,7 +86,9 @@ class WhereBackward0(Function):
         ctx.metas = (meta(self), meta(other))
         backend = backend_of(self, other)
         x, y = _where_operands(self, other)
-        return backend.broadcast_to(backend.where(condition._data, x, y), shape)
+        result = backend.where(condition._data, x, y)
+        # a fresh array the size of the broadcast shape (a broadcast view could not be written in place)
+        return result if tuple(result.shape) == shape else backend.copy(backend.broadcast_to(result, shape))
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -113,29 +115,103 @@ def minimum(input, other):
     return MinimumBackward0.apply(input, other)
 
 
-def where(condition, input, other):
+_NO_VALUES = object()  # ``where(condition)`` alone
+
+
+def where(condition, input=_NO_VALUES, other=_NO_VALUES):
+    """``input`` where ``condition`` holds, ``other`` elsewhere; alone, the indices where it holds."""
+    if input is _NO_VALUES and other is _NO_VALUES:
+        backend = condition._backend
+        return tuple(Tensor._make(backend.astype(index, _dtype.int64), backend=backend)
+                     for index in backend.nonzero(condition._data))
     if condition.dtype is not _dtype.bool:
         raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{_TYPE_NAMES[condition.dtype.name]}")
+                           f"{_dtype.SCALAR_TYPE_NAMES[condition.dtype.name]}")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        # two numbers: a tensor of their common kind (int64, or the default float), outside the graph
+        kind = max(_dtype.scalar_category(input), _dtype.scalar_category(other))
+        target = {_dtype.BOOL: _dtype.bool, _dtype.INT: _dtype.int64, _dtype.FLOAT: _dtype.default_float}[kind]
+        backend = condition._backend
+        input = Tensor._make(backend.full((), input, target, condition.device), backend=backend)
     return WhereBackward0.apply(input, other, condition)
 
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+def tensor_where(input, condition, other):
+    """``x.where(condition, y)``: the method form of ``where(condition, x, y)``."""
+    return where(condition, input, other)
 
 
-def _compare(name: str):
-    def compare(input, other):
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and the same values."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return input._backend.array_equal(*promote(input, other))
+
+
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when ``|input - other| <= atol + rtol * |other|`` everywhere (shapes broadcast)."""
+    if input.dtype is not other.dtype:
+        names = _dtype.SCALAR_TYPE_NAMES
+        raise RuntimeError(f"{names[input.dtype.name]} did not match {names[other.dtype.name]}")
+    broadcast_shapes(tuple(input.shape), tuple(other.shape))
+    return input._backend.allclose(input._data, other._data, rtol, atol, equal_nan)
+
+
+def _outside_graph(name: str, doc: str, operands=promote, check=None):
+    """An elementwise function of two operands whose result records no graph (bools, masks)."""
+
+    def function(input, other):
         if not isinstance(input, Tensor) and not isinstance(other, Tensor):
             raise TypeError(f"{name}() expects a Tensor")
+        if check is not None:
+            check(name, input, other)
         broadcast_shapes(shape_of(input), shape_of(other))
-        x, y = promote(input, other)
         backend = backend_of(input, other)
-        return Tensor._make(getattr(backend, name)(x, y), backend=backend)
+        return Tensor._make(getattr(backend, name)(*operands(input, other)), backend=backend)
 
-    compare.__name__ = name
-    compare.__doc__ = f"Elementwise ``{name}``: a bool tensor, outside the graph."
-    return compare
+    function.__name__ = name
+    function.__doc__ = doc
+    return function
 
 
-gt, lt, ge, le, eq, ne = (_compare(name) for name in ("gt", "lt", "ge", "le", "eq", "ne"))
+gt, lt, ge, le, eq, ne = (_outside_graph(name, f"Elementwise ``{name}``: a bool tensor, outside the graph.")
+                          for name in ("gt", "lt", "ge", "le", "eq", "ne"))
+
+
+# -- logical and bitwise ops on masks: bool (or int) tensors, outside the graph --------------------------
+def logical_not(input):
+    """True where ``input`` is zero (False), as a bool tensor."""
+    backend = input._backend
+    return Tensor._make(backend.eq(input._data, 0), backend=backend)
+
+
+def _truths(input, other) -> tuple:
+    """Each operand as a truth value: non-zero is True."""
+    return tuple(value._backend.ne(value._data, 0) if isinstance(value, Tensor) else bool(value)
+                 for value in (input, other))
+
+
+logical_and, logical_or, logical_xor = (
+    _outside_graph(f"logical_{kind}", f"Elementwise ``{kind}`` of the truth of two tensors: a bool tensor.", _truths)
+    for kind in ("and", "or", "xor"))
+
+
+def bitwise_not(input):
+    """``~mask``: logical not of a bool tensor, bitwise not of an integer one."""
+    if input.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    backend = input._backend
+    return Tensor._make(backend.bitwise_not(input._data), backend=backend)
+
+
+def _no_floats(name: str, input, other) -> None:
+    floats = [v.dtype if isinstance(v, Tensor) else _dtype.float32 for v in (input, other)
+              if isinstance(v, float) or (isinstance(v, Tensor) and v.dtype.is_floating_point)]
+    if floats:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[floats[0].name]}\'')
+
+
+bitwise_and, bitwise_or, bitwise_xor = (
+    _outside_graph(f"bitwise_{kind}", f"``{kind}`` of bool or integer tensors (what ``&``, ``|``, ``^`` run).",
+                   check=_no_floats)
+    for kind in ("and", "or", "xor"))

@@ -7,11 +7,14 @@ from gradviz.tensor import Tensor
 
 
 class CloneBackward0(Function):
+    """A copy; ``contiguous=True`` lays it out row-major (what ``contiguous()`` and ``reshape`` make)."""
+
     inputs = ("self",)
     derivatives = {"self": ("grad", r"\bar{y}")}
 
-    def forward(ctx, self):
-        return self._backend.copy(self._data)
+    def forward(ctx, self, contiguous=False):
+        copy = self._backend.copy(self._data)
+        return self._backend.contiguous(copy) if contiguous else copy
 
     def backward(ctx, grad):
         return grad
@@ -54,8 +57,8 @@ def _to_numpy(array):
     return array.detach().cpu().numpy() if hasattr(array, "detach") else array
 
 
-class FillBackward0(Function):
-    """``fill_`` on a tensor in the graph: the old values no longer matter (zero gradient)."""
+class FillBackward2(Function):
+    """``fill_(number)`` on a tensor in the graph: the old values no longer matter (zero gradient)."""
 
     inputs = ("self",)
     derivatives = {"self": ("zeros_like(grad)", r"0")}
@@ -67,14 +70,53 @@ class FillBackward0(Function):
         return ctx.backend.zeros_like(grad)
 
 
+class FillBackward3(Function):
+    """``fill_(value)`` with a 0-d tensor (what ``x[i] = 5`` runs): every element's gradient goes to it."""
+
+    inputs = ("self", "value")
+    derivatives = {"self": ("zeros_like(grad)", r"0"), "value": ("grad.sum()", r"\textstyle\sum \bar{y}")}
+
+    def forward(ctx, self, value):
+        ctx.value_dtype = value.dtype
+        data = value._data if value._backend is self._backend else self._backend.array(
+            value._backend.to_numpy(value._data), None, self.device)
+        return self._backend.copy(self._backend.broadcast_to(self._backend.astype(data, self.dtype), self._data.shape))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_value = backend.sum(grad, None) if ctx.needs_input_grad[1] else None
+        if grad_value is not None and _dtype.from_any(grad_value.dtype) is not ctx.value_dtype:
+            grad_value = backend.astype(grad_value, ctx.value_dtype)
+        return (backend.zeros_like(grad) if ctx.needs_input_grad[0] else None), grad_value
+
+
+class ZeroBackward0(Function):
+    """``zero_()`` on a tensor in the graph: zero gradient for the old values."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("zeros_like(grad)", r"0")}
+
+    def forward(ctx, self):
+        return self._backend.full(self._data.shape, 0, self.dtype, self.device)
+
+    def backward(ctx, grad):
+        return ctx.backend.zeros_like(grad)
+
+
 class CopyBackwards(Function):
     """``dst.copy_(src)``: the destination's old values get no gradient, the source gets it all."""
 
     inputs = ("self", "src")
     derivatives = {"self": ("zeros_like(grad)", r"0"), "src": ("grad", r"\bar{y}")}
+    qualified_name = "torch::autograd::CopyBackwards"
+
+    def name(self) -> str:
+        return self.qualified_name
 
     def forward(ctx, self, src):
+        check_copy_shapes(self, src)
         ctx.src_shape = tuple(src.shape)
+        ctx.src_dtype = src.dtype
         values = src._data if src._backend is self._backend else self._backend.array(
             src._backend.to_numpy(src._data), None, self.device)
         return self._backend.copy(self._backend.broadcast_to(self._backend.astype(values, self.dtype), self._data.shape))
@@ -83,12 +125,41 @@ class CopyBackwards(Function):
         from gradviz.ops._util import sum_to
 
         backend = ctx.backend
-        return (backend.zeros_like(grad) if ctx.needs_input_grad[0] else None,
-                sum_to(backend, grad, ctx.src_shape) if ctx.needs_input_grad[1] else None)
+        grad_src = None
+        if ctx.needs_input_grad[1]:
+            grad_src = sum_to(backend, grad, ctx.src_shape)
+            if _dtype.from_any(grad_src.dtype) is not ctx.src_dtype:
+                grad_src = backend.astype(grad_src, ctx.src_dtype)
+        return (backend.zeros_like(grad) if ctx.needs_input_grad[0] else None), grad_src
 
 
-def clone(input: Tensor) -> Tensor:
-    return CloneBackward0.apply(input)
+def check_copy_shapes(destination: Tensor, source: Tensor) -> None:
+    """``source`` must broadcast to ``destination``'s shape, with PyTorch's messages when it does not."""
+    from gradviz.ops._util import broadcast_shapes
+
+    if destination._data.shape != source._data.shape:
+        shape = broadcast_shapes(tuple(destination.shape), tuple(source.shape))
+        if shape != tuple(destination.shape):
+            raise RuntimeError(f"output with shape {list(destination.shape)} doesn't match the broadcast shape "
+                               f"{list(shape)}")
+
+
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """A copy with its own memory (laid out like ``input``; row-major with ``torch.contiguous_format``)."""
+    return CloneBackward0.apply(input, contiguous=memory_format is CONTIGUOUS_FORMAT)
+
+
+class _MemoryFormat:
+    """PyTorch's ``torch.contiguous_format`` / ``torch.preserve_format`` markers."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+
+CONTIGUOUS_FORMAT, PRESERVE_FORMAT = _MemoryFormat("contiguous_format"), _MemoryFormat("preserve_format")
 
 
 def to_copy(input: Tensor, device, dtype) -> Tensor:
@@ -96,7 +167,14 @@ def to_copy(input: Tensor, device, dtype) -> Tensor:
 
 
 def fill(input: Tensor, value) -> Tensor:
-    return FillBackward0.apply(input, value._data.item() if isinstance(value, Tensor) else value)
+    """The out-of-place form of ``fill_``: FillBackward3 for a tensor value, FillBackward2 for a number."""
+    if isinstance(value, Tensor):
+        return FillBackward3.apply(input, value)
+    return FillBackward2.apply(input, value)
+
+
+def zero(input: Tensor) -> Tensor:
+    return ZeroBackward0.apply(input)
 
 
 def copy_into(destination: Tensor, source: Tensor) -> Tensor:

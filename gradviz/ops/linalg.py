@@ -169,6 +169,15 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 def bmm(input, mat2):
+    """One matrix product per batch entry: ``(b, n, m) @ (b, m, p)`` is ``(b, n, p)``."""
+    if input.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    expected = [input.shape[0], input.shape[2]]
+    if list(mat2.shape[:2]) != expected:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: {expected} but got: "
+                           f"{list(mat2.shape[:2])}.")
     return BmmBackward0.apply(input, mat2)
 
 

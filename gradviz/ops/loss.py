@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gradviz import _dtype
 from gradviz.autograd.function import Function
+from gradviz.ops.arithmetic import AddBackward1, DivBackward1, MulBackward1
 from gradviz.ops._util import broadcast_shapes, meta, promote, shape_of, to_input
 from gradviz.tensor import Tensor
 
@@ -198,7 +199,7 @@ class NllLossBackward0(Function):
         if reduction == 1:
             scale = backend.div(scale, total)
         scale = backend.mul(scale, grad)
-        return _scatter_classes(backend, x, target, scale)
+        return _scatter_classes(backend, x, target, scale, ctx.ignore)
 
 
 def _class_axis(x) -> int:
@@ -221,10 +222,10 @@ def _nll_terms(backend, x, target, weight, ignore_index):
     return picked, weights, backend.sum(weights, None)
 
 
-def _scatter_classes(backend, x, target, values):
+def _scatter_classes(backend, x, target, values, ignore_index):
     """Zeros shaped like ``x`` with ``values`` placed at each row's target class."""
     axis = _class_axis(x)
-    kept = backend.ne(target, -100)
+    kept = backend.ne(target, ignore_index)
     safe_target = backend.where(kept, target, backend.mul(target, 0))
     picked = backend.one_hot_scatter(tuple(x.shape), safe_target, axis, x.dtype)
     expanded = backend.reshape(values, tuple(1 if i == axis else s for i, s in enumerate(x.shape)))
@@ -247,22 +248,99 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    if tuple(target.shape) != tuple(input.shape):
+        # PyTorch warns, then broadcasts both (the graph shows the ExpandBackward0 of each that grew)
+        import warnings
+
+        from gradviz.ops.shape import expand
+
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", UserWarning, stacklevel=2)
+        shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        input = input if tuple(input.shape) == shape else expand(input, shape)
+        target = target if tuple(target.shape) == shape else expand(target, shape)
     return MseLossBackward0.apply(input, target, reduction=_reduction(reduction))
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
              reduction: str = "mean"):
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    if input.ndim != 1 and target.ndim != 0 and input.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0]}).")
+    if input.ndim <= 2 and target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     return NllLossBackward0.apply(input, target, weight=weight, reduction=_reduction(reduction),
                                   ignore_index=ignore_index)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0):
-    """``nll_loss(log_softmax(input, class_dim), target)``: two nodes, as PyTorch records it."""
+    """PyTorch's composite, node for node: class indices give ``nll_loss(log_softmax(input))``;
+    with ``label_smoothing`` the smoothed term is added; probability targets (a float tensor shaped
+    like ``input``) give ``-(log_softmax(input) * target).sum()``, divided by the batch size."""
     from gradviz.ops.activation import log_softmax
 
-    if target.dtype.is_floating_point:
-        raise NotImplementedError("gradviz's cross_entropy takes class indices, not probabilities")
-    return nll_loss(log_softmax(input, _class_axis(input)), target, weight=weight, ignore_index=ignore_index,
-                    reduction=reduction)
+    _reduction(reduction)
+    if label_smoothing > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}")
+    class_dim = _class_axis(input)
+    log_probabilities = log_softmax(input, class_dim)
+    if tuple(input.shape) == tuple(target.shape):
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        return _cross_entropy_probabilities(log_probabilities, target, weight, reduction, label_smoothing)
+    loss = nll_loss(log_probabilities, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0.0:
+        return loss
+    return _with_label_smoothing(loss, log_probabilities, target, weight, reduction, ignore_index, label_smoothing)
 
+
+def _weight_along_classes(weight, log_probabilities):
+    """``weight`` viewed to broadcast along the class dimension (shape ``(1, C)`` for a batch)."""
+    if log_probabilities.ndim == 1:
+        return weight
+    shape = [1] * log_probabilities.ndim
+    shape[1] = weight.shape[0]
+    return weight.view(tuple(shape))
+
+
+def _cross_entropy_probabilities(log_probabilities, target, weight, reduction: str, label_smoothing: float):
+    class_dim = _class_axis(log_probabilities)
+    classes = log_probabilities.shape[class_dim]
+    if label_smoothing > 0.0:
+        target = AddBackward1.apply(MulBackward1.apply(target, 1 - label_smoothing), label_smoothing / classes)
+    product = log_probabilities * target
+    if weight is not None:
+        product = product * _weight_along_classes(weight, log_probabilities)
+    if reduction == "none":
+        return -product.sum(class_dim)
+    if reduction == "sum":
+        return -product.sum()
+    return DivBackward1.apply(-product.sum(), log_probabilities.numel() // classes)
+
+
+def _with_label_smoothing(loss, log_probabilities, target, weight, reduction: str, ignore_index: int,
+                          label_smoothing: float):
+    """``(1 - e) * nll + e / C * smooth``, where ``smooth`` is minus the sum of the log-probabilities
+    over the classes (weighted), zero where the target is ignored, reduced like the loss."""
+    class_dim = _class_axis(log_probabilities)
+    classes = log_probabilities.shape[class_dim]
+    if weight is not None:
+        smooth = -(log_probabilities * _weight_along_classes(weight, log_probabilities)).sum(class_dim)
+    else:
+        smooth = -log_probabilities.sum(class_dim)
+    smooth.masked_fill_(target.eq(ignore_index), 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            backend = log_probabilities._backend
+            _, _, total = _nll_terms(backend, log_probabilities._data, target._data, weight._data, ignore_index)
+            denominator = Tensor._make(total, backend=backend)
+        else:
+            denominator = target.ne(ignore_index).sum()
+        smooth = smooth.sum() / denominator
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return MulBackward1.apply(loss, 1 - label_smoothing) + MulBackward1.apply(smooth, label_smoothing / classes)

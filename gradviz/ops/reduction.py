@@ -5,6 +5,8 @@ equally for sum (and divided by their count for mean), and only to the maximum f
 """
 from __future__ import annotations
 
+import builtins
+import math
 from collections import namedtuple
 
 from gradviz import _dtype
@@ -69,9 +71,8 @@ class SumBackward1(Function):
 
 def _check_float_for_mean(tensor) -> None:
     if not tensor.dtype.is_floating_point:
-        names = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
-                           f"point or complex dtype. Got: {names[tensor.dtype.name]}")
+                           f"point or complex dtype. Got: {_dtype.SCALAR_TYPE_NAMES[tensor.dtype.name]}")
 
 
 class MeanBackward0(Function):
@@ -197,3 +198,110 @@ def max(input, dim=None, keepdim: bool = False):
     backend = input._backend
     indices = backend.astype(backend.argmax(input._data, wrap_dim(dim, input.ndim)), _dtype.int64)
     return max_result(values, Tensor._make(backend.reshape(indices, tuple(values.shape)), backend=backend))
+
+
+class LinalgVectorNormBackward0(Function):
+    """``x.norm(p)``: ``(sum |x|^p)^(1/p)`` over all elements or along ``dim`` (2 by default)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("linalg_vector_norm_backward(grad, self, ord, result, dim, keepdim)",
+                            r"\bar{y}\,x\,|x|^{p-2} / \|x\|_p^{p-1}")}
+
+    def forward(ctx, self, ord, dim, keepdim):
+        ctx.save(dim=_given(dim) if dim is not None else None, keepdim=keepdim, ord=ord, self=self)
+        ctx.save_result()
+        axes = _dims(dim, self.ndim) if dim is not None else None
+        ctx.axes, ctx.shape = axes, tuple(self.shape)
+        backend = self._backend
+        magnitude = backend.abs(self._data)
+        if ord == math.inf:
+            return backend.amax(magnitude, axes, keepdims=keepdim)
+        if ord == -math.inf:
+            return backend.amin(magnitude, axes, keepdims=keepdim)
+        if ord == 0:
+            return backend.sum(backend.astype(backend.ne(magnitude, 0), self.dtype), axes, keepdims=keepdim)
+        if ord == 1:
+            return backend.sum(magnitude, axes, keepdims=keepdim)
+        if ord == 2:
+            return backend.sqrt(backend.sum(backend.mul(magnitude, magnitude), axes, keepdims=keepdim))
+        return backend.pow(backend.sum(backend.pow(magnitude, float(ord)), axes, keepdims=keepdim), 1.0 / ord)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, result, ord, keepdim = ctx.saved("self", "result", "ord", "keepdim")
+        axes = ctx.axes if ctx.axes is not None else tuple(range(len(ctx.shape)))
+        grad = _expand_back(backend, grad, ctx.shape, axes, keepdim)
+        result = _expand_back(backend, result, ctx.shape, axes, keepdim)
+        if ord == 0:
+            return backend.mul(grad, 0)
+        if ord == 1:
+            return backend.mul(grad, backend.sign(self))
+        if ord in (math.inf, -math.inf):
+            # the gradient is shared evenly by the elements whose |x| is the max (or min)
+            hits = backend.astype(backend.eq(backend.abs(self), result), _dtype.from_any(grad.dtype))
+            count = _expand_back(backend, backend.sum(hits, axes, keepdims=True), ctx.shape, axes, True)
+            return backend.div(backend.mul(backend.mul(grad, backend.sign(self)), hits), count)
+        if ord == 2:
+            scale = backend.where(backend.eq(result, 0), 0.0, backend.div(grad, result))
+            return backend.mul(self, scale)
+        power = backend.mul(self, backend.pow(backend.abs(self), float(ord) - 2))
+        scale = backend.where(backend.eq(result, 0), 0.0, backend.div(grad, backend.pow(result, float(ord) - 1)))
+        return backend.mul(power, scale)
+
+
+def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
+    """The vector ``p``-norm of ``input`` (``'fro'``, the default, is 2), whole or along ``dim``."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}")
+    if dtype is not None:
+        input = input.to(dtype)
+    if p == "fro" or p is None:
+        p = 2
+    elif isinstance(p, str):
+        raise NotImplementedError(f"gradviz computes vector norms only; norm(p={p!r}) is a matrix norm")
+    if isinstance(dim, int):
+        dim = (dim,)
+    return LinalgVectorNormBackward0.apply(input, p, tuple(dim) if dim is not None else None, keepdim)
+
+
+def _logical(name: str, reduce):
+    def logical(input, dim=None, keepdim: bool = False):
+        backend = input._backend
+        axes = None if dim is None else _dims(dim, builtins.max(input.ndim, 1))
+        data = backend.ne(input._data, 0) if input.dtype is not _dtype.bool else input._data
+        if input.ndim == 0:
+            axes = None
+        return Tensor._make(getattr(backend, reduce)(data, axes, keepdims=keepdim and axes is not None),
+                            backend=backend)
+
+    logical.__name__ = name
+    logical.__doc__ = f"Whether {'every' if name == 'all' else 'any'} element is true (non-zero): a bool tensor."
+    return logical
+
+
+all = _logical("all", "all_along")  # noqa: A001 - PyTorch's name
+any = _logical("any", "any_along")  # noqa: A001
+
+
+def _arg(name: str, reduce):
+    def arg(input, dim=None, keepdim: bool = False):
+        backend = input._backend
+        if input.numel() == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        if dim is None:
+            flat = getattr(backend, reduce)(backend.reshape(input._data, (-1,)), 0)
+            index = backend.astype(flat, _dtype.int64)
+            return Tensor._make(backend.reshape(index, (1,) * input.ndim) if keepdim else index, backend=backend)
+        axis = wrap_dim(dim, builtins.max(input.ndim, 1))
+        index = backend.astype(getattr(backend, reduce)(input._data, axis if input.ndim else None), _dtype.int64)
+        return Tensor._make(backend.reshape(index, _kept_shape(input.shape, axis)) if keepdim and input.ndim else index,
+                            backend=backend)
+
+    arg.__name__ = name
+    arg.__doc__ = f"The index of the {'largest' if name == 'argmax' else 'smallest'} element (flat, or along ``dim``)."
+    return arg
+
+
+argmax = _arg("argmax", "argmax")
+argmin = _arg("argmin", "argmin")

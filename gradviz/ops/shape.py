@@ -5,18 +5,28 @@ Their gradients move the incoming gradient back where each element came from.
 from __future__ import annotations
 
 from gradviz.autograd.function import Function
+from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
+
+NOT_VIEWABLE = ("view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                "across two contiguous subspaces). Use .reshape(...) instead.")
 
 
 INT64_MAX = 2**63 - 1  # what PyTorch saves as a slice's end when none was given
 
 
 def _view_of(out: Tensor, base: Tensor) -> Tensor:
-    """Views share their base's version counter, so an in-place change to either is seen."""
+    """Make ``out`` a view of ``base``: same memory, same version counter, and ``_base`` set to the
+    tensor that owns the memory (a view of a view points at the first base)."""
     out._vc = base._vc
-    out._is_view = True
-    out._base = base if base._base is None else base._base
+    if base._base is None:
+        out._base = base
+        out._view_no_grad = not _grad_state.enabled
+    else:
+        out._base = base._base
+        out._view_no_grad = not _grad_state.enabled or base._view_no_grad
+    out._attr_version = base._vc[0]
     return out
 
 
@@ -49,8 +59,23 @@ class ViewBackward0(_ReshapeBack):
     derivatives = {"self": ("grad.reshape_symint(self.sym_sizes())", r"\mathrm{reshape}(\bar{y})")}
 
     def forward(ctx, self, shape):
+        if not self._backend.can_view(self._data, shape):
+            raise RuntimeError(NOT_VIEWABLE)
         ctx.save(self_sym_sizes=tuple(self.shape))
         return self._backend.reshape(self._data, shape)
+
+
+class AliasBackward0(Function):
+    """``x[...]`` or ``x[:, :]``: a new view of all of ``x``; the gradient passes through."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad", r"\bar{y}")}
+
+    def forward(ctx, self):
+        return self._backend.getitem(self._data, Ellipsis)
+
+    def backward(ctx, grad):
+        return grad
 
 
 class TBackward0(Function):
@@ -161,8 +186,15 @@ class SqueezeBackward4(_ReshapeBack):
         return self._backend.reshape(self._data, shape)
 
 
-class UnsafeViewBackward0(ViewBackward0):
+class UnsafeViewBackward0(_ReshapeBack):
     """A reshape of a freshly made copy (PyTorch's ``_unsafe_view``): the gradient is reshaped back."""
+
+    inputs = ("self",)
+    derivatives = ViewBackward0.derivatives
+
+    def forward(ctx, self, shape):
+        ctx.save(self_sym_sizes=tuple(self.shape))
+        return self._backend.reshape(self._data, shape)
 
 
 class ExpandBackward0(Function):
@@ -171,7 +203,7 @@ class ExpandBackward0(Function):
 
     def forward(ctx, self, shape):
         ctx.save(self_sym_sizes=tuple(self.shape))
-        return self._backend.broadcast_to(self._data, shape)
+        return self._backend.expand(self._data, shape)
 
     def backward(ctx, grad):
         from gradviz.ops._util import sum_to
@@ -186,7 +218,7 @@ class SelectBackward0(Function):
     def forward(ctx, self, dim, index, given=None):
         ctx.save(dim=dim, index=saved_dim(index if given is None else given), self_sym_sizes=tuple(self.shape))
         ctx.index = index
-        key = (slice(None),) * dim + (index,)
+        key = (slice(None),) * dim + (index, Ellipsis)  # the Ellipsis keeps a 0-d result a view, not a copy
         return self._backend.getitem(self._data, key)
 
     def backward(ctx, grad):
@@ -200,44 +232,18 @@ class SliceBackward0(Function):
     derivatives = {"self": ("slice_backward_wrapper(grad, self.sym_sizes(), dim, start, end, step)",
                             r"\bar{y}\ \mathrm{in\ the\ slice}")}
 
-    def forward(ctx, self, dim, start, end, step, given=None):
+    def forward(ctx, self, dim, start, end, step, given=None, given_dim=None):
         given_start, given_end = given or (start, end)
-        ctx.save(dim=dim, end=saved_dim(given_end), self_sym_sizes=tuple(self.shape), start=saved_dim(given_start),
-                 step=step)
-        ctx.bounds = (start, end)
+        ctx.save(dim=saved_dim(dim if given_dim is None else given_dim), end=saved_dim(given_end),
+                 self_sym_sizes=tuple(self.shape), start=saved_dim(given_start), step=step)
+        ctx.bounds = (dim, start, end)
         key = (slice(None),) * dim + (slice(start, end, step),)
         return self._backend.getitem(self._data, key)
 
     def backward(ctx, grad):
-        dim, step, shape = ctx.saved("dim", "step", "self_sym_sizes")
-        start, end = ctx.bounds
+        step, shape = ctx.saved("step", "self_sym_sizes")
+        dim, start, end = ctx.bounds
         return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (slice(start, end, step),))
-
-
-class IndexBackward0(Function):
-    """Indexing with a tensor or list of indices (advanced indexing)."""
-
-    inputs = ("self",)
-    derivatives = {"self": ("index_backward(grad.new_zeros(self.sym_sizes()), indices, grad)",
-                            r"\bar{y}\ \mathrm{at\ the\ indices}")}
-
-    def forward(ctx, self, key):
-        ctx.save(self_sym_sizes=tuple(self.shape))
-        ctx.key = key
-        return self._backend.getitem(self._data, key)
-
-    def backward(ctx, grad):
-        import numpy as np
-
-        shape = ctx.saved("self_sym_sizes")
-        backend = ctx.backend
-        out = backend.full(shape, 0, _dtype_of(grad), None) if backend.name == "numpy" else backend.zeros_like(
-            backend.broadcast_to(grad.reshape(-1)[:1], shape).contiguous())
-        if backend.name == "numpy":
-            np.add.at(out, ctx.key, grad)
-        else:
-            out.index_put_(ctx.key if isinstance(ctx.key, tuple) else (ctx.key,), grad, accumulate=True)
-        return out
 
 
 def _dtype_of(array):
@@ -277,9 +283,9 @@ def unsafe_view(input, shape):
 
 def contiguous_copy(input):
     """A copy in row-major layout (CloneBackward0), what ``contiguous()`` makes of a strided view."""
-    from gradviz.ops.conversion import clone
+    from gradviz.ops.conversion import CONTIGUOUS_FORMAT, clone
 
-    return clone(input)
+    return clone(input, memory_format=CONTIGUOUS_FORMAT)
 
 
 def flatten(input, start_dim: int = 0, end_dim: int = -1):
@@ -338,48 +344,73 @@ def squeeze_dims(input, dim: int):
 
 
 def expand(input, *sizes):
-    sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    """A view that repeats size-1 dimensions (and adds leading ones) without copying: ``-1`` keeps a size."""
+    sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    return _view_of(ExpandBackward0.apply(input, expanded_shape(input, sizes)), input)
+
+
+def expanded_shape(input, sizes) -> tuple:
+    """The shape ``input.expand(*sizes)`` has, with PyTorch's errors."""
+    from gradviz.autograd.node import _type_string
+
     lead = len(sizes) - input.ndim
-    shape = tuple(input.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
-    return _view_of(ExpandBackward0.apply(input, shape), input)
+    if lead < 0:
+        raise RuntimeError(f"expand({_type_string(input)}{{{list(input.shape)}}}, size={list(sizes)}): the number of "
+                           f"sizes provided ({len(sizes)}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({input.ndim})")
+    shape = []
+    for i, size in enumerate(sizes):
+        if i < lead:
+            if size < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({size}) isn't allowed in a leading, non-existing "
+                                   f"dimension {i}")
+            shape.append(size)
+            continue
+        existing = input.shape[i - lead]
+        if size == -1:
+            size = existing
+        elif existing != 1 and size != existing:
+            raise RuntimeError(f"The expanded size of the tensor ({size}) must match the existing size ({existing}) at "
+                               f"non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
+                               f"{list(input.shape)}")
+        shape.append(size)
+    return tuple(shape)
 
 
-def getitem(input, key):
-    """Basic indexing as a chain of PyTorch's Select/Slice nodes; tensor indices as IndexBackward0."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    if any(isinstance(k, (Tensor, list)) for k in key) or any(
-            hasattr(k, "dtype") and not isinstance(k, int) for k in key):
-        arrays = tuple(k._data if isinstance(k, Tensor) else k for k in key)
-        return IndexBackward0.apply(input, arrays if len(arrays) > 1 else arrays[0])
-    if Ellipsis in key:
-        position = key.index(Ellipsis)
-        fill = input.ndim - (len(key) - 1 - key.count(None))
-        key = key[:position] + (slice(None),) * fill + key[position + 1:]
-    out = input
-    dim = 0
-    for k in key:
-        if k is None:
-            out = unsqueeze(out, dim)
-            dim += 1
-        elif isinstance(k, slice):
-            size = out.shape[dim]
-            start, end, step = k.indices(size)
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
-            if (k.start, k.stop, k.step) != (None, None, None):
-                given = (0 if k.start is None else k.start, INT64_MAX if k.stop is None else k.stop)
-                out = _view_of(SliceBackward0.apply(out, dim, start, max(end, start), step, given=given), input)
-            dim += 1
-        else:
-            index = int(k)
-            size = out.shape[dim] if dim < out.ndim else None
-            if size is None:
-                raise IndexError(f"too many indices for tensor of dimension {input.ndim}")
-            if not -size <= index < size:
-                raise IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
-            out = _view_of(SelectBackward0.apply(out, dim, index % size, given=index), input)
-    if out is input:
-        return _view_of(ViewBackward0.apply(input, tuple(input.shape)) if input._requires_grad else
-                        Tensor._make(input._data, backend=input._backend), input)
-    return out
+def expand_as(input, other):
+    return expand(input, tuple(other.shape))
+
+
+def view_as(input, other):
+    return view(input, tuple(other.shape))
+
+
+def reshape_as(input, other):
+    return reshape(input, tuple(other.shape))
+
+
+def alias(input):
+    """A view of the whole tensor (what ``x[...]`` returns)."""
+    return _view_of(AliasBackward0.apply(input), input)
+
+
+def select(input, dim: int, index: int, given=None):
+    """``input[..., index, ...]`` along ``dim`` (a wrapped, checked index): a view one dimension smaller."""
+    return _view_of(SelectBackward0.apply(input, dim, index, given=index if given is None else given), input)
+
+
+def slice_along(input, dim: int, start: int, end: int, step: int, given=None, given_dim=None):
+    """``input[..., start:end:step, ...]`` along ``dim`` (clamped bounds; ``given`` as the user wrote them)."""
+    return _view_of(SliceBackward0.apply(input, dim, start, end, step, given=given, given_dim=given_dim), input)
+
+
+def narrow(input, dim: int, start: int, length: int):
+    """``length`` elements along ``dim`` from ``start``: a slice view, as PyTorch records it."""
+    given_dim, dim = dim, wrap_dim(dim, input.ndim)
+    size = input.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    start = start % size if size and start < 0 else start
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return slice_along(input, dim, start, start + length, 1, given=(start, start + length), given_dim=given_dim)

@@ -1,4 +1,10 @@
-"""The small part of ``torch.optim`` that the lessons use: the Optimizer base and SGD."""
-from gradviz.optim.sgd import SGD, Optimizer
+"""The part of ``torch.optim`` that tutorials use: the Optimizer base, SGD, Adam, AdamW and RMSprop.
 
-__all__ = ["Optimizer", "SGD"]
+Each ``step()`` follows PyTorch's single-tensor code (what it runs on the CPU) line for line.
+"""
+from gradviz.optim.adam import Adam, AdamW
+from gradviz.optim.optimizer import Optimizer
+from gradviz.optim.rmsprop import RMSprop
+from gradviz.optim.sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from gradviz.autograd.function import SavedTensors
 from gradviz.autograd.node import SavedTensor
 from gradviz.snapshot.model import SavedSummary, summarize
 
@@ -40,9 +41,15 @@ class GradvizSource:
         summaries = []
         for name, entry in node.saved_entries():
             if isinstance(entry, SavedTensor):  # plain saved values (dim, alpha) are not tensors
-                freed = entry.data is None
-                summaries.append(SavedSummary(name, None if freed else self._summary(entry.data), freed))
+                summaries.append(self._saved_summary(name, entry))
+            elif isinstance(entry, SavedTensors):  # one summary per tensor, named as torch graphs name them
+                summaries.extend(self._saved_summary(f"{name}[{i}]", item)
+                                 for i, item in enumerate(entry) if isinstance(item, SavedTensor))
         return tuple(summaries)
+
+    def _saved_summary(self, name: str, entry: SavedTensor) -> SavedSummary:
+        freed = entry.data is None
+        return SavedSummary(name, None if freed else self._summary(entry.data), freed)
 
     def _summary(self, array: Any):
         known = self._summaries.get(id(array))
