@@ -153,6 +153,7 @@ class Node:
     _retain_grad_hooks = None  # output_nr -> hook: retain_grad() runs after other hooks
     _metadata = None
     _is_accumulate = False  # a class flag the engine reads for every node (cheaper than isinstance)
+    _order = 1  # 1: recorded by the forward pass; 2: by a backward pass with create_graph=True; ...
 
     def __init__(self, sequence_nr: int | None = None):
         self._sequence_nr = next(_sequence) if sequence_nr is None else sequence_nr

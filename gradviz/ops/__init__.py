@@ -1,15 +1,15 @@
 """The op registry: every differentiable op, and the Tensor methods that call them.
 
-Each op is one ``Function`` subclass named as PyTorch names its node, with its forward and
+Each op is one ``OpFunction`` subclass named as PyTorch names its node, with its forward and
 backward side by side and its derivative declared as data. ``REGISTRY`` lists them all so a
 test can check each declares a formula for every input; ``TENSOR_METHODS`` is the explicit
 table of the Tensor methods and operators that call them.
 """
 from __future__ import annotations
 
-from gradviz.autograd.function import Function
-from gradviz.ops import (activation, arithmetic, combine, comparison, conversion, indexing, inplace, linalg, loss,
-                         reduction, sampling, shape, unary)
+from gradviz.autograd.function import OpFunction
+from gradviz.ops import (activation, arithmetic, combine, comparison, conversion, double_backward, indexing, inplace,
+                         linalg, loss, reduction, sampling, shape, unary)
 from gradviz.ops.activation import log_softmax, softmax
 from gradviz.ops.arithmetic import add, div, mul, neg, pow, reciprocal, rsub, square, sub
 from gradviz.ops.combine import cat, repeat, stack
@@ -27,7 +27,7 @@ from gradviz.tensor import Tensor, _is_operand
 
 
 def _all_functions() -> tuple:
-    found, stack = [], list(Function.__subclasses__())
+    found, stack = [], list(OpFunction.__subclasses__())
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())

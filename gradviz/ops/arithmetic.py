@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from gradviz.autograd.function import Function
-from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, to_input
+from gradviz.autograd.function import OpFunction
+from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, sum_to_tensor, to_input
 from gradviz.tensor import Tensor
 
 
@@ -26,7 +26,7 @@ def _saved_operand(ctx, value, carrier):
     """What to save for an operand: a tensor, or a Python number kept as the number itself.
 
     PyTorch shows a saved number as the 0-d tensor it wraps it in (``x * 2`` saves ``tensor(2)``);
-    that tensor is made only when someone looks (see ``Function.wrapped_numbers``): backward
+    that tensor is made only when someone looks (see ``OpFunction.wrapped_numbers``): backward
     just multiplies by the number.
     """
     if isinstance(value, Tensor) or value is None:
@@ -53,7 +53,21 @@ def _binary_grads(ctx, grad_self, grad_other):
             to_input(backend, grad_other(), other_meta) if ctx.needs_input_grad[1] else None)
 
 
-class AddBackward0(Function):
+def _graph_grads(ctx, grad_self, grad_other):
+    """The recorded form of ``_binary_grads`` (``create_graph=True``): both formulas first, then each
+    summed back to its input's shape, the order in which PyTorch records them (its engine sums
+    broadcast gradients after the node has run, in ``validate_outputs``)."""
+    needs = ctx.needs_input_grad
+    raw = (grad_self() if needs[0] else None, grad_other() if needs[1] else None)
+    return tuple(None if g is None else sum_to_tensor(g, m[0]) for g, m in zip(raw, ctx.metas))
+
+
+def _scalar_mul(tensor, number):
+    """``tensor * number`` as PyTorch's C++ formulas write it (a Scalar): MulBackward1."""
+    return MulBackward1.apply(tensor, number)
+
+
+class AddBackward0(OpFunction):
     inputs = ("self", "other")
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("grad * alpha", r"\alpha\,\bar{y}")}
 
@@ -68,8 +82,12 @@ class AddBackward0(Function):
         alpha = ctx.saved("alpha")
         return _binary_grads(ctx, lambda: grad, lambda: grad if alpha == 1 else ctx.backend.mul(grad, alpha))
 
+    def backward_graph(ctx, grad):
+        alpha = ctx.saved("alpha")
+        return _graph_grads(ctx, lambda: grad, lambda: grad if alpha == 1 else grad * alpha)
 
-class SubBackward0(Function):
+
+class SubBackward0(OpFunction):
     inputs = ("self", "other")
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("-grad * alpha", r"-\alpha\,\bar{y}")}
 
@@ -84,8 +102,12 @@ class SubBackward0(Function):
         backend, alpha = ctx.backend, ctx.saved("alpha")
         return _binary_grads(ctx, lambda: grad, lambda: backend.mul(grad, -alpha))
 
+    def backward_graph(ctx, grad):
+        alpha = ctx.saved("alpha")
+        return _graph_grads(ctx, lambda: grad, lambda: -grad if alpha == 1 else (-grad) * alpha)
 
-class RsubBackward1(Function):
+
+class RsubBackward1(OpFunction):
     """``number - tensor``: PyTorch's ``rsub(self, other=number)``, one edge only."""
 
     inputs = ("self",)
@@ -99,8 +121,11 @@ class RsubBackward1(Function):
     def backward(ctx, grad):
         return ctx.backend.neg(grad)
 
+    def backward_graph(ctx, grad):
+        return -grad
 
-class MulBackward0(Function):
+
+class MulBackward0(OpFunction):
     inputs = ("self", "other")
     wrapped_numbers = ("self", "other")
     derivatives = {"self": ("grad * other", r"\bar{y}\cdot b"), "other": ("grad * self", r"\bar{y}\cdot a")}
@@ -118,8 +143,11 @@ class MulBackward0(Function):
         return _binary_grads(ctx, lambda: backend.mul(grad, ctx.saved("other")),
                              lambda: backend.mul(grad, ctx.saved("self")))
 
+    def backward_graph(ctx, grad):
+        return _graph_grads(ctx, lambda: grad * ctx.saved_graph("other"), lambda: grad * ctx.saved_graph("self"))
 
-class DivBackward0(Function):
+
+class DivBackward0(OpFunction):
     inputs = ("self", "other")
     wrapped_numbers = ("other",)
     derivatives = {"self": ("grad / other", r"\bar{y} / b"),
@@ -143,8 +171,12 @@ class DivBackward0(Function):
             ctx, lambda: backend.div(grad, other),
             lambda: backend.neg(backend.div(backend.mul(grad, ctx.saved("self")), backend.mul(other, other))))
 
+    def backward_graph(ctx, grad):
+        other = ctx.saved_graph("other")
+        return _graph_grads(ctx, lambda: grad / other, lambda: -grad * ((ctx.saved_graph("self") / other) / other))
 
-class ReciprocalBackward0(Function):
+
+class ReciprocalBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("-grad * (result * result)", r"-\bar{y}\,y^{2}")}
 
@@ -159,8 +191,12 @@ class ReciprocalBackward0(Function):
         result = ctx.saved("result")
         return backend.neg(backend.mul(grad, backend.mul(result, result)))
 
+    def backward_graph(ctx, grad):
+        result = ctx.saved_graph("result")
+        return -grad * (result * result)
 
-class NegBackward0(Function):
+
+class NegBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.neg()", r"-\bar{y}")}
 
@@ -170,8 +206,11 @@ class NegBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.neg(grad)
 
+    def backward_graph(ctx, grad):
+        return -grad
 
-class PowBackward0(Function):
+
+class PowBackward0(OpFunction):
     """``tensor ** number``."""
 
     inputs = ("self",)
@@ -189,8 +228,14 @@ class PowBackward0(Function):
             return backend.mul(grad, 0.0)
         return backend.mul(grad, backend.mul(backend.pow(self, exponent - 1), float(exponent)))
 
+    def backward_graph(ctx, grad):
+        self, exponent = ctx.saved_graph("self", "exponent")
+        if exponent == 0:
+            return Tensor._make(ctx.backend.mul(self._data, 0.0), backend=ctx.backend)
+        return grad * _scalar_mul(self.pow(exponent - 1), exponent)
 
-class PowBackward1(Function):
+
+class PowBackward1(OpFunction):
     """``tensor ** tensor``."""
 
     inputs = ("self", "exponent")
@@ -218,7 +263,7 @@ class PowBackward1(Function):
             grad_exponent)
 
 
-class PowBackward2(Function):
+class PowBackward2(OpFunction):
     """``number ** tensor``: the base is a Scalar to PyTorch, so the only edge is the exponent's."""
 
     inputs = ("exponent",)
@@ -239,7 +284,7 @@ class PowBackward2(Function):
 
 
 # -- the Scalar forms that PyTorch's C++ composites record (cross_entropy's label smoothing) ----------------
-class MulBackward1(Function):
+class MulBackward1(OpFunction):
     """``tensor * number`` written in C++ (``mul(Tensor, Scalar)``): one edge, the number saved as is."""
 
     inputs = ("self",)
@@ -252,8 +297,11 @@ class MulBackward1(Function):
     def backward(ctx, grad):
         return ctx.backend.mul(grad, ctx.saved("other"))
 
+    def backward_graph(ctx, grad):
+        return _scalar_mul(grad, ctx.saved("other"))
 
-class AddBackward1(Function):
+
+class AddBackward1(OpFunction):
     """``tensor + number`` written in C++ (``add(Tensor, Scalar)``): one edge, nothing saved."""
 
     inputs = ("self",)
@@ -265,8 +313,11 @@ class AddBackward1(Function):
     def backward(ctx, grad):
         return grad
 
+    def backward_graph(ctx, grad):
+        return grad
 
-class DivBackward1(Function):
+
+class DivBackward1(OpFunction):
     """``tensor / number`` written in C++ (``div(Tensor, Scalar)``)."""
 
     inputs = ("self",)
@@ -278,6 +329,9 @@ class DivBackward1(Function):
 
     def backward(ctx, grad):
         return ctx.backend.div(grad, ctx.saved("other"))
+
+    def backward_graph(ctx, grad):
+        return DivBackward1.apply(grad, ctx.saved("other"))
 
 
 # -- the functions tensors call ---------------------------------------------------------------------

@@ -4,7 +4,7 @@ Their gradients move the incoming gradient back where each element came from.
 """
 from __future__ import annotations
 
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import OpFunction
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
@@ -47,11 +47,14 @@ def _infer_shape(shape, numel: int) -> tuple:
     return shape
 
 
-class _ReshapeBack(Function):
+class _ReshapeBack(OpFunction):
     """Ops that only regroup elements (view, squeeze): the gradient is reshaped to the input's size."""
 
     def backward(ctx, grad):
         return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
+
+    def backward_graph(ctx, grad):
+        return grad.reshape(ctx.saved("self_sym_sizes"))
 
 
 class ViewBackward0(_ReshapeBack):
@@ -65,7 +68,7 @@ class ViewBackward0(_ReshapeBack):
         return self._backend.reshape(self._data, shape)
 
 
-class AliasBackward0(Function):
+class AliasBackward0(OpFunction):
     """``x[...]`` or ``x[:, :]``: a new view of all of ``x``; the gradient passes through."""
 
     inputs = ("self",)
@@ -78,7 +81,7 @@ class AliasBackward0(Function):
         return grad
 
 
-class TBackward0(Function):
+class TBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.t()", r"\bar{y}^{\top}")}
 
@@ -88,8 +91,11 @@ class TBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.permute(grad, tuple(reversed(range(grad.ndim))))
 
+    def backward_graph(ctx, grad):
+        return grad.t()
 
-class PermuteBackward0(Function):
+
+class PermuteBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("permute_backwards(grad, dims)", r"\mathrm{permute}^{-1}(\bar{y})")}
 
@@ -106,7 +112,7 @@ class PermuteBackward0(Function):
         return ctx.backend.permute(grad, tuple(inverse))
 
 
-class TransposeBackward0(Function):
+class TransposeBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.transpose(dim0, dim1)", r"\bar{y}^{\top}")}
 
@@ -124,19 +130,23 @@ class TransposeBackward0(Function):
         return ctx.backend.permute(grad, tuple(axes))
 
 
-class UnsqueezeBackward0(Function):
+class UnsqueezeBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.squeeze(dim)", r"\mathrm{squeeze}(\bar{y})")}
 
     def forward(ctx, self, dim, given=None):
         ctx.save(dim=saved_dim(dim if given is None else given))
         ctx.shape = tuple(self.shape)
+        ctx.dim = dim
         shape = list(self.shape)
         shape.insert(dim, 1)
         return self._backend.reshape(self._data, tuple(shape))
 
     def backward(ctx, grad):
         return ctx.backend.reshape(grad, ctx.shape)
+
+    def backward_graph(ctx, grad):
+        return grad.squeeze(ctx.dim)
 
 
 class SqueezeBackward0(_ReshapeBack):
@@ -197,7 +207,7 @@ class UnsafeViewBackward0(_ReshapeBack):
         return self._backend.reshape(self._data, shape)
 
 
-class ExpandBackward0(Function):
+class ExpandBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("at::sum_to(grad, self.sym_sizes())", r"\textstyle\sum_{\mathrm{broadcast}} \bar{y}")}
 
@@ -210,8 +220,13 @@ class ExpandBackward0(Function):
 
         return sum_to(ctx.backend, grad, ctx.saved("self_sym_sizes"))
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops._util import sum_to_tensor
 
-class SelectBackward0(Function):
+        return sum_to_tensor(grad, ctx.saved("self_sym_sizes"))
+
+
+class SelectBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("select_backward_symint(grad, self.sym_sizes(), dim, index)", r"\bar{y}\ \mathrm{at}\ i")}
 
@@ -227,7 +242,7 @@ class SelectBackward0(Function):
         return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (index,))
 
 
-class SliceBackward0(Function):
+class SliceBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("slice_backward_wrapper(grad, self.sym_sizes(), dim, start, end, step)",
                             r"\bar{y}\ \mathrm{in\ the\ slice}")}
