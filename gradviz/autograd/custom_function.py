@@ -241,6 +241,8 @@ def _record(node, args, is_tensor, needs, output):
         if any(value is arg for arg in args) and not any(value is d for d in dirty):
             value = _alias(value)  # an input returned as is: PyTorch returns a view of it
         value._grad_fn, value._requires_grad, value._output_nr = node, True, output_nr  # a dirty input is rebased
+        if any(value is d for d in dirty):
+            value._vc[0] += 1  # PyTorch counts marking it dirty as one more change
         wrapped.append(value)
     node._num_outputs = len(metas)
     node._output_meta = tuple(metas)
@@ -269,7 +271,7 @@ class _DelayedError(Node):
         self._num_outputs = len(leaves)
 
     def name(self) -> str:
-        return "Error"
+        return "torch::autograd::Error"
 
     def __repr__(self) -> str:
         return f"<Error object at {id(self):#x}>"
