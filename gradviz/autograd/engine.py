@@ -557,6 +557,8 @@ def register_foreign_engine(accepts, steps) -> None:
 
 
 # -- public entry points ---------------------------------------------------------------------------------
+_warned_reference_cycle = False
+
 def backward_steps(tensor, gradient=None, retain_graph=None, *, dry_run: bool = False, run_hooks: bool = True,
                    create_graph: bool = False):
     """Yield one immutable Step per node as the backward pass from ``tensor`` runs.
@@ -589,7 +591,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     inputs = _as_list(inputs) if inputs is not None else None
     if inputs == []:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    if create_graph:
+    global _warned_reference_cycle
+    if create_graph and not _warned_reference_cycle:  # PyTorch warns once per process
+        _warned_reference_cycle = True
         warnings.warn(REFERENCE_CYCLE_WARNING, UserWarning, stacklevel=3)
     keep_graph = bool(create_graph if retain_graph is None else retain_graph)
     task = _graph_task(tensors, grad_tensors, keep_graph=keep_graph, create_graph=bool(create_graph))

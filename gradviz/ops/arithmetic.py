@@ -54,11 +54,13 @@ def _binary_grads(ctx, grad_self, grad_other):
 
 
 def _graph_grads(ctx, grad_self, grad_other):
-    """The recorded form of ``_binary_grads`` (``create_graph=True``): both formulas first, then each
-    summed back to its input's shape, the order in which PyTorch records them (its engine sums
-    broadcast gradients after the node has run, in ``validate_outputs``)."""
+    """The recorded form of ``_binary_grads`` (``create_graph=True``), in the order PyTorch records it:
+    the second input's formula, then the first's (its generated code runs them in that order for
+    these ops), then each gradient summed back to its input's shape (PyTorch's engine does that
+    after the node has run, in ``validate_outputs``)."""
     needs = ctx.needs_input_grad
-    raw = (grad_self() if needs[0] else None, grad_other() if needs[1] else None)
+    raw_other = grad_other() if needs[1] else None
+    raw = (grad_self() if needs[0] else None, raw_other)
     return tuple(None if g is None else sum_to_tensor(g, m[0]) for g, m in zip(raw, ctx.metas))
 
 
@@ -232,6 +234,7 @@ class PowBackward0(OpFunction):
         self, exponent = ctx.saved_graph("self", "exponent")
         if exponent == 0:
             return Tensor._make(ctx.backend.mul(self._data, 0.0), backend=ctx.backend)
+        exponent = float(exponent)  # PyTorch's pow_backward works with the exponent as a double
         return grad * _scalar_mul(self.pow(exponent - 1), exponent)
 
 

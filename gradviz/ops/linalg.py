@@ -68,10 +68,10 @@ class MmBackward0(OpFunction):
     def backward_graph(ctx, grad):
         needs = ctx.needs_input_grad
         grad_self = grad_mat2 = None
+        if needs[1]:  # PyTorch's generated code records mat2's gradient first
+            grad_mat2 = _mat2_grad_graph(grad, ctx.saved_graph("self"), *ctx.saved("mat2_sym_sizes", "mat2_sym_strides"))
         if needs[0]:
             grad_self = _mat1_grad_graph(grad, ctx.saved_graph("mat2"), *ctx.saved("self_sym_sizes", "self_sym_strides"))
-        if needs[1]:
-            grad_mat2 = _mat2_grad_graph(grad, ctx.saved_graph("self"), *ctx.saved("mat2_sym_sizes", "mat2_sym_strides"))
         return grad_self, grad_mat2
 
 
