@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 
-from gradviz.autograd.node import FREED_MESSAGE, Node, SavedTensor
+from gradviz.autograd.node import Node, SavedTensor
 from gradviz.grad_mode import _state as _grad_state
 
 ONCE_DIFFERENTIABLE_MESSAGE = "trying to differentiate twice a function that was marked with @once_differentiable"
