@@ -11,7 +11,7 @@ import math
 
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, sum_to_tensor, to_input
-from gradviz.tensor import Tensor
+from gradviz.tensor import Tensor, _is_operand
 
 
 def _check_broadcast(a, b) -> None:
@@ -358,14 +358,64 @@ def _as_number(value):
     return value.item() if hasattr(value, "item") and not isinstance(value, Tensor) else value
 
 
-def add(input, other, *, alpha=1):
+def check_operands(name: str, input, other, other_position: int = 2) -> None:
+    """PyTorch's error for an operand that is neither a tensor nor a number (``torch.add(x, 'a')``);
+    a method call (``x.add('a')``) numbers ``other`` as position 1."""
+    for value, argument, position in ((input, "input", 1), (other, "other", other_position)):
+        if type(value) is not float and type(value) is not int and not _is_operand(value):
+            raise TypeError(f"{name}(): argument '{argument}' (position {position}) must be Tensor, not "
+                            f"{type(value).__name__}")
+
+
+def write_out(name: str, result, out):
+    """``out=``: copy ``result`` into ``out`` as PyTorch does (resized when its shape differs, with
+    PyTorch's warning unless it was empty); refused when the result would need a gradient."""
+    if result.requires_grad or out.requires_grad:
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    if not out.dtype.is_floating_point and result.dtype.is_floating_point:
+        from gradviz import _dtype
+
+        raise RuntimeError(f"result type {_dtype.SCALAR_TYPE_NAMES[result.dtype.name]} can't be cast to the desired "
+                           f"output type {_dtype.SCALAR_TYPE_NAMES[out.dtype.name]}")
+    if tuple(out.shape) != tuple(result.shape):
+        if out.numel():
+            import warnings
+
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape {list(out.shape)}, which does "
+                f"not match the required output shape {list(result.shape)}. This behavior is deprecated, and in a "
+                "future PyTorch release outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0). "
+                "(Triggered internally at /__w/pytorch/pytorch/aten/src/ATen/native/Resize.cpp:30.)",
+                UserWarning, stacklevel=3)
+        out._data = out._backend.copy(out._backend.astype(result._data, out.dtype))
+        out._vc[0] += 1
+        return out
+    from gradviz.grad_mode import no_grad
+
+    with no_grad():
+        return out.copy_(result)
+
+
+def add(input, other, *, alpha=1, out=None):
+    if type(other) is not float and type(other) is not int and not isinstance(other, Tensor):
+        check_operands("add", input, other)
+    if out is not None:
+        return write_out("add", add(input, other, alpha=alpha), out)
     if not isinstance(input, Tensor):
+        check_operands("add", input, other)
         input, other = other, input
     return AddBackward0.apply(input, other, alpha=alpha)
 
 
-def sub(input, other, *, alpha=1):
+def sub(input, other, *, alpha=1, out=None):
+    if type(other) is not float and type(other) is not int and not isinstance(other, Tensor):
+        check_operands("sub", input, other)
+    if out is not None:
+        return write_out("sub", sub(input, other, alpha=alpha), out)
     if not isinstance(input, Tensor):
+        check_operands("sub", input, other)
         return rsub(other, input)
     return SubBackward0.apply(input, other, alpha=alpha)
 
@@ -377,14 +427,24 @@ def rsub(input, other):
     return RsubBackward1.apply(input, other)
 
 
-def mul(input, other):
+def mul(input, other, *, out=None):
+    if type(other) is not float and type(other) is not int and not isinstance(other, Tensor):
+        check_operands("mul", input, other)
+    if out is not None:
+        return write_out("mul", mul(input, other), out)
     if not isinstance(input, Tensor):
+        check_operands("mul", input, other)
         input, other = other, input
     return MulBackward0.apply(input, other)
 
 
-def div(input, other):
+def div(input, other, *, out=None):
+    if type(other) is not float and type(other) is not int and not isinstance(other, Tensor):
+        check_operands("div", input, other)
+    if out is not None:
+        return write_out("div", div(input, other), out)
     if not isinstance(input, Tensor):
+        check_operands("div", input, other)
         return rdiv(other, input)
     return DivBackward0.apply(input, other)
 

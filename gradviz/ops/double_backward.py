@@ -12,24 +12,21 @@ from gradviz.ops._util import meta, promote, to_input
 from gradviz.tensor import Tensor
 
 
-class _OutputDerivative(OpFunction):
-    """An activation's backward that reads its output (``tanh_backward``, ``sigmoid_backward``): the
-    backend function named ``first_derivative`` is the forward of this op."""
-
-    inputs = ("grad_output", "output")
-    first_derivative = ""
-
-    def forward(ctx, grad_output, output):
-        ctx.save(grad_output=grad_output, output=output)
-        return getattr(grad_output._backend, ctx.first_derivative)(grad_output._data, output._data)
+def _first_derivative(ctx, name: str, grad_output, output):
+    """The forward of an activation's backward op: the backend's ``tanh_backward`` or ``sigmoid_backward``."""
+    ctx.save(grad_output=grad_output, output=output)
+    return getattr(grad_output._backend, name)(grad_output._data, output._data)
 
 
-class TanhBackwardBackward0(_OutputDerivative):
+class TanhBackwardBackward0(OpFunction):
     """``tanh_backward(grad_output, output) = grad_output * (1 - output**2)``."""
 
-    first_derivative = "tanh_backward"
+    inputs = ("grad_output", "output")
     derivatives = {"grad_output": ("tanh_backward(grad, output)", r"\bar{z}\,(1 - y^{2})"),
                    "output": ("grad * (-2 * output * grad_output)", r"-2\,\bar{z}\,y\,\bar{y}")}
+
+    def forward(ctx, grad_output, output):
+        return _first_derivative(ctx, "tanh_backward", grad_output, output)
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -44,12 +41,15 @@ class TanhBackwardBackward0(_OutputDerivative):
                 grad * (_scalar_mul(output, -2) * grad_output) if ctx.needs_input_grad[1] else None)
 
 
-class SigmoidBackwardBackward0(_OutputDerivative):
+class SigmoidBackwardBackward0(OpFunction):
     """``sigmoid_backward(grad_output, output) = grad_output * output * (1 - output)``."""
 
-    first_derivative = "sigmoid_backward"
+    inputs = ("grad_output", "output")
     derivatives = {"grad_output": ("sigmoid_backward(grad, output)", r"\bar{z}\,y\,(1 - y)"),
                    "output": ("grad * grad_output * (-2 * output + 1)", r"\bar{z}\,\bar{y}\,(1 - 2y)")}
+
+    def forward(ctx, grad_output, output):
+        return _first_derivative(ctx, "sigmoid_backward", grad_output, output)
 
     def backward(ctx, grad):
         backend = ctx.backend

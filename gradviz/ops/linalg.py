@@ -12,6 +12,7 @@ from __future__ import annotations
 from gradviz.autograd.function import OpFunction
 from gradviz.ops import shape as shape_ops
 from gradviz.ops._util import meta, promote, sizes_and_strides, sum_to, to_input
+from gradviz.tensor import Tensor
 
 
 def _transpose(backend, array):
@@ -241,7 +242,15 @@ def _broadcast_batch(a_batch, b_batch) -> tuple:
     return broadcast_shapes(tuple(a_batch), tuple(b_batch))
 
 
-def matmul(input, other):
+def matmul(input, other, *, out=None):
+    if out is not None:
+        from gradviz.ops.arithmetic import write_out
+
+        return write_out("matmul", matmul(input, other), out)
+    if not isinstance(other, Tensor) or not isinstance(input, Tensor):
+        from gradviz.ops.arithmetic import check_operands
+
+        check_operands("matmul", input, other)
     a_dim, b_dim = input.ndim, other.ndim
     if a_dim == 0 or b_dim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a_dim}D and {b_dim}D")
