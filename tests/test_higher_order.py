@@ -56,6 +56,11 @@ EXPRESSIONS = {
     "mse": "F.mse_loss(x * y, torch.tensor([1.0, 0.0, 2.0]))",
     "mse_sum": "F.mse_loss(x.tanh(), y, reduction='sum')",
     "mean_dim": "((x.unsqueeze(0) * M).mean(1) ** 2).sum()",
+    "squeeze": "((x.unsqueeze(1).unsqueeze(0).squeeze() * y) ** 2).sum()",
+    "squeeze_dim": "((x.unsqueeze(1).squeeze(-1)) ** 3).sum()",
+    "transpose_permute": "((M.transpose(0, -1).unsqueeze(2).permute(2, 1, 0) * x) ** 2).sum()",
+    "vector_matrix": ("((y @ M.t()) ** 2).sum()", "M"),
+    "clone": "(x.clone() ** 3).sum()",
 }
 
 
@@ -304,6 +309,8 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "sum_dim": x.sum(1), "mean": x.mean(), "mean_dim": x.mean(0), "mm": x @ W, "addmm": gv.nn.functional.linear(
             x, W.t(), gv.tensor([0.1, 0.2], dtype=gv.float64)), "mv": W @ v, "t": x.t(),
         "view": x.view(3, 2), "unsqueeze": x.unsqueeze(0), "expand": x.sum(0).expand(2, 3), "broadcast": x * y.sum(0),
+        "squeeze": x.unsqueeze(0).squeeze(), "transpose": x.transpose(0, 1), "permute": x.unsqueeze(0).permute(2, 0, 1),
+        "clone": x.clone(), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
         "mse": gv.nn.functional.mse_loss(x, y), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }

@@ -19,6 +19,9 @@ class CloneBackward0(OpFunction):
     def backward(ctx, grad):
         return grad
 
+    def backward_graph(ctx, grad):
+        return grad
+
 
 class ToCopyBackward0(OpFunction):
     """A copy to another dtype or device; the gradient goes back to the original's."""

@@ -47,6 +47,21 @@ def _infer_shape(shape, numel: int) -> tuple:
     return shape
 
 
+def _given_dims(saved) -> tuple:
+    """Dims as the caller gave them, from their saved form (negatives are saved as uint64)."""
+    dims = saved if isinstance(saved, tuple) else (saved,)
+    return tuple(d - 2**64 if d >= 2**63 else d for d in dims)
+
+
+def _unsqueeze_to(grad, dims, sizes):
+    """The recorded form of a squeeze's backward (PyTorch's ``unsqueeze_to``): put back each
+    squeezed dimension of size 1, lowest first (UnsqueezeBackward0 each)."""
+    for d in sorted(wrap_dim(d, len(sizes)) for d in dims):
+        if sizes[d] == 1:
+            grad = grad.unsqueeze(d)
+    return grad
+
+
 class _ReshapeBack(OpFunction):
     """Ops that only regroup elements (view, squeeze): the gradient is reshaped to the input's size."""
 
@@ -80,6 +95,9 @@ class AliasBackward0(OpFunction):
     def backward(ctx, grad):
         return grad
 
+    def backward_graph(ctx, grad):
+        return grad
+
 
 class TBackward0(OpFunction):
     inputs = ("self",)
@@ -111,6 +129,12 @@ class PermuteBackward0(OpFunction):
             inverse[d] = position
         return ctx.backend.permute(grad, tuple(inverse))
 
+    def backward_graph(ctx, grad):
+        inverse = [0] * len(ctx.dims)
+        for position, d in enumerate(ctx.dims):
+            inverse[d] = position
+        return grad.permute(*inverse)
+
 
 class TransposeBackward0(OpFunction):
     inputs = ("self",)
@@ -128,6 +152,9 @@ class TransposeBackward0(OpFunction):
         axes = list(range(grad.ndim))
         axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
         return ctx.backend.permute(grad, tuple(axes))
+
+    def backward_graph(ctx, grad):
+        return grad.transpose(*_given_dims(tuple(ctx.saved("dim0", "dim1"))))
 
 
 class UnsqueezeBackward0(OpFunction):
@@ -159,6 +186,10 @@ class SqueezeBackward0(_ReshapeBack):
         ctx.save(self_sym_sizes=tuple(self.shape))
         return self._backend.reshape(self._data, tuple(s for s in self.shape if s != 1))
 
+    def backward_graph(ctx, grad):
+        sizes = ctx.saved("self_sym_sizes")
+        return _unsqueeze_to(grad, [d for d, size in enumerate(sizes) if size == 1], sizes)
+
 
 class SqueezeBackward1(_ReshapeBack):
     """``squeeze(dim)``: drop one dimension if its size is 1."""
@@ -170,6 +201,9 @@ class SqueezeBackward1(_ReshapeBack):
         ctx.save(dim=saved_dim(dim if given is None else given), self_sym_sizes=tuple(self.shape))
         shape = tuple(s for i, s in enumerate(self.shape) if not (i == dim and s == 1))
         return self._backend.reshape(self._data, shape)
+
+    def backward_graph(ctx, grad):
+        return _unsqueeze_to(grad, _given_dims(ctx.saved("dim")), ctx.saved("self_sym_sizes"))
 
 
 class SqueezeBackward2(_ReshapeBack):
@@ -183,6 +217,9 @@ class SqueezeBackward2(_ReshapeBack):
         shape = tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))
         return self._backend.reshape(self._data, shape)
 
+    def backward_graph(ctx, grad):
+        return _unsqueeze_to(grad, _given_dims(ctx.saved("dim")), ctx.saved("self_sym_sizes"))
+
 
 class SqueezeBackward4(_ReshapeBack):
     """The in-place ``squeeze_(dim)`` that ``matmul`` uses to drop a vector's extra dim."""
@@ -194,6 +231,9 @@ class SqueezeBackward4(_ReshapeBack):
         ctx.save(dim=dim, self_sym_sizes=tuple(self.shape))
         shape = tuple(s for i, s in enumerate(self.shape) if not (i == dim and s == 1))
         return self._backend.reshape(self._data, shape)
+
+    def backward_graph(ctx, grad):
+        return _unsqueeze_to(grad, _given_dims(ctx.saved("dim")), ctx.saved("self_sym_sizes"))
 
 
 class UnsafeViewBackward0(_ReshapeBack):
