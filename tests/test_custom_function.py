@@ -233,6 +233,24 @@ y = Exp.apply(x)
 g, = torch.autograd.grad(y.sum(), x, create_graph=True)
 g.sum().backward()
 """,
+    "polynomial_fit_with_p3": LEGENDRE + """
+x = torch.linspace(-math.pi, math.pi, 200)
+y = torch.sin(x)
+a = torch.full((), 0.0, requires_grad=True)
+b = torch.full((), -1.0, requires_grad=True)
+c = torch.full((), 0.0, requires_grad=True)
+d = torch.full((), 0.3, requires_grad=True)
+for step in range(40):
+    y_pred = a + b * LegendreP3.apply(c + d * x)
+    loss = (y_pred - y).pow(2).sum()
+    if step % 10 == 0:
+        print(step, round(loss.item(), 3))
+    loss.backward()
+    with torch.no_grad():
+        for p in (a, b, c, d):
+            p -= 5e-6 * p.grad
+            p.grad = None
+""",
     "once_differentiable_graph": X + ONCE + """
 y = Square.apply(x)
 g, = torch.autograd.grad(y.sum() * y.sum(), x, create_graph=True)

@@ -131,6 +131,18 @@ print(g)
 g, = torch.autograd.grad((x * y).sum(), x, only_inputs=True)
 print(g)
 """,
+    "meta_learning_step": """
+torch.manual_seed(0)
+w = torch.randn(3, 1, requires_grad=True)
+inputs = torch.randn(8, 3)
+targets = inputs @ torch.tensor([[1.0], [-2.0], [0.5]])
+inner_loss = ((inputs @ w - targets) ** 2).mean()
+g, = torch.autograd.grad(inner_loss, w, create_graph=True)
+adapted = w - 0.1 * g
+outer_loss = ((inputs @ adapted - targets) ** 2).mean()
+outer_loss.backward()
+print(outer_loss)
+""",
     "hook_on_recorded_pass": X + """
 z = x * y
 z.register_hook(lambda grad: grad * 2)
