@@ -34,6 +34,8 @@ PROGRAMS = {
     "jvp": "out, product = F_.jvp(vector, x, v)\nprint(out, product)\n",
     "hvp": "out, product = F_.hvp(scalar, x, v)\nprint(out, product)\n",
     "vhp": "out, product = F_.vhp(scalar, x, v)\nprint(out, product)\n",
+    "hessian_create_graph": "w = x.clone().requires_grad_()\nH = F_.hessian(scalar, w, create_graph=True)\n"
+                            "H.sum().backward()\n",
     "vjp_create_graph": "w = x.clone().requires_grad_()\nout, product = F_.vjp(vector, w, v, create_graph=True)\n"
                         "product.sum().backward()\n",
     "saved_tensors_hooks": """

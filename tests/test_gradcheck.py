@@ -67,6 +67,10 @@ CASES = {
                                    [values(3), np.array([-1.0, 0.5, 2.0])]),
     "MseLossBackwardBackward0": (lambda g, x, t: double_backward.MseLossBackwardBackward0.apply(g, x, t, 1),
                                  [np.array(0.7), values(2, 3), values(2, 3)]),
+    "SelectBackwardBackward0": (lambda g: double_backward.SelectBackwardBackward0.apply(g, (2, 3), 1, -1, 2**64 - 1),
+                                [values(2)]),
+    "SliceBackwardBackward0": (lambda g: double_backward.SliceBackwardBackward0.apply(
+        g, (4, 2), (slice(1, 3, 1),), {"dim": 0, "end": 3, "start": 1, "step": 1}), [values(2, 2)]),
     "SplitBackward0": (lambda x: gv.cat([piece * (i + 1) for i, piece in enumerate(x.split(2))]), [values(5)]),
     "SplitWithSizesBackward0": (lambda x: x.split([1, 3], dim=1)[1] * 2, [values(2, 4)]),
     "UnbindBackward0": (lambda x: x.unbind(1)[0] * x.unbind(1)[2], [values(2, 3)]),

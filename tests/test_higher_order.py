@@ -61,6 +61,9 @@ EXPRESSIONS = {
     "transpose_permute": "((M.transpose(0, -1).unsqueeze(2).permute(2, 1, 0) * x) ** 2).sum()",
     "vector_matrix": ("((y @ M.t()) ** 2).sum()", "M"),
     "clone": "(x.clone() ** 3).sum()",
+    "select": "(M[1] ** 2 * x).sum() + (M[:, -1] ** 3).sum()",
+    "select_matrix": ("(M[1] ** 2 * x).sum() + (M[:, -1] ** 3).sum()", "M"),
+    "slice": ("(M[:, 0:2] ** 2).sum() + (M[0, 1:] ** 3).sum()", "M"),
 }
 
 

@@ -128,6 +128,50 @@ class MseLossBackwardBackward0(OpFunction):
                 to_input(backend, backend.neg(scaled), ctx.metas[2]) if needs[2] else None)
 
 
+class SelectBackwardBackward0(OpFunction):
+    """``select_backward(grad_output, sizes, dim, index)``: zeros of the input's size, with
+    ``grad_output`` at ``index`` along ``dim`` (the backward of ``x[i]``, as an op)."""
+
+    inputs = ("grad_output",)
+    derivatives = {"grad_output": ("grad.select_symint(dim, index)", r"\bar{z}_{i}")}
+
+    def forward(ctx, grad_output, sizes, dim, index, saved_index):
+        ctx.save(dim=dim, index=saved_index)
+        key = ctx.key = (slice(None),) * dim + (index,)
+        return _scatter(grad_output, sizes, key)
+
+    def backward(ctx, grad):
+        return ctx.backend.getitem(grad, ctx.key + (Ellipsis,))
+
+    def backward_graph(ctx, grad):
+        return grad[ctx.key]
+
+
+class SliceBackwardBackward0(OpFunction):
+    """``slice_backward(grad_output, sizes, dim, start, end, step)``: zeros of the input's size, with
+    ``grad_output`` in the slice (the backward of ``x[a:b]``, as an op)."""
+
+    inputs = ("grad_output",)
+    derivatives = {"grad_output": ("grad.slice_symint(dim, start, end, step)", r"\bar{z}_{a:b}")}
+
+    def forward(ctx, grad_output, sizes, key, saved):
+        ctx.save(**saved)
+        ctx.key = key
+        return _scatter(grad_output, sizes, key)
+
+    def backward(ctx, grad):
+        return ctx.backend.getitem(grad, ctx.key)
+
+    def backward_graph(ctx, grad):
+        return grad[ctx.key]
+
+
+def _scatter(grad_output, sizes, key):
+    backend = grad_output._backend
+    out = backend.full(tuple(sizes), 0, grad_output.dtype, grad_output.device)
+    return backend.assign(out, grad_output._data, key)
+
+
 def _numel(shape) -> int:
     count = 1
     for size in shape:

@@ -281,6 +281,12 @@ class SelectBackward0(OpFunction):
         index = ctx.index
         return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (index,))
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import SelectBackwardBackward0
+
+        dim, shape, index = ctx.saved("dim", "self_sym_sizes", "index")
+        return SelectBackwardBackward0.apply(grad, shape, dim, ctx.index, index)
+
 
 class SliceBackward0(OpFunction):
     inputs = ("self",)
@@ -299,6 +305,14 @@ class SliceBackward0(OpFunction):
         step, shape = ctx.saved("step", "self_sym_sizes")
         dim, start, end = ctx.bounds
         return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (slice(start, end, step),))
+
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import SliceBackwardBackward0
+
+        dim, start, end = ctx.bounds
+        step, shape = ctx.saved("step", "self_sym_sizes")
+        saved = dict(zip(("dim", "end", "start", "step"), ctx.saved("dim", "end", "start", "step")))
+        return SliceBackwardBackward0.apply(grad, shape, (slice(None),) * dim + (slice(start, end, step),), saved)
 
 
 def _dtype_of(array):
