@@ -25,6 +25,7 @@ from gradviz.ops import (abs, add, addmm, all, allclose, any, argmax, argmin, bi
                          masked_fill, matmul, max, maximum, mean, minimum, mm, mul, mv, narrow, ne, neg, norm, permute,
                          pow, reciprocal, relu, repeat, reshape, rsub, sigmoid, sin, softmax, sqrt, square, squeeze,
                          stack, sub, sum, t, tanh, transpose, unsqueeze, where)
+from gradviz.ops.pieces import chunk, split, unbind
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402
                             IntTensor, LongTensor, ShortTensor)

@@ -10,6 +10,9 @@ import threading
 
 class _State(threading.local):
     enabled = True  # every thread starts with grad mode on (a class default: no AttributeError to catch)
+    # While a create_graph backward pass runs a node of order k, the nodes it records get order k + 1
+    # (1 is the forward pass); 0 when no such pass runs. The graph snapshot shows it.
+    backward_order = 0
 
 
 _state = _State()

@@ -19,6 +19,7 @@ from gradviz.autograd.engine import GraphTask, InputBuffer, ReadyQueue, Recordin
 from gradviz.autograd.function import gradient_edge
 from gradviz.autograd.node import ACCUMULATE_SEQUENCE_NR, FREED_MESSAGE
 from orders import torch_order
+from programs import random_programs, run_program
 
 
 def gradviz_order(output, gradient=None):
@@ -57,32 +58,6 @@ def test_step_order_and_grads_match_torch(torch, name):
     assert gradviz_order(g_out) == expected
     for t_leaf, g_leaf in zip(t_leaves, g_leaves):
         np.testing.assert_allclose(g_leaf.grad.numpy(), t_leaf.grad.numpy(), rtol=1e-10)
-
-
-UNARY = ["exp", "sin", "cos", "tanh", "sigmoid", "relu", "neg"]
-BINARY = ["add", "mul", "sub"]
-
-
-@st.composite
-def random_programs(draw):
-    """A random straight-line program over two leaves, as a list of (op, operand indices)."""
-    steps = []
-    for _ in range(draw(st.integers(1, 10))):
-        available = 2 + len(steps)
-        if draw(st.booleans()):
-            steps.append((draw(st.sampled_from(UNARY)), (draw(st.integers(0, available - 1)),)))
-        else:
-            steps.append((draw(st.sampled_from(BINARY)),
-                          (draw(st.integers(0, available - 1)), draw(st.integers(0, available - 1)))))
-    return steps
-
-
-def run_program(lib, steps, x, y):
-    values = [x, y]
-    for op, args in steps:
-        operands = [values[i] for i in args]
-        values.append(getattr(lib, op)(*operands) if op != "neg" else -operands[0])
-    return sum(v.sum() for v in values[2:]) if len(values) > 2 else values[0].sum()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -11,7 +11,7 @@ import pytest
 
 import gradviz as gv
 import gradviz.nn.functional as F
-from gradviz.ops import registry
+from gradviz.ops import double_backward, registry
 
 RNG = np.random.default_rng(0)
 
@@ -58,6 +58,22 @@ CASES = {
     "BmmBackward0": (lambda a, b: gv.bmm(a, b), [values(2, 2, 3), values(2, 3, 2)]),
     "ClampBackward1": (lambda x: x.clamp(-0.5, 0.7), [np.array([-1.0, -0.2, 0.3, 1.1])]),
     "CloneBackward0": (lambda x: x.clone(), [values(3)]),
+    # the ops only a recorded backward pass makes (create_graph=True), applied directly
+    "TanhBackwardBackward0": (lambda g, x: double_backward.TanhBackwardBackward0.apply(g, x.tanh()),
+                              [values(3), values(3)]),
+    "SigmoidBackwardBackward0": (lambda g, x: double_backward.SigmoidBackwardBackward0.apply(g, x.sigmoid()),
+                                 [values(3), values(3)]),
+    "ThresholdBackwardBackward0": (lambda g, x: double_backward.ThresholdBackwardBackward0.apply(g, x.relu(), 0),
+                                   [values(3), np.array([-1.0, 0.5, 2.0])]),
+    "MseLossBackwardBackward0": (lambda g, x, t: double_backward.MseLossBackwardBackward0.apply(g, x, t, 1),
+                                 [np.array(0.7), values(2, 3), values(2, 3)]),
+    "SelectBackwardBackward0": (lambda g: double_backward.SelectBackwardBackward0.apply(g, (2, 3), 1, -1, 2**64 - 1),
+                                [values(2)]),
+    "SliceBackwardBackward0": (lambda g: double_backward.SliceBackwardBackward0.apply(
+        g, (4, 2), (slice(1, 3, 1),), {"dim": 0, "end": 3, "start": 1, "step": 1}), [values(2, 2)]),
+    "SplitBackward0": (lambda x: gv.cat([piece * (i + 1) for i, piece in enumerate(x.split(2))]), [values(5)]),
+    "SplitWithSizesBackward0": (lambda x: x.split([1, 3], dim=1)[1] * 2, [values(2, 4)]),
+    "UnbindBackward0": (lambda x: x.unbind(1)[0] * x.unbind(1)[2], [values(2, 3)]),
     "CopyBackwards": (lambda a, b: (a * 1).copy_(b), [values(2, 3), values(3)]),
     "CosBackward0": (lambda x: x.cos(), [values(3)]),
     "DivBackward0": (lambda a, b: a / b, [values(2, 3), positive(3)]),

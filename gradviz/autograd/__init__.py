@@ -1,9 +1,10 @@
 """Autograd: nodes, the stepping engine, and PyTorch's ``torch.autograd`` entry points."""
+from gradviz.autograd import functional, graph
 from gradviz.autograd.engine import backward, backward_steps, grad
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import Function, FunctionCtx, OpFunction, once_differentiable
 from gradviz.autograd.node import AccumulateGrad, Node, RemovableHandle
 from gradviz.autograd.step import Step
 from gradviz.legacy import Variable
 
-__all__ = ["AccumulateGrad", "Function", "Node", "RemovableHandle", "Step", "Variable", "backward", "backward_steps",
+__all__ = ["AccumulateGrad", "Function", "FunctionCtx", "Node", "OpFunction", "once_differentiable", "RemovableHandle", "Step", "Variable", "backward", "backward_steps", "functional", "graph",
            "grad"]

@@ -42,12 +42,17 @@ post-hooks). A half-consumed stepper leaves the graph as far as it got: leaves r
 their ``.grad`` updated, nodes already run have freed their saved tensors (unless
 ``retain_graph``), and the nodes not yet run keep theirs. Closing it early runs nothing more.
 
-Where ``create_graph`` will go: PyTorch runs every node with grad mode set to ``create_graph``, so
-that the backward formulas themselves record a graph. Here grad mode is switched off in
-``GraphTask.execute``/``steps`` and every formula is called in ``call_function``: those two places
-change when gradviz records the backward pass (its formulas work on arrays today).
+``create_graph=True`` (higher-order gradients): as in PyTorch, every node runs with grad mode set
+to ``create_graph``. Gradients then flow as gradviz Tensors instead of arrays: ``call_function``
+calls each node's ``backward_graph`` (its derivative written with gradviz's ops), input buffers sum
+with ``+`` (an AddBackward0, as in PyTorch), and AccumulateGrad keeps the graph in ``.grad``
+(CopyBackwards, then AddBackward0). So the backward pass is recorded by the same machinery as the
+forward pass, with PyTorch's node names; each node it records has ``_order`` one more than the
+node being run (1 is the forward pass), which the graph snapshot shows.
 """
 from __future__ import annotations
+
+import warnings
 
 from gradviz.autograd import checks
 from gradviz.autograd.function import gradient_edge
@@ -56,7 +61,12 @@ from gradviz.autograd.step import Step
 from gradviz.grad_mode import _state as _grad_state
 
 NO_GRAD_MESSAGE = "element {} of tensors does not require grad and does not have a grad_fn"
-CREATE_GRAPH_MESSAGE = "gradviz does not record the backward pass itself (create_graph=True)"
+REFERENCE_CYCLE_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+    "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
+    "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None after "
+    "use to break the cycle and avoid the leak. (Triggered internally at "
+    "/__w/pytorch/pytorch/torch/csrc/autograd/engine.cpp:1307.)")
 
 
 # -- the ready queue: libstdc++'s push_heap / pop_heap over sequence numbers ----------------------
@@ -203,10 +213,12 @@ class GraphTask:
     ``keep_graph``: keep the saved tensors (``retain_graph``). ``dry_run``: compute every gradient
     but write no ``.grad`` and free nothing. ``run_hooks=False``: run none of the user's hooks.
     ``record_steps``: build a ``Step`` per node (``steps()``), with the summed contributions.
+    ``create_graph``: record the pass itself (gradients are Tensors, see the module docstring).
     """
 
     def __init__(self, roots: list, grads: list, *, keep_graph: bool, dry_run: bool = False,
-                 run_hooks: bool = True, record_steps: bool = False):
+                 run_hooks: bool = True, record_steps: bool = False, create_graph: bool = False):
+        self.create_graph = create_graph
         self.keep_graph = keep_graph or dry_run
         self.dry_run = dry_run
         self.run_hooks = run_hooks
@@ -272,6 +284,10 @@ class GraphTask:
         """
         ready_queue = self.ready_queue
         evaluate_function = self.evaluate_function
+        if self.create_graph:
+            for _ in self.steps():
+                pass
+            return
         previous_grad_mode = _grad_state.enabled
         _grad_state.enabled = False  # PyTorch runs nodes with grad mode = create_graph
         try:
@@ -288,14 +304,17 @@ class GraphTask:
         """
         ready_queue = self.ready_queue
         evaluate_function = self.evaluate_function
+        create_graph = self.create_graph
         while ready_queue.heap:
             node, input_buffer = ready_queue.pop()
-            previous_grad_mode = _grad_state.enabled
-            _grad_state.enabled = False
+            previous_grad_mode, previous_order = _grad_state.enabled, _grad_state.backward_order
+            _grad_state.enabled = create_graph
+            if create_graph:  # what this node's formula records is one order higher than the node
+                _grad_state.backward_order = node._order + 1
             try:
                 step = evaluate_function(node, input_buffer)
             finally:
-                _grad_state.enabled = previous_grad_mode
+                _grad_state.enabled, _grad_state.backward_order = previous_grad_mode, previous_order
             if step is not None:
                 yield step
 
@@ -321,7 +340,7 @@ class GraphTask:
             grad_inputs = ()
         else:
             grad_before = grad_after = None
-            grad_inputs = call_function(node, grad_outputs)
+            grad_inputs = call_function(node, grad_outputs, self.create_graph)
         if run_hooks and node._hooks:
             grad_inputs = call_post_hooks(node, grad_inputs, grad_outputs)
         if not self.keep_graph and not node._is_accumulate:  # AccumulateGrad saves nothing
@@ -376,6 +395,8 @@ class GraphTask:
         if grad is None:  # nothing arrived: .grad stays as it is
             held = None if current is None else current._data
             return held, held
+        if self.create_graph:
+            return self.accumulate_grad_graph(variable, grad)
         if current is None:
             if grad.shape != variable._data.shape:
                 grad = backend.broadcast_to(grad, variable._data.shape)
@@ -391,28 +412,49 @@ class GraphTask:
         current._vc[0] += 1
         return before, current._data
 
+    def accumulate_grad_graph(self, variable, grad) -> tuple:
+        """``create_graph=True``: ``.grad`` keeps the gradient's graph, as PyTorch's AccumulateGrad does
+        with grad mode on: a copy of the first gradient (CopyBackwards), then ``.grad + grad``."""
+        current = variable._grad
+        before = None if current is None else current._data
+        if grad.shape != variable.shape:
+            grad = grad.expand(variable.shape)
+        if self.dry_run:
+            return before, (grad._data if current is None else variable._backend.add(before, grad._data))
+        if current is None:
+            copy = Tensor._make(variable._backend.copy_as(grad._data, variable._data), backend=variable._backend)
+            variable._grad = copy.copy_(grad) if grad._requires_grad else copy
+        else:
+            variable._grad = current + grad
+        return before, variable._grad._data
+
     def make_step(self, node, input_buffer, grad_outputs, grad_inputs, grad_before, grad_after) -> Step:
-        """The one place a Step is built: what arrived, the pieces summed, what was sent on."""
+        """The one place a Step is built: what arrived, the pieces summed, what was sent on (as arrays,
+        also when ``create_graph`` made them Tensors)."""
         index = self.steps_recorded
         self.steps_recorded = index + 1
-        contributions = tuple(tuple(pieces) for pieces in input_buffer.contributions)
-        return Step(index, node, tuple(grad_outputs), tuple(grad_inputs), contributions, grad_before, grad_after)
+        contributions = tuple(tuple((sender, _array(grad)) for sender, grad in pieces)
+                              for pieces in input_buffer.contributions)
+        return Step(index, node, tuple(_array(g) for g in grad_outputs), tuple(_array(g) for g in grad_inputs),
+                    contributions, grad_before, grad_after)
 
 
 # -- calling a node and its hooks ----------------------------------------------------------------------
-def call_function(node, grad_outputs: list) -> tuple:
+def call_function(node, grad_outputs: list, create_graph: bool = False) -> tuple:
     """The node's backward formula on the gradients that arrived: one gradient per ``next_functions``.
 
     When no gradient arrived at all (every path here was cut off), undefined gradients flow on
-    without running the formula, as PyTorch's generated backward functions do.
+    without running the formula, as PyTorch's generated backward functions do. With
+    ``create_graph`` the gradients are Tensors and the node's recorded form runs.
     """
-    if node._num_outputs == 1:  # every gradviz op has one output (only GraphRoot has none)
+    formula = node.backward_graph if create_graph else node.backward
+    if node._num_outputs == 1:  # every gradviz op has one output (GraphRoot none, a custom Function any)
         grad = grad_outputs[0]
         if grad is None:
             return (None,) * len(node._next_functions)
-        grad_inputs = node.backward(grad)
+        grad_inputs = formula(grad)
     else:
-        grad_inputs = node.backward(*grad_outputs)
+        grad_inputs = formula(*grad_outputs)
     return grad_inputs if type(grad_inputs) is tuple else (grad_inputs,)
 
 
@@ -424,12 +466,12 @@ def call_tensor_pre_hooks(node, grads: list, retain_grad: bool = True) -> list:
             for hook in tuple(hooks.values()):
                 result = hook(_wrap(grads[output_nr]))
                 if result is not None:
-                    checks.hook_result(hook, grads[output_nr], result)
-                    grads[output_nr] = result._data
+                    checks.hook_result(hook, _array(grads[output_nr]), result)
+                    grads[output_nr] = result if isinstance(grads[output_nr], Tensor) else result._data
     if retain_grad and node._retain_grad_hooks:
         for output_nr, hook in node._retain_grad_hooks.items():
             if grads[output_nr] is not None:
-                hook(grads[output_nr])
+                hook(_array(grads[output_nr]))
     return grads
 
 
@@ -438,7 +480,7 @@ def call_pre_hooks(node, grads: list) -> list:
     for hook in tuple(node._pre_hooks.values()):
         result = hook(tuple(_wrap(g) for g in grads))
         if result is not None:
-            grads = [_unwrap(g) for g in result]
+            grads = [_unwrap(g, like) for g, like in zip(result, grads)]
     return grads
 
 
@@ -447,21 +489,33 @@ def call_post_hooks(node, grad_inputs: tuple, grad_outputs: list) -> tuple:
     for hook in tuple(node._hooks.values()):
         result = hook(tuple(_wrap(g) for g in grad_inputs), tuple(_wrap(g) for g in grad_outputs))
         if result is not None:
-            grad_inputs = tuple(_unwrap(g) for g in result)
+            grad_inputs = tuple(_unwrap(g, like) for g, like in zip(result, grad_inputs))
     return grad_inputs
 
 
-def _wrap(array):
-    return None if array is None else Tensor._make(array)
+def _wrap(gradient):
+    """A gradient as a hook sees it: a Tensor (already one under ``create_graph``)."""
+    if gradient is None or isinstance(gradient, Tensor):
+        return gradient
+    return Tensor._make(gradient)
 
 
-def _unwrap(tensor):
-    return None if tensor is None else tensor._data
+def _unwrap(tensor, like):
+    """What a hook returned, in the engine's kind: an array, or a Tensor under ``create_graph``."""
+    if tensor is None:
+        return None
+    return tensor if isinstance(like, Tensor) else tensor._data
+
+
+def _array(gradient):
+    """A gradient as a Step holds it: a backend array."""
+    return gradient._data if isinstance(gradient, Tensor) else gradient
 
 
 # -- starting points --------------------------------------------------------------------------------
-def make_grads(outputs: list, grad_outputs: list) -> list:
-    """The gradient each output starts from, checked as PyTorch checks it (``_make_grads``)."""
+def make_grads(outputs: list, grad_outputs: list, create_graph: bool = False) -> list:
+    """The gradient each output starts from, checked as PyTorch checks it (``_make_grads``): arrays,
+    or Tensors under ``create_graph`` (a given gradient keeps its own graph)."""
     grads = []
     for i, (tensor, gradient) in enumerate(zip(outputs, grad_outputs)):
         if not tensor._requires_grad:
@@ -475,7 +529,9 @@ def make_grads(outputs: list, grad_outputs: list) -> list:
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of {gradient.shape} and output[{i}] "
                     f"has a shape of {tensor.shape}.")
-            grads.append(gradient._data)
+            grads.append(gradient if create_graph else gradient._data)
+    if create_graph:
+        grads = [g if isinstance(g, Tensor) else Tensor._make(g, backend=t._backend) for g, t in zip(grads, outputs)]
     return grads
 
 
@@ -487,7 +543,7 @@ def _as_list(value) -> list:
 
 def _graph_task(tensors, grad_tensors, **options) -> GraphTask:
     tensors = _as_list(tensors)
-    grads = make_grads(tensors, checks.gradient_list(grad_tensors, len(tensors)))
+    grads = make_grads(tensors, checks.gradient_list(grad_tensors, len(tensors)), options.get("create_graph", False))
     return GraphTask([gradient_edge(tensor) for tensor in tensors], grads, **options)
 
 
@@ -501,13 +557,17 @@ def register_foreign_engine(accepts, steps) -> None:
 
 
 # -- public entry points ---------------------------------------------------------------------------------
-def backward_steps(tensor, gradient=None, retain_graph=None, *, dry_run: bool = False, run_hooks: bool = True):
+_warned_reference_cycle = False
+
+def backward_steps(tensor, gradient=None, retain_graph=None, *, dry_run: bool = False, run_hooks: bool = True,
+                   create_graph: bool = False):
     """Yield one immutable Step per node as the backward pass from ``tensor`` runs.
 
     ``dry_run=True`` computes every gradient without writing any ``.grad`` and without freeing saved
     tensors. ``run_hooks=False`` runs none of the user's hooks (tensor hooks, ``retain_grad``, node
     pre- and post-hooks), so the gradients are the formulas' own: with both, stepping is a pure
-    observation. A tensor of another framework goes to the engine registered for it
+    observation. ``create_graph=True`` records the pass (see ``backward``). A tensor of another
+    framework goes to the engine registered for it
     (``register_foreign_engine``); ``run_hooks=False`` is passed on to it only when asked for.
     """
     for accepts, foreign_steps in _foreign_engines:
@@ -515,8 +575,9 @@ def backward_steps(tensor, gradient=None, retain_graph=None, *, dry_run: bool = 
             options = {"dry_run": dry_run} if run_hooks else {"dry_run": dry_run, "run_hooks": False}
             yield from foreign_steps(tensor, gradient, retain_graph, **options)
             return
-    task = _graph_task(tensor, gradient, keep_graph=bool(retain_graph), dry_run=dry_run, run_hooks=run_hooks,
-                       record_steps=True)
+    keep_graph = bool(create_graph if retain_graph is None else retain_graph)
+    task = _graph_task(tensor, gradient, keep_graph=keep_graph, dry_run=dry_run, run_hooks=run_hooks,
+                       record_steps=True, create_graph=create_graph)
     yield from task.steps()
 
 
@@ -524,14 +585,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves (PyTorch's semantics).
 
     With ``inputs``, only those tensors' ``.grad`` is filled (a non-leaf among them retains its
-    grad), and only the nodes on a path to them run.
+    grad), and only the nodes on a path to them run. ``create_graph=True`` records the pass, so
+    ``.grad`` has a graph of its own (and, as in PyTorch, ``retain_graph`` defaults to it).
     """
-    if create_graph:
-        raise NotImplementedError(CREATE_GRAPH_MESSAGE)
     inputs = _as_list(inputs) if inputs is not None else None
     if inputs == []:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    task = _graph_task(tensors, grad_tensors, keep_graph=bool(retain_graph))
+    global _warned_reference_cycle
+    if create_graph and not _warned_reference_cycle:  # PyTorch warns once per process
+        _warned_reference_cycle = True
+        warnings.warn(REFERENCE_CYCLE_WARNING, UserWarning, stacklevel=3)
+    keep_graph = bool(create_graph if retain_graph is None else retain_graph)
+    task = _graph_task(tensors, grad_tensors, keep_graph=keep_graph, create_graph=bool(create_graph))
     if inputs is not None:
         for tensor in inputs:
             tensor.retain_grad()  # as in PyTorch: a no-op on a leaf, and an error without requires_grad
@@ -540,22 +605,37 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
-         allow_unused: bool | None = None, materialize_grads: bool = False):
-    """The gradients of ``outputs`` with respect to ``inputs``, returned instead of accumulated."""
-    if create_graph:
-        raise NotImplementedError(CREATE_GRAPH_MESSAGE)
+         only_inputs: bool = True, allow_unused: bool | None = None, is_grads_batched: bool = False,
+         materialize_grads: bool = False):
+    """The gradients of ``outputs`` with respect to ``inputs``, returned instead of accumulated.
+
+    ``create_graph=True`` records the pass, so the returned gradients can be differentiated
+    again. ``only_inputs`` is deprecated and ignored, as in PyTorch.
+    """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.",
+                      FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        raise NotImplementedError("gradviz does not batch grad_outputs (is_grads_batched=True): call grad once per row")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
     inputs = _as_list(inputs)
     if not inputs:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for tensor in inputs:
         if not tensor._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    task = _graph_task(outputs, grad_outputs, keep_graph=bool(retain_graph))
+    keep_graph = bool(create_graph if retain_graph is None else retain_graph)
+    task = _graph_task(outputs, grad_outputs, keep_graph=keep_graph, create_graph=bool(create_graph))
     task.init_to_execute([gradient_edge(tensor) for tensor in inputs], accumulate_grad=False)
     task.execute()
     results = []
     for index, (tensor, captured) in enumerate(zip(inputs, task.captured_vars)):
-        if captured is not None:
+        if isinstance(captured, Tensor):
+            results.append(captured)
+        elif captured is not None:
             results.append(Tensor._make(captured, backend=tensor._backend))
         elif materialize_grads:
             results.append(Tensor._make(tensor._backend.full(tensor._data.shape, 0, tensor.dtype, tensor.device)))

@@ -1,8 +1,8 @@
-"""The base of every op: forward and backward side by side, derivative declared as data.
+"""The base of every built-in op (``OpFunction``), and PyTorch's user-facing ``Function``.
 
 An op is one class named as PyTorch names its node (``MulBackward0``)::
 
-    class MulBackward0(Function):
+    class MulBackward0(OpFunction):
         inputs = ("self", "other")
         derivatives = {"self": ("grad * other", r"\\bar{y} \\cdot b"), ...}
 
@@ -16,6 +16,14 @@ An op is one class named as PyTorch names its node (``MulBackward0``)::
 
 ``apply`` runs ``forward`` and, when grad mode is on and an input requires grad, makes the
 class's instance the output's ``grad_fn`` (the instance is both PyTorch's ``ctx`` and its node).
+
+``backward`` works on backend arrays (the fast path of every ``loss.backward()``). An op that can
+also be differentiated twice declares ``backward_graph(ctx, grad)``: the same derivative written
+with gradviz's own ops on Tensors, so that ``create_graph=True`` records the backward pass as an
+ordinary graph with PyTorch's node names (``tests/test_higher_order.py`` checks both forms agree).
+
+``Function`` (what users subclass, ``torch.autograd.Function``) lives in ``custom_function.py``
+and is exported here under PyTorch's path, ``gradviz.autograd.function.Function``.
 """
 from __future__ import annotations
 
@@ -65,7 +73,9 @@ class SavedTensors(tuple):
                 item.free()
 
 
-class Function(Node):
+class OpFunction(Node):
+    """The base of gradviz's built-in ops (users subclass ``Function``, PyTorch's class)."""
+
     inputs: tuple = ()
     derivatives: dict = {}
     needs_input_grad: tuple = ()
@@ -106,6 +116,41 @@ class Function(Node):
                 entry = entry.unpack()
             values.append(entry)
         return values[0] if len(values) == 1 else values
+
+    def saved_graph(self, *names):
+        """The saved tensors for ``names`` as Tensors still joined to the graph (for ``backward_graph``):
+        a saved input is the tensor itself, a saved output hangs from this node; numbers stay numbers."""
+        values = []
+        for name in names:
+            entry = self._packed[name] if self._packed is not None else None
+            if self._packed is None:
+                from gradviz.autograd.node import FREED_MESSAGE
+
+                raise RuntimeError(FREED_MESSAGE)
+            if isinstance(entry, SavedTensor):
+                data = entry.unpack()
+                entry = entry.tensor if entry.tensor is not None else Tensor._make(
+                    data, entry.is_output, self if entry.is_output else None, self.backend)
+            values.append(entry)
+        return values[0] if len(values) == 1 else values
+
+    def backward_graph(self, grad):
+        """``create_graph=True`` for an op that declares no recorded form: right only when nothing the
+        formula reads requires grad (then the gradient has no graph, as in PyTorch); else a clear error."""
+        if grad.requires_grad or self._saved_requires_grad():
+            raise NotImplementedError(
+                f"create_graph=True: gradviz cannot yet record the backward pass of {self.name()} (its derivative "
+                "is computed on arrays only). Differentiate this graph once, or use ops whose backward is recorded.")
+        results = self.backward(grad._data)
+        results = results if type(results) is tuple else (results,)
+        return tuple(None if r is None else Tensor._make(r, backend=self.backend) for r in results)
+
+    def _saved_requires_grad(self) -> bool:
+        for entry in (self._packed or {}).values():
+            items = entry if type(entry) is SavedTensors else (entry,)
+            if any(type(item) is SavedTensor and (item.requires_grad or item.is_output) for item in items):
+                return True
+        return False
 
     # -- saved Python numbers, shown as PyTorch's wrapped 0-d tensors ---------------------------
     def _is_wrapped_number(self, name: str, entry) -> bool:
@@ -173,6 +218,8 @@ class Function(Node):
         else:
             node._next_functions, node._constants, needs = _edges_and_constants(graph_inputs, needs)
         node.needs_input_grad = needs
+        if _grad_state.backward_order:  # recorded by a create_graph backward pass (second order, ...)
+            node._order = _grad_state.backward_order
         data = node.forward(*args, **params)
         out = Tensor._make(data, True, node, backend)
         if node._result_name is not None:
@@ -220,3 +267,4 @@ def gradient_edge(tensor) -> tuple:
 
 
 from gradviz.tensor import Tensor  # noqa: E402  (tensor.py imports the ops that import this module)
+from gradviz.autograd.custom_function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401

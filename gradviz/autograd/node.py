@@ -49,7 +49,7 @@ class SavedTensor:
     """
 
     __slots__ = ("data", "version_counter", "saved_version", "is_output", "_output_name",
-                 "requires_grad", "grad_fn_ref", "tensor")
+                 "requires_grad", "grad_fn_ref", "tensor", "hooks")
 
     def __init__(self, tensor, is_output: bool = False, output_name: str | None = None):
         # Saving happens once per op in every forward pass: keep it to plain attribute copies and
@@ -64,6 +64,8 @@ class SavedTensor:
         # A saved output must not keep its own node alive (that would be a cycle); an input may.
         self.grad_fn_ref = weakref.ref(grad_fn) if is_output and grad_fn is not None else grad_fn
         self.tensor = None if is_output else tensor  # an input is kept as PyTorch keeps it, until freed
+        # saved_tensors_hooks: (what pack_hook returned, unpack_hook), or None (one list read when none are set)
+        self.hooks = (SAVED_TENSOR_HOOKS[-1][0](tensor), SAVED_TENSOR_HOOKS[-1][1]) if SAVED_TENSOR_HOOKS else None
 
     @property
     def output_name(self) -> str | None:
@@ -91,6 +93,9 @@ class SavedTensor:
     def unpack(self):
         if self.data is None:
             raise RuntimeError(FREED_MESSAGE)
+        if self.hooks is not None:  # the user's unpack hook decides what comes back (no version check)
+            packed, unpack_hook = self.hooks
+            return unpack_hook(packed)._data
         if self.version_counter[0] != self.saved_version:
             raise RuntimeError(self._modified_message())
         return self.data
@@ -111,6 +116,7 @@ class SavedTensor:
     def free(self) -> None:
         self.data = None
         self.tensor = None
+        self.hooks = None
 
     @classmethod
     def released(cls) -> SavedTensor:
@@ -118,10 +124,11 @@ class SavedTensor:
         entry = cls.__new__(cls)
         entry.data, entry.version_counter, entry.saved_version = None, (0,), 0
         entry.is_output, entry._output_name, entry.requires_grad, entry.grad_fn_ref = False, None, False, None
-        entry.tensor = None
+        entry.tensor = entry.hooks = None
         return entry
 
 
+SAVED_TENSOR_HOOKS: list = []  # (pack_hook, unpack_hook) pairs, innermost last (autograd.graph.saved_tensors_hooks)
 RELEASED = SavedTensor.released()  # what a saved Python number becomes after backward (see Function)
 
 
@@ -153,6 +160,7 @@ class Node:
     _retain_grad_hooks = None  # output_nr -> hook: retain_grad() runs after other hooks
     _metadata = None
     _is_accumulate = False  # a class flag the engine reads for every node (cheaper than isinstance)
+    _order = 1  # 1: recorded by the forward pass; 2: by a backward pass with create_graph=True; ...
 
     def __init__(self, sequence_nr: int | None = None):
         self._sequence_nr = next(_sequence) if sequence_nr is None else sequence_nr

@@ -1,15 +1,15 @@
 """The op registry: every differentiable op, and the Tensor methods that call them.
 
-Each op is one ``Function`` subclass named as PyTorch names its node, with its forward and
+Each op is one ``OpFunction`` subclass named as PyTorch names its node, with its forward and
 backward side by side and its derivative declared as data. ``REGISTRY`` lists them all so a
 test can check each declares a formula for every input; ``TENSOR_METHODS`` is the explicit
 table of the Tensor methods and operators that call them.
 """
 from __future__ import annotations
 
-from gradviz.autograd.function import Function
-from gradviz.ops import (activation, arithmetic, combine, comparison, conversion, indexing, inplace, linalg, loss,
-                         reduction, sampling, shape, unary)
+from gradviz.autograd.function import OpFunction
+from gradviz.ops import (activation, arithmetic, combine, comparison, conversion, double_backward, indexing, inplace,
+                         linalg, loss, pieces, reduction, sampling, shape, unary)
 from gradviz.ops.activation import log_softmax, softmax
 from gradviz.ops.arithmetic import add, div, mul, neg, pow, reciprocal, rsub, square, sub
 from gradviz.ops.combine import cat, repeat, stack
@@ -22,12 +22,13 @@ from gradviz.ops.linalg import addmm, bmm, dot, matmul, mm, mv
 from gradviz.ops.reduction import all, any, argmax, argmin, max, mean, norm, sum
 from gradviz.ops.shape import (expand, expand_as, flatten, narrow, permute, reshape, reshape_as, squeeze, t, transpose,
                                unsqueeze, view, view_as)
+from gradviz.ops.pieces import chunk, split, unbind
 from gradviz.ops.unary import abs, clamp, cos, exp, log, relu, sigmoid, sin, sqrt, tanh
 from gradviz.tensor import Tensor, _is_operand
 
 
 def _all_functions() -> tuple:
-    found, stack = [], list(Function.__subclasses__())
+    found, stack = [], list(OpFunction.__subclasses__())
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
@@ -71,6 +72,19 @@ def _operator(function):
     return operator
 
 
+def _method(function):
+    """A Tensor method over a binary function: ``x.add('a')`` names ``other`` as position 1, as PyTorch does."""
+
+    def method(self, other, *args, **kwargs):
+        if type(other) is not float and type(other) is not int and not isinstance(other, Tensor):
+            arithmetic.check_operands(function.__name__, self, other, other_position=1)
+        return function(self, other, *args, **kwargs)
+
+    method.__name__ = function.__name__
+    method.__doc__ = function.__doc__
+    return method
+
+
 OPERATORS = {
     "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": _rsub, "__mul__": mul, "__rmul__": mul,
     "__truediv__": div, "__rtruediv__": _rtruediv, "__pow__": pow, "__rpow__": _rpow,
@@ -80,7 +94,7 @@ OPERATORS = {
 }
 
 TENSOR_METHODS = {
-    "add": add, "sub": sub, "mul": mul, "div": div, "true_divide": div, "pow": pow, "square": square,
+    "add": _method(add), "sub": _method(sub), "mul": _method(mul), "div": _method(div), "true_divide": _method(div), "pow": pow, "square": square,
     "__matmul__": _operator(matmul), "__rmatmul__": _operator(_rmatmul), "matmul": matmul, "mm": mm, "mv": mv,
     "dot": dot, "__neg__": neg, "neg": neg, "__abs__": abs, "abs": abs, "reciprocal": reciprocal,
     "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh, "sigmoid": sigmoid, "relu": relu,
@@ -95,6 +109,7 @@ TENSOR_METHODS = {
     "view": view, "view_as": view_as, "reshape": reshape, "reshape_as": reshape_as, "flatten": flatten, "t": t,
     "permute": permute, "transpose": transpose, "squeeze": squeeze, "unsqueeze": unsqueeze, "expand": expand,
     "expand_as": expand_as, "narrow": narrow, "repeat": repeat,
+    "split": split, "chunk": chunk, "unbind": unbind,
     "where": comparison.tensor_where, "masked_fill": masked_fill, "index_select": index_select, "gather": gather,
     "index_put": index_put,
     "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,

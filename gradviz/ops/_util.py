@@ -64,6 +64,21 @@ def sum_to(backend, grad, shape):
     return backend.reshape(summed, shape)
 
 
+def sum_to_tensor(grad, shape):
+    """``sum_to`` on a Tensor, recorded as PyTorch's ``at::sum_to`` records it: one ``sum(dims,
+    keepdim=True)`` (SumBackward1), then a ``view`` (ViewBackward0) when leading dims were summed away."""
+    shape = tuple(shape)
+    if tuple(grad.shape) == shape:
+        return grad
+    if not shape:  # a 0-d input: PyTorch sums everything (SumBackward0)
+        return grad.sum()
+    lead = grad.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, size in enumerate(shape)
+                                      if size == 1 and grad.shape[lead + i] != 1)
+    summed = grad.sum(dims, keepdim=True) if dims else grad
+    return summed.view(shape) if lead else summed
+
+
 def meta(value):
     """What a gradient for ``value`` must look like: its shape and array dtype (None for a number).
 

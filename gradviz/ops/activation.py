@@ -5,7 +5,7 @@ cannot overflow). Both save their own result: the backward formulas need only th
 """
 from __future__ import annotations
 
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, saved_dim, wrap_dim
 
 
@@ -14,7 +14,7 @@ def _log_softmax(backend, values, axis):
     return backend.sub(shifted, backend.log(backend.sum(backend.exp(shifted), axis, keepdims=True)))
 
 
-class SoftmaxBackward0(Function):
+class SoftmaxBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("_softmax_backward_data(grad, result, dim, self.scalar_type())",
                             r"y \odot (\bar{y} - \textstyle\sum_j \bar{y}_j y_j)")}
@@ -34,7 +34,7 @@ class SoftmaxBackward0(Function):
         return backend.mul(result, backend.sub(grad, weighted))
 
 
-class LogSoftmaxBackward0(Function):
+class LogSoftmaxBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("_log_softmax_backward_data(grad, result, dim, self.scalar_type())",
                             r"\bar{y} - e^{y} \textstyle\sum_j \bar{y}_j")}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from gradviz.autograd.function import Function
-from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, to_input
-from gradviz.tensor import Tensor
+from gradviz.autograd.function import OpFunction
+from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, sum_to_tensor, to_input
+from gradviz.tensor import Tensor, _is_operand
 
 
 def _check_broadcast(a, b) -> None:
@@ -26,7 +26,7 @@ def _saved_operand(ctx, value, carrier):
     """What to save for an operand: a tensor, or a Python number kept as the number itself.
 
     PyTorch shows a saved number as the 0-d tensor it wraps it in (``x * 2`` saves ``tensor(2)``);
-    that tensor is made only when someone looks (see ``Function.wrapped_numbers``): backward
+    that tensor is made only when someone looks (see ``OpFunction.wrapped_numbers``): backward
     just multiplies by the number.
     """
     if isinstance(value, Tensor) or value is None:
@@ -53,7 +53,23 @@ def _binary_grads(ctx, grad_self, grad_other):
             to_input(backend, grad_other(), other_meta) if ctx.needs_input_grad[1] else None)
 
 
-class AddBackward0(Function):
+def _graph_grads(ctx, grad_self, grad_other):
+    """The recorded form of ``_binary_grads`` (``create_graph=True``), in the order PyTorch records it:
+    the second input's formula, then the first's (its generated code runs them in that order for
+    these ops), then each gradient summed back to its input's shape (PyTorch's engine does that
+    after the node has run, in ``validate_outputs``)."""
+    needs = ctx.needs_input_grad
+    raw_other = grad_other() if needs[1] else None
+    raw = (grad_self() if needs[0] else None, raw_other)
+    return tuple(None if g is None else sum_to_tensor(g, m[0]) for g, m in zip(raw, ctx.metas))
+
+
+def _scalar_mul(tensor, number):
+    """``tensor * number`` as PyTorch's C++ formulas write it (a Scalar): MulBackward1."""
+    return MulBackward1.apply(tensor, number)
+
+
+class AddBackward0(OpFunction):
     inputs = ("self", "other")
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("grad * alpha", r"\alpha\,\bar{y}")}
 
@@ -68,8 +84,12 @@ class AddBackward0(Function):
         alpha = ctx.saved("alpha")
         return _binary_grads(ctx, lambda: grad, lambda: grad if alpha == 1 else ctx.backend.mul(grad, alpha))
 
+    def backward_graph(ctx, grad):
+        alpha = ctx.saved("alpha")
+        return _graph_grads(ctx, lambda: grad, lambda: grad if alpha == 1 else grad * alpha)
 
-class SubBackward0(Function):
+
+class SubBackward0(OpFunction):
     inputs = ("self", "other")
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("-grad * alpha", r"-\alpha\,\bar{y}")}
 
@@ -84,8 +104,12 @@ class SubBackward0(Function):
         backend, alpha = ctx.backend, ctx.saved("alpha")
         return _binary_grads(ctx, lambda: grad, lambda: backend.mul(grad, -alpha))
 
+    def backward_graph(ctx, grad):
+        alpha = ctx.saved("alpha")
+        return _graph_grads(ctx, lambda: grad, lambda: -grad if alpha == 1 else (-grad) * alpha)
 
-class RsubBackward1(Function):
+
+class RsubBackward1(OpFunction):
     """``number - tensor``: PyTorch's ``rsub(self, other=number)``, one edge only."""
 
     inputs = ("self",)
@@ -99,8 +123,11 @@ class RsubBackward1(Function):
     def backward(ctx, grad):
         return ctx.backend.neg(grad)
 
+    def backward_graph(ctx, grad):
+        return -grad
 
-class MulBackward0(Function):
+
+class MulBackward0(OpFunction):
     inputs = ("self", "other")
     wrapped_numbers = ("self", "other")
     derivatives = {"self": ("grad * other", r"\bar{y}\cdot b"), "other": ("grad * self", r"\bar{y}\cdot a")}
@@ -118,8 +145,11 @@ class MulBackward0(Function):
         return _binary_grads(ctx, lambda: backend.mul(grad, ctx.saved("other")),
                              lambda: backend.mul(grad, ctx.saved("self")))
 
+    def backward_graph(ctx, grad):
+        return _graph_grads(ctx, lambda: grad * ctx.saved_graph("other"), lambda: grad * ctx.saved_graph("self"))
 
-class DivBackward0(Function):
+
+class DivBackward0(OpFunction):
     inputs = ("self", "other")
     wrapped_numbers = ("other",)
     derivatives = {"self": ("grad / other", r"\bar{y} / b"),
@@ -143,8 +173,12 @@ class DivBackward0(Function):
             ctx, lambda: backend.div(grad, other),
             lambda: backend.neg(backend.div(backend.mul(grad, ctx.saved("self")), backend.mul(other, other))))
 
+    def backward_graph(ctx, grad):
+        other = ctx.saved_graph("other")
+        return _graph_grads(ctx, lambda: grad / other, lambda: -grad * ((ctx.saved_graph("self") / other) / other))
 
-class ReciprocalBackward0(Function):
+
+class ReciprocalBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("-grad * (result * result)", r"-\bar{y}\,y^{2}")}
 
@@ -159,8 +193,12 @@ class ReciprocalBackward0(Function):
         result = ctx.saved("result")
         return backend.neg(backend.mul(grad, backend.mul(result, result)))
 
+    def backward_graph(ctx, grad):
+        result = ctx.saved_graph("result")
+        return -grad * (result * result)
 
-class NegBackward0(Function):
+
+class NegBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.neg()", r"-\bar{y}")}
 
@@ -170,8 +208,11 @@ class NegBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.neg(grad)
 
+    def backward_graph(ctx, grad):
+        return -grad
 
-class PowBackward0(Function):
+
+class PowBackward0(OpFunction):
     """``tensor ** number``."""
 
     inputs = ("self",)
@@ -189,8 +230,15 @@ class PowBackward0(Function):
             return backend.mul(grad, 0.0)
         return backend.mul(grad, backend.mul(backend.pow(self, exponent - 1), float(exponent)))
 
+    def backward_graph(ctx, grad):
+        self, exponent = ctx.saved_graph("self", "exponent")
+        if exponent == 0:
+            return Tensor._make(ctx.backend.mul(self._data, 0.0), backend=ctx.backend)
+        exponent = float(exponent)  # PyTorch's pow_backward works with the exponent as a double
+        return grad * _scalar_mul(self.pow(exponent - 1), exponent)
 
-class PowBackward1(Function):
+
+class PowBackward1(OpFunction):
     """``tensor ** tensor``."""
 
     inputs = ("self", "exponent")
@@ -218,7 +266,7 @@ class PowBackward1(Function):
             grad_exponent)
 
 
-class PowBackward2(Function):
+class PowBackward2(OpFunction):
     """``number ** tensor``: the base is a Scalar to PyTorch, so the only edge is the exponent's."""
 
     inputs = ("exponent",)
@@ -239,7 +287,7 @@ class PowBackward2(Function):
 
 
 # -- the Scalar forms that PyTorch's C++ composites record (cross_entropy's label smoothing) ----------------
-class MulBackward1(Function):
+class MulBackward1(OpFunction):
     """``tensor * number`` written in C++ (``mul(Tensor, Scalar)``): one edge, the number saved as is."""
 
     inputs = ("self",)
@@ -252,8 +300,11 @@ class MulBackward1(Function):
     def backward(ctx, grad):
         return ctx.backend.mul(grad, ctx.saved("other"))
 
+    def backward_graph(ctx, grad):
+        return _scalar_mul(grad, ctx.saved("other"))
 
-class AddBackward1(Function):
+
+class AddBackward1(OpFunction):
     """``tensor + number`` written in C++ (``add(Tensor, Scalar)``): one edge, nothing saved."""
 
     inputs = ("self",)
@@ -265,8 +316,11 @@ class AddBackward1(Function):
     def backward(ctx, grad):
         return grad
 
+    def backward_graph(ctx, grad):
+        return grad
 
-class DivBackward1(Function):
+
+class DivBackward1(OpFunction):
     """``tensor / number`` written in C++ (``div(Tensor, Scalar)``)."""
 
     inputs = ("self",)
@@ -278,6 +332,9 @@ class DivBackward1(Function):
 
     def backward(ctx, grad):
         return ctx.backend.div(grad, ctx.saved("other"))
+
+    def backward_graph(ctx, grad):
+        return DivBackward1.apply(grad, ctx.saved("other"))
 
 
 # -- the functions tensors call ---------------------------------------------------------------------
@@ -301,14 +358,64 @@ def _as_number(value):
     return value.item() if hasattr(value, "item") and not isinstance(value, Tensor) else value
 
 
-def add(input, other, *, alpha=1):
+def check_operands(name: str, input, other, other_position: int = 2) -> None:
+    """PyTorch's error for an operand that is neither a tensor nor a number (``torch.add(x, 'a')``);
+    a method call (``x.add('a')``) numbers ``other`` as position 1."""
+    for value, argument, position in ((input, "input", 1), (other, "other", other_position)):
+        if type(value) is not float and type(value) is not int and not _is_operand(value):
+            raise TypeError(f"{name}(): argument '{argument}' (position {position}) must be Tensor, not "
+                            f"{type(value).__name__}")
+
+
+def write_out(name: str, result, out):
+    """``out=``: copy ``result`` into ``out`` as PyTorch does (resized when its shape differs, with
+    PyTorch's warning unless it was empty); refused when the result would need a gradient."""
+    if result.requires_grad or out.requires_grad:
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    if not out.dtype.is_floating_point and result.dtype.is_floating_point:
+        from gradviz import _dtype
+
+        raise RuntimeError(f"result type {_dtype.SCALAR_TYPE_NAMES[result.dtype.name]} can't be cast to the desired "
+                           f"output type {_dtype.SCALAR_TYPE_NAMES[out.dtype.name]}")
+    if tuple(out.shape) != tuple(result.shape):
+        if out.numel():
+            import warnings
+
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape {list(out.shape)}, which does "
+                f"not match the required output shape {list(result.shape)}. This behavior is deprecated, and in a "
+                "future PyTorch release outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0). "
+                "(Triggered internally at /__w/pytorch/pytorch/aten/src/ATen/native/Resize.cpp:30.)",
+                UserWarning, stacklevel=3)
+        out._data = out._backend.copy(out._backend.astype(result._data, out.dtype))
+        out._vc[0] += 1
+        return out
+    from gradviz.grad_mode import no_grad
+
+    with no_grad():
+        return out.copy_(result)
+
+
+def add(input, other, *, alpha=1, out=None):
+    if type(other) is not float and type(other) is not int and not isinstance(other, Tensor):
+        check_operands("add", input, other)
+    if out is not None:
+        return write_out("add", add(input, other, alpha=alpha), out)
     if not isinstance(input, Tensor):
+        check_operands("add", input, other)
         input, other = other, input
     return AddBackward0.apply(input, other, alpha=alpha)
 
 
-def sub(input, other, *, alpha=1):
+def sub(input, other, *, alpha=1, out=None):
+    if type(other) is not float and type(other) is not int and not isinstance(other, Tensor):
+        check_operands("sub", input, other)
+    if out is not None:
+        return write_out("sub", sub(input, other, alpha=alpha), out)
     if not isinstance(input, Tensor):
+        check_operands("sub", input, other)
         return rsub(other, input)
     return SubBackward0.apply(input, other, alpha=alpha)
 
@@ -320,14 +427,24 @@ def rsub(input, other):
     return RsubBackward1.apply(input, other)
 
 
-def mul(input, other):
+def mul(input, other, *, out=None):
+    if type(other) is not float and type(other) is not int and not isinstance(other, Tensor):
+        check_operands("mul", input, other)
+    if out is not None:
+        return write_out("mul", mul(input, other), out)
     if not isinstance(input, Tensor):
+        check_operands("mul", input, other)
         input, other = other, input
     return MulBackward0.apply(input, other)
 
 
-def div(input, other):
+def div(input, other, *, out=None):
+    if type(other) is not float and type(other) is not int and not isinstance(other, Tensor):
+        check_operands("div", input, other)
+    if out is not None:
+        return write_out("div", div(input, other), out)
     if not isinstance(input, Tensor):
+        check_operands("div", input, other)
         return rdiv(other, input)
     return DivBackward0.apply(input, other)
 

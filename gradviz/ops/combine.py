@@ -6,7 +6,7 @@ Each input's gradient is its own piece of the output's gradient: the slice it wa
 from __future__ import annotations
 
 from gradviz import _dtype
-from gradviz.autograd.function import _NO_RECORD, Function
+from gradviz.autograd.function import _NO_RECORD, OpFunction
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
@@ -40,7 +40,7 @@ def _is_legacy_empty(tensor: Tensor) -> bool:
     return tensor.ndim == 1 and tensor.shape[0] == 0
 
 
-class _Join(Function):
+class _Join(OpFunction):
     """An op over a list of tensors: every tensor in the list is an input with its own edge."""
 
     @classmethod
@@ -90,7 +90,7 @@ class StackBackward0(_Join):
         return _pieces(ctx, grad, ctx.axis, (1,) * len(ctx.dtypes), squeeze=True)
 
 
-class RepeatBackward0(Function):
+class RepeatBackward0(OpFunction):
     """The input tiled ``repeats`` times along each dimension: each element's gradient sums its copies."""
 
     inputs = ("self",)

@@ -6,7 +6,7 @@ Comparisons return bool tensors and record nothing (a bool has no gradient). ``m
 from __future__ import annotations
 
 from gradviz import _dtype
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, shape_of, to_input
 from gradviz.tensor import Tensor
 
@@ -42,7 +42,7 @@ def _pick_backward(ctx, grad, pick):
                   lambda: _zero_where(backend, loses_other, shared))
 
 
-class MaximumBackward0(Function):
+class MaximumBackward0(OpFunction):
     """Elementwise larger of two tensors; a tie splits the gradient in half, as in PyTorch."""
 
     inputs = ("self", "other")
@@ -73,7 +73,7 @@ class MinimumBackward0(MaximumBackward0):
         return _pick_backward(ctx, grad, "minimum")
 
 
-class WhereBackward0(Function):
+class WhereBackward0(OpFunction):
     """``where(condition, self, other)``: the condition picks which input each element's gradient reaches."""
 
     inputs = ("self", "other")

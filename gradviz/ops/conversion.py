@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from gradviz import _dtype, backends
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import OpFunction
 from gradviz.tensor import Tensor
 
 
-class CloneBackward0(Function):
+class CloneBackward0(OpFunction):
     """A copy; ``contiguous=True`` lays it out row-major (what ``contiguous()`` and ``reshape`` make)."""
 
     inputs = ("self",)
@@ -19,8 +19,11 @@ class CloneBackward0(Function):
     def backward(ctx, grad):
         return grad
 
+    def backward_graph(ctx, grad):
+        return grad
 
-class ToCopyBackward0(Function):
+
+class ToCopyBackward0(OpFunction):
     """A copy to another dtype or device; the gradient goes back to the original's."""
 
     inputs = ("self",)
@@ -57,7 +60,7 @@ def _to_numpy(array):
     return array.detach().cpu().numpy() if hasattr(array, "detach") else array
 
 
-class FillBackward2(Function):
+class FillBackward2(OpFunction):
     """``fill_(number)`` on a tensor in the graph: the old values no longer matter (zero gradient)."""
 
     inputs = ("self",)
@@ -70,7 +73,7 @@ class FillBackward2(Function):
         return ctx.backend.zeros_like(grad)
 
 
-class FillBackward3(Function):
+class FillBackward3(OpFunction):
     """``fill_(value)`` with a 0-d tensor (what ``x[i] = 5`` runs): every element's gradient goes to it."""
 
     inputs = ("self", "value")
@@ -90,7 +93,7 @@ class FillBackward3(Function):
         return (backend.zeros_like(grad) if ctx.needs_input_grad[0] else None), grad_value
 
 
-class ZeroBackward0(Function):
+class ZeroBackward0(OpFunction):
     """``zero_()`` on a tensor in the graph: zero gradient for the old values."""
 
     inputs = ("self",)
@@ -103,7 +106,7 @@ class ZeroBackward0(Function):
         return ctx.backend.zeros_like(grad)
 
 
-class CopyBackwards(Function):
+class CopyBackwards(OpFunction):
     """``dst.copy_(src)``: the destination's old values get no gradient, the source gets it all."""
 
     inputs = ("self", "src")

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from gradviz import _dtype
-from gradviz.autograd.function import Function, SavedTensors
+from gradviz.autograd.function import OpFunction, SavedTensors
 from gradviz.ops import inplace
 from gradviz.ops import shape as shape_ops
 from gradviz.ops._util import broadcast_shapes, meta, saved_dim, to_input, wrap_dim
@@ -183,7 +183,7 @@ def _numpy_key(input: Tensor, indices: list) -> tuple:
 
 
 # -- reading ---------------------------------------------------------------------------------------------
-class IndexBackward0(Function):
+class IndexBackward0(OpFunction):
     """Indexing with tensors, lists or masks (advanced indexing): a copy of the picked elements."""
 
     inputs = ("self",)
@@ -279,7 +279,7 @@ def setitem(input: Tensor, key, value) -> None:
         index_put_(sliced, indices, shape_ops.view(value, stripped) if stripped != tuple(value.shape) else value)
 
 
-class IndexPutBackward0(Function):
+class IndexPutBackward0(OpFunction):
     """``x[indices] = values`` (or ``+=`` with ``accumulate``): the written elements take ``values``' gradient."""
 
     inputs = ("self", "values")
@@ -336,7 +336,7 @@ def _check_mask(mask: Tensor, value) -> None:
                            f"{value.ndim} dimension(s).")
 
 
-class MaskedFillBackward0(Function):
+class MaskedFillBackward0(OpFunction):
     """``x.masked_fill(mask, number)``: the filled elements get no gradient."""
 
     inputs = ("self",)
@@ -357,7 +357,7 @@ class MaskedFillBackward0(Function):
         return sum_to(backend, backend.where(ctx.saved("mask"), backend.mul(grad, 0), grad), ctx.shape)
 
 
-class MaskedFillBackward1(Function):
+class MaskedFillBackward1(OpFunction):
     """``x.masked_fill(mask, value)`` with a 0-d tensor value: the filled elements' gradient goes to it."""
 
     inputs = ("self", "value")
@@ -395,7 +395,7 @@ def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:
     return inplace.apply_(input, masked_fill, mask, value)
 
 
-class IndexSelectBackward0(Function):
+class IndexSelectBackward0(OpFunction):
     """``x.index_select(dim, index)``: whole slices along ``dim``, in the order (and as often) ``index`` names."""
 
     inputs = ("self",)
@@ -426,7 +426,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return IndexSelectBackward0.apply(input, dim, index)
 
 
-class GatherBackward0(Function):
+class GatherBackward0(OpFunction):
     """``x.gather(dim, index)``: along ``dim``, each output element is the input element ``index`` names."""
 
     inputs = ("self",)

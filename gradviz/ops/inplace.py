@@ -19,7 +19,7 @@ from __future__ import annotations
 import weakref
 
 from gradviz import _dtype
-from gradviz.autograd.function import Function, gradient_edge
+from gradviz.autograd.function import OpFunction, gradient_edge
 from gradviz.autograd.node import FREED_MESSAGE, SavedTensor
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.tensor import LEAF_IN_PLACE, VIEW_OF_LEAF_IN_PLACE, Tensor
@@ -189,7 +189,7 @@ def _memory_length(*geometries) -> int:
     return end
 
 
-class AsStridedBackward0(Function):
+class AsStridedBackward0(OpFunction):
     """A view read from its base's memory: the base's gradient is zero except where the view lies.
 
     PyTorch gives this node to a view whose base (or another view of the base) changed in place:
@@ -222,7 +222,7 @@ class AsStridedBackward0(Function):
         return backend.getitem(memory, backend.strided_indices(*ctx.base_geometry, grad))
 
 
-class CopySlices(Function):
+class CopySlices(OpFunction):
     """The history of a base after an in-place op on one of its views (``b[0] = 5``, ``b[:2].mul_(3)``).
 
     It wraps the op's node: backward hands the op's backward the view's part of the gradient and

@@ -9,16 +9,36 @@ batch and multiplied with ``bmm``. ``addmm`` is what ``F.linear`` records for a 
 """
 from __future__ import annotations
 
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import OpFunction
 from gradviz.ops import shape as shape_ops
 from gradviz.ops._util import meta, promote, sizes_and_strides, sum_to, to_input
+from gradviz.tensor import Tensor
 
 
 def _transpose(backend, array):
     return backend.permute(array, tuple(range(array.ndim - 2)) + (array.ndim - 1, array.ndim - 2))
 
 
-class MmBackward0(Function):
+def _column_major(sizes, strides) -> bool:
+    """Whether a saved matrix was laid out column by column (PyTorch then computes its gradient transposed)."""
+    return len(strides) == 2 and strides[0] == 1 and strides[1] == sizes[0]
+
+
+def _mat1_grad_graph(grad, mat2, sizes, strides):
+    """PyTorch's ``mm_mat1_backward``, recorded: ``grad @ mat2.t()`` (transposed for a column-major input)."""
+    if _column_major(sizes, strides):
+        return mat2.mm(grad.t()).t()
+    return grad.mm(mat2.t())
+
+
+def _mat2_grad_graph(grad, mat1, sizes, strides):
+    """PyTorch's ``mm_mat2_backward``, recorded: ``mat1.t() @ grad`` (transposed for a column-major input)."""
+    if _column_major(sizes, strides):
+        return grad.t().mm(mat1).t()
+    return mat1.t().mm(grad)
+
+
+class MmBackward0(OpFunction):
     inputs = ("self", "mat2")
     derivatives = {"self": ("grad.mm(mat2.t())", r"\bar{Y} B^{\top}"),
                    "mat2": ("self.t().mm(grad)", r"A^{\top} \bar{Y}")}
@@ -46,8 +66,17 @@ class MmBackward0(Function):
             grad_mat2 = to_input(backend, backend.matmul(_transpose(backend, ctx.saved("self")), grad), ctx.metas[1])
         return grad_self, grad_mat2
 
+    def backward_graph(ctx, grad):
+        needs = ctx.needs_input_grad
+        grad_self = grad_mat2 = None
+        if needs[1]:  # PyTorch's generated code records mat2's gradient first
+            grad_mat2 = _mat2_grad_graph(grad, ctx.saved_graph("self"), *ctx.saved("mat2_sym_sizes", "mat2_sym_strides"))
+        if needs[0]:
+            grad_self = _mat1_grad_graph(grad, ctx.saved_graph("mat2"), *ctx.saved("self_sym_sizes", "self_sym_strides"))
+        return grad_self, grad_mat2
 
-class AddmmBackward0(Function):
+
+class AddmmBackward0(OpFunction):
     """``beta * self + alpha * (mat1 @ mat2)``: one node for a linear layer with a bias."""
 
     inputs = ("self", "mat1", "mat2")
@@ -79,8 +108,21 @@ class AddmmBackward0(Function):
                 to_input(backend, backend.matmul(_transpose(backend, ctx.saved("mat1")), grad), ctx.metas[2])
                 if needs[2] else None)
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops._util import sum_to_tensor
 
-class BmmBackward0(Function):
+        needs = ctx.needs_input_grad
+        if ctx.saved("alpha") != 1 or ctx.saved("beta") != 1:
+            return OpFunction.backward_graph(ctx, grad)
+        grad_mat1 = grad_mat2 = None
+        if needs[1]:
+            grad_mat1 = _mat1_grad_graph(grad, ctx.saved_graph("mat2"), *ctx.saved("mat1_sym_sizes", "mat1_sym_strides"))
+        if needs[2]:
+            grad_mat2 = _mat2_grad_graph(grad, ctx.saved_graph("mat1"), *ctx.saved("mat2_sym_sizes", "mat2_sym_strides"))
+        return sum_to_tensor(grad, ctx.metas[0][0]) if needs[0] else None, grad_mat1, grad_mat2
+
+
+class BmmBackward0(OpFunction):
     """A batch of matrix products, one per leading index."""
 
     inputs = ("self", "mat2")
@@ -99,7 +141,7 @@ class BmmBackward0(Function):
                 backend.matmul(_transpose(backend, ctx.saved("self")), grad) if ctx.needs_input_grad[1] else None)
 
 
-class MvBackward0(Function):
+class MvBackward0(OpFunction):
     inputs = ("self", "vec")
     derivatives = {"self": ("grad.ger(vec.conj())", r"\bar{y}\, v^{\top}"),
                    "vec": ("self.conj().t().mv(grad)", r"A^{\top} \bar{y}")}
@@ -125,8 +167,14 @@ class MvBackward0(Function):
             grad_vec = to_input(backend, backend.matmul(_transpose(backend, ctx.saved("self")), grad), ctx.metas[1])
         return grad_self, grad_vec
 
+    def backward_graph(ctx, grad):
+        needs = ctx.needs_input_grad
+        grad_self = grad.reshape(-1, 1) * ctx.saved_graph("vec") if needs[0] else None  # grad.ger(vec)
+        grad_vec = ctx.saved_graph("self").t().mv(grad) if needs[1] else None
+        return grad_self, grad_vec
 
-class DotBackward0(Function):
+
+class DotBackward0(OpFunction):
     inputs = ("self", "tensor")
     derivatives = {"self": ("grad * tensor.conj()", r"\bar{y}\, b"), "tensor": ("grad * self.conj()", r"\bar{y}\, a")}
 
@@ -194,7 +242,15 @@ def _broadcast_batch(a_batch, b_batch) -> tuple:
     return broadcast_shapes(tuple(a_batch), tuple(b_batch))
 
 
-def matmul(input, other):
+def matmul(input, other, *, out=None):
+    if out is not None:
+        from gradviz.ops.arithmetic import write_out
+
+        return write_out("matmul", matmul(input, other), out)
+    if not isinstance(other, Tensor) or not isinstance(input, Tensor):
+        from gradviz.ops.arithmetic import check_operands
+
+        check_operands("matmul", input, other)
     a_dim, b_dim = input.ndim, other.ndim
     if a_dim == 0 or b_dim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a_dim}D and {b_dim}D")

@@ -7,7 +7,7 @@ gets an edge, exactly the edges PyTorch's node shows.
 from __future__ import annotations
 
 from gradviz import _dtype
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import OpFunction
 from gradviz.ops.arithmetic import AddBackward1, DivBackward1, MulBackward1
 from gradviz.ops._util import broadcast_shapes, meta, promote, shape_of, to_input
 from gradviz.tensor import Tensor
@@ -55,7 +55,7 @@ def _check_same_size(input, target, message: str) -> None:
         raise ValueError(message.format(target=list(target.shape), input=list(input.shape)))
 
 
-class BinaryCrossEntropyWithLogitsBackward0(Function):
+class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
     """``-w [p t log σ(x) + (1 - t) log(1 - σ(x))]``, computed without ever forming ``σ(x)``."""
 
     inputs = ("self", "target")
@@ -101,8 +101,20 @@ class BinaryCrossEntropyWithLogitsBackward0(Function):
             grad_target = backend.mul(grad, local if weight is None else backend.mul(local, weight))
         return grad_self, grad_target
 
+    def backward_graph(ctx, grad):
+        """PyTorch's composite ``binary_cross_entropy_with_logits_backward``: ``(sigmoid(x) - t) * grad``,
+        then ``/ n`` for 'mean' (only this plain form is recorded; weights go through the array form)."""
+        self, target, weight, pos_weight, reduction = ctx.saved_graph("self", "target", "weight", "pos_weight",
+                                                                       "reduction")
+        if weight is not None or pos_weight is not None or ctx.needs_input_grad[1]:
+            return OpFunction.backward_graph(ctx, grad)
+        grad_input = (self.sigmoid() - target) * grad
+        if reduction == 1:
+            grad_input = DivBackward1.apply(grad_input, self.numel())
+        return grad_input, None
 
-class BinaryCrossEntropyBackward0(Function):
+
+class BinaryCrossEntropyBackward0(OpFunction):
     """``-w [t log x + (1 - t) log(1 - x)]`` on probabilities, each log clamped at -100 as PyTorch does."""
 
     inputs = ("self", "target")
@@ -144,7 +156,7 @@ class BinaryCrossEntropyBackward0(Function):
         return grad_self, grad_target
 
 
-class MseLossBackward0(Function):
+class MseLossBackward0(OpFunction):
     inputs = ("self", "target")
     derivatives = {"self": ("mse_loss_backward(grad, self, target, reduction)", r"\tfrac{2}{n}\,\bar{y}\,(x - t)"),
                    "target": ("mse_loss_backward(-grad, self, target, reduction)", r"-\tfrac{2}{n}\,\bar{y}\,(x - t)")}
@@ -168,8 +180,18 @@ class MseLossBackward0(Function):
         return (to_input(backend, grad, self_meta) if ctx.needs_input_grad[0] else None,
                 to_input(backend, backend.neg(grad), target_meta) if ctx.needs_input_grad[1] else None)
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops._util import sum_to_tensor
+        from gradviz.ops.double_backward import MseLossBackwardBackward0
 
-class NllLossBackward0(Function):
+        self, target, reduction = ctx.saved_graph("self", "target", "reduction")
+        needs = ctx.needs_input_grad
+        grad_self = MseLossBackwardBackward0.apply(grad, self, target, reduction) if needs[0] else None
+        grad_target = MseLossBackwardBackward0.apply(-grad, self, target, reduction) if needs[1] else None
+        return tuple(None if g is None else sum_to_tensor(g, m[0]) for g, m in zip((grad_self, grad_target), ctx.metas))
+
+
+class NllLossBackward0(OpFunction):
     """Negative log-likelihood of class indices: ``-w[t] · x[t]``, averaged over the total weight."""
 
     inputs = ("self",)

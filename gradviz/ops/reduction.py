@@ -10,7 +10,7 @@ import math
 from collections import namedtuple
 
 from gradviz import _dtype
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
 
@@ -39,7 +39,16 @@ def _sum_dtype(tensor):
     return tensor.dtype if tensor.dtype.is_floating_point else _dtype.int64
 
 
-class SumBackward0(Function):
+def _expand_back_graph(grad, input_shape, dims, keepdim: bool):
+    """The recorded form of ``_expand_back``: ``unsqueeze`` each reduced dim, then ``expand``
+    (PyTorch's ``sum_backward``)."""
+    if not keepdim and input_shape:
+        for d in sorted(dims):
+            grad = grad.unsqueeze(d)
+    return grad.expand(input_shape)
+
+
+class SumBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.expand_symint(self.sym_sizes())", r"\bar{y}\,\mathbf{1}")}
 
@@ -52,8 +61,11 @@ class SumBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.broadcast_to(grad, ctx.saved("self_sym_sizes"))
 
+    def backward_graph(ctx, grad):
+        return grad.expand(ctx.saved("self_sym_sizes"))
 
-class SumBackward1(Function):
+
+class SumBackward1(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("sum_backward(grad, self.sym_sizes(), dim, keepdim)", r"\bar{y}\,\mathbf{1}")}
 
@@ -68,6 +80,10 @@ class SumBackward1(Function):
         keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
         return _expand_back(ctx.backend, grad, shape, ctx.dims, keepdim)
 
+    def backward_graph(ctx, grad):
+        keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
+        return _expand_back_graph(grad, shape, ctx.dims, keepdim)
+
 
 def _check_float_for_mean(tensor) -> None:
     if not tensor.dtype.is_floating_point:
@@ -75,7 +91,7 @@ def _check_float_for_mean(tensor) -> None:
                            f"point or complex dtype. Got: {_dtype.SCALAR_TYPE_NAMES[tensor.dtype.name]}")
 
 
-class MeanBackward0(Function):
+class MeanBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.expand_symint(self.sym_sizes()) / self.sym_numel()", r"\bar{y} / n")}
 
@@ -90,8 +106,14 @@ class MeanBackward0(Function):
         backend = ctx.backend
         return backend.broadcast_to(backend.div(grad, count), shape)
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops.arithmetic import DivBackward1
 
-class MeanBackward1(Function):
+        shape, count = ctx.saved("self_sym_sizes", "self_sym_numel")
+        return DivBackward1.apply(grad.expand(shape), count)
+
+
+class MeanBackward1(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("mean_backward(grad, self.sym_sizes(), dim, self.sym_numel(), keepdim)",
                             r"\bar{y} / n")}
@@ -113,8 +135,14 @@ class MeanBackward1(Function):
         backend = ctx.backend
         return _expand_back(backend, backend.div(grad, ctx.count), shape, ctx.dims, keepdim)
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops.arithmetic import DivBackward1
 
-class MaxBackward1(Function):
+        keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
+        return DivBackward1.apply(_expand_back_graph(grad, shape, ctx.dims, keepdim), ctx.count)
+
+
+class MaxBackward1(OpFunction):
     """The maximum of all elements; ties share the gradient equally, as in PyTorch."""
 
     inputs = ("self",)
@@ -135,7 +163,7 @@ class MaxBackward1(Function):
         return backend.mul(backend.div(mask, backend.sum(mask, None)), grad)
 
 
-class MaxBackward0(Function):
+class MaxBackward0(OpFunction):
     """The maximum along ``dim``: the gradient goes to the index that won."""
 
     inputs = ("self",)
@@ -200,7 +228,7 @@ def max(input, dim=None, keepdim: bool = False):
     return max_result(values, Tensor._make(backend.reshape(indices, tuple(values.shape)), backend=backend))
 
 
-class LinalgVectorNormBackward0(Function):
+class LinalgVectorNormBackward0(OpFunction):
     """``x.norm(p)``: ``(sum |x|^p)^(1/p)`` over all elements or along ``dim`` (2 by default)."""
 
     inputs = ("self",)

@@ -8,10 +8,10 @@ are drawn by ``gradviz.random`` before the node is made; ``forward`` only hands 
 """
 from __future__ import annotations
 
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import OpFunction
 
 
-class _RandomFill(Function):
+class _RandomFill(OpFunction):
     """A node whose output is freshly drawn ``values``; every input gets a zero gradient."""
 
     inputs = ("self",)
@@ -40,7 +40,7 @@ class BernoulliBackward2(_RandomFill):
     """``x.bernoulli_(p)`` with a number ``p``."""
 
 
-class BernoulliBackward1(Function):
+class BernoulliBackward1(OpFunction):
     """``x.bernoulli_(p)`` with a tensor ``p``: both get a zero gradient."""
 
     inputs = ("self", "p")

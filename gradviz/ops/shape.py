@@ -4,7 +4,7 @@ Their gradients move the incoming gradient back where each element came from.
 """
 from __future__ import annotations
 
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import OpFunction
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
@@ -47,11 +47,29 @@ def _infer_shape(shape, numel: int) -> tuple:
     return shape
 
 
-class _ReshapeBack(Function):
+def _given_dims(saved) -> tuple:
+    """Dims as the caller gave them, from their saved form (negatives are saved as uint64)."""
+    dims = saved if isinstance(saved, tuple) else (saved,)
+    return tuple(d - 2**64 if d >= 2**63 else d for d in dims)
+
+
+def _unsqueeze_to(grad, dims, sizes):
+    """The recorded form of a squeeze's backward (PyTorch's ``unsqueeze_to``): put back each
+    squeezed dimension of size 1, lowest first (UnsqueezeBackward0 each)."""
+    for d in sorted(wrap_dim(d, len(sizes)) for d in dims):
+        if sizes[d] == 1:
+            grad = grad.unsqueeze(d)
+    return grad
+
+
+class _ReshapeBack(OpFunction):
     """Ops that only regroup elements (view, squeeze): the gradient is reshaped to the input's size."""
 
     def backward(ctx, grad):
         return ctx.backend.reshape(grad, ctx.saved("self_sym_sizes"))
+
+    def backward_graph(ctx, grad):
+        return grad.reshape(ctx.saved("self_sym_sizes"))
 
 
 class ViewBackward0(_ReshapeBack):
@@ -65,7 +83,7 @@ class ViewBackward0(_ReshapeBack):
         return self._backend.reshape(self._data, shape)
 
 
-class AliasBackward0(Function):
+class AliasBackward0(OpFunction):
     """``x[...]`` or ``x[:, :]``: a new view of all of ``x``; the gradient passes through."""
 
     inputs = ("self",)
@@ -77,8 +95,11 @@ class AliasBackward0(Function):
     def backward(ctx, grad):
         return grad
 
+    def backward_graph(ctx, grad):
+        return grad
 
-class TBackward0(Function):
+
+class TBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.t()", r"\bar{y}^{\top}")}
 
@@ -88,8 +109,11 @@ class TBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.permute(grad, tuple(reversed(range(grad.ndim))))
 
+    def backward_graph(ctx, grad):
+        return grad.t()
 
-class PermuteBackward0(Function):
+
+class PermuteBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("permute_backwards(grad, dims)", r"\mathrm{permute}^{-1}(\bar{y})")}
 
@@ -105,8 +129,14 @@ class PermuteBackward0(Function):
             inverse[d] = position
         return ctx.backend.permute(grad, tuple(inverse))
 
+    def backward_graph(ctx, grad):
+        inverse = [0] * len(ctx.dims)
+        for position, d in enumerate(ctx.dims):
+            inverse[d] = position
+        return grad.permute(*inverse)
 
-class TransposeBackward0(Function):
+
+class TransposeBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.transpose(dim0, dim1)", r"\bar{y}^{\top}")}
 
@@ -123,20 +153,27 @@ class TransposeBackward0(Function):
         axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
         return ctx.backend.permute(grad, tuple(axes))
 
+    def backward_graph(ctx, grad):
+        return grad.transpose(*_given_dims(tuple(ctx.saved("dim0", "dim1"))))
 
-class UnsqueezeBackward0(Function):
+
+class UnsqueezeBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.squeeze(dim)", r"\mathrm{squeeze}(\bar{y})")}
 
     def forward(ctx, self, dim, given=None):
         ctx.save(dim=saved_dim(dim if given is None else given))
         ctx.shape = tuple(self.shape)
+        ctx.dim = dim
         shape = list(self.shape)
         shape.insert(dim, 1)
         return self._backend.reshape(self._data, tuple(shape))
 
     def backward(ctx, grad):
         return ctx.backend.reshape(grad, ctx.shape)
+
+    def backward_graph(ctx, grad):
+        return grad.squeeze(ctx.dim)
 
 
 class SqueezeBackward0(_ReshapeBack):
@@ -148,6 +185,10 @@ class SqueezeBackward0(_ReshapeBack):
     def forward(ctx, self):
         ctx.save(self_sym_sizes=tuple(self.shape))
         return self._backend.reshape(self._data, tuple(s for s in self.shape if s != 1))
+
+    def backward_graph(ctx, grad):
+        sizes = ctx.saved("self_sym_sizes")
+        return _unsqueeze_to(grad, [d for d, size in enumerate(sizes) if size == 1], sizes)
 
 
 class SqueezeBackward1(_ReshapeBack):
@@ -161,6 +202,9 @@ class SqueezeBackward1(_ReshapeBack):
         shape = tuple(s for i, s in enumerate(self.shape) if not (i == dim and s == 1))
         return self._backend.reshape(self._data, shape)
 
+    def backward_graph(ctx, grad):
+        return _unsqueeze_to(grad, _given_dims(ctx.saved("dim")), ctx.saved("self_sym_sizes"))
+
 
 class SqueezeBackward2(_ReshapeBack):
     """``squeeze(dims)`` with a tuple of dims, as a user calls it."""
@@ -172,6 +216,9 @@ class SqueezeBackward2(_ReshapeBack):
         ctx.save(dim=saved_dim(tuple(dims if given is None else given)), self_sym_sizes=tuple(self.shape))
         shape = tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))
         return self._backend.reshape(self._data, shape)
+
+    def backward_graph(ctx, grad):
+        return _unsqueeze_to(grad, _given_dims(ctx.saved("dim")), ctx.saved("self_sym_sizes"))
 
 
 class SqueezeBackward4(_ReshapeBack):
@@ -185,6 +232,9 @@ class SqueezeBackward4(_ReshapeBack):
         shape = tuple(s for i, s in enumerate(self.shape) if not (i == dim and s == 1))
         return self._backend.reshape(self._data, shape)
 
+    def backward_graph(ctx, grad):
+        return _unsqueeze_to(grad, _given_dims(ctx.saved("dim")), ctx.saved("self_sym_sizes"))
+
 
 class UnsafeViewBackward0(_ReshapeBack):
     """A reshape of a freshly made copy (PyTorch's ``_unsafe_view``): the gradient is reshaped back."""
@@ -197,7 +247,7 @@ class UnsafeViewBackward0(_ReshapeBack):
         return self._backend.reshape(self._data, shape)
 
 
-class ExpandBackward0(Function):
+class ExpandBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("at::sum_to(grad, self.sym_sizes())", r"\textstyle\sum_{\mathrm{broadcast}} \bar{y}")}
 
@@ -210,8 +260,13 @@ class ExpandBackward0(Function):
 
         return sum_to(ctx.backend, grad, ctx.saved("self_sym_sizes"))
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops._util import sum_to_tensor
 
-class SelectBackward0(Function):
+        return sum_to_tensor(grad, ctx.saved("self_sym_sizes"))
+
+
+class SelectBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("select_backward_symint(grad, self.sym_sizes(), dim, index)", r"\bar{y}\ \mathrm{at}\ i")}
 
@@ -226,8 +281,14 @@ class SelectBackward0(Function):
         index = ctx.index
         return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (index,))
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import SelectBackwardBackward0
 
-class SliceBackward0(Function):
+        dim, shape, index = ctx.saved("dim", "self_sym_sizes", "index")
+        return SelectBackwardBackward0.apply(grad, shape, dim, ctx.index, index)
+
+
+class SliceBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("slice_backward_wrapper(grad, self.sym_sizes(), dim, start, end, step)",
                             r"\bar{y}\ \mathrm{in\ the\ slice}")}
@@ -244,6 +305,14 @@ class SliceBackward0(Function):
         step, shape = ctx.saved("step", "self_sym_sizes")
         dim, start, end = ctx.bounds
         return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (slice(start, end, step),))
+
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import SliceBackwardBackward0
+
+        dim, start, end = ctx.bounds
+        step, shape = ctx.saved("step", "self_sym_sizes")
+        saved = dict(zip(("dim", "end", "start", "step"), ctx.saved("dim", "end", "start", "step")))
+        return SliceBackwardBackward0.apply(grad, shape, (slice(None),) * dim + (slice(start, end, step),), saved)
 
 
 def _dtype_of(array):

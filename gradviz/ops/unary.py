@@ -1,11 +1,11 @@
 """Elementwise functions of one tensor: each local derivative is one line of math."""
 from __future__ import annotations
 
-from gradviz.autograd.function import Function
+from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data
 
 
-class ExpBackward0(Function):
+class ExpBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad * result", r"\bar{y}\,e^{x}")}
 
@@ -16,8 +16,11 @@ class ExpBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.mul(grad, ctx.saved("result"))
 
+    def backward_graph(ctx, grad):
+        return grad * ctx.saved_graph("result")
 
-class LogBackward0(Function):
+
+class LogBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.div(self.conj())", r"\bar{y} / x")}
 
@@ -28,8 +31,11 @@ class LogBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.div(grad, ctx.saved("self"))
 
+    def backward_graph(ctx, grad):
+        return grad / ctx.saved_graph("self")
 
-class SinBackward0(Function):
+
+class SinBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad * self.cos().conj()", r"\bar{y}\cos x")}
 
@@ -40,8 +46,11 @@ class SinBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.mul(grad, ctx.backend.cos(ctx.saved("self")))
 
+    def backward_graph(ctx, grad):
+        return grad * ctx.saved_graph("self").cos()
 
-class CosBackward0(Function):
+
+class CosBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad * -self.sin().conj()", r"-\bar{y}\sin x")}
 
@@ -53,8 +62,11 @@ class CosBackward0(Function):
         backend = ctx.backend
         return backend.mul(grad, backend.neg(backend.sin(ctx.saved("self"))))
 
+    def backward_graph(ctx, grad):
+        return grad * -ctx.saved_graph("self").sin()
 
-class TanhBackward0(Function):
+
+class TanhBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("tanh_backward(grad, result)", r"\bar{y}\,(1 - y^{2})")}
 
@@ -65,8 +77,13 @@ class TanhBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.tanh_backward(grad, ctx.saved("result"))
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import TanhBackwardBackward0
 
-class SigmoidBackward0(Function):
+        return TanhBackwardBackward0.apply(grad, ctx.saved_graph("result"))
+
+
+class SigmoidBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("sigmoid_backward(grad, result)", r"\bar{y}\,y\,(1 - y)")}
 
@@ -77,8 +94,13 @@ class SigmoidBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.sigmoid_backward(grad, ctx.saved("result"))
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import SigmoidBackwardBackward0
 
-class ReluBackward0(Function):
+        return SigmoidBackwardBackward0.apply(grad, ctx.saved_graph("result"))
+
+
+class ReluBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("threshold_backward(grad, result, 0)", r"\bar{y}\,[y > 0]")}
 
@@ -89,8 +111,13 @@ class ReluBackward0(Function):
     def backward(ctx, grad):
         return ctx.backend.relu_backward(grad, ctx.saved("result"))
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import ThresholdBackwardBackward0
 
-class SqrtBackward0(Function):
+        return ThresholdBackwardBackward0.apply(grad, ctx.saved_graph("result"), 0)
+
+
+class SqrtBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad / (2 * result.conj())", r"\bar{y} / (2\sqrt{x})")}
 
@@ -102,8 +129,13 @@ class SqrtBackward0(Function):
         backend = ctx.backend
         return backend.div(grad, backend.mul(ctx.saved("result"), 2))
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops.arithmetic import MulBackward1
 
-class AbsBackward0(Function):
+        return grad / MulBackward1.apply(ctx.saved_graph("result"), 2)
+
+
+class AbsBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad * self.sgn()", r"\bar{y}\,\mathrm{sgn}(x)")}
 
@@ -116,7 +148,7 @@ class AbsBackward0(Function):
         return backend.mul(grad, backend.sign(ctx.saved("self")))
 
 
-class ClampBackward1(Function):
+class ClampBackward1(OpFunction):
     """``clamp(x, min, max)`` with number bounds: the gradient passes where x is inside them."""
 
     inputs = ("self",)

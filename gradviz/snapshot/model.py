@@ -15,13 +15,17 @@ JSON shape of ``Graph.to_dict()`` (version 1)::
     {"version": 1, "source": "gradviz" | "torch", "root": "n0",
      "nodes": [{"id", "kind", "name", "label", "shape", "dtype", "value", "grad",
                 "saved": [{"name", "value", "freed"}], "formula": [{"input", "text", "latex"}],
-                "module", "note"}],
+                "module", "note", "code", "order"}],
      "edges": [{"source", "target", "slot", "kind"}]}
 
 ``kind`` of a node: ``output`` (the tensor shown), ``function`` (a grad_fn), ``accumulate``
 (AccumulateGrad), ``leaf`` (a tensor that requires grad), ``constant`` (an input that does not
 require grad: a plain tensor, a ``detach()``-ed one, or one made under ``no_grad``).
 ``value``/``grad`` are array summaries ``{"shape", "dtype", "preview"}`` or null.
+``code``: for the node of a user's ``autograd.Function``, the source of its ``backward`` (plain
+text, to be escaped where shown; null otherwise): it has no declared formula. ``order``: 1 for a
+node recorded by the forward pass, 2 for one recorded by a backward pass with ``create_graph=True``
+(a second-order node), and so on.
 """
 from __future__ import annotations
 
@@ -133,6 +137,8 @@ class GraphNode:
     formula: tuple = ()
     module: str | None = None
     note: str | None = None
+    code: str | None = None
+    order: int = 1
 
     def to_dict(self) -> dict:
         return {
@@ -142,7 +148,7 @@ class GraphNode:
             "grad": self.grad.to_dict() if self.grad else None,
             "saved": [s.to_dict() for s in self.saved],
             "formula": [f.to_dict() for f in self.formula],
-            "module": self.module, "note": self.note,
+            "module": self.module, "note": self.note, "code": self.code, "order": self.order,
         }
 
 

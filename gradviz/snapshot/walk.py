@@ -15,6 +15,7 @@ never recursion: a 2,000-layer network is 18,000 nodes deep, far past Python's r
 """
 from __future__ import annotations
 
+import inspect
 from collections import deque
 from typing import Any
 
@@ -100,6 +101,19 @@ def reachable_nodes(root: Any) -> list:
     return order
 
 
+def backward_code(node: Any) -> str | None:
+    """The source of the user's ``backward`` for the node of a custom ``autograd.Function`` (gradviz's
+    or torch's: both keep the class as ``_forward_cls``); None for built-in ops or unreadable source."""
+    forward_cls = getattr(type(node), "_forward_cls", None)
+    backward = getattr(forward_cls, "backward", None)
+    if backward is None:
+        return None
+    try:
+        return inspect.getsource(inspect.unwrap(backward))
+    except (OSError, TypeError):
+        return None
+
+
 def dtype_text(dtype: Any) -> str:
     """``float32`` for ``torch.float32`` and for ``gradviz.float32`` alike."""
     return str(dtype).replace("torch.", "")
@@ -156,7 +170,8 @@ class _Walk:
         name = type(node).__name__  # what printing a grad_fn shows: MulBackward0
         shape, dtype = self.source.output_metadata(node)
         fields = dict(id=graph_id, kind="function", name=name, label=name, shape=shape, dtype=dtype,
-                      saved=self.source.saved(node), formula=formulas_for(name), note=self.source.node_note(node))
+                      saved=self.source.saved(node), formula=formulas_for(name), note=self.source.node_note(node),
+                      code=backward_code(node), order=getattr(node, "_order", 1))
         named = self.labels.for_grad_fn(node)
         if named is not None:  # the variable that holds this node's output
             label, tensor = named

@@ -21,7 +21,7 @@
  * @typedef {{id: string, kind: "output"|"function"|"accumulate"|"leaf"|"constant", name: string,
  *   label: string, shape: number[] | null, dtype: string | null, value: Summary | null,
  *   grad: Summary | null, saved: Saved[], formula: Formula[], module: string | null,
- *   note: string | null}} GraphNode
+ *   note: string | null, code: string | null, order: number}} GraphNode
  * @typedef {{source: string, target: string, slot: number, kind: "data"|"variable"|"output"}} GraphEdge
  * @typedef {{version: number, source: string, root: string, nodes: GraphNode[],
  *   edges: GraphEdge[]}} Graph                                    trait `graph`
@@ -421,6 +421,7 @@ class Scene {
     const classes = ["gv-node", `gv-kind-${node.kind}`];
     if (node.saved.some((t) => t.freed)) classes.push("gv-freed");
     if (node.id === this.graph.root) classes.push("gv-root-fn");
+    if (node.order > 1) classes.push("gv-higher-order"); // recorded by a backward pass (create_graph=True)
     const g = s("g", { class: classes.join(" "), "data-node-id": node.id, "data-name": hookName(node),
       transform: `translate(${cx - width / 2},${cy - height / 2})` });
     const drawn = showSaved ? lines : lines.filter((line) => line.cls !== "gv-saved");
@@ -604,6 +605,7 @@ export function chainRulePanel(step, graph, selection) {
     content.push(accumulationSection(entry, nodes));
     return content;
   }
+  if (node && node.code) content.push(section("local derivative: the user's backward", [backwardCode(node.code)]));
   if (node && node.formula.length) {
     content.push(section("local derivative (chain rule)", node.formula.map((item) => {
       const row = h("div", { class: "gv-formula" });
@@ -622,6 +624,11 @@ export function chainRulePanel(step, graph, selection) {
     return h("div", { class: "gv-mono" }, `${inputName} \u2192 ${where}: ${grad ? preview(grad) : "None"}`);
   })));
   return content;
+}
+
+/** A custom autograd.Function's backward, as source text (textContent: never parsed as HTML). */
+function backwardCode(code) {
+  return h("pre", { class: "gv-code gv-mono" }, code);
 }
 
 function section(title, rows) {
@@ -668,9 +675,11 @@ function nodeInfo(node) {
   if (node.value) rows.push(`value: ${node.value.preview}`);
   if (node.kind === "leaf") rows.push(`grad: ${preview(node.grad)}`);
   for (const item of node.formula) rows.push(`${item.input}: ${item.text}`);
+  if (node.order > 1) rows.push(`recorded by a backward pass (order ${node.order})`);
   for (const saved of node.saved) rows.push(`saved ${saved.name}: ${saved.freed ? "freed by backward()" : preview(saved.value)}`);
   const info = h("div", { class: "gv-section" });
   info.append(...rows.map((text) => h("div", { class: "gv-mono" }, text)));
+  if (node.code) info.append(backwardCode(node.code));
   if (node.note) info.append(h("p", { class: "gv-hint" }, node.note));
   return [h("h4", { class: "gv-panel-title" }, hookName(node)), info];
 }
@@ -825,7 +834,11 @@ class GraphView {
     this.panel = h("div", { class: "gv-panel", "aria-live": "polite" });
     const root = h("div", { class: "gv-root", tabindex: "0", "data-lm-suppress-shortcuts": "true",
       role: "group", "aria-label": "gradviz computational graph" });
-    root.append(this.controls.toolbar, this.controls.noteBox, stage, this.panel);
+    // shown only for the graph of a gradient: which nodes the backward pass itself recorded
+    this.legend = h("div", { class: "gv-legend", hidden: "" });
+    this.legend.append(h("span", { class: "gv-legend-swatch" }),
+      h("span", {}, " recorded by a backward pass with create_graph=True (second order); the rest by the forward pass"));
+    root.append(this.controls.toolbar, this.controls.noteBox, this.legend, stage, this.panel);
     host.replaceChildren(root);
     this.camera = new PanZoom(stage, svg, viewport);
     this.scene = new Scene(viewport);
@@ -927,6 +940,7 @@ class GraphView {
     this.scene.build(graph, layout, { showSaved: Boolean(this.model.get("show_saved")),
       collapse: this.model.get("collapse") });
     this.painter = new StepPainter(this.scene, this.trace());
+    this.legend.hidden = !graph.nodes.some((node) => node.order > 1);
     this.showStep(this.model.get("step_index") || 0, true);
     this.showOptions();
     const key = `${graph.nodes.length}:${layout.width}x${layout.height}`;

@@ -4,6 +4,7 @@ ipywidgets' own ``layout``, and no error on the page."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -55,7 +56,8 @@ def run_cell(page, index: int) -> None:
 
 
 def output_text(page, marker: str) -> str:
-    locator = page.locator(".jp-OutputArea-output", has_text=marker).last
+    # case-sensitive: a plain string matches any case, so "ORDER" would find the widget's own text
+    locator = page.locator(".jp-OutputArea-output", has_text=re.compile(re.escape(marker))).last
     locator.wait_for(timeout=120_000)
     return locator.inner_text()
 

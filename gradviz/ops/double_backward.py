@@ -1,0 +1,193 @@
+"""Ops that appear only in the graph of a gradient (``create_graph=True``).
+
+Some of PyTorch's backward formulas are ops of their own: ``tanh``'s backward is
+``tanh_backward(grad, result)``, so differentiating a tanh twice records a
+``TanhBackwardBackward0`` node. Each class here is such an op: its forward is the first
+derivative (what the first-order node computes on arrays), its backward the second.
+"""
+from __future__ import annotations
+
+from gradviz.autograd.function import OpFunction
+from gradviz.ops._util import meta, promote, to_input
+from gradviz.tensor import Tensor
+
+
+def _first_derivative(ctx, name: str, grad_output, output):
+    """The forward of an activation's backward op: the backend's ``tanh_backward`` or ``sigmoid_backward``."""
+    ctx.save(grad_output=grad_output, output=output)
+    return getattr(grad_output._backend, name)(grad_output._data, output._data)
+
+
+class TanhBackwardBackward0(OpFunction):
+    """``tanh_backward(grad_output, output) = grad_output * (1 - output**2)``."""
+
+    inputs = ("grad_output", "output")
+    derivatives = {"grad_output": ("tanh_backward(grad, output)", r"\bar{z}\,(1 - y^{2})"),
+                   "output": ("grad * (-2 * output * grad_output)", r"-2\,\bar{z}\,y\,\bar{y}")}
+
+    def forward(ctx, grad_output, output):
+        return _first_derivative(ctx, "tanh_backward", grad_output, output)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, output = ctx.saved("grad_output", "output")
+        return (backend.tanh_backward(grad, output) if ctx.needs_input_grad[0] else None,
+                backend.mul(grad, backend.mul(backend.mul(output, -2.0), grad_output)) if ctx.needs_input_grad[1]
+                else None)
+
+    def backward_graph(ctx, grad):
+        grad_output, output = ctx.saved_graph("grad_output", "output")
+        return (TanhBackwardBackward0.apply(grad, output) if ctx.needs_input_grad[0] else None,
+                grad * (_scalar_mul(output, -2) * grad_output) if ctx.needs_input_grad[1] else None)
+
+
+class SigmoidBackwardBackward0(OpFunction):
+    """``sigmoid_backward(grad_output, output) = grad_output * output * (1 - output)``."""
+
+    inputs = ("grad_output", "output")
+    derivatives = {"grad_output": ("sigmoid_backward(grad, output)", r"\bar{z}\,y\,(1 - y)"),
+                   "output": ("grad * grad_output * (-2 * output + 1)", r"\bar{z}\,\bar{y}\,(1 - 2y)")}
+
+    def forward(ctx, grad_output, output):
+        return _first_derivative(ctx, "sigmoid_backward", grad_output, output)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, output = ctx.saved("grad_output", "output")
+        return (backend.sigmoid_backward(grad, output) if ctx.needs_input_grad[0] else None,
+                backend.mul(backend.mul(grad, grad_output), backend.add(backend.mul(output, -2.0), 1.0))
+                if ctx.needs_input_grad[1] else None)
+
+    def backward_graph(ctx, grad):
+        grad_output, output = ctx.saved_graph("grad_output", "output")
+        if not ctx.needs_input_grad[1]:
+            return SigmoidBackwardBackward0.apply(grad, output) if ctx.needs_input_grad[0] else None, None
+        first = SigmoidBackwardBackward0.apply(grad, output) if ctx.needs_input_grad[0] else None
+        return first, (grad * grad_output) * _scalar_add(_scalar_mul(output, -2), 1)
+
+
+class ThresholdBackwardBackward0(OpFunction):
+    """``threshold_backward(grad_output, self, threshold)``: ``grad_output`` where ``self > threshold``."""
+
+    inputs = ("grad_output", "self")
+    derivatives = {"grad_output": ("threshold_backward(grad, self, threshold)", r"\bar{z}\,[y > 0]"),
+                   "self": ("zeros_like(grad)", "0")}
+
+    def forward(ctx, grad_output, self, threshold=0):
+        ctx.save(self=self, threshold=threshold)
+        backend = grad_output._backend
+        return backend.where(backend.gt(self._data, threshold), grad_output._data, 0.0) if threshold else \
+            backend.relu_backward(grad_output._data, self._data)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, threshold = ctx.saved("self", "threshold")
+        return (backend.relu_backward(grad, self) if not threshold else backend.where(backend.gt(self, threshold),
+                                                                                       grad, 0.0),
+                backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None)
+
+    def backward_graph(ctx, grad):
+        self, threshold = ctx.saved_graph("self", "threshold")
+        zeros = Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
+        return (ThresholdBackwardBackward0.apply(grad, self, threshold) if ctx.needs_input_grad[0] else None,
+                zeros if ctx.needs_input_grad[1] else None)
+
+
+class MseLossBackwardBackward0(OpFunction):
+    """``mse_loss_backward(grad_output, self, target, reduction) = norm * (self - target) * grad_output``,
+    with ``norm = 2 / n`` for ``'mean'`` and 2 otherwise."""
+
+    inputs = ("grad_output", "self", "target")
+    derivatives = {"grad_output": ("mse_loss_double_backward_grad_output(grad, grad_output, self, target, reduction)",
+                                   r"\tfrac{2}{n}\,\bar{z}\,(x - t)"),
+                   "self": ("mse_loss_double_backward(grad * grad_output, self, reduction)",
+                            r"\tfrac{2}{n}\,\bar{z}\,\bar{y}"),
+                   "target": ("-mse_loss_double_backward(grad * grad_output, target, reduction)",
+                              r"-\tfrac{2}{n}\,\bar{z}\,\bar{y}")}
+
+    def forward(ctx, grad_output, self, target, reduction=1):
+        ctx.save(grad_output=grad_output, reduction=reduction, self=self, target=target)
+        ctx.metas = (meta(grad_output), meta(self), meta(target))
+        backend = self._backend
+        x, t = promote(self, target)
+        norm = 2.0 / _numel(x.shape) if reduction == 1 else 2.0
+        return backend.mul(backend.mul(backend.sub(x, t), norm), grad_output._data)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, x, t, reduction = ctx.saved("grad_output", "self", "target", "reduction")
+        norm = 2.0 / _numel(x.shape) if reduction == 1 else 2.0
+        needs = ctx.needs_input_grad
+        grad_grad_output = None
+        if needs[0]:
+            local = backend.mul(backend.mul(backend.sub(x, t), norm), grad)
+            grad_grad_output = local if reduction == 0 else backend.sum(local, None)
+        scaled = backend.mul(backend.mul(grad, grad_output), norm) if needs[1] or needs[2] else None
+        return (to_input(backend, grad_grad_output, ctx.metas[0]) if needs[0] else None,
+                to_input(backend, scaled, ctx.metas[1]) if needs[1] else None,
+                to_input(backend, backend.neg(scaled), ctx.metas[2]) if needs[2] else None)
+
+
+class SelectBackwardBackward0(OpFunction):
+    """``select_backward(grad_output, sizes, dim, index)``: zeros of the input's size, with
+    ``grad_output`` at ``index`` along ``dim`` (the backward of ``x[i]``, as an op)."""
+
+    inputs = ("grad_output",)
+    derivatives = {"grad_output": ("grad.select_symint(dim, index)", r"\bar{z}_{i}")}
+
+    def forward(ctx, grad_output, sizes, dim, index, saved_index):
+        ctx.save(dim=dim, index=saved_index)
+        key = ctx.key = (slice(None),) * dim + (index,)
+        return _scatter(grad_output, sizes, key)
+
+    def backward(ctx, grad):
+        return ctx.backend.getitem(grad, ctx.key + (Ellipsis,))
+
+    def backward_graph(ctx, grad):
+        return grad[ctx.key]
+
+
+class SliceBackwardBackward0(OpFunction):
+    """``slice_backward(grad_output, sizes, dim, start, end, step)``: zeros of the input's size, with
+    ``grad_output`` in the slice (the backward of ``x[a:b]``, as an op)."""
+
+    inputs = ("grad_output",)
+    derivatives = {"grad_output": ("grad.slice_symint(dim, start, end, step)", r"\bar{z}_{a:b}")}
+
+    def forward(ctx, grad_output, sizes, key, saved):
+        ctx.save(**saved)
+        ctx.key = key
+        return _scatter(grad_output, sizes, key)
+
+    def backward(ctx, grad):
+        return ctx.backend.getitem(grad, ctx.key)
+
+    def backward_graph(ctx, grad):
+        return grad[ctx.key]
+
+
+def _scatter(grad_output, sizes, key):
+    backend = grad_output._backend
+    out = backend.full(tuple(sizes), 0, grad_output.dtype, grad_output.device)
+    return backend.assign(out, grad_output._data, key)
+
+
+def _numel(shape) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
+def _scalar_mul(tensor, number):
+    """``number * tensor`` as PyTorch's C++ writes it (a Scalar): MulBackward1."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    return MulBackward1.apply(tensor, number)
+
+
+def _scalar_add(tensor, number):
+    """``tensor + number`` as PyTorch's C++ writes it (a Scalar): AddBackward1."""
+    from gradviz.ops.arithmetic import AddBackward1
+
+    return AddBackward1.apply(tensor, number)

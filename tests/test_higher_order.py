@@ -1,0 +1,368 @@
+"""Higher-order gradients: ``create_graph=True`` records the backward pass as an ordinary graph.
+
+Compared with PyTorch 2.13 running the same code: the gradient's graph (node names,
+``next_functions``, saved tensors), its values, the second derivatives, and the order in which
+both backward passes run. Second derivatives are also checked by central differences.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import gradviz as gv
+from programs import random_programs, run_program
+
+X = "x = torch.tensor([1.5, -0.5, 2.0], requires_grad=True)\ny = torch.tensor([0.5, 2.0, -1.0], requires_grad=True)\n"
+M = "M = torch.tensor([[0.3, -0.2, 0.1], [0.5, 1.1, -0.7]], requires_grad=True)\n"
+
+
+def second_order(expression: str, wrt: str = "x") -> str:
+    """``g = d(expression)/d(wrt)`` recorded, then backward through ``g`` into every leaf's ``.grad``."""
+    return (X + M + f"out = {expression}\n"
+            f"g, = torch.autograd.grad(out, {wrt}, create_graph=True)\n"
+            "print(g)\n"
+            "(g * torch.arange(1.0, g.numel() + 1.0).reshape(g.shape)).sum().backward()\n")
+
+
+EXPRESSIONS = {
+    "cube": "(x ** 3).sum()",
+    "square_by_mul": "(x * x).sum()",
+    "product": "(x * y * x).sum()",
+    "quotient": "(x / y).sum()",
+    "quotient_other": ("(x / y).sum()", "y"),
+    "reciprocal": "(2 / x).sum()",
+    "difference": "((x - y) * y).sum()",
+    "rsub": "((1 - x) * x).sum()",
+    "exp": "(x.exp() * y).sum()",
+    "log": "((x * x + 1).log() * x).sum()",
+    "sin": "(x.sin() * x).sum()",
+    "cos": "x.cos().sum()",
+    "tanh": "(x.tanh() * y).sum()",
+    "sigmoid": "(x.sigmoid() * x).sum()",
+    "relu": "(x.relu() * x).sum()",
+    "sqrt": "((x * x).sqrt() * y).sum()",
+    "mean_squared": "(x * y).mean() ** 2",
+    "sum_dim": "((x * y).sum(0) * x).sum()",
+    "broadcast": "((x.unsqueeze(1) * y) ** 2).sum()",
+    "broadcast_other": ("((x.unsqueeze(1) * y) ** 2).sum()", "y"),
+    "mm": "((x.unsqueeze(0) @ M.t()) ** 2).sum()",
+    "mm_weight": ("((x.unsqueeze(0) @ M.t()) ** 2).sum()", "M"),
+    "mv": "((M @ x) ** 2).sum()",
+    "mv_matrix": ("((M @ x) ** 2).sum()", "M"),
+    "bce_with_logits": "F.binary_cross_entropy_with_logits(x * y, torch.tensor([1.0, 0.0, 1.0]))",
+    "mse": "F.mse_loss(x * y, torch.tensor([1.0, 0.0, 2.0]))",
+    "mse_sum": "F.mse_loss(x.tanh(), y, reduction='sum')",
+    "mean_dim": "((x.unsqueeze(0) * M).mean(1) ** 2).sum()",
+    "squeeze": "((x.unsqueeze(1).unsqueeze(0).squeeze() * y) ** 2).sum()",
+    "squeeze_dim": "((x.unsqueeze(1).squeeze(-1)) ** 3).sum()",
+    "transpose_permute": "((M.transpose(0, -1).unsqueeze(2).permute(2, 1, 0) * x) ** 2).sum()",
+    "vector_matrix": ("((y @ M.t()) ** 2).sum()", "M"),
+    "clone": "(x.clone() ** 3).sum()",
+    "select": "(M[1] ** 2 * x).sum() + (M[:, -1] ** 3).sum()",
+    "select_matrix": ("(M[1] ** 2 * x).sum() + (M[:, -1] ** 3).sum()", "M"),
+    "slice": ("(M[:, 0:2] ** 2).sum() + (M[0, 1:] ** 3).sum()", "M"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPRESSIONS))
+def test_the_graph_of_a_gradient_matches_torch(torch, name):
+    from parity import assert_same
+
+    expression, wrt = EXPRESSIONS[name] if isinstance(EXPRESSIONS[name], tuple) else (EXPRESSIONS[name], "x")
+    assert_same(second_order(expression, wrt))
+
+
+LINEAR = """
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+inputs = torch.tensor([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]], requires_grad=True)
+"""
+
+PROGRAMS = {
+    "backward_create_graph_twice": X + """
+z = (x ** 3).sum()
+z.backward(create_graph=True)
+first = x.grad
+print(first.grad_fn.name())
+z = (x ** 3).sum()
+z.backward(create_graph=True)
+second = x.grad
+print(second.grad_fn.name())
+""",
+    "gradient_penalty": LINEAR + """
+out = model(inputs).sum()
+g, = torch.autograd.grad(out, inputs, create_graph=True)
+penalty = ((g.norm(2, dim=1) - 1) ** 2).mean()
+penalty.backward()
+w = model[0].weight
+""",
+    "third_order": X + """
+g1, = torch.autograd.grad((x.tanh() * y).sum(), x, create_graph=True)
+g2, = torch.autograd.grad(g1.sum(), x, create_graph=True)
+g3, = torch.autograd.grad(g2.sum(), x, create_graph=True)
+print(g1, g2, g3)
+""",
+    "sigmoid_third_order": X + """
+g1, = torch.autograd.grad((x.sigmoid() * y).sum(), x, create_graph=True)
+g2, = torch.autograd.grad(g1.sum(), x, create_graph=True)
+g2.sum().backward()
+""",
+    "hessian_vector_product": X + """
+out = (x ** 2 * y).sum() + (x * y).exp().sum()
+g, = torch.autograd.grad(out, x, create_graph=True)
+v = torch.tensor([1.0, 0.5, -1.0])
+hv, = torch.autograd.grad(g, x, grad_outputs=v)
+print(hv)
+""",
+    "grad_outputs_with_graph": X + """
+out = x ** 2
+g, = torch.autograd.grad(out, x, grad_outputs=y, create_graph=True)
+g.sum().backward()
+""",
+    "allow_unused": X + """
+g = torch.autograd.grad((x * 2).sum(), [x, y], allow_unused=True)
+print(g)
+""",
+    "materialize_grads": X + """
+g = torch.autograd.grad((x * 2).sum(), [x, y], materialize_grads=True)
+print(g)
+""",
+    "only_inputs": X + """
+g, = torch.autograd.grad((x * y).sum(), x, only_inputs=True)
+print(g)
+""",
+    "meta_learning_step": """
+torch.manual_seed(0)
+w = torch.randn(3, 1, requires_grad=True)
+inputs = torch.randn(8, 3)
+targets = inputs @ torch.tensor([[1.0], [-2.0], [0.5]])
+inner_loss = ((inputs @ w - targets) ** 2).mean()
+g, = torch.autograd.grad(inner_loss, w, create_graph=True)
+adapted = w - 0.1 * g
+outer_loss = ((inputs @ adapted - targets) ** 2).mean()
+outer_loss.backward()
+print(outer_loss)
+""",
+    "hook_on_recorded_pass": X + """
+z = x * y
+z.register_hook(lambda grad: grad * 2)
+g, = torch.autograd.grad(z.sum(), x, create_graph=True)
+g.sum().backward()
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_higher_order_programs_match_torch(torch, name):
+    from parity import assert_same
+
+    assert_same(PROGRAMS[name])
+
+
+ERRORS = {
+    "second_backward_without_create_graph": X + """
+g, = torch.autograd.grad((x ** 3).sum(), x)
+g.sum().backward()
+""",
+    "materialize_with_allow_unused_false": X + """
+torch.autograd.grad((x * 2).sum(), [x, y], materialize_grads=True, allow_unused=False)
+""",
+    "unused_input": X + "torch.autograd.grad((x * 2).sum(), [x, y])\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_higher_order_errors_match_torch(torch, name):
+    from parity import assert_same_error
+
+    assert_same_error(ERRORS[name])
+
+
+def test_backward_with_create_graph_warns_once_as_torch_does(torch):
+    """PyTorch warns once per process (TORCH_WARN_ONCE), so its text is read in a fresh one."""
+    import subprocess
+    import sys
+
+    from gradviz.autograd import engine
+
+    script = ("import warnings, torch\nwarnings.simplefilter('always')\n"
+              "x = torch.tensor([1.0], requires_grad=True)\n"
+              "with warnings.catch_warnings(record=True) as caught:\n"
+              "    warnings.simplefilter('always')\n    (x * x).sum().backward(create_graph=True)\n"
+              "print(caught[0].category.__name__ + ': ' + str(caught[0].message))\n")
+    expected = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    engine._warned_reference_cycle = False
+    caught_runs = []
+    for _ in range(2):
+        x = gv.tensor([1.0], requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            (x * x).sum().backward(create_graph=True)
+        caught_runs.append([f"{w.category.__name__}: {w.message}" for w in caught])
+    assert caught_runs == [[expected.strip()], []]
+
+
+def run_both_libraries(torch, program, values):
+    leaves = {}
+    for library in (torch, gv):
+        tensors = [library.tensor(v, dtype=library.float64, requires_grad=True) for v in values]
+        leaves[library.__name__] = (program(library, *tensors), tensors)
+    return leaves["torch"], leaves["gradviz"]
+
+
+def steps_in_order(output) -> list:
+    return [step.name for step in gv.autograd.backward_steps(output)]
+
+
+@pytest.mark.parametrize("name", ["cube", "product", "tanh", "sigmoid", "mean_squared", "broadcast", "mm"])
+def test_both_backward_passes_run_in_torch_order(torch, name):
+    """The first pass (recording, with create_graph) and the second (through the gradient's graph)."""
+    from orders import torch_order
+
+    expression = EXPRESSIONS[name]
+    program = lambda lib, x, y: eval(expression, {"x": x, "y": y, "M": lib.tensor(  # noqa: E731
+        [[0.3, -0.2, 0.1], [0.5, 1.1, -0.7]], dtype=lib.float64)})
+    values = [[1.5, -0.5, 2.0], [0.5, 2.0, -1.0]]
+    (t_out, _), (g_out, _) = run_both_libraries(torch, program, values)
+    first_steps = [step.name for step in gv.autograd.backward_steps(g_out, create_graph=True)]
+    assert first_steps == torch_order(t_out)
+    (t_out, t_leaves), (g_out, g_leaves) = run_both_libraries(torch, program, values)
+    t_grad, = torch.autograd.grad(t_out, t_leaves[0], create_graph=True)
+    g_grad, = gv.autograd.grad(g_out, g_leaves[0], create_graph=True)
+    second_t = (t_grad * torch.arange(1.0, 4.0, dtype=torch.float64)).sum()
+    second_g = (g_grad * gv.arange(1.0, 4.0, dtype=gv.float64)).sum()
+    assert steps_in_order(second_g) == torch_order(second_t)
+    np.testing.assert_allclose(g_grad.detach().numpy(), t_grad.detach().numpy(), rtol=1e-10)
+
+
+def test_the_recording_pass_steps_in_torch_order(torch):
+    """``backward(create_graph=True)`` runs the nodes in the same order as a plain backward."""
+    from orders import torch_order
+
+    program = lambda lib, x, y: ((x * y).tanh() + (x + y).sigmoid() * x).sum()  # noqa: E731
+    (t_out, _), (g_out, _) = run_both_libraries(torch, program, [[0.1, 0.2], [0.3, -0.4]])
+    expected = torch_order(t_out)
+    assert [s.name for s in gv.autograd.backward_steps(g_out, create_graph=True)] == expected
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(random_programs(max_steps=7), st.lists(st.floats(-2, 2), min_size=3, max_size=3),
+       st.lists(st.floats(-2, 2), min_size=3, max_size=3))
+def test_random_programs_differentiated_twice_match_torch(torch, steps, x_values, y_values):
+    from orders import torch_order
+    from parity import assert_graph
+
+    program = lambda lib, x, y: run_program(lib, steps, x, y)  # noqa: E731
+    (t_out, t_leaves), (g_out, g_leaves) = run_both_libraries(torch, program, [x_values, y_values])
+    t_grads = torch.autograd.grad(t_out, t_leaves, create_graph=True, allow_unused=True)
+    g_grads = gv.autograd.grad(g_out, g_leaves, create_graph=True, allow_unused=True)
+    for t_grad, g_grad in zip(t_grads, g_grads):
+        if t_grad is None:
+            assert g_grad is None
+            continue
+        np.testing.assert_allclose(g_grad.detach().numpy(), t_grad.detach().numpy(), rtol=1e-9, atol=1e-12)
+        assert g_grad.requires_grad == t_grad.requires_grad
+        assert_graph(t_grad.grad_fn, g_grad.grad_fn)
+    t_total = sum(g.sum() for g in t_grads if g is not None and g.requires_grad)
+    g_total = sum(g.sum() for g in g_grads if g is not None and g.requires_grad)
+    if isinstance(t_total, int):
+        return  # the gradients are constants: nothing to differentiate again
+    assert steps_in_order(g_total) == torch_order(t_total)
+    for t_leaf, g_leaf in zip(t_leaves, g_leaves):
+        if t_leaf.grad is None:
+            assert g_leaf.grad is None
+        else:
+            np.testing.assert_allclose(g_leaf.grad.numpy(), t_leaf.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+SECOND_DERIVATIVES = {
+    "cube": lambda x: (x ** 3).sum(),
+    "exp_sin": lambda x: (x.sin() * x.exp()).sum(),
+    "tanh_sigmoid": lambda x: (x.tanh() * x.sigmoid()).sum(),
+    "quotient_log": lambda x: ((x * x + 1).log() / (x + 3)).sum(),
+    "sqrt_cos": lambda x: ((x * x + 1).sqrt() * x.cos()).sum(),
+    "mean_squared": lambda x: (x * x.exp()).mean() ** 2,
+    "matrix": lambda x: ((x.reshape(1, 3) @ gv.tensor([[1.0, 2.0], [0.5, -1.0], [3.0, 0.1]],
+                                                     dtype=gv.float64)) ** 2).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_DERIVATIVES))
+def test_second_derivatives_by_central_differences(name):
+    """Each row of the Hessian (grad of one gradient component) against a central difference of the gradient."""
+    function = SECOND_DERIVATIVES[name]
+    point = np.array([0.3, -0.7, 1.1])
+
+    def gradient_at(values):
+        x = gv.tensor(values, dtype=gv.float64, requires_grad=True)
+        g, = gv.autograd.grad(function(x), x)
+        return g.numpy()
+
+    x = gv.tensor(point, dtype=gv.float64, requires_grad=True)
+    g, = gv.autograd.grad(function(x), x, create_graph=True)
+    step = 1e-6
+    for row in range(3):
+        hessian_row, = gv.autograd.grad(g[row], x, retain_graph=True)
+        numeric = [(gradient_at(point + step * np.eye(3)[col]) - gradient_at(point - step * np.eye(3)[col]))[row]
+                   / (2 * step) for col in range(3)]
+        np.testing.assert_allclose(hessian_row.numpy(), numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
+    """The derivative has two forms (arrays for speed, Tensors to record); they must give the same numbers."""
+    x = gv.tensor([[0.7, -1.2, 2.0], [0.4, 1.5, -0.3]], dtype=gv.float64, requires_grad=True)
+    y = gv.tensor([[1.1, 0.5, -0.8], [2.0, -0.6, 0.9]], dtype=gv.float64, requires_grad=True)
+    W = gv.tensor([[0.2, -0.4], [1.0, 0.3], [-0.5, 0.8]], dtype=gv.float64, requires_grad=True)
+    v = gv.tensor([0.6, -1.4], dtype=gv.float64, requires_grad=True)
+    outputs = {
+        "add": x + y * 2, "sub": x - y, "rsub": 1 - x, "mul": x * y, "div": x / y, "reciprocal": 2 / x,
+        "neg": -x, "pow": x ** 3, "exp": x.exp(), "log": (x * x).log(), "sin": x.sin(), "cos": x.cos(),
+        "tanh": x.tanh(), "sigmoid": x.sigmoid(), "relu": x.relu(), "sqrt": (x * x).sqrt(), "sum": x.sum(),
+        "sum_dim": x.sum(1), "mean": x.mean(), "mean_dim": x.mean(0), "mm": x @ W, "addmm": gv.nn.functional.linear(
+            x, W.t(), gv.tensor([0.1, 0.2], dtype=gv.float64)), "mv": W @ v, "t": x.t(),
+        "view": x.view(3, 2), "unsqueeze": x.unsqueeze(0), "expand": x.sum(0).expand(2, 3), "broadcast": x * y.sum(0),
+        "squeeze": x.unsqueeze(0).squeeze(), "transpose": x.transpose(0, 1), "permute": x.unsqueeze(0).permute(2, 0, 1),
+        "clone": x.clone(), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
+        "mse": gv.nn.functional.mse_loss(x, y), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
+            x, (y > 0).double()),
+    }
+    for name, out in outputs.items():
+        weights = gv.arange(1.0, out.numel() + 1.0, dtype=gv.float64).reshape(out.shape)
+        plain = gv.autograd.grad(out, [x, y, W, v], weights, retain_graph=True, allow_unused=True)
+        recorded = gv.autograd.grad(out, [x, y, W, v], weights, retain_graph=True, allow_unused=True,
+                                    create_graph=True)
+        for a, b in zip(plain, recorded):
+            assert (a is None) == (b is None), name
+            if a is not None:
+                np.testing.assert_allclose(b.detach().numpy(), a.numpy(), rtol=1e-12, err_msg=name)
+
+
+def test_nodes_recorded_by_a_backward_pass_know_their_order():
+    x = gv.tensor([1.0, 2.0], requires_grad=True)
+    g, = gv.autograd.grad((x.exp() * x).sum(), x, create_graph=True)
+    h, = gv.autograd.grad(g.sum(), x, create_graph=True)
+    graph = gv.graph(h)
+    orders = {node.order for node in graph.nodes if node.kind == "function"}
+    assert orders == {1, 2, 3}
+    forward = gv.graph((x.sin() * x).sum())
+    assert {node.order for node in forward.nodes} == {1}
+    assert all("order" in node for node in graph.to_dict()["nodes"])
+
+
+def test_an_op_without_a_recorded_backward_says_so():
+    x = gv.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    out = (x.abs() * x).sum()
+    with pytest.raises(NotImplementedError, match="AbsBackward0"):
+        gv.autograd.grad(out, x, create_graph=True)
+
+
+def test_an_op_without_a_recorded_backward_is_fine_when_nothing_it_reads_needs_a_gradient(torch):
+    grads = []
+    for library in (torch, gv):
+        x = library.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        g, = library.autograd.grad((library.cat([x, x * 2]) * 3).sum(), x, create_graph=True)
+        grads.append((g.requires_grad, g.tolist()))
+    assert grads[1] == grads[0]
