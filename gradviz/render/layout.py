@@ -170,7 +170,7 @@ def _parse_plain(text: str, graph: Graph) -> dict:
 
 def _layered_layout(graph: Graph, sizes: dict, shape: Shape) -> dict:
     layers = [list(layer) for layer in shape.layers]
-    _order_layers(layers, shape.successors, shape.predecessors)
+    _order_layers(layers, shape.successors, shape.predecessors, sweeps=6 if len(layers) <= GROUP_ABOVE else 2)
     positions, width, height = _place(layers, sizes, shape.successors, shape.predecessors)
     return {"engine": "layered", "width": width, "height": height, "nodes": positions,
             "edges": [None] * len(graph.edges)}
@@ -231,12 +231,13 @@ def _order_layers(layers, successors, predecessors, sweeps: int = 6) -> None:
                 position[node_id] = index
 
 
-def _place(layers, sizes, successors, predecessors, sweeps: int = 8):
+def _place(layers, sizes, successors, predecessors):
     """x by pulling each node toward the mean of its neighbours, keeping order and gaps; y by layer.
 
     Each sweep visits every edge once per end: linear. A layer of one node goes straight to
-    where its neighbours want it.
+    where its neighbours want it. Graphs too big to read whole settle in fewer sweeps.
     """
+    sweeps = 8 if len(sizes) <= GROUP_ABOVE else 4
     x = {}
     for layer in layers:
         cursor = 0.0

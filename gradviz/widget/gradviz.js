@@ -1021,6 +1021,21 @@ export function createModel(state) {
   };
 }
 
+/**
+ * The state an exported page carries, from its `<script>` block's text: plain JSON, or (for big
+ * graphs, `encoding` "gzip+base64", see widget/export.py) base64 of gzipped JSON, inflated with
+ * the browser's own DecompressionStream.
+ * @param {string} text
+ * @param {string | undefined} encoding
+ * @returns {Promise<Traits>}
+ */
+export async function readState(text, encoding) {
+  if (encoding !== "gzip+base64") return JSON.parse(text);
+  const bytes = Uint8Array.from(atob(text.trim()), (char) => char.charCodeAt(0));
+  const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(inflated).text());
+}
+
 /** Render a widget state into an element with no kernel; returns { model, cleanup }. */
 export function mount(el, state) {
   const model = createModel(state);
