@@ -14,7 +14,7 @@ number (a 66,000-node graph's 46 MB of JSON becomes about 3 MB); the page inflat
 browser's own ``DecompressionStream`` (``readState`` in ``gradviz.js``), so nothing is fetched and
 no library is shipped. Smaller states stay readable JSON. Building a big state makes millions of
 small dicts and lists that hold no reference cycles, so the cyclic garbage collector is paused
-while it is built (``_no_cyclic_gc``): it would otherwise rescan them again and again.
+while it is built (``state.no_cyclic_gc``): it would otherwise rescan them again and again.
 
 The state comes from ``gradviz.widget.state``, as the widget's does; this module never imports
 anywidget (a ``GraphWidget`` is recognised only if its module was loaded), so exporting works on
@@ -23,8 +23,6 @@ a numpy-only install.
 from __future__ import annotations
 
 import base64
-import contextlib
-import gc
 import gzip
 import html
 import json
@@ -35,7 +33,7 @@ from typing import Any
 
 from gradviz._kinds import is_tensor
 from gradviz.snapshot.names import names_from_frame
-from gradviz.widget.state import ACCEPTED, check_options, state_of, view_state
+from gradviz.widget.state import ACCEPTED, check_options, no_cyclic_gc, state_of, view_state
 
 _HERE = pathlib.Path(__file__).parent
 
@@ -100,7 +98,7 @@ def fragment_html(state: dict) -> str:
     esm = (_HERE / "gradviz.js").read_text(encoding="utf-8")
     if "</style" in css.lower():
         raise ValueError("gradviz.css must not contain '</style'")
-    with _no_cyclic_gc():
+    with no_cyclic_gc():
         block = state_block(state, element_id)
     return "\n".join([
         f"<style>{css}</style>",
@@ -142,26 +140,13 @@ def to_html(tensor_or_widget: Any, names: dict | None = None, model: Any = None,
     return fragment_html(_state_for(tensor_or_widget, names, model, options, "to_html"))
 
 
-@contextlib.contextmanager
-def _no_cyclic_gc():
-    """Pause the cyclic garbage collector (reference counting still frees everything) and
-    restore it as it was."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _state_for(tensor_or_widget: Any, names: dict | None, model: Any, options: dict, caller: str) -> dict:
     """The view state of a tensor, or a widget's current state, with ``options`` applied."""
     if _is_graph_widget(tensor_or_widget):
         check_options(options)
         return {**state_of(tensor_or_widget), **options}
     if is_tensor(tensor_or_widget):
-        with _no_cyclic_gc():
+        with no_cyclic_gc():
             return view_state(tensor_or_widget, names, model, **options)
     raise TypeError(f"{caller}() expects {ACCEPTED} or a gradviz.GraphWidget, got "
                     f"{type(tensor_or_widget).__module__}.{type(tensor_or_widget).__qualname__}")

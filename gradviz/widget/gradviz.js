@@ -851,9 +851,10 @@ class PanZoom {
 
   /**
    * Show the whole drawing, `width` x `height`, in a stage at most `maxHeight` tall. Given an
-   * `opening` node box, a drawing that would be shrunk below `READ_ZOOM` that way opens fitted
-   * to the stage's width instead (no smaller than `READ_ZOOM`, centred on that node when wider),
-   * its bottom in view (where the backward pass starts), and scrolls; the fit button still fits.
+   * `opening` node box, a drawing that would be shrunk below `READ_ZOOM` that way opens at
+   * `READ_ZOOM` instead (as much of it as can be read at once: fitted to the stage's width when it
+   * is that narrow, else centred on that node), its bottom in view (where the backward pass
+   * starts), and scrolls; the fit button still fits.
    */
   fit(width, height, maxHeight, opening = null) {
     const stageWidth = this.stage.clientWidth || 800;
@@ -861,12 +862,11 @@ class PanZoom {
     this.fittedWidth = this.stage.clientWidth || 0; // 0: drawn before the stage had a width
     const k = Math.max(0.02, Math.min(1, stageWidth / (width || 1), maxHeight / (height || 1)));
     if (opening && k < READ_ZOOM) {
-      const readable = Math.max(READ_ZOOM, Math.min(1, stageWidth / (width || 1)));
       this.stage.style.height = `${maxHeight}px`;
       this.stageSize = { width: stageWidth, height: maxHeight };
-      const x = width * readable <= stageWidth ? (stageWidth - width * readable) / 2
-        : Math.min(0, Math.max(stageWidth - width * readable, stageWidth / 2 - opening[0] * readable));
-      this.setView(x, maxHeight - height * readable, readable);
+      const x = width * READ_ZOOM <= stageWidth ? (stageWidth - width * READ_ZOOM) / 2
+        : Math.min(0, Math.max(stageWidth - width * READ_ZOOM, stageWidth / 2 - opening[0] * READ_ZOOM));
+      this.setView(x, maxHeight - height * READ_ZOOM, READ_ZOOM);
       return;
     }
     const stageHeight = Math.max(120, Math.min(maxHeight, (height || 1) * k));
