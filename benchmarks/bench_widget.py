@@ -201,6 +201,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args()
 
+    import gradviz.widget.widget  # noqa: F401 - anywidget's import is not part of the first show's time
+
     shape_rows = []
     if not args.json:
         print(" | ".join(SHAPE_HEADER))

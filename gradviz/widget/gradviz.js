@@ -4,12 +4,12 @@
 //
 // One hand-written module, no build step: the HTML export embeds exactly this file. Its units,
 // one concern each, in the order they appear:
-//   helpers          DOM builders, text cut, edge geometry, lookups over a graph
+//   helpers          DOM builders, text cut, edge geometry, lookups over a graph, a grid of boxes
 //   Controls         toolbar, keys, play timer
 //   Scene            SVG nodes, edges and groups, built once per graph; collapse and expand
-//   StepPainter      a step's classes and .grad text; the gradients labelled on the edges
+//   StepPainter      a step's classes and .grad text; the gradients labelled beside the edges, where free
 //   chainRulePanel   a pure function from (step, graph, selection) to the panel's content
-//   PanZoom          the camera: drag, ctrl+wheel, zoom, fit, follow the current node
+//   PanZoom          the camera: drag, wheel scroll, ctrl+wheel zoom, fit, follow the current node
 //   GraphView        the owner: wires the model to the units; render() returns its cleanup
 
 /**
