@@ -1,10 +1,21 @@
-"""Widget benchmark: Python-side snapshot + trace + layout, payload and HTML size, and in-browser
-first render and per-step time, for graphs of about 10, 100, 1,000 and 5,000 nodes; beside each,
-torchviz ``make_dot`` + Graphviz render on the same torch graph, as a ratio.
+"""Widget benchmark, in two tables.
 
-Run: ``python benchmarks/bench_widget.py`` (needs torch, torchviz, playwright and Chromium).
-Browser times are measured inside the page with ``performance.now()``. Targets (DESIGN.md):
-1,000 nodes first render <= 2 s, one step <= 16 ms.
+1. MLPs of about 10, 100, 1,000 and 5,000 nodes: Python-side snapshot + trace + layout, payload
+   and HTML size, and in-browser first render and per-step time; beside each, torchviz
+   ``make_dot`` + Graphviz render on the same torch graph, as a ratio.
+2. Shapes that stress layout and export (``tests/fixtures/shapes.py``): fan-out of 100 and 1,000
+   uses of one tensor, a scalar RNN unrolled 60 and 200 steps, chains of 20,000 and 100,000 nodes
+   (gradviz tensors, as a lesson writes them), and the 2,000-layer torch model of
+   ``bench_torch_graphs.py`` (18,000 nodes): ``gv.show`` (the widget's state, serialized as the
+   comm sends it) and ``gv.export_html`` time, the layout engine chosen, the HTML size, and
+   torchviz on the same graph built with torch, where it finishes within ``--dot-timeout``.
+
+Run: ``python benchmarks/bench_widget.py [--sizes ...] [--shapes ...] [--skip-mlp]`` (needs
+torch, torchviz, anywidget, playwright and Chromium). It uses only public entry points
+(``gv.show``, ``gv.export_html``), so the same script measures an older checkout for a
+before/after. Browser times are measured inside the page with ``performance.now()``. Targets
+(DESIGN.md): 1,000 nodes first render <= 2 s, one step <= 16 ms; show or export of any
+20,000-node graph <= 2 s in Python; the 2,000-layer torch export <= 5 s and <= 5 MB.
 """
 from __future__ import annotations
 
@@ -16,6 +27,9 @@ import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))  # the shared shapes
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))  # torchviz recurses once per node of depth
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -108,11 +122,101 @@ def browser_side(browser, page_path: pathlib.Path, steps: int) -> dict:
     return {"first_render_ms": first_ms, "step_median_ms": stepping["median"], "step_max_ms": stepping["max"]}
 
 
+SHAPES = ("fan-out 100", "fan-out 1000", "rnn 60", "rnn 200", "chain 20000", "chain 100000", "torch 2000 layers")
+
+
+def shape_case(name: str, lib):
+    """``(output tensor, names)`` of a named shape, built with ``lib`` (gradviz or torch)."""
+    from fixtures import shapes
+
+    kind, size = name.split()[0], int(name.split()[1])
+    if kind == "torch":
+        from bench_torch_graphs import deep_chain
+
+        return deep_chain(size)
+    make = {"fan-out": shapes.fan_out, "rnn": shapes.unrolled_rnn, "chain": shapes.chain}[kind]
+    return make(size, lib=lib), {}
+
+
+def measure_shape(name: str, workdir: pathlib.Path, dot_timeout: float) -> dict:
+    """Show and export time, engine and HTML size in gradviz; torchviz on the torch twin."""
+    import torch
+
+    import gradviz as gv
+
+    output, names = shape_case(name, gv)
+    start = time.perf_counter()
+    widget = gv.show(output, names=names)
+    payload = json.dumps(widget.get_state())  # what the comm sends when the widget is displayed
+    show_s = time.perf_counter() - start
+    engine, nodes = widget.graph_layout["engine"], len(widget.graph["nodes"])
+    widget.close()
+    del widget, payload
+    page = workdir / "shape.html"
+    start = time.perf_counter()
+    gv.export_html(output, page, names=names)
+    export_s = time.perf_counter() - start
+    row = {"case": name, "nodes": nodes, "engine": engine, "show_s": show_s, "export_s": export_s,
+           "html_mb": page.stat().st_size / 1e6}
+    twin, twin_names = (output, names) if name.startswith("torch") else shape_case(name, torch)
+    row["torchviz"] = torchviz_render(twin, twin_names, workdir, dot_timeout)
+    return row
+
+
+def torchviz_render(output, names: dict, workdir: pathlib.Path, dot_timeout: float) -> str:
+    """torchviz's make_dot plus Graphviz's SVG render, in seconds, or why it did not finish."""
+    import subprocess
+
+    try:
+        from torchviz import make_dot
+    except ImportError:
+        return "not installed"
+    start = time.perf_counter()
+    try:
+        dot = make_dot(output, params={k: v for k, v in names.items() if v.grad_fn is None})
+    except RecursionError:
+        return "RecursionError"
+    try:
+        subprocess.run(["dot", "-Tsvg", "-o", str(workdir / "torchviz.svg")], input=dot.source.encode(),
+                       capture_output=True, check=True, timeout=dot_timeout)
+    except subprocess.TimeoutExpired:
+        return f"> {dot_timeout:.0f} s"
+    return f"{time.perf_counter() - start:.2f}"
+
+
+SHAPE_HEADER = ("case", "nodes", "engine", "show s", "export s", "html MB", "torchviz s")
+
+
+def shape_line(row: dict) -> str:
+    return " | ".join([row["case"], str(row["nodes"]), row["engine"], f"{row['show_s']:.2f}",
+                       f"{row['export_s']:.2f}", f"{row['html_mb']:.1f}", row["torchviz"]])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    parser.add_argument("--shapes", nargs="*", default=list(SHAPES), help=f"any of {SHAPES}")
+    parser.add_argument("--skip-mlp", action="store_true", help="only the shapes table")
+    parser.add_argument("--dot-timeout", type=float, default=60.0, help="seconds torchviz's Graphviz render may take")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args()
+
+    import gradviz.widget.widget  # noqa: F401 - anywidget's import is not part of the first show's time
+
+    shape_rows = []
+    if not args.json:
+        print(" | ".join(SHAPE_HEADER))
+        print(" | ".join("---" for _ in SHAPE_HEADER))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.shapes:
+            shape_rows.append(measure_shape(name, pathlib.Path(tmp), args.dot_timeout))
+            if not args.json:
+                print(shape_line(shape_rows[-1]), flush=True)  # each row as soon as it is measured
+    if args.json:
+        print(json.dumps(shape_rows, indent=2))
+    if args.skip_mlp:
+        return
+    print()
     from playwright.sync_api import sync_playwright
 
     rows = []

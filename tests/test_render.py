@@ -6,10 +6,13 @@ import subprocess
 
 import pytest
 
+import gradviz as gv
+from fixtures import shapes
 from fixtures.widget_graphs import HOSTILE
 from gradviz.render import compute_layout, dot_available, graph_to_dot
 from gradviz.render.dot import quote
-from gradviz.render.layout import GROUP_ABOVE, closest_spaced
+from gradviz.render.layout import GROUP_ABOVE, Shape, choose_engine, closest_spaced
+from gradviz.snapshot import graph_of
 from gradviz.render.node_text import (CHAR_WIDTH, LINE_HEIGHT, MAX_CHARS, PADDING_X, PADDING_Y, chars_fitting,
                                       node_lines, node_size, with_node_text)
 from gradviz.snapshot.model import ArraySummary, Graph, GraphEdge, GraphNode, SavedSummary
@@ -60,14 +63,20 @@ def assert_forward_direction(graph: Graph, layout: dict) -> None:
         assert positions[edge.source][1] < positions[edge.target][1], edge
 
 
+def overlapping_pairs(boxes: dict) -> list:
+    """Pairs of ``{id: [center x, center y, w, h]}`` boxes that intersect (by more than 0.5 px),
+    by a sweep over the boxes sorted by their top edge: n log n plus the pairs that share rows."""
+    spans = sorted((y - h / 2, y + h / 2, x - w / 2, x + w / 2, key) for key, (x, y, w, h) in boxes.items())
+    found, open_spans = [], []
+    for top, bottom, left, right, key in spans:
+        open_spans = [span for span in open_spans if span[1] > top + 0.5]
+        found += [(other[4], key) for other in open_spans if other[2] < right - 0.5 and left < other[3] - 0.5]
+        open_spans.append((top, bottom, left, right, key))
+    return found
+
+
 def assert_no_overlap(layout: dict) -> None:
-    boxes = sorted(layout["nodes"].values(), key=lambda box: (box[1], box[0]))
-    rows = {}
-    for box in boxes:
-        rows.setdefault(box[1], []).append(box)
-    for row in rows.values():
-        for left, right in zip(row, row[1:]):
-            assert left[0] + left[2] / 2 <= right[0] - right[2] / 2 + 0.5
+    assert overlapping_pairs(layout["nodes"]) == []
 
 
 # ---------------------------------------------------------------- DOT text
@@ -135,6 +144,89 @@ def test_layered_layout_handles_big_deep_graphs_without_recursion():
     assert_forward_direction(graph, layout)
     assert_no_overlap(layout)
     assert layout["width"] < 2000  # a chain stays a column, it does not drift sideways
+
+
+SHAPES = {"fan-out of 1,000 uses": (shapes.fan_out, 1000), "RNN unrolled 60 steps": (shapes.unrolled_rnn, 60),
+          "RNN unrolled 200 steps": (shapes.unrolled_rnn, 200), "chain of 20,000": (shapes.chain, 20_000)}
+
+
+@pytest.mark.parametrize("case", SHAPES)
+def test_shapes_dot_is_slow_on_get_the_layered_layout_chosen_up_front(case, monkeypatch):
+    """The shape decides: dot is never started (so never waited for) on a graph it is slow on."""
+    from gradviz.render import layout as layout_module
+
+    make, size = SHAPES[case]
+    graph = graph_of(make(size), {})
+    monkeypatch.setattr(layout_module, "dot_available", lambda: True)
+    monkeypatch.setattr(layout_module.subprocess, "run", lambda *a, **k: pytest.fail("dot was started"))
+    layout = compute_layout(graph)
+    assert layout["engine"] == "layered"
+    assert_forward_direction(graph, layout)
+    assert_no_overlap(layout)
+
+
+@pytest.mark.slow
+def test_a_chain_of_100000_nodes_lays_out_without_recursion():
+    graph = graph_of(shapes.chain(100_000), {})
+    layout = compute_layout(graph)
+    assert layout["engine"] == "layered" and len(layout["nodes"]) == 100_003
+    assert_forward_direction(graph, layout)
+    assert_no_overlap(layout)
+    assert layout["width"] < 400  # a chain stays a column
+
+
+@needs_dot
+@pytest.mark.parametrize("make, size", [(shapes.fan_out, 20), (shapes.unrolled_rnn, 8), (shapes.chain, 1000)])
+def test_shapes_dot_lays_out_quickly_get_dot(make, size):
+    graph = graph_of(make(size), {})
+    assert choose_engine(Shape(graph)) == "dot"
+    layout = compute_layout(graph)
+    assert layout["engine"] == "dot"
+    assert_no_overlap(layout)
+
+
+def test_the_choice_counts_the_layers_an_edge_skips():
+    """An RNN of 30 steps has only 188 nodes, but its weights' edges skip 5,000 layers in all."""
+    shape = Shape(graph_of(shapes.unrolled_rnn(30), {}))
+    assert len(shape.ids) < 200 and shape.dot_work() > 5000
+    assert Shape(graph_of(shapes.chain(500), {})).dot_work() == 503
+
+
+def module_graph() -> Graph:
+    """A gradviz MLP with nested modules: ``0``, ``2`` (itself ``2.0``, ``2.1``) and ``3``."""
+    gv.manual_seed(0)
+    model = gv.nn.Sequential(gv.nn.Linear(3, 4), gv.nn.ReLU(),
+                             gv.nn.Sequential(gv.nn.Linear(4, 4), gv.nn.Tanh()), gv.nn.Linear(4, 1))
+    loss = model(gv.randn(5, 3)).pow(2).mean()
+    return graph_of(loss, {"loss": loss}, model)
+
+
+def intersect(a: list, b: list) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def contains(outer: list, inner: list) -> bool:
+    return (outer[0] <= inner[0] and outer[1] <= inner[1] and inner[0] + inner[2] <= outer[0] + outer[2]
+            and inner[1] + inner[3] <= outer[1] + outer[3])
+
+
+@needs_dot
+def test_module_frames_nest_without_overlapping_and_hold_only_their_members():
+    graph = module_graph()
+    layout = compute_layout(graph)
+    assert layout["engine"] == "dot"
+    groups = layout["groups"]
+    assert {g["label"] for g in groups} >= {"0", "2", "3"}
+    by_id = {g["id"]: g for g in groups}
+    for group in groups:
+        if group["parent"] is not None:
+            assert contains(by_id[group["parent"]]["box"], group["box"])
+        for other in groups:
+            if other is not group and intersect(group["box"], other["box"]):
+                assert contains(group["box"], other["box"]) or contains(other["box"], group["box"])
+        for node_id, (x, y, w, h) in layout["nodes"].items():
+            if node_id not in group["members"]:
+                assert not intersect(group["box"], [x - w / 2, y - h / 2, w, h]), (group["label"], node_id)
 
 
 def test_layout_falls_back_when_dot_fails(monkeypatch):

@@ -375,3 +375,22 @@ def test_comparison_displays_itself_and_escapes_the_report(torch):
     report = comparison.show().children[1].value
     assert "&lt;img src=x" in report or "agree" in report  # the label is escaped wherever it shows
     assert "<script>" not in report
+
+
+# ---------------------------------------------------------------- big exports
+
+
+def test_a_big_export_is_compressed_and_reads_back_as_the_same_state(tmp_path):
+    from fixtures.shapes import chain
+    from gradviz.widget.export import COMPRESS_ABOVE, GZIP_ENCODING, read_state
+    from gradviz.widget.state import view_state
+
+    output = chain(3000)
+    state = view_state(output, {})
+    assert len(script_json(state)) > COMPRESS_ABOVE
+    page = export_html(output, tmp_path / "chain.html", names={}).read_text()
+    block = re.search(r'<script type="application/octet-stream" id="[^"]*-state" data-encoding="([^"]+)">([^<]*)</script>',
+                      page)
+    assert block and block.group(1) == GZIP_ENCODING
+    assert read_state(block.group(2), block.group(1)) == json.loads(script_json(state))
+    assert len(page) < len(script_json(state)) / 5

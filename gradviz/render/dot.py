@@ -51,8 +51,12 @@ def graph_to_dot(graph: Graph, show_saved: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def layout_source(graph: Graph, sizes: dict) -> str:
-    """Label-free DOT with each node's box fixed to ``sizes[id] = (width_px, height_px)``."""
+def layout_source(graph: Graph, sizes: dict, clusters: list = ()) -> str:
+    """Label-free DOT with each node's box fixed to ``sizes[id] = (width_px, height_px)``.
+
+    ``clusters``: ``(margin_px, node ids, child clusters)`` trees; dot keeps every cluster's
+    nodes together, nested clusters inside their parents, and any other node outside.
+    """
     lines = [
         "digraph layout {",
         "  graph [rankdir=TB, ordering=in, nodesep=0.3, ranksep=0.45];",
@@ -61,6 +65,19 @@ def layout_source(graph: Graph, sizes: dict) -> str:
     for node in graph.nodes:
         width, height = sizes[node.id]
         lines.append(f"  {quote(node.id)} [width={width / 72:.3f}, height={height / 72:.3f}];")
+    pending = [(cluster, 1) for cluster in reversed(clusters)]  # depth first, without recursion
+    count = 0
+    while pending:
+        item, depth = pending.pop()
+        if item is None:
+            lines.append("  " * depth + "}")
+            continue
+        margin, members, children = item
+        lines.append("  " * depth + f"subgraph cluster_{count} {{ margin={margin};")
+        count += 1
+        lines.extend("  " * (depth + 1) + f"{quote(member)};" for member in members)
+        pending.append((None, depth))
+        pending.extend((child, depth + 1) for child in reversed(children))
     for edge in graph.edges:
         lines.append(f"  {quote(edge.source)} -> {quote(edge.target)};")
     lines.append("}")

@@ -3,11 +3,17 @@
 Two engines give the same JSON, so the widget draws identical SVG (and identical test hooks)
 either way:
 
-* ``dot``: Graphviz's ``dot -Tplain`` when the executable is on PATH (and the graph is not too
-  big for it to finish quickly);
-* ``layered``: a built-in layered (Sugiyama-style) layout in plain Python for when ``dot`` is
-  missing: longest-path layers, barycentre ordering, then x positions pulled toward neighbours.
-  Every pass is a loop over lists, never recursion, so 5,000+ nodes lay out in well under a second.
+* ``dot``: Graphviz's ``dot -Tplain``, for graphs it lays out quickly: installed, and with at most
+  ``DOT_BUDGET`` nodes once every edge that skips layers is counted as the chain of virtual
+  nodes ``dot`` routes it through, and no node with more than ``DOT_MAX_DEGREE`` edges. ``dot``
+  is fast on chains and small models and slow (seconds, then minutes) where one tensor feeds many
+  layers (a weight used at every step of an unrolled RNN makes a quadratic number of virtual
+  nodes); the shape decides, before ``dot`` runs, never a timeout. Module groups become ``dot``
+  clusters, so their frames nest and no frame holds a node that is not its member.
+* ``layered``: a built-in layered (Sugiyama-style) layout in plain Python for everything else:
+  longest-path layers, barycentre ordering, then x positions pulled toward neighbours. Every pass
+  is a loop over lists (never recursion) that visits each node and edge a fixed number of times
+  (plus a sort per layer): n log n, 100,000 nodes in seconds.
 
 Forward direction: leaves at the top, the output at the bottom. JSON shape::
 
@@ -19,6 +25,8 @@ Forward direction: leaves at the top, the output at the bottom. JSON shape::
      "text": {id: [{"text", "cls", "title"?, "max"?}]},  # each node's lines, cut to fit its box
      "line_height": px}                                    # see render/node_text.py
 
+A group's box holds its members and its child groups' boxes, with ``GROUP_HEADER`` px at its top
+for the header the widget draws there (inside the frame, so a header never covers a node).
 Box sizes come from ``node_text.node_size``, from the same lines the widget draws.
 """
 from __future__ import annotations
@@ -26,55 +34,106 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from gradviz.render.dot import layout_source
-from gradviz.render.node_text import LINE_HEIGHT, PADDING_Y, node_size, with_node_text
+from gradviz.render.node_text import LINE_HEIGHT, PADDING_Y, node_lines, node_size, with_node_text
 from gradviz.snapshot.model import Graph
 
 LAYER_GAP = 36          # vertical space between layers
 NODE_GAP = 20           # horizontal space between neighbours in a layer
 MARGIN = 16
-DOT_MAX_NODES = 1500    # above this, dot takes seconds; the built-in layout takes milliseconds
-DOT_TIMEOUT_S = 20
+DOT_BUDGET = 2000       # nodes + virtual nodes (layers an edge skips) dot lays out in well under 1 s
+DOT_MAX_DEGREE = 64     # a node with more edges than this makes dot's crossing reduction crawl
+DOT_GUARD_S = 30        # never reached by a graph within the budget; a broken dot falls back
 GROUP_ABOVE = 2000      # graphs without module names bigger than this get bands of layers as groups
 GROUP_LAYERS = 12       # layers per band
-GROUP_PAD = 6           # px between a group's frame and its members
-NEST_PAD = 10           # more px per level of groups nested inside, so frames don't coincide
-GROUP_HEADER = 16       # px above the members for the group's label
+GROUP_PAD = 6           # px between a group's frame and its members (and its child groups' frames)
+GROUP_HEADER = 18       # px at the top of a group's frame for its header
 
 
 def dot_available() -> bool:
     return shutil.which("dot") is not None
 
 
+class Shape:
+    """What both engines and the choice between them need: each node's neighbours and layer."""
+
+    def __init__(self, graph: Graph):
+        self.ids = [node.id for node in graph.nodes]
+        self.successors, self.predecessors = defaultdict(list), defaultdict(list)
+        for edge in graph.edges:
+            self.successors[edge.source].append(edge.target)
+            self.predecessors[edge.target].append(edge.source)
+        self.layers = _assign_layers(self.ids, self.successors, self.predecessors)
+        self.layer_of = {node_id: index for index, layer in enumerate(self.layers) for node_id in layer}
+
+    def dot_work(self) -> int:
+        """Nodes plus the virtual nodes ``dot`` would add: one per layer an edge skips."""
+        layer_of = self.layer_of
+        skipped = sum(layer_of[target] - layer_of[source] - 1
+                      for source, targets in self.successors.items() for target in targets)
+        return len(self.ids) + skipped
+
+    def max_degree(self) -> int:
+        return max((len(linked) for linked in (*self.successors.values(), *self.predecessors.values())), default=0)
+
+
+def choose_engine(shape: Shape) -> str:
+    """``dot`` where it is fast (see the module docstring), else ``layered``; decided up front."""
+    if not dot_available() or shape.max_degree() > DOT_MAX_DEGREE or len(shape.ids) > DOT_BUDGET:
+        return "layered"
+    return "dot" if shape.dot_work() <= DOT_BUDGET else "layered"
+
+
 def compute_layout(graph: Graph, engine: str = "auto") -> dict:
     """Positions for every node of ``graph``; ``engine`` is ``"auto"``, ``"dot"`` or ``"layered"``.
 
-    ``auto`` uses dot when it is installed and the graph has at most ``DOT_MAX_NODES`` nodes,
-    and falls back to the layered layout if dot fails or times out.
+    ``auto`` picks by the graph's shape (``choose_engine``); a ``dot`` that fails (or is killed
+    by ``DOT_GUARD_S``) falls back to the layered layout, unless ``dot`` was asked for.
     """
-    sizes = {node.id: node_size(node) for node in graph.nodes}
+    lines = {node.id: node_lines(node) for node in graph.nodes}
+    sizes = {node.id: node_size(node, lines[node.id]) for node in graph.nodes}
+    shape = Shape(graph)
+    modules = _module_groups(_module_paths(graph))
+    chosen = choose_engine(shape) if engine == "auto" else engine
     result = None
-    if engine == "dot" or (engine == "auto" and dot_available() and len(graph.nodes) <= DOT_MAX_NODES):
-        result = _dot_layout(graph, sizes, strict=engine == "dot")
+    if chosen == "dot":
+        result = _dot_layout(graph, sizes, modules, strict=engine == "dot")
     if result is None:
-        result = _layered_layout(graph, sizes)
-    result["groups"] = _groups(graph, result)
-    return with_node_text(result, graph)
+        result = _layered_layout(graph, sizes, shape)
+    result["groups"] = _groups(graph, result, modules, shape)
+    return with_node_text(result, graph, lines)
 
 
-def _dot_layout(graph: Graph, sizes: dict, strict: bool) -> dict | None:
+def _dot_layout(graph: Graph, sizes: dict, modules: list, strict: bool) -> dict | None:
     """Run ``dot -Tplain`` and read positions back; None (or an error when strict) on failure."""
     try:
         completed = subprocess.run(
-            ["dot", "-Tplain"], input=layout_source(graph, sizes), capture_output=True,
-            text=True, timeout=DOT_TIMEOUT_S, check=True)
+            ["dot", "-Tplain"], input=layout_source(graph, sizes, _clusters(modules)), capture_output=True,
+            text=True, timeout=DOT_GUARD_S, check=True)
     except (OSError, subprocess.SubprocessError):
         if strict:
             raise
         return None
     return _parse_plain(completed.stdout, graph)
+
+
+def _clusters(modules: list) -> list:
+    """Module groups as nested ``(margin_px, direct member ids, children)`` for ``layout_source``:
+    each cluster's margin leaves room for the frame's padding and header."""
+    children, inner = defaultdict(list), defaultdict(set)
+    for group in modules:
+        if group["parent"] is not None:
+            children[group["parent"]].append(group["id"])
+            inner[group["parent"]].update(group["members"])
+    by_id = {group["id"]: group for group in modules}
+
+    def cluster(group_id):  # as deep as the modules nest, a handful of levels
+        direct = [member for member in by_id[group_id]["members"] if member not in inner[group_id]]
+        return (GROUP_PAD + GROUP_HEADER, direct, [cluster(child) for child in children[group_id]])
+
+    return [cluster(group["id"]) for group in modules if group["parent"] is None]
 
 
 def _parse_plain(text: str, graph: Graph) -> dict:
@@ -109,16 +168,10 @@ def _parse_plain(text: str, graph: Graph) -> dict:
             "nodes": nodes, "edges": edges}
 
 
-def _layered_layout(graph: Graph, sizes: dict) -> dict:
-    ids = [node.id for node in graph.nodes]
-    successors, predecessors = defaultdict(list), defaultdict(list)
-    for edge in graph.edges:
-        successors[edge.source].append(edge.target)
-        predecessors[edge.target].append(edge.source)
-
-    layers = _assign_layers(ids, successors, predecessors)
-    _order_layers(layers, successors, predecessors)
-    positions, width, height = _place(layers, sizes, successors, predecessors)
+def _layered_layout(graph: Graph, sizes: dict, shape: Shape) -> dict:
+    layers = [list(layer) for layer in shape.layers]
+    _order_layers(layers, shape.successors, shape.predecessors, sweeps=6 if len(layers) <= GROUP_ABOVE else 2)
+    positions, width, height = _place(layers, sizes, shape.successors, shape.predecessors)
     return {"engine": "layered", "width": width, "height": height, "nodes": positions,
             "edges": [None] * len(graph.edges)}
 
@@ -151,7 +204,11 @@ def _assign_layers(ids, successors, predecessors) -> list[list[str]]:
 
 
 def _order_layers(layers, successors, predecessors, sweeps: int = 6) -> None:
-    """Reduce crossings: sort each layer by the mean position of its neighbours, down then up."""
+    """Reduce crossings: sort each layer by the mean position of its neighbours, down then up.
+
+    Each sweep visits every edge once and sorts each layer: n log n. A layer of one node (most
+    of a chain's) has nothing to sort.
+    """
     position = {}
     for layer in layers:
         for index, node_id in enumerate(layer):
@@ -159,20 +216,28 @@ def _order_layers(layers, successors, predecessors, sweeps: int = 6) -> None:
     for sweep in range(sweeps):
         downward = sweep % 2 == 0
         order = range(1, len(layers)) if downward else range(len(layers) - 2, -1, -1)
+        neighbours = predecessors if downward else successors
         for layer_index in order:
             layer = layers[layer_index]
-            neighbours = predecessors if downward else successors
+            if len(layer) == 1:
+                continue
             keys = {}
             for node_id in layer:
-                linked = [position[other] for other in neighbours[node_id]]
-                keys[node_id] = sum(linked) / len(linked) if linked else position[node_id]
-            layer.sort(key=lambda node_id: keys[node_id])
+                linked = neighbours[node_id]
+                keys[node_id] = (sum(position[other] for other in linked) / len(linked) if linked
+                                 else position[node_id])
+            layer.sort(key=keys.__getitem__)
             for index, node_id in enumerate(layer):
                 position[node_id] = index
 
 
 def _place(layers, sizes, successors, predecessors):
-    """x by pulling each node toward the mean of its neighbours, keeping order and gaps; y by layer."""
+    """x by pulling each node toward the mean of its neighbours, keeping order and gaps; y by layer.
+
+    Each sweep visits every edge once per end: linear. A layer of one node goes straight to
+    where its neighbours want it. Graphs too big to read whole settle in fewer sweeps.
+    """
+    sweeps = 8 if len(sizes) <= GROUP_ABOVE else 4
     x = {}
     for layer in layers:
         cursor = 0.0
@@ -180,16 +245,19 @@ def _place(layers, sizes, successors, predecessors):
             width = sizes[node_id][0]
             x[node_id] = cursor + width / 2
             cursor += width + NODE_GAP
-    for sweep in range(8):
+    neighbours = {node_id: predecessors[node_id] + successors[node_id] for node_id in x}
+    for sweep in range(sweeps):
         downward = sweep % 2 == 0
         order = range(1, len(layers)) if downward else range(len(layers) - 2, -1, -1)
         for layer_index in order:
             layer = layers[layer_index]
             wanted = []
             for node_id in layer:
-                linked = [x[other] for other in predecessors[node_id]]
-                linked += [x[other] for other in successors[node_id]]
-                wanted.append(sum(linked) / len(linked) if linked else x[node_id])
+                linked = neighbours[node_id]
+                wanted.append(sum(x[other] for other in linked) / len(linked) if linked else x[node_id])
+            if len(layer) == 1:
+                x[layer[0]] = wanted[0]
+                continue
             gaps = [(sizes[a][0] + sizes[b][0]) / 2 + NODE_GAP for a, b in zip(layer, layer[1:])]
             for node_id, value in zip(layer, closest_spaced(wanted, gaps)):
                 x[node_id] = value
@@ -231,28 +299,28 @@ def closest_spaced(wanted: list, gaps: list) -> list:
     return [z + offset for z, offset in zip(result, offsets)]
 
 
-def _groups(graph: Graph, layout: dict) -> list[dict]:
-    """Collapsible groups: one per ``nn.Module`` (nested as the modules are) when nodes carry
-    module paths, else bands of layers for graphs over ``GROUP_ABOVE`` nodes, else none.
+def _groups(graph: Graph, layout: dict, modules: list, shape: Shape) -> list[dict]:
+    """Collapsible groups: ``modules`` (one per ``nn.Module``, nested as the modules are) when
+    nodes carry module paths, else bands of layers for graphs over ``GROUP_ABOVE`` nodes, else none.
 
     Grouping only changes what the front end draws (a collapsed group is one box, expanded on
     click); every node keeps its own position, so expanding or collapsing needs no new layout.
     Groups come parents first; ``parent`` is the id of the enclosing group or None.
     """
     positions = layout["nodes"]
-    module_of = _module_paths(graph)
-    if module_of:
-        groups = _module_groups(module_of)
+    if modules:
+        groups = [dict(group) for group in modules]
     elif len(graph.nodes) > GROUP_ABOVE:
-        groups = _band_groups(graph, positions)
+        groups = _band_groups(graph, shape)
     else:
         return []
-    levels_below = {group["id"]: 0 for group in groups}
-    for group in reversed(groups):  # children come after their parents
+    child_boxes = defaultdict(list)
+    for group in reversed(groups):  # children come after their parents: their boxes are ready first
+        member_boxes = [_outer(positions[i]) for i in group["members"]]
+        group["box"] = _group_box(member_boxes + child_boxes[group["id"]])
         if group["parent"] is not None:
-            levels_below[group["parent"]] = max(levels_below[group["parent"]], levels_below[group["id"]] + 1)
-    for group in groups:
-        group["box"] = _group_box([positions[i] for i in group["members"]], levels_below[group["id"]])
+            x, y, w, h = group["box"]
+            child_boxes[group["parent"]].append([x, y, x + w, y + h])
     return groups
 
 
@@ -311,39 +379,40 @@ def _module_groups(module_of: dict) -> list[dict]:
     return groups
 
 
-def _band_groups(graph: Graph, positions: dict) -> list[dict]:
+def _band_groups(graph: Graph, shape: Shape) -> list[dict]:
     """Bands of ``GROUP_LAYERS`` layers, labelled by what they hold."""
-    band_height = GROUP_LAYERS * (LINE_HEIGHT * 2 + PADDING_Y + LAYER_GAP)
     members = defaultdict(list)
     for node in graph.nodes:
         if node.id == graph.root or node.kind == "output":
             continue
-        members[int(positions[node.id][1] // band_height)].append(node.id)
+        members[shape.layer_of[node.id] // GROUP_LAYERS].append(node.id)
+    by_id = {node.id: node for node in graph.nodes}
     groups = []
-    for ids in members.values():
+    for _, ids in sorted(members.items()):
         if len(ids) >= 4:
-            groups.append({"id": f"g{len(groups)}", "kind": "band", "label": _summary_label(graph, ids),
+            groups.append({"id": f"g{len(groups)}", "kind": "band", "label": _summary_label(by_id, ids),
                            "members": ids, "parent": None})
     return groups
 
 
-def _group_box(boxes: list, levels_below: int) -> list:
-    """``[x, y, w, h]`` around member boxes, with room for a header and for nested groups' frames."""
-    pad = GROUP_PAD + NEST_PAD * levels_below
-    left = min(x - w / 2 for x, _, w, _ in boxes) - pad
-    right = max(x + w / 2 for x, _, w, _ in boxes) + pad
-    top = min(y - h / 2 for _, y, _, h in boxes) - pad - GROUP_HEADER
-    bottom = max(y + h / 2 for _, y, _, h in boxes) + pad
+def _outer(box: list) -> list:
+    """A node's ``[center x, center y, w, h]`` as ``[left, top, right, bottom]``."""
+    x, y, w, h = box
+    return [x - w / 2, y - h / 2, x + w / 2, y + h / 2]
+
+
+def _group_box(boxes: list) -> list:
+    """``[x, y, w, h]`` around ``[left, top, right, bottom]`` boxes (members and child frames),
+    padded, with ``GROUP_HEADER`` px on top for the header."""
+    left = min(box[0] for box in boxes) - GROUP_PAD
+    top = min(box[1] for box in boxes) - GROUP_PAD - GROUP_HEADER
+    right = max(box[2] for box in boxes) + GROUP_PAD
+    bottom = max(box[3] for box in boxes) + GROUP_PAD
     return [round(left, 1), round(top, 1), round(right - left, 1), round(bottom - top, 1)]
 
 
-def _summary_label(graph: Graph, ids: list) -> str:
+def _summary_label(by_id: dict, ids: list) -> str:
     """What a band holds, by its most frequent grad_fn names: ``AddmmBackward0 ×4, ReluBackward0 ×4``."""
-    counts = defaultdict(int)
-    by_id = {node.id: node for node in graph.nodes}
-    for node_id in ids:
-        node = by_id[node_id]
-        if node.kind == "function":
-            counts[node.name] += 1
+    counts = Counter(by_id[node_id].name for node_id in ids if by_id[node_id].kind == "function")
     common = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:2]
     return ", ".join(f"{name} \u00d7{count}" for name, count in common) or "leaves"

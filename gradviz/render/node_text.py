@@ -65,9 +65,10 @@ def _saved_text(saved: tuple) -> str:
     return f"saved: {names}{' (freed)' if any(item.freed for item in saved) else ''}"
 
 
-def node_size(node: GraphNode) -> tuple[float, float]:
-    """Box size in px: wide enough for the longest line (up to ``MAX_CHARS``), one row per line."""
-    lines = node_lines(node)
+def node_size(node: GraphNode, lines: list | None = None) -> tuple[float, float]:
+    """Box size in px: wide enough for the longest line (up to ``MAX_CHARS``), one row per line;
+    ``lines`` are ``node_lines(node)`` when the caller has them already."""
+    lines = node_lines(node) if lines is None else lines
     longest = min(max(len(line["text"]) for line in lines), MAX_CHARS)
     if node.kind == "leaf":
         longest = max(longest, LEAF_MIN_CHARS)
@@ -86,11 +87,12 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:max(1, limit - 1)] + ELLIPSIS
 
 
-def fitted_lines(node: GraphNode, width: float) -> list[dict]:
-    """The node's lines as the widget draws them in a box ``width`` px wide."""
+def fitted_lines(node: GraphNode, width: float, lines: list | None = None) -> list[dict]:
+    """The node's lines (``lines``, else ``node_lines(node)``) as the widget draws them in a box
+    ``width`` px wide."""
     limit = chars_fitting(width)
     shipped = []
-    for line in node_lines(node):
+    for line in node_lines(node) if lines is None else lines:
         text = cut(line["text"], limit)
         item = {"text": text, "cls": line["cls"]}
         if text != line["text"]:
@@ -101,11 +103,14 @@ def fitted_lines(node: GraphNode, width: float) -> list[dict]:
     return shipped
 
 
-def with_node_text(layout: dict, graph: Graph) -> dict:
+def with_node_text(layout: dict, graph: Graph, lines: dict | None = None) -> dict:
     """``layout`` with ``text: {node id: fitted lines}`` for ``graph``'s current values, and the
     ``line_height`` they are drawn at. Positions are kept, so a refresh after ``backward()``
-    re-cuts new values into the boxes the layout already has.
+    re-cuts new values into the boxes the layout already has. ``lines``: ``{id: node_lines}``
+    when the caller made them already.
     """
     positions = layout["nodes"]
-    text = {node.id: fitted_lines(node, positions[node.id][2]) for node in graph.nodes if node.id in positions}
+    lines = lines or {}
+    text = {node.id: fitted_lines(node, positions[node.id][2], lines.get(node.id))
+            for node in graph.nodes if node.id in positions}
     return {**layout, "text": text, "line_height": LINE_HEIGHT}

@@ -11,7 +11,7 @@ from typing import Any
 from gradviz.snapshot.names import names_from_frame
 from gradviz.widget.export import export_html, to_html
 from gradviz.widget.ipython import load_ipython_extension, unload_ipython_extension
-from gradviz.widget.state import check_tensor
+from gradviz.widget.state import check_tensor, no_cyclic_gc
 
 
 def show(tensor: Any, names: dict | None = None, model: Any = None, **options):
@@ -28,7 +28,8 @@ def show(tensor: Any, names: dict | None = None, model: Any = None, **options):
         names = names_from_frame(sys._getframe(1))
     from gradviz.widget.widget import GraphWidget
 
-    return GraphWidget(tensor, names=names, model=model, **options)
+    with no_cyclic_gc():
+        return GraphWidget(tensor, names=names, model=model, **options)
 
 
 def __getattr__(name: str):

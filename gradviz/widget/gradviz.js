@@ -4,12 +4,12 @@
 //
 // One hand-written module, no build step: the HTML export embeds exactly this file. Its units,
 // one concern each, in the order they appear:
-//   helpers          DOM builders, text cut, edge geometry, lookups over a graph
+//   helpers          DOM builders, text cut, edge geometry, lookups over a graph, a grid of boxes
 //   Controls         toolbar, keys, play timer
 //   Scene            SVG nodes, edges and groups, built once per graph; collapse and expand
-//   StepPainter      a step's classes and .grad text; the gradients labelled on the edges
+//   StepPainter      a step's classes and .grad text; the gradients labelled beside the edges, where free
 //   chainRulePanel   a pure function from (step, graph, selection) to the panel's content
-//   PanZoom          the camera: drag, ctrl+wheel, zoom, fit, follow the current node
+//   PanZoom          the camera: drag, wheel scroll, ctrl+wheel zoom, fit, follow the current node
 //   GraphView        the owner: wires the model to the units; render() returns its cleanup
 
 /**
@@ -53,10 +53,15 @@
 const SVG_NS = "http://www.w3.org/2000/svg";
 const SPEEDS = [0.5, 1, 2, 4, 8];
 const READABLE_ZOOM = 0.4; // below this, node text is hidden (.gv-far) and too small to read
-const OPENING_ZOOM = 0.8;
+const TEXT_PX = 12; // node text, edge labels and group headers, in graph units (gradviz.css)
+const READ_ZOOM = 11 / TEXT_PX; // the least zoom a graph opens at: its text at least 11 CSS px
+const CHAR_PX = 0.6 * TEXT_PX; // a monospace character's advance (render/node_text.py's CHAR_WIDTH)
 const COLLAPSE_ABOVE = 150; // collapse="auto" draws module groups as boxes above this many nodes
 const EDGE_LABEL_CHARS = 24;
 const BASELINE = 0.75; // a text line's baseline, as a fraction of the line height from its top
+const HEADER_PX = 16; // an expanded group's header tab, inside the band the layout keeps on its frame's top
+const GRID_PX = 160; // cell size of the grid that finds what an edge label would cover
+const LABEL_SPOTS = [0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9]; // where along its edge a label may go, in order
 
 // ================================================================ helpers
 
@@ -175,16 +180,47 @@ function curvePath(curve) {
   return d;
 }
 
-/** The point halfway along the curve's parameter (where an edge's label goes): pure arithmetic,
- * so labelling a step never forces the browser to lay out the page (getTotalLength would). */
-function curveMidpoint(curve) {
-  const u = curve.segments.length / 2;
+/** The point a `fraction` (0 to 1) along the curve's parameter (where an edge's label may go):
+ * pure arithmetic, so labelling a step never forces the browser to lay out the page
+ * (getTotalLength would). */
+function curvePoint(curve, fraction) {
+  const u = curve.segments.length * fraction;
   const index = Math.min(Math.floor(u), curve.segments.length - 1);
   const t = u - index;
   const [x0, y0] = index ? curve.segments[index - 1].slice(4) : curve.start;
   const [ax, ay, bx, by, x3, y3] = curve.segments[index];
   const w = [(1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3];
   return { x: w[0] * x0 + w[1] * ax + w[2] * bx + w[3] * x3, y: w[0] * y0 + w[1] * ay + w[2] * by + w[3] * y3 };
+}
+
+/**
+ * Boxes `[left, top, right, bottom]` in a grid of `GRID_PX` cells, so asking what a small box
+ * would cover looks at the few boxes near it, on a graph of any size.
+ */
+class BoxGrid {
+  /** @param {number[][]} boxes */
+  constructor(boxes) {
+    this.cells = new Map();
+    for (const box of boxes) this.eachCell(box, (key) => {
+      if (!this.cells.has(key)) this.cells.set(key, []);
+      this.cells.get(key).push(box);
+    });
+  }
+
+  eachCell([left, top, right, bottom], visit) {
+    for (let i = Math.floor(left / GRID_PX); i <= Math.floor(right / GRID_PX); i++) {
+      for (let j = Math.floor(top / GRID_PX); j <= Math.floor(bottom / GRID_PX); j++) visit(`${i},${j}`);
+    }
+  }
+
+  /** Whether `box` meets any box of the grid or of `extra`. */
+  hits(box, extra = []) {
+    const meets = (other) => box[0] < other[2] && other[0] < box[2] && box[1] < other[3] && other[1] < box[3];
+    if (extra.some(meets)) return true;
+    let found = false;
+    this.eachCell(box, (key) => { found = found || (this.cells.get(key) || []).some(meets); });
+    return found;
+  }
 }
 
 /** A group's title size in graph units: big enough to read when the whole model is in view
@@ -349,6 +385,7 @@ class Scene {
     this.groupEls = new Map();
     this.edgeEls = [];
     this.edgeCurves = [];
+    this.obstacles = []; // [left, top, right, bottom] of every drawn box: what an edge label must not cover
 
     for (const group of groups) {
       if (hidden.get(group.id)) continue;
@@ -380,6 +417,7 @@ class Scene {
       nodeLayer.append(this.drawNode(node, layout.nodes[node.id], text[node.id] || [], layout.line_height, showSaved));
     }
     this.viewport.replaceChildren(frameLayer, edgeLayer, boxLayer, nodeLayer, this.labelLayer, headerLayer);
+    this.grid = new BoxGrid(this.obstacles);
   }
 
   /**
@@ -442,6 +480,7 @@ class Scene {
     if (node.note) tooltip.push(node.note);
     g.append(s("title", {}, tooltip.join("\n")));
     this.nodeEls.set(node.id, g);
+    this.obstacles.push([cx - width / 2, cy - height / 2 + top, cx + width / 2, cy - height / 2 + top + drawnHeight]);
     return g;
   }
 
@@ -459,19 +498,26 @@ class Scene {
     label.append(s("tspan", { x: x + width / 2, dy: "1.2em", class: "gv-group-count" }, `${group.members.length} nodes`));
     g.append(label);
     this.groupEls.set(group.id, g);
+    this.obstacles.push([x, y, x + width, y + height]);
     return g;
   }
 
-  /** An expanded group's header: a tab on its frame's top edge that collapses it again. */
+  /**
+   * An expanded group's header: a tab inside the top of its frame (the layout keeps a band free
+   * there, so it covers no node and no nested frame), cut to the frame's width; it collapses the
+   * group again.
+   */
   drawGroupHeader(group) {
-    const [x, y] = group.box;
+    const [x, y, width] = group.box;
     const header = s("g", { class: "gv-group gv-group-expanded gv-group-header", "data-group-id": group.id,
       "data-name": group.label, "data-group-kind": group.kind, role: "button", tabindex: "0", "aria-expanded": "true",
       "aria-label": `Collapse ${group.kind === "module" ? "module" : "group"} ${group.label}` });
-    const size = titleSize(group, 10, 1.0); // readable from afar too
-    header.append(s("rect", { x, y: y - size * 1.3, width: (group.label.length + 3) * size * 0.62, height: size * 1.3, rx: size / 4 }));
-    header.append(s("text", { class: "gv-group-label", x: x + size * 0.4, y: y - size * 0.35, "font-size": size.toFixed(1) },
-      `\u25BE ${group.label}`));
+    const text = fit(`\u25BE ${group.label}`, Math.max(2, Math.floor((width - 12) / CHAR_PX)));
+    const tab = { x: x + 1, y: y + 1, width: Math.min(width - 2, text.length * CHAR_PX + 10), height: HEADER_PX };
+    header.append(s("rect", { ...tab, rx: 4 }));
+    header.append(s("text", { class: "gv-group-label", x: tab.x + 5, y: tab.y + HEADER_PX * BASELINE + 1 }, text));
+    if (text !== `\u25BE ${group.label}`) header.append(s("title", {}, group.label));
+    this.obstacles.push([tab.x, tab.y, tab.x + tab.width, tab.y + tab.height]);
     return header;
   }
 }
@@ -541,6 +587,7 @@ class StepPainter {
   showFlows(target) {
     for (const path of this.flowEdges) path.classList.remove("gv-edge-in", "gv-edge-out");
     this.flowEdges = [];
+    this.placedLabels = [];
     this.scene.labelLayer.replaceChildren();
     if (target === 0) return;
     const step = this.trace[target - 1];
@@ -565,14 +612,42 @@ class StepPainter {
     }
   }
 
+  /** Highlight edge `index` and label it with `value` where the label covers no box and no
+   * other label; an edge with no free spot stays highlighted, its value in the panel. */
   flowEdge(index, cls, value) {
     const path = this.scene.edgeEls[index];
     path.classList.add(cls);
     this.flowEdges.push(path);
     if (!value) return;
-    const point = curveMidpoint(this.scene.edgeCurves[index]);
     const text = `${shapeText(value.shape) ? shapeText(value.shape) + " " : ""}${fit(value.preview, EDGE_LABEL_CHARS)}`;
-    this.scene.labelLayer.append(s("text", { class: `gv-edge-label ${cls}`, x: point.x + 6, y: point.y }, text));
+    const curve = this.scene.edgeCurves[index];
+    const target = this.scene.layout.nodes[this.scene.graph.edges[index].target];
+    const end = curve.segments[curve.segments.length - 1][4];
+    const spot = this.labelSpot(curve, text.length * CHAR_PX, end < target[0] - 1 ? [-1, 1] : [1, -1]);
+    if (!spot) return;
+    this.placedLabels.push(spot.box);
+    this.scene.labelLayer.append(s("text", { class: `gv-edge-label ${cls}`, x: spot.x, y: spot.y,
+      "text-anchor": spot.anchor }, text));
+  }
+
+  /** The first free spot for a label `width` px wide beside the curve: along it (`LABEL_SPOTS`),
+   * on its outer side first (`sides`: 1 right, -1 left; the left of two edges into one node
+   * is labelled on its left). */
+  labelSpot(curve, width, sides) {
+    const ascent = TEXT_PX * 0.8;
+    const descent = TEXT_PX * 0.3;
+    for (const fraction of LABEL_SPOTS) {
+      const point = curvePoint(curve, fraction);
+      for (const side of sides) {
+        const x = point.x + side * 6;
+        const left = side > 0 ? x : x - width;
+        const box = [left - 2, point.y - ascent - 2, left + width + 2, point.y + descent + 2];
+        if (!this.scene.grid.hits(box, this.placedLabels)) {
+          return { x, y: point.y, anchor: side > 0 ? "start" : "end", box };
+        }
+      }
+    }
+    return null;
   }
 }
 
@@ -687,26 +762,33 @@ function nodeInfo(node) {
 // ================================================================ pan and zoom
 
 /**
- * The camera over the drawing: drag to pan, ctrl/cmd + wheel to zoom, fit, and follow the node
- * being stepped. It moves the viewport group with one transform and hides node text (`gv-far`)
- * when zoomed out too far to read it.
+ * The camera over the drawing: drag to pan, ctrl/cmd + wheel to zoom, plain wheel to scroll a
+ * drawing taller than the stage, fit, and follow the node being stepped. It moves the viewport
+ * group with one transform and hides node text (`gv-far`) when zoomed out too far to read it.
+ * Until the user moves it, the camera fits again when the stage's width changes (a view drawn
+ * before its column had a width, as side-by-side views are in JupyterLab, opens fitted).
  */
 class PanZoom {
   /**
    * @param {HTMLElement} stage the box around the drawing (its height is set on fit)
    * @param {SVGSVGElement} svg
    * @param {SVGGElement} viewport
+   * @param {() => void} refit fits the camera again as it opened
    */
-  constructor(stage, svg, viewport) {
+  constructor(stage, svg, viewport, refit) {
     this.stage = stage;
     this.svg = svg;
     this.viewport = viewport;
     this.view = { x: 0, y: 0, k: 1 };
+    this.content = { width: 0, height: 0 }; // the drawing's size, in graph units
+    this.fittedWidth = null; // the stage width the last fit used; null once the user moved the camera
     this.dragged = false; // true while a drag ends, so the click that ends it selects nothing
     // The stage's size, kept without reading layout while stepping (that would force a reflow).
     this.stageSize = { width: stage.clientWidth || 800, height: stage.clientHeight || 480 };
     this.resizeObserver = typeof ResizeObserver === "function" ? new ResizeObserver(([entry]) => {
       this.stageSize = { width: entry.contentRect.width || 800, height: entry.contentRect.height || 480 };
+      const width = entry.contentRect.width;
+      if (this.fittedWidth !== null && width > 0 && Math.abs(width - this.fittedWidth) > 1) refit();
     }) : null;
     if (this.resizeObserver) this.resizeObserver.observe(stage);
 
@@ -722,6 +804,7 @@ class PanZoom {
       const dy = event.clientY - start.y;
       if (!this.dragged && Math.hypot(dx, dy) < 4) return;
       this.dragged = true;
+      this.fittedWidth = null;
       svg.setPointerCapture(event.pointerId);
       this.setView(start.vx + dx, start.vy + dy, this.view.k);
     });
@@ -729,11 +812,29 @@ class PanZoom {
     svg.addEventListener("pointerup", end);
     svg.addEventListener("pointercancel", end);
     svg.addEventListener("wheel", (event) => {
-      if (!event.ctrlKey && !event.metaKey) return; // plain wheel scrolls the page
+      if (!event.ctrlKey && !event.metaKey) { // scroll the drawing while it can move, then the page
+        const dx = this.room(event.deltaX, "x");
+        const dy = this.room(event.deltaY, "y");
+        if (!dx && !dy) return;
+        event.preventDefault();
+        this.fittedWidth = null;
+        this.setView(this.view.x - dx, this.view.y - dy, this.view.k);
+        return;
+      }
       event.preventDefault();
       const rect = svg.getBoundingClientRect();
       this.zoomBy(Math.exp(-event.deltaY * 0.002), event.clientX - rect.left, event.clientY - rect.top);
     }, { passive: false });
+  }
+
+  /** How far (px, signed as `delta`) the drawing can scroll along `axis` toward `delta`. */
+  room(delta, axis) {
+    const start = this.view[axis];
+    const end = start + (axis === "x" ? this.content.width : this.content.height) * this.view.k;
+    const size = axis === "x" ? this.stageSize.width : this.stageSize.height;
+    if (delta > 0) return Math.min(delta, Math.max(0, end - size));
+    if (delta < 0) return Math.max(delta, Math.min(0, start));
+    return 0;
   }
 
   destroy() {
@@ -753,21 +854,28 @@ class PanZoom {
     const cy = py === null ? rect.height / 2 : py;
     const k = Math.max(0.02, Math.min(4, this.view.k * factor));
     const ratio = k / this.view.k;
+    this.fittedWidth = null;
     this.setView(cx - (cx - this.view.x) * ratio, cy - (cy - this.view.y) * ratio, k);
   }
 
   /**
    * Show the whole drawing, `width` x `height`, in a stage at most `maxHeight` tall. Given an
-   * `opening` node box, a drawing too big to read that way opens at a readable zoom on that
-   * node instead (the fit button still fits).
+   * `opening` node box, a drawing that would be shrunk below `READ_ZOOM` that way opens at
+   * `READ_ZOOM` instead (as much of it as can be read at once: fitted to the stage's width when it
+   * is that narrow, else centred on that node), its bottom in view (where the backward pass
+   * starts), and scrolls; the fit button still fits.
    */
   fit(width, height, maxHeight, opening = null) {
     const stageWidth = this.stage.clientWidth || 800;
+    this.content = { width: width || 1, height: height || 1 };
+    this.fittedWidth = this.stage.clientWidth || 0; // 0: drawn before the stage had a width
     const k = Math.max(0.02, Math.min(1, stageWidth / (width || 1), maxHeight / (height || 1)));
-    if (opening && k < READABLE_ZOOM) {
+    if (opening && k < READ_ZOOM) {
       this.stage.style.height = `${maxHeight}px`;
       this.stageSize = { width: stageWidth, height: maxHeight };
-      this.setView(stageWidth / 2 - opening[0] * OPENING_ZOOM, maxHeight - 40 - opening[1] * OPENING_ZOOM, OPENING_ZOOM);
+      const x = width * READ_ZOOM <= stageWidth ? (stageWidth - width * READ_ZOOM) / 2
+        : Math.min(0, Math.max(stageWidth - width * READ_ZOOM, stageWidth / 2 - opening[0] * READ_ZOOM));
+      this.setView(x, maxHeight - height * READ_ZOOM, READ_ZOOM);
       return;
     }
     const stageHeight = Math.max(120, Math.min(maxHeight, (height || 1) * k));
@@ -784,6 +892,7 @@ class PanZoom {
     const sy = box[1] * k + y;
     const { width, height } = this.stageSize;
     if (sx >= 0 && sx <= width && sy >= 0 && sy <= height) return;
+    this.fittedWidth = null;
     this.setView(width / 2 - box[0] * k, height / 2 - box[1] * k, k);
   }
 }
@@ -840,7 +949,7 @@ class GraphView {
       h("span", {}, " recorded by a backward pass with create_graph=True (second order); the rest by the forward pass"));
     root.append(this.controls.toolbar, this.controls.noteBox, this.legend, stage, this.panel);
     host.replaceChildren(root);
-    this.camera = new PanZoom(stage, svg, viewport);
+    this.camera = new PanZoom(stage, svg, viewport, () => this.fit(true));
     this.scene = new Scene(viewport);
 
     root.addEventListener("keydown", (event) => {
@@ -1033,6 +1142,21 @@ export function createModel(state) {
     save_changes() {},
     send() {},
   };
+}
+
+/**
+ * The state an exported page carries, from its `<script>` block's text: plain JSON, or (for big
+ * graphs, `encoding` "gzip+base64", see widget/export.py) base64 of gzipped JSON, inflated with
+ * the browser's own DecompressionStream.
+ * @param {string} text
+ * @param {string | undefined} encoding
+ * @returns {Promise<Traits>}
+ */
+export async function readState(text, encoding) {
+  if (encoding !== "gzip+base64") return JSON.parse(text);
+  const bytes = Uint8Array.from(atob(text.trim()), (char) => char.charCodeAt(0));
+  const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(inflated).text());
 }
 
 /** Render a widget state into an element with no kernel; returns { model, cleanup }. */

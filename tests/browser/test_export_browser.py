@@ -194,3 +194,22 @@ def test_theme_screenshots(browser, tmp_path, artifacts, scheme):
     assert (background == "rgb(255, 255, 255)") == (scheme == "light")
     page.screenshot(path=str(artifacts / f"export-{scheme}.png"))
     context.close()
+
+
+def test_a_compressed_export_draws_and_steps_like_any_other(offline_page, tmp_path):
+    from fixtures.shapes import chain
+
+    page = offline_page
+    output = chain(3000)
+    path = export_html(output, tmp_path / "chain.html", names={}, collapse=False)
+    assert 'data-encoding="gzip+base64"' in path.read_text()
+    page.goto(path.as_uri())
+    page.wait_for_selector("[data-node-id]")
+    assert page.inner_text(".gv-status") == "Step 0 of 3001"
+    for index in range(3):
+        page.click("[data-action=next]")
+    assert page.inner_text(".gv-status") == "Step 3 of 3001"
+    assert page.locator(".gv-current").count() == 1 and page.locator(".gv-done").count() == 2
+    page.click("[data-action=end]")
+    assert page.inner_text(".gv-status") == "Step 3001 of 3001"
+    assert page.blocked == [] and page.errors == []
