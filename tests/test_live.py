@@ -152,6 +152,22 @@ def test_many_shown_then_deleted_widgets_are_all_released(shell):
     assert set(ipywidgets_widget._instances) <= before
 
 
+def test_the_machinery_count_is_every_holder_there_is(lib):
+    """What GraphWidget.__init__ measures equals a heap scan of the widget's holders, made while
+    nothing but the widget machinery holds it (this test's own variable is not a heap object)."""
+    import types
+
+    loss, names = lesson_tensors(lib=lib)
+    widget = show(loss, names=names)
+    count = 0
+    for holder in gc.get_referrers(widget):  # plain loops: a comprehension's closure would hold widget
+        if not isinstance(holder, types.FrameType):
+            for item in gc.get_referents(holder):
+                count += item is widget
+    assert widget._machinery_references == count
+    widget.close()
+
+
 def test_user_references_count_only_the_users(lib):
     loss, names = lesson_tensors(lib=lib)
     widget = show(loss, names=names)

@@ -16,17 +16,14 @@ Who holds a widget: ipywidgets keeps every widget in its registry (``ipywidgets.
 _instances``, filled when the comm opens) and its comm keeps a bound method; anywidget keeps
 closures over it; IPython's output history (``Out``, ``_``, ``_12``) keeps a cell's result. None
 of those is the user's, so "referenced" means: more references than those. The references the
-widget machinery holds are counted once, when the widget starts being followed
-(``_machinery_references``, with ``gc.get_referrers``), and IPython's history is counted each
-cell; what remains of ``sys.getrefcount`` is the user's.
+widget machinery holds are counted once, as the widget is made (``track``), and IPython's history
+is counted each cell; what remains of ``sys.getrefcount`` is the user's.
 
 Widgets are followed through weak references only: following one never keeps it alive.
 """
 from __future__ import annotations
 
-import gc
 import sys
-import types
 import warnings
 import weakref
 
@@ -36,14 +33,16 @@ _registered_with: "weakref.ref | None" = None
 # The references that exist only while a function looks at a widget: the caller's variable,
 # this module's parameter, and the argument of sys.getrefcount itself.
 _TRANSIENT = 3
-# Holders that are not the widget machinery: a frame or a suspended generator running the code
-# that made the widget holds it only for now.
-_PASSING_HOLDERS = (types.FrameType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 
 
-def track(widget) -> None:
-    """Follow ``widget``'s tensor after each cell (when running under IPython)."""
-    widget._machinery_references = _machinery_references(widget)
+def track(widget, machinery: int) -> None:
+    """Follow ``widget``'s tensor after each cell (when running under IPython).
+
+    ``machinery``: the references ipywidgets, anywidget and traitlets hold to the widget, measured
+    by ``GraphWidget.__init__`` as ``sys.getrefcount`` at its end less at its start (the same
+    frames hold the widget at both points, so only what the machinery added remains).
+    """
+    widget._machinery_references = machinery
     key = id(widget)
     _followed[key] = weakref.ref(widget, lambda _, key=key: _followed.pop(key, None))
     register(_current_ipython())
@@ -113,22 +112,6 @@ def user_references(widget, history: dict | None = None) -> int:
     machinery = getattr(widget, "_machinery_references", 0)
     from_history = (history or {}).get(id(widget), 0)
     return sys.getrefcount(widget) - _TRANSIENT - machinery - from_history
-
-
-def _machinery_references(widget) -> int:
-    """The references ipywidgets, its comm, anywidget and traitlets hold to a new ``widget``.
-
-    Read once, right after the widget is made, before any user code can hold it: every holder
-    but a running frame or generator is machinery then. (One scan of the heap, per widget.)
-    """
-    count = 0
-    for holder in gc.get_referrers(widget):  # (no comprehension here: its closure would hold widget)
-        if isinstance(holder, _PASSING_HOLDERS):
-            continue
-        for item in gc.get_referents(holder):
-            if item is widget:
-                count += 1
-    return count
 
 
 def _history_references(ipython, result=None) -> dict:

@@ -82,6 +82,7 @@ class GraphWidget(anywidget.AnyWidget):
         Labels come from ``names`` (else the caller's variables); ``model``, an ``nn.Module``,
         names its parameters (``fc1.weight``) and groups nodes by module.
         """
+        references_before = sys.getrefcount(self)  # see live.track: what the machinery adds
         check_options(options, "GraphWidget")
         if tensor is not None:
             check_tensor(tensor, "GraphWidget")
@@ -103,7 +104,8 @@ class GraphWidget(anywidget.AnyWidget):
             self._model = model
             self._names = names if names is not None else names_from_frame(sys._getframe(1))
             self.refresh()
-            live.track(self)
+            machinery = sys.getrefcount(self) - references_before  # (not inside the call: its
+            live.track(self, machinery)                             # first argument would count)
         elif graph is not None:
             self._set_graph(graph, trace or [])
         else:
