@@ -16,7 +16,7 @@ from gradviz.snapshot import graph_of, observe_steps, trace_of
 
 pytest.importorskip("anywidget")
 
-from gradviz.widget import export_html, show, to_html  # noqa: E402
+from gradviz.widget import export_html, live, show, to_html  # noqa: E402
 
 
 def state_of(tensors: dict) -> dict:
@@ -30,10 +30,11 @@ def state_of(tensors: dict) -> dict:
 
 
 def observe_everything(loss, names: dict, tmp_path, model=None) -> None:
-    """Every view a user has: show, refresh (twice), export, a fragment, the snapshot and a walk."""
+    """Every view a user has: show, refresh, the live refresh, export, a fragment, the snapshot, a walk."""
     widget = show(loss, names=names, model=model)
     widget.refresh()
     widget.refresh()
+    live.refresh_all()  # what runs after every notebook cell
     export_html(loss, tmp_path / "page.html", names=names, model=model)
     export_html(widget, tmp_path / "widget.html")
     to_html(loss, names=names, model=model)

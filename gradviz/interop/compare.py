@@ -7,7 +7,8 @@ where the first disagreements are.
 
 The two graphs are matched by structure, not by ids: starting from the two outputs' grad_fns,
 input ``k`` of a matched pair is matched with input ``k`` of its partner, walking with an explicit
-queue so any depth works. Both backward passes are dry runs, so no ``.grad`` changes.
+queue so any depth works. Both backward passes are observed (``observe_steps``): no hook runs and no
+``.grad`` changes.
 
 This module computes the verdict; ``gv.compare`` (``gradviz.widget.compare_view``) returns it
 as a ``Comparison`` that also draws itself in a notebook: the two graphs side by side with the
