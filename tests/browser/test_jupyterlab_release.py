@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from lab_server import jupyterlab
+from lab_server import lab_with_notebook, open_notebook
 from test_jupyterlab import output_text, run_cell
 
 pytestmark = pytest.mark.browser
@@ -31,13 +31,7 @@ def lab(tmp_path_factory):
     pytest.importorskip("jupyterlab")
     if shutil.which("jupyter") is None:
         pytest.skip("jupyter is not installed")
-    import nbformat
-
-    root = tmp_path_factory.mktemp("lab-release")
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(notebook, root / "release.ipynb")
-    with jupyterlab(root) as url:
+    with lab_with_notebook(tmp_path_factory.mktemp("lab-release"), "release.ipynb", CELLS) as url:
         yield url
 
 
@@ -46,14 +40,7 @@ def test_a_cleared_widget_is_released_and_a_shown_one_is_kept(browser, lab):
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(f"{lab}/lab/tree/release.ipynb")
-    page.wait_for_function("""() => {
-        const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-        const kernel = panel && panel.sessionContext && panel.sessionContext.session
-                       && panel.sessionContext.session.kernel;
-        return kernel && kernel.status === 'idle';
-    }""", timeout=120_000)
-    page.add_style_tag(content=".Toastify { display: none !important; }")
+    open_notebook(page, f"{lab}/lab/tree/release.ipynb")
 
     run_cell(page, 0)
     page.wait_for_selector(".gv-root [data-node-id]", timeout=120_000)
