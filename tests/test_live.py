@@ -205,3 +205,17 @@ def test_state_module_is_not_touched_by_a_refresh_of_nothing(monkeypatch):
     for _ in range(3):
         live.refresh_all()
     widget.close()
+
+
+def test_a_widget_that_fails_to_refresh_warns_and_the_others_still_refresh(monkeypatch):
+    first_loss, first_names = lesson_tensors()
+    second_loss, second_names = lesson_tensors()
+    broken, working = show(first_loss, names=first_names), show(second_loss, names=second_names)
+    monkeypatch.setattr(broken, "refresh_if_changed", lambda: 1 / 0)
+    second_loss.backward(retain_graph=True)
+    with pytest.warns(RuntimeWarning, match="could not refresh a graph widget: ZeroDivisionError"):
+        live.refresh_all()
+    x = next(n for n in working.graph["nodes"] if n["label"] == "x")
+    assert x["grad"]["preview"] == "13."
+    broken.close()
+    working.close()

@@ -94,16 +94,20 @@ def refresh_all(result=None) -> None:
         if widget._views > 0 or awaiting_view or user_references(widget, history) > 0:
             refresh_one(widget)
         else:
-            widget.release()
+            _quietly(widget.release, "release")
 
 
 def refresh_one(widget) -> None:
-    """``widget.refresh_if_changed()``, turning a failure into a warning: a display aid must
-    never break the user's notebook."""
+    """``widget.refresh_if_changed()``, a failure turned into a warning."""
+    _quietly(widget.refresh_if_changed, "refresh")
+
+
+def _quietly(action, what: str) -> None:
+    """Run ``action``; a display aid must never break the user's notebook, so a failure is a warning."""
     try:
-        widget.refresh_if_changed()
+        action()
     except Exception as error:
-        warnings.warn(f"gradviz could not refresh a graph widget: {error!r}", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"gradviz could not {what} a graph widget: {error!r}", RuntimeWarning, stacklevel=3)
 
 
 def user_references(widget, history: dict | None = None) -> int:
