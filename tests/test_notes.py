@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import gradviz as gv
-from gradviz.widget.state import (FREED_NOTE, NON_SCALAR_NOTE, NOTHING_TO_STEP, REPLAY_NOTE, STALE_NOTE,
-                                  take_snapshot)
+from gradviz.widget.state import (FREED_NOTE, FROM_ONES_NOTE, NON_SCALAR_NOTE, NOTHING_TO_STEP, REPLAY_NOTE,
+                                  STALE_NOTE, take_snapshot)
 
 pytest.importorskip("anywidget")
 
@@ -53,7 +53,7 @@ def test_a_non_scalar_output_is_stepped_from_ones_and_says_so(lib):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2
     snapshot = take_snapshot(y, {"x": x, "y": y})
-    assert snapshot.note == NON_SCALAR_NOTE.format(label="y")
+    assert snapshot.note == f'{NON_SCALAR_NOTE.format(label="y")} {FROM_ONES_NOTE.format(label="y")}'
     assert "from before" not in snapshot.note and len(snapshot.trace) == 2
     message = raises(y.backward)
     assert message == "grad can be implicitly created only for scalar outputs" and message in snapshot.note
@@ -103,3 +103,13 @@ def test_a_kept_graph_has_no_note_and_fresh_steps(lib):
     accumulate = widget.trace[-1]
     assert accumulate["grad_before"]["preview"] == "[2., 4.]" and accumulate["grad_after"]["preview"] == "[4., 8.]"
     widget.close()
+
+
+def test_a_freed_non_scalar_graph_shown_first_claims_no_steps(lib):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x
+    y.backward(lib.ones_like(y))
+    snapshot = take_snapshot(y, {"y": y})
+    assert snapshot.trace == []
+    assert snapshot.note == f'{NON_SCALAR_NOTE.format(label="y")} {FREED_NOTE} {NOTHING_TO_STEP}'
+    assert "steps shown" not in snapshot.note

@@ -45,8 +45,8 @@ REPLAY_NOTE = ("The steps below replay the backward pass as it was recorded befo
 NOTHING_TO_STEP = "There is nothing to step."
 STALE_NOTE = "The backward pass cannot run on this graph now:"
 NON_SCALAR_NOTE = ("{label} is not a scalar, so {label}.backward() needs a gradient argument (without "
-                   "one it raises \"grad can be implicitly created only for scalar outputs\"). The steps "
-                   "shown are those of {label}.backward(ones_like({label})).")
+                   "one it raises \"grad can be implicitly created only for scalar outputs\").")
+FROM_ONES_NOTE = "The steps shown are those of {label}.backward(ones_like({label}))."
 
 
 @dataclass(frozen=True)
@@ -91,17 +91,20 @@ def take_snapshot(tensor: Any, names: dict | None, previous_trace: list | None =
     graph = graph_of(tensor, names, model)
     if len(graph.nodes) == 1:  # nothing to step: the output node's note says why
         return Snapshot(graph, [], _joined(graph.node(graph.root).note, NOTHING_TO_STEP))
-    gradient, note = None, ""
+    gradient, note, from_ones = None, "", ""
     if tensor.numel() != 1:
+        label = graph.node(graph.root).label
         gradient = _ones_like(tensor)
-        note = NON_SCALAR_NOTE.format(label=graph.node(graph.root).label)
+        note, from_ones = NON_SCALAR_NOTE.format(label=label), FROM_ONES_NOTE.format(label=label)
     try:
         steps = tuple(observe_steps(tensor, gradient))
     except RuntimeError as error:  # freed by backward(), or a saved tensor changed in place
         replay = list(previous_trace or [])
         reason = FREED_NOTE if "second time" in str(error) else f"{STALE_NOTE} {error}"
-        return Snapshot(graph, replay, _joined(note, reason, REPLAY_NOTE if replay else NOTHING_TO_STEP))
-    return Snapshot(graph, trace_to_dict(steps, graph), note, steps)
+        if replay:
+            return Snapshot(graph, replay, _joined(note, reason, REPLAY_NOTE, from_ones))
+        return Snapshot(graph, [], _joined(note, reason, NOTHING_TO_STEP))
+    return Snapshot(graph, trace_to_dict(steps, graph), _joined(note, from_ones), steps)
 
 
 def _ones_like(tensor: Any) -> Any:
