@@ -6,7 +6,7 @@ convolutional network, it measures:
 
 * nodes/edges: the size of gradviz's snapshot;
 * snapshot: ``build_torch_graph`` (walk, labels, saved-tensor summaries);
-* trace: a dry-run ``torch_backward_steps`` turned into the widget's JSON trace;
+* trace: the observed ``torch_backward_steps`` (no engine, no hooks) as the widget's JSON trace;
 * layout: ``gradviz.render.compute_layout`` (skipped if that module is missing);
 * export: ``gradviz.widget.export.export_html`` to one HTML file (snapshot + trace + layout +
   writing), skipped if missing;
@@ -83,7 +83,7 @@ def measure_gradviz(loss, names, model, workdir: str) -> dict:
     row = {}
     graph, row["snapshot"] = timed(build_torch_graph, loss, names=names, model=model)
     row["nodes"], row["edges"] = len(graph.nodes), len(graph.edges)
-    steps, seconds = timed(lambda: list(torch_backward_steps(loss, dry_run=True)))
+    steps, seconds = timed(lambda: list(torch_backward_steps(loss, dry_run=True, run_hooks=False)))
     _, row["trace"] = timed(trace_to_dict, steps, graph)
     row["trace"] += seconds
     layout = optional("gradviz.render", "compute_layout")

@@ -52,11 +52,12 @@ def walk(tensor: Any) -> None:
     """Print the backward pass from ``tensor`` as text, in the order the engine runs the nodes:
     a line with the step and the node, then what arrived and what was sent on (or the ``.grad``).
 
-    Nothing changes: it is a dry run, so no ``.grad`` is written and the graph is not freed.
+    Nothing changes: it is a pure observation, so no hook runs, no ``.grad`` is written and the
+    graph is not freed.
     """
-    from gradviz.autograd import backward_steps
+    from gradviz.snapshot import observe_steps
 
-    for step in backward_steps(tensor, dry_run=True):
+    for step in observe_steps(tensor):
         print(f"step {step.index}: {step.name.split('::')[-1]}")
         if step.is_accumulate:
             print(f"    .grad becomes {_short(step.grad_after)}")

@@ -22,7 +22,7 @@ pytest.importorskip("anywidget")
 from gradviz.widget import GraphWidget, export_html, live, show  # noqa: E402
 from gradviz.widget.export import script_json  # noqa: E402
 from gradviz.widget.ipython import WIDGET_MIME, load_ipython_extension, unload_ipython_extension  # noqa: E402
-from gradviz.widget.state import FREED_NOTE, OPTIONS, STATE_KEYS  # noqa: E402
+from gradviz.widget.state import FREED_NOTE, OPTIONS, REPLAY_NOTE, STATE_KEYS  # noqa: E402
 
 
 @pytest.fixture(params=["gradviz", "torch"])
@@ -70,12 +70,12 @@ def test_the_traits_are_the_view_state_and_layout_is_ipywidgets_own():
 
 
 def test_esm_and_css_are_the_shipped_files():
-    from anywidget._file_contents import FileContents
-
     here = pathlib.Path(__file__).parents[1] / "gradviz" / "widget"
     esm, css = str(GraphWidget._esm), str(GraphWidget._css)
     assert esm == (here / "gradviz.js").read_text(encoding="utf-8")
-    assert isinstance(GraphWidget._esm, FileContents) and isinstance(GraphWidget._css, FileContents)  # hot reload
+    # text, not a Path: anywidget would tie every instance to the file's change signal (no widget
+    # could be collected); ANYWIDGET_HMR=1 turns hot reload back on
+    assert isinstance(GraphWidget._esm, str) and isinstance(GraphWidget._css, str)
     assert "export default" in esm and "render" in esm
     assert ".gv-current" in css and "--jp-" in css
     assert ".innerHTML" not in esm  # user text only ever goes through textContent
@@ -157,7 +157,7 @@ def test_refresh_after_backward_shows_grads_and_freed_tensors_keeping_layout(mon
     assert "grad: 13." in [line["text"] for line in widget.graph_layout["text"][x_id]]
     freed = [s["freed"] for n in widget.graph["nodes"] for s in n["saved"]]
     assert freed and all(freed)
-    assert widget.note == FREED_NOTE and widget.trace == trace
+    assert widget.note == f"{FREED_NOTE} {REPLAY_NOTE}" and widget.trace == trace
     names["x"].grad.zero_()
     widget.refresh()
     assert leaf_grads(widget)["x"] == "0."

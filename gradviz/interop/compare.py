@@ -7,7 +7,8 @@ where the first disagreements are.
 
 The two graphs are matched by structure, not by ids: starting from the two outputs' grad_fns,
 input ``k`` of a matched pair is matched with input ``k`` of its partner, walking with an explicit
-queue so any depth works. Both backward passes are dry runs, so no ``.grad`` changes.
+queue so any depth works. Both backward passes are observed (``observe_steps``): no hook runs and no
+``.grad`` changes.
 
 This module computes the verdict; ``gv.compare`` (``gradviz.widget.compare_view``) returns it
 as a ``Comparison`` that also draws itself in a notebook: the two graphs side by side with the
@@ -22,10 +23,8 @@ from typing import Any
 import numpy as np
 
 from gradviz._kinds import is_accumulate_grad
-from gradviz.autograd.engine import backward_steps
 from gradviz.interop.torch_source import build_torch_graph
-from gradviz.interop.torch_steps import record_torch_backward
-from gradviz.snapshot import graph_of
+from gradviz.snapshot import graph_of, observe_steps
 from gradviz.snapshot.model import Graph, to_numpy
 from gradviz.snapshot.names import caller_names
 
@@ -102,8 +101,8 @@ def compare(gv_tensor: Any, torch_tensor: Any, *, names: dict | None = None,
 
     gv_steps, torch_steps, order_differences, order_agree = (), (), [], None
     try:
-        gv_steps = tuple(backward_steps(gv_tensor, dry_run=True))
-        torch_steps = tuple(record_torch_backward(torch_tensor, dry_run=True))
+        gv_steps = tuple(observe_steps(gv_tensor))  # pure observations: no hook, no .grad written
+        torch_steps = tuple(observe_steps(torch_tensor))
     except RuntimeError as error:
         order_differences.append(f"backward could not run: {error}")
     else:

@@ -109,9 +109,8 @@ class TorchSource:
 
 
 def safe_summary(array: Any, cache: dict | None = None):
-    """``summarize`` for display, tolerating tensors numpy cannot hold (e.g. bfloat16, meta).
-
-    With a ``cache``, tensors that view the same memory the same way are summarised once.
+    """``summarize``, with a ``cache``: tensors that view the same memory the same way are
+    summarised once.
     """
     if array is None:
         return None
@@ -120,13 +119,7 @@ def safe_summary(array: Any, cache: dict | None = None):
         if key not in cache:
             cache[key] = safe_summary(array)
         return cache[key]
-    try:
-        return summarize(array)
-    except (TypeError, RuntimeError, NotImplementedError):
-        try:
-            return summarize(array.detach().float())
-        except (TypeError, RuntimeError, NotImplementedError):
-            return None
+    return summarize(array)  # any dtype and layout: see summarize
 
 
 def _memory_key(tensor: Any) -> tuple | None:

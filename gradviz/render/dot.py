@@ -21,9 +21,21 @@ KIND_STYLE = {
 }
 
 
+MAX_DOT_TEXT = 2000  # characters: escaped, in UTF-8, well inside Graphviz's 16,384-byte strings
+_CONTROL_PICTURES = {code: 0x2400 + code for code in range(0x20) if code not in (0x0A, 0x0D)} | {0x7F: 0x2421}
+
+
 def quote(text: str) -> str:
-    """A DOT double-quoted string: backslashes and quotes escaped, newlines kept as ``\\n``."""
-    escaped = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    """A DOT double-quoted string that Graphviz always accepts, whatever the label holds.
+
+    Backslashes and quotes escaped, newlines kept as ``\\n``; other control characters (NUL would
+    end the string) drawn as their Unicode pictures (``\u2400`` for NUL); text that is not valid
+    UTF-8 (a lone surrogate) replaced; and a label longer than ``MAX_DOT_TEXT`` cut with an ellipsis.
+    """
+    text = str(text).encode("utf-8", "replace").decode("utf-8").translate(_CONTROL_PICTURES)
+    if len(text) > MAX_DOT_TEXT:
+        text = text[:MAX_DOT_TEXT - 1] + "\u2026"
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     escaped = escaped.replace("\r", "").replace("\n", "\\n")
     return f'"{escaped}"'
 

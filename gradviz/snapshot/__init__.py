@@ -29,11 +29,21 @@ def graph_of(tensor: Any, names: dict | None = None, model: Any = None) -> Graph
 
 
 def trace_of(tensor: Any, graph: Graph, gradient: Any = None) -> list:
-    """The backward pass from ``tensor`` as JSON-ready steps, by a dry run (no ``.grad`` changes)."""
-    from gradviz.autograd.engine import backward_steps
+    """The backward pass from ``tensor`` as JSON-ready steps, by a pure observation.
+
+    A dry run with no hooks (``dry_run=True, run_hooks=False``), for gradviz and torch graphs
+    alike: no user hook runs, no ``.grad`` is written, no saved tensor is freed, no version moves.
+    """
     from gradviz.snapshot.trace import trace_to_dict
 
-    return trace_to_dict(backward_steps(tensor, gradient, retain_graph=True, dry_run=True), graph)
+    return trace_to_dict(observe_steps(tensor, gradient), graph)
+
+
+def observe_steps(tensor: Any, gradient: Any = None):
+    """The Steps of the backward pass from ``tensor`` as every view takes them: touching nothing."""
+    from gradviz.autograd.engine import backward_steps
+
+    return backward_steps(tensor, gradient, retain_graph=True, dry_run=True, run_hooks=False)
 
 
 def graph(tensor: Any, names: dict | None = None, model: Any = None) -> Graph:
@@ -43,4 +53,5 @@ def graph(tensor: Any, names: dict | None = None, model: Any = None) -> Graph:
     return graph_of(tensor, names, model)
 
 
-__all__ = ["Graph", "GraphEdge", "GraphNode", "graph", "graph_of", "register_foreign_source", "trace_of"]
+__all__ = ["Graph", "GraphEdge", "GraphNode", "graph", "graph_of", "observe_steps", "register_foreign_source",
+           "trace_of"]

@@ -11,6 +11,7 @@ One rule for gradviz and torch graphs alike:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gradviz._kinds import is_accumulate_grad, is_tensor
@@ -20,6 +21,7 @@ class Labels:
     """Display names for tensors: explicit ``names`` first, then the model's parameter paths."""
 
     def __init__(self, names: dict | None = None, model: Any = None):
+        check_model(model)
         self.by_tensor: dict[int, str] = {}
         self.by_grad_fn: dict[int, tuple] = {}   # id(grad_fn) -> (label, tensor it produced)
         self.param_owner: dict[int, str | None] = {}  # id(parameter) -> owning module's path
@@ -50,15 +52,51 @@ class Labels:
         return self.by_grad_fn.get(id(node))
 
 
-def name_pairs(names: dict | None) -> list:
-    """``(label, tensor)`` pairs from ``{label: tensor}`` or ``{tensor: label}``; other entries are skipped."""
+def name_pairs(names: Any) -> list:
+    """``(label, tensor)`` pairs from ``{label: tensor}`` or ``{tensor: label}``.
+
+    Anything else is a mistake worth saying, naming the argument: ``names`` that is not a dict
+    (TypeError), an entry that pairs no string with a tensor (TypeError), a label that is not
+    valid text, e.g. a lone surrogate (ValueError).
+    """
+    if names is None:
+        return []
+    if not isinstance(names, Mapping):
+        raise TypeError(f"names= must be a dict such as {{'w': w}} or {{w: 'w'}}, got {type(names).__name__}")
     pairs = []
-    for key, value in (names or {}).items():
+    for key, value in names.items():
         if isinstance(key, str) and is_tensor(value):
-            pairs.append((key, value))
+            pairs.append((_checked_label(key), value))
         elif isinstance(value, str) and is_tensor(key):
-            pairs.append((value, key))
+            pairs.append((_checked_label(value), key))
+        else:
+            raise TypeError(f"names= maps labels to tensors ({{'w': w}}) or tensors to labels ({{w: 'w'}}); "
+                            f"got the entry {_short(key)}: {_short(value)}")
     return pairs
+
+
+def _checked_label(label: str) -> str:
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(f"names= label {label!r} is not valid text ({error.reason} at position "
+                         f"{error.start})") from None
+    return label
+
+
+def _short(value: Any) -> str:
+    """How an entry is named in an error: a tensor by its type, anything else by a short repr."""
+    if is_tensor(value):
+        return f"a {type(value).__module__.split('.')[0]} tensor"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "\u2026"
+
+
+def check_model(model: Any) -> None:
+    """``model=`` is an ``nn.Module`` of either library (it has ``named_modules``), else TypeError."""
+    if model is not None and not (callable(getattr(model, "named_modules", None))
+                                  and callable(getattr(model, "named_parameters", None))):
+        raise TypeError(f"model= expects an nn.Module (gradviz.nn or torch.nn), got {type(model).__name__}")
 
 
 def shape_label(tensor: Any) -> str:

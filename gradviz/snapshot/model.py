@@ -29,6 +29,7 @@ node recorded by the forward pass, 2 for one recorded by a backward pass with ``
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,12 +52,24 @@ class ArraySummary:
 
 
 def summarize(array: Any, max_elements: int = 12) -> ArraySummary | None:
-    """Summarise a numpy or torch array for display (values copied to the CPU)."""
+    """Summarise a numpy or torch array for display (values copied to the CPU).
+
+    Any array a graph can hold is summarised, never refused: dtypes numpy lacks (bfloat16, float8)
+    are previewed widened, sparse tensors by their stored values, conjugate and negative views
+    resolved, quantized tensors dequantized; a tensor with no values to read (meta, fake) says so.
+    The dtype shown is always the array's own.
+    """
     if array is None:
         return None
-    values = to_numpy(array)
-    dtype = str(getattr(array, "dtype", values.dtype)).replace("torch.", "")
-    return ArraySummary(tuple(values.shape), dtype, preview_text(values, max_elements))
+    dtype = str(getattr(array, "dtype", "")).replace("torch.", "")
+    try:
+        values, prefix = _display_values(array)
+    except (TypeError, RuntimeError, NotImplementedError, ValueError):
+        return ArraySummary(tuple(array.shape), dtype, NO_VALUES)
+    return ArraySummary(tuple(array.shape), dtype or str(values.dtype), prefix + preview_text(values, max_elements))
+
+
+NO_VALUES = "(no values to show)"
 
 
 def to_numpy(array: Any) -> np.ndarray:
@@ -64,8 +77,30 @@ def to_numpy(array: Any) -> np.ndarray:
     if isinstance(array, np.ndarray):
         return array
     if hasattr(array, "detach") and hasattr(array, "cpu"):
-        return array.detach().cpu().numpy()
+        return _torch_to_numpy(array.detach())
     return np.asarray(array)
+
+
+def _display_values(array: Any) -> tuple:
+    """``(numpy values, preview prefix)``: a sparse tensor shows its stored values, so marked."""
+    if hasattr(array, "layout") and str(array.layout) != "torch.strided":
+        tensor = array.detach()
+        if str(tensor.layout) == "torch.sparse_coo":
+            tensor = tensor.coalesce()
+        return _torch_to_numpy(tensor.values()), f"{str(tensor.layout).replace('torch.', '')}, stored: "
+    return to_numpy(array), ""
+
+
+def _torch_to_numpy(tensor: Any) -> np.ndarray:
+    """numpy values of a strided torch tensor of any dtype (torch only touched here, when given one)."""
+    if tensor.is_quantized:
+        tensor = tensor.dequantize()
+    tensor = tensor.resolve_conj().resolve_neg().cpu()
+    try:
+        return tensor.numpy()
+    except TypeError:  # bfloat16, float8, complex32: numpy has no such dtype, so widen the values
+        torch = sys.modules["torch"]  # loaded: this is one of its tensors
+        return tensor.to(torch.complex64 if tensor.is_complex() else torch.float32).numpy()
 
 
 def preview_text(values: np.ndarray, max_elements: int = 12) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from gradviz.snapshot.names import names_from_frame
 from gradviz.widget.export import export_html, to_html
 from gradviz.widget.ipython import load_ipython_extension, unload_ipython_extension
-from gradviz.widget.state import check_tensor, no_cyclic_gc
+from gradviz.widget.state import check_options, check_tensor, no_cyclic_gc
 
 
 def show(tensor: Any, names: dict | None = None, model: Any = None, **options):
@@ -24,6 +24,7 @@ def show(tensor: Any, names: dict | None = None, model: Any = None, **options):
     ``collapse=False``. Needs anywidget (``pip install "gradviz-lab[widget]"``).
     """
     check_tensor(tensor, "show")
+    check_options(options, "show")
     if names is None:
         names = names_from_frame(sys._getframe(1))
     from gradviz.widget.widget import GraphWidget

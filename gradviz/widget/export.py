@@ -26,6 +26,7 @@ import base64
 import gzip
 import html
 import json
+import os
 import pathlib
 import sys
 import uuid
@@ -122,12 +123,12 @@ def export_html(tensor_or_widget: Any, path: str | pathlib.Path, names: dict | N
     state, step included). ``options``: ``show_saved``, ``speed``, ``height``, ``collapse``.
     Returns the path written.
     """
+    target = writable_path(path)
     if names is None and not _is_graph_widget(tensor_or_widget):
         names = names_from_frame(sys._getframe(1))
     state = _state_for(tensor_or_widget, names, model, options, "export_html")
     root = next((n for n in state["graph"]["nodes"] if n["id"] == state["graph"]["root"]), None)
     heading = title or f"gradviz: {root['label'] if root else 'graph'}"
-    target = pathlib.Path(path)
     target.write_text(page_html(state, heading), encoding="utf-8")
     return target
 
@@ -140,10 +141,27 @@ def to_html(tensor_or_widget: Any, names: dict | None = None, model: Any = None,
     return fragment_html(_state_for(tensor_or_widget, names, model, options, "to_html"))
 
 
+def writable_path(path: Any) -> pathlib.Path:
+    """``path`` as a Path, checked before any work: a file name in a folder that exists and that
+    this process may write to (a TypeError or ValueError naming ``path`` otherwise)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"export_html(): path= must be a file name (str or os.PathLike), got "
+                        f"{type(path).__name__}")
+    target = pathlib.Path(path)
+    folder = target.parent if str(target.parent) else pathlib.Path(".")
+    if target.is_dir():
+        raise ValueError(f"export_html(): path= {str(target)!r} is a folder; give a file name, e.g. graph.html")
+    if not folder.is_dir():
+        raise ValueError(f"export_html(): path= {str(target)!r} is in a folder that does not exist ({str(folder)!r})")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ValueError(f"export_html(): path= {str(target)!r} cannot be written (no permission)")
+    return target
+
+
 def _state_for(tensor_or_widget: Any, names: dict | None, model: Any, options: dict, caller: str) -> dict:
     """The view state of a tensor, or a widget's current state, with ``options`` applied."""
+    check_options(options, caller)
     if _is_graph_widget(tensor_or_widget):
-        check_options(options)
         return {**state_of(tensor_or_widget), **options}
     if is_tensor(tensor_or_widget):
         with no_cyclic_gc():

@@ -1109,10 +1109,27 @@ class GraphView {
   }
 }
 
-/** anywidget entry point: draw into `el`, return the cleanup function. */
+/**
+ * anywidget entry point: draw into `el`, return the cleanup function. The kernel is told when a
+ * view appears and goes away (output cleared, cell deleted), so that after each cell it updates
+ * only widgets on screen or held, and releases the rest (gradviz/widget/live.py).
+ */
 function render({ model, el }) {
   const view = new GraphView(model, el);
-  return () => view.destroy();
+  tellKernel(model, true);
+  return () => {
+    tellKernel(model, false);
+    view.destroy();
+  };
+}
+
+/** @param {Model} model @param {boolean} open */
+function tellKernel(model, open) {
+  try {
+    model.send({ type: "gradviz-view", open });
+  } catch (error) {
+    // the widget was closed in the kernel: there is nobody left to tell
+  }
 }
 
 /**

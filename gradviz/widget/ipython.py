@@ -1,12 +1,15 @@
 """``%load_ext gradviz``: tensors with a grad_fn display as the graph widget.
 
 The widget view is added through IPython's mimebundle formatter, so a cell whose result is such
-a tensor shows the widget while ``text/plain`` stays the tensor's own (PyTorch-style) repr. The
-extension also registers the callback that keeps widgets live after each cell.
+a tensor shows the widget while ``text/plain`` stays the tensor's own (PyTorch-style) repr.
+Showing the same tensor again adds a view of the widget already made for it (no pile of widgets);
+a widget nothing shows or holds any more is released by the live refresh, which the extension
+registers too.
 """
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any
 
 from gradviz.snapshot.names import tensors_in
@@ -38,11 +41,31 @@ def unload_ipython_extension(ipython) -> None:
 
 
 def _widget_bundle_for(ipython):
+    shown: dict = {}  # id(tensor) -> (weakref to the tensor, weakref to its widget)
+
     def bundle(tensor: Any, include=None, exclude=None):
         if getattr(tensor, "grad_fn", None) is None:
             return None
-        from gradviz.widget.widget import GraphWidget
+        widget = _widget_shown_for(shown, tensor)
+        if widget is None:
+            from gradviz.widget.widget import GraphWidget
 
-        widget = GraphWidget(tensor, names=tensors_in(ipython.user_ns))
+            widget = GraphWidget(tensor, names=tensors_in(ipython.user_ns))
+            shown[id(tensor)] = (weakref.ref(tensor), weakref.ref(widget))
+        else:
+            widget.refresh_if_changed()
+        widget._displayed = True
         return {WIDGET_MIME: {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}}
     return bundle
+
+
+def _widget_shown_for(shown: dict, tensor: Any):
+    """The open widget already made for ``tensor``, so that showing a tensor again adds a view of
+    the same widget instead of a new widget each time; dead entries are dropped on the way."""
+    for key, (tensor_ref, widget_ref) in list(shown.items()):
+        if tensor_ref() is None or widget_ref() is None or widget_ref().tensor is None:
+            del shown[key]
+    entry = shown.get(id(tensor))
+    if entry is None or entry[0]() is not tensor:
+        return None
+    return entry[1]()

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
+from dataclasses import dataclass
 from typing import Any
 
-from gradviz._kinds import is_tensor
+from gradviz._kinds import is_gradviz_tensor, is_tensor
 from gradviz.render.layout import compute_layout
-from gradviz.snapshot import graph_of, trace_of
+from gradviz.snapshot import Graph, graph_of, observe_steps
+from gradviz.snapshot.trace import trace_to_dict
 
 OPTIONS = {"show_saved": False, "speed": 1.0, "height": 480, "collapse": "auto"}
 """What a user may set (``gv.show(loss, height=600)``), each with its default:
@@ -34,9 +37,29 @@ boxes, ``"auto"`` when the graph is big (``COLLAPSE_ABOVE`` in ``gradviz.js``)."
 STATE_KEYS = ("graph", "graph_layout", "trace", "step_index", "note", *OPTIONS)
 
 ACCEPTED = "a gradviz.Tensor or a torch.Tensor"
-FREED_NOTE = ("The saved tensors of this graph were freed by backward(), so the backward pass "
-              "cannot be stepped again. Call backward(retain_graph=True) to keep them.")
-STALE_NOTE = "The steps shown are from before; the backward pass cannot run again now:"
+
+# Notes: each says what the controls do and what the engine would do now (tests/test_notes.py
+# checks them against the engine's real state).
+FREED_NOTE = ("backward() has freed the saved tensors of this graph, so it cannot run backward again "
+              "(call backward(retain_graph=True) to keep them).")
+REPLAY_NOTE = ("The steps below replay the backward pass as it was recorded before that, while the "
+               "graph was whole.")
+NOTHING_TO_STEP = "There is nothing to step."
+STALE_NOTE = "The backward pass cannot run on this graph now:"
+NON_SCALAR_NOTE = ("{label} is not a scalar, so {label}.backward() needs a gradient argument (without "
+                   "one it raises \"grad can be implicitly created only for scalar outputs\").")
+FROM_ONES_NOTE = "The steps shown are those of {label}.backward(ones_like({label}))."
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One look at a tensor: the Graph, the JSON trace, the note, and the Steps the trace came from
+    (kept so that a later ``.grad`` change can be shown without tracing again)."""
+
+    graph: Graph
+    trace: list
+    note: str
+    steps: tuple = ()
 
 
 def view_state(tensor: Any, names: dict | None, model: Any = None, **options) -> dict:
@@ -54,19 +77,49 @@ def state_of(view: Any) -> dict:
 
 def snapshot_state(tensor: Any, names: dict | None, previous_trace: list | None = None,
                    model: Any = None) -> tuple:
-    """``(graph, trace, note)`` for a tensor: the snapshot, a dry-run trace, and any message.
+    """``(graph, trace, note)`` for a tensor (``take_snapshot`` without the Steps)."""
+    snapshot = take_snapshot(tensor, names, previous_trace, model)
+    return snapshot.graph, snapshot.trace, snapshot.note
 
-    When the graph was freed by an earlier ``backward()`` the trace cannot be taken again:
-    ``previous_trace`` is kept and the note says why.
+
+def take_snapshot(tensor: Any, names: dict | None, previous_trace: list | None = None,
+                  model: Any = None) -> Snapshot:
+    """The snapshot of ``tensor``'s graph and the observed trace of its backward pass.
+
+    A non-scalar tensor is traced from a gradient of ones, and the note says so. When the
+    graph cannot run backward now (freed by an earlier ``backward()``, or a saved tensor changed
+    in place) ``previous_trace`` is kept as a replay, and the note says which of these is true.
     """
     graph = graph_of(tensor, names, model)
     if len(graph.nodes) == 1:  # nothing to step: the output node's note says why
-        return graph, [], graph.node(graph.root).note or ""
+        return Snapshot(graph, [], _joined(graph.node(graph.root).note, NOTHING_TO_STEP))
+    gradient, note, from_ones = None, "", ""
+    if tensor.numel() != 1:
+        label = graph.node(graph.root).label
+        gradient = _ones_like(tensor)
+        note, from_ones = NON_SCALAR_NOTE.format(label=label), FROM_ONES_NOTE.format(label=label)
     try:
-        return graph, trace_of(tensor, graph), ""
+        steps = tuple(observe_steps(tensor, gradient))
     except RuntimeError as error:  # freed by backward(), or a saved tensor changed in place
+        replay = list(previous_trace or [])
         reason = FREED_NOTE if "second time" in str(error) else f"{STALE_NOTE} {error}"
-        return graph, list(previous_trace or []), reason
+        if replay:
+            return Snapshot(graph, replay, _joined(note, reason, REPLAY_NOTE, from_ones))
+        return Snapshot(graph, [], _joined(note, reason, NOTHING_TO_STEP))
+    return Snapshot(graph, trace_to_dict(steps, graph), _joined(note, from_ones), steps)
+
+
+def _ones_like(tensor: Any) -> Any:
+    """The gradient ``backward()`` of a non-scalar tensor is usually given: ones, like the tensor."""
+    if is_gradviz_tensor(tensor):
+        from gradviz.tensor import ones_like
+    else:
+        from torch import ones_like
+    return ones_like(tensor)
+
+
+def _joined(*parts: str | None) -> str:
+    return " ".join(part for part in parts if part)
 
 
 def layout_key(graph_dict: dict) -> tuple:
@@ -84,11 +137,42 @@ def check_tensor(value: Any, caller: str) -> None:
                         f"{type(value).__qualname__}")
 
 
-def check_options(options: dict) -> None:
-    unknown = set(options) - set(OPTIONS)
+def check_options(options: dict, caller: str = "show") -> None:
+    """Raise a TypeError for an unknown option and a TypeError/ValueError for a bad value, each
+    naming the option, before any work is done (``show``, ``GraphWidget``, ``export_html`` and
+    ``to_html`` all check through here, so they treat options the same way)."""
+    unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
-        raise TypeError(f"unknown option(s) {sorted(unknown)}; accepted: {sorted(OPTIONS)}")
+        raise TypeError(f"{caller}() got unknown option(s) {unknown}; accepted: {sorted(OPTIONS)}")
+    for name, value in options.items():
+        _OPTION_CHECKS[name](caller, name, value)
 
+
+def _check_bool(caller: str, name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{caller}(): {name}= must be True or False, got {value!r}")
+
+
+def _check_positive(caller: str, name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{caller}(): {name}= must be a number, got {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{caller}(): {name}= must be a finite number above 0, got {value!r}")
+
+
+def _check_height(caller: str, name: str, value: Any) -> None:
+    _check_positive(caller, name, value)
+    if value != int(value):
+        raise ValueError(f"{caller}(): {name}= is a whole number of pixels, got {value!r}")
+
+
+def _check_collapse(caller: str, name: str, value: Any) -> None:
+    if not (isinstance(value, bool) or (isinstance(value, str) and value == "auto")):
+        raise ValueError(f"{caller}(): {name}= must be True, False or \"auto\", got {value!r}")
+
+
+_OPTION_CHECKS = {"show_saved": _check_bool, "speed": _check_positive, "height": _check_height,
+                  "collapse": _check_collapse}
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ ImportError that says what to install, and everything else (``gv.export_html``) 
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 from typing import Any
@@ -23,13 +24,32 @@ except ImportError as error:  # pragma: no cover - exercised in a subprocess by 
 import traitlets
 
 from gradviz.render.layout import compute_layout
-from gradviz.render.node_text import with_node_text
+from gradviz.render.node_text import fitted_lines, with_node_text
+from gradviz.snapshot.labels import check_model, name_pairs
 from gradviz.snapshot.model import Graph
 from gradviz.snapshot.names import names_from_frame
+from gradviz.snapshot.sources import source_for
 from gradviz.widget import live
-from gradviz.widget.state import ACCEPTED, OPTIONS, check_tensor, layout_key, snapshot_state
+from gradviz.widget.changes import EVERYTHING, GRADS, NOTHING, GraphWatch, with_new_grads
+from gradviz.widget.state import ACCEPTED, OPTIONS, check_options, check_tensor, layout_key, take_snapshot
 
 _HERE = pathlib.Path(__file__).parent
+
+
+def _shipped(name: str):
+    """The front-end module or CSS: a Path (anywidget then reloads it on save) only when
+    ``ANYWIDGET_HMR=1`` asks for hot reload, otherwise its text. anywidget connects every instance
+    to a Path's change signal through a closure over the instance, so with a Path no widget could
+    ever be collected (``widget/live.py`` releases widgets nobody shows or holds)."""
+    path = _HERE / name
+    hot_reload = os.environ.get("ANYWIDGET_HMR", "").lower() in ("1", "true")
+    return path if hot_reload else path.read_text(encoding="utf-8")
+
+
+def _plain_json(value: Any, _widget: Any) -> Any:
+    """The big traits are plain JSON already (no widget inside): send them as they are, instead
+    of ipywidgets' default, which walks every dict and list of a 20,000-node graph again."""
+    return value
 
 
 class GraphWidget(anywidget.AnyWidget):
@@ -41,12 +61,12 @@ class GraphWidget(anywidget.AnyWidget):
     ``layout`` stays ipywidgets' own (``w.layout.width = "100%"`` works as for any widget).
     """
 
-    _esm = _HERE / "gradviz.js"  # a Path: anywidget reloads it on save when ANYWIDGET_HMR=1
-    _css = _HERE / "gradviz.css"
+    _esm = _shipped("gradviz.js")
+    _css = _shipped("gradviz.css")
 
-    graph = traitlets.Dict().tag(sync=True)
-    graph_layout = traitlets.Dict().tag(sync=True)
-    trace = traitlets.List().tag(sync=True)
+    graph = traitlets.Dict().tag(sync=True, to_json=_plain_json)
+    graph_layout = traitlets.Dict().tag(sync=True, to_json=_plain_json)
+    trace = traitlets.List().tag(sync=True, to_json=_plain_json)
     step_index = traitlets.Int(0).tag(sync=True)
     note = traitlets.Unicode("").tag(sync=True)
     show_saved = traitlets.Bool(OPTIONS["show_saved"]).tag(sync=True)
@@ -62,18 +82,30 @@ class GraphWidget(anywidget.AnyWidget):
         Labels come from ``names`` (else the caller's variables); ``model``, an ``nn.Module``,
         names its parameters (``fc1.weight``) and groups nodes by module.
         """
+        references_before = sys.getrefcount(self)  # see live.track: what the machinery adds
+        check_options(options, "GraphWidget")
+        if tensor is not None:
+            check_tensor(tensor, "GraphWidget")
+            name_pairs(names)
+            check_model(model)
         super().__init__(**options)
         self._tensor = None
         self._names = None
         self._model = None
         self._layout_key = None
+        self._graph = None       # the Graph of the last snapshot, for .grad-only updates
+        self._watch = None       # what may change between cells (gradviz.widget.changes)
+        self._views = 0          # views on screen, as the front end reports them
+        self._displayed = False  # handed to a front end to display
+        self._ever_viewed = False
+        self.on_msg(self._on_front_end_message)
         if tensor is not None:
-            check_tensor(tensor, "GraphWidget")
             self._tensor = tensor
             self._model = model
             self._names = names if names is not None else names_from_frame(sys._getframe(1))
             self.refresh()
-            live.track(self)
+            machinery = sys.getrefcount(self) - references_before  # (not inside the call: its
+            live.track(self, machinery)                             # first argument would count)
         elif graph is not None:
             self._set_graph(graph, trace or [])
         else:
@@ -108,15 +140,35 @@ class GraphWidget(anywidget.AnyWidget):
         return self.trace[self.step_index - 1] if self.step_index > 0 else None
 
     def refresh(self) -> None:
-        """Re-read values, ``.grad`` and freed flags from the live tensor, keeping the layout.
+        """Take a new snapshot of the live tensor: values, ``.grad``, freed flags and the trace,
+        keeping the layout when the graph's shape is the same.
 
-        The trace is taken again too (a dry run: nobody's ``.grad`` changes), so stepping shows
-        what the *next* backward would do; once the graph is freed the old trace is kept.
+        The trace is observed (no hook runs, nobody's ``.grad`` changes), so stepping shows what
+        the *next* backward would do; once the graph is freed the old trace is kept as a replay.
         """
         if self._tensor is None:
             return
-        graph, steps, note = snapshot_state(self._tensor, self._names, self.trace, self._model)
-        self._set_graph(graph, steps, note)
+        snapshot = take_snapshot(self._tensor, self._names, self.trace, self._model)
+        self._watch = GraphWatch(self._tensor, snapshot.graph, snapshot.steps, source_for(self._tensor))
+        self._set_graph(snapshot.graph, snapshot.trace, snapshot.note)
+
+    def refresh_if_changed(self) -> str:
+        """What the live refresh runs after each cell; it costs what changed.
+
+        Nothing moved: nothing happens beyond a few reads per leaf. Only some leaves' ``.grad``
+        moved: those leaves and their AccumulateGrad steps are updated, with no trace and no hook.
+        Anything else (values, a freed graph, a new ``grad_fn``): ``refresh()``. Returns the kind
+        of change (``gradviz.widget.changes``).
+        """
+        if self._tensor is None or self._watch is None:
+            return NOTHING
+        change, moved = self._watch.changes()
+        if change == EVERYTHING:
+            self.refresh()
+        elif change == GRADS:
+            graph, trace, changed = with_new_grads(self._graph, self.trace, self._watch, moved)
+            self._set_grads(graph, trace, changed)
+        return change
 
     def _set_graph(self, graph: Graph, steps: list, note: str = "") -> None:
         payload = graph.to_dict()
@@ -131,6 +183,46 @@ class GraphWidget(anywidget.AnyWidget):
             self.trace = list(steps)
             self.note = note
             self.step_index = min(self.step_index, len(self.trace))
+        self._graph = graph
+
+    def _set_grads(self, graph: Graph, trace: list, changed: tuple) -> None:
+        """Send the nodes in ``changed`` again (their ``.grad`` moved), and the new trace."""
+        position = {node.id: i for i, node in enumerate(graph.nodes) if node.id in changed}
+        nodes = list(self.graph["nodes"])
+        text = dict(self.graph_layout.get("text", {}))
+        boxes = self.graph_layout["nodes"]
+        for node_id, i in position.items():
+            node = graph.nodes[i]
+            nodes[i] = node.to_dict()
+            if node_id in boxes:
+                text[node_id] = fitted_lines(node, boxes[node_id][2])
+        with self.hold_sync():
+            self.graph_layout = {**self.graph_layout, "text": text}
+            self.graph = {**self.graph, "nodes": nodes}
+            self.trace = trace
+        self._graph = graph
+
+    # -- on screen or not: what the front end reports, for the live refresh (widget/live.py) -----
+    def _on_front_end_message(self, _widget, content, _buffers) -> None:
+        """``{"type": "gradviz-view", "open": bool}`` from ``render()`` in gradviz.js: a view of this
+        widget appeared (it is brought up to date) or went away (output cleared, cell deleted)."""
+        if not isinstance(content, dict) or content.get("type") != "gradviz-view":
+            return
+        if content.get("open"):
+            self._views += 1
+            self._ever_viewed = True
+            live.refresh_one(self)
+        else:
+            self._views = max(0, self._views - 1)
+
+    @property
+    def on_screen(self) -> bool:
+        """A view is shown, or about to be: handed to a front end that has not reported it yet."""
+        return self._views > 0 or (self._displayed and not self._ever_viewed)
+
+    def _repr_mimebundle_(self, **kwargs):
+        self._displayed = True
+        return super()._repr_mimebundle_(**kwargs)
 
     def to_html(self) -> str:
         """An embeddable HTML fragment that draws and steps this widget with no kernel."""
@@ -154,4 +246,16 @@ class GraphWidget(anywidget.AnyWidget):
         self._tensor = None
         self._names = None
         self._model = None
+        self._graph = None
+        self._watch = None
         super().close()
+
+    def release(self) -> None:
+        """``close()``, and drop the drawing too: what the live refresh does to a widget that is
+        neither on screen nor referenced (IPython's output history may still hold the object)."""
+        layout = self.layout
+        self.close()
+        layout.close()  # ipywidgets made this Layout widget for this one (it would stay registered)
+        self.set_trait("graph", {})
+        self.set_trait("graph_layout", {})
+        self.set_trait("trace", [])

@@ -57,3 +57,27 @@ def jupyterlab(root: pathlib.Path, startup_seconds: float = 120):
                 server.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 server.kill()
+
+
+@contextlib.contextmanager
+def lab_with_notebook(root: pathlib.Path, name: str, cells: list):
+    """A JupyterLab serving ``root``, with a notebook ``name`` of code ``cells``; yields its URL."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, root / name)
+    with jupyterlab(root) as url:
+        yield url
+
+
+def open_notebook(page, url: str, timeout_ms: int = 120_000) -> None:
+    """Go to ``url`` and wait until the notebook's kernel is idle (news toasts hidden)."""
+    page.goto(url)
+    page.wait_for_function("""() => {
+        const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+        const kernel = panel && panel.sessionContext && panel.sessionContext.session
+                       && panel.sessionContext.session.kernel;
+        return kernel && kernel.status === 'idle';
+    }""", timeout=timeout_ms)
+    page.add_style_tag(content=".Toastify { display: none !important; }")

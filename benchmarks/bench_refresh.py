@@ -1,0 +1,108 @@
+"""Live-refresh benchmark: what an ordinary notebook cell costs after graph widgets were shown.
+
+Runs cells in an IPython shell (the kernel's cell machinery, no front end) with the live refresh
+registered, and reports the time of an empty cell (``y = 1``) in each situation, as milliseconds
+added to the same cell with no widget at all, measured in this one run:
+
+* 200 widgets shown (``w = gv.show(loss); w``) and then deleted (``del w``);
+* one open 20,000-node widget, held by the user and reported on screen by the front end;
+* that widget after a cell that changes every leaf's ``.grad`` (``x.grad.zero_()``), the
+  ``.grad``-only update (no trace, no hook);
+* that widget after ``backward()`` freed its graph (a new snapshot, once).
+
+Also the RSS growth over the 200 widgets. Target (DESIGN.md): a cell adds <= 50 ms, whatever was
+shown before. Run: ``python benchmarks/bench_refresh.py [--cells N] [--nodes N]``.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import pathlib
+import resource
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+
+def cell_ms(shell, code: str, repeats: int) -> float:
+    """Median wall time of running ``code`` as a cell, post_run_cell callbacks included."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        shell.run_cell(code, silent=False, store_history=True)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize() / 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=30, help="empty cells timed per situation")
+    parser.add_argument("--widgets", type=int, default=200)
+    parser.add_argument("--nodes", type=int, default=20_000, help="nodes of the big graph (about)")
+    args = parser.parse_args()
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from gradviz.widget import live
+
+    shell = InteractiveShell.instance()
+    shell.display_formatter.active_types = ["text/plain"]  # no front end: keep output small
+    shell.run_cell("import gradviz as gv\nx = gv.tensor(2.0, requires_grad=True)\nloss = x * x")
+    live.register(shell)
+    empty = "y = 1"
+    baseline = cell_ms(shell, empty, args.cells)
+    rows = [("empty cell, no widget (baseline)", baseline, 0.0)]
+
+    rss_before = rss_mb()
+    start = time.perf_counter()
+    for _ in range(args.widgets):
+        shell.run_cell("w = gv.show(loss)\nw")
+    shown_s = time.perf_counter() - start
+    shell.run_cell("del w")
+    gc.collect()
+    with_deleted = cell_ms(shell, empty, args.cells)
+    rows.append((f"empty cell after {args.widgets} widgets shown then deleted", with_deleted,
+                 with_deleted - baseline))
+    rss_growth = rss_mb() - rss_before
+    followed_after_delete = len(live.tracked())
+
+    # about args.nodes nodes: each step of the chain adds MulBackward0, AddBackward0, two constants
+    steps = args.nodes // 4
+    build = ("h = x\nfor i in range(%d):\n    h = h * 0.999 + 0.001\nbig = h" % steps)
+    shell.run_cell(build)
+    start = time.perf_counter()
+    shell.run_cell("big_widget = gv.show(big)")
+    show_s = time.perf_counter() - start
+    widget = shell.user_ns["big_widget"]
+    nodes = len(widget.graph["nodes"])
+    widget._on_front_end_message(widget, {"type": "gradviz-view", "open": True}, [])  # on screen
+    del widget
+    with_big = cell_ms(shell, empty, args.cells)
+    rows.append((f"empty cell with one open {nodes:,}-node widget", with_big, with_big - baseline))
+
+    shell.run_cell("big.backward(retain_graph=True)")
+    grad_cell = cell_ms(shell, "x.grad.zero_()", max(3, args.cells // 5))
+    rows.append(("x.grad.zero_() with that widget (.grad-only update)", grad_cell, grad_cell - baseline))
+    freed = cell_ms(shell, "big.backward()", 1)
+    rows.append(("big.backward() freeing its graph (one new snapshot)", freed, freed - baseline))
+    after_freed = cell_ms(shell, empty, args.cells)
+    rows.append(("empty cell after that", after_freed, after_freed - baseline))
+
+    print(f"{'situation':58} {'cell ms':>9} {'added ms':>9}")
+    for label, total, added in rows:
+        print(f"{label:58} {total:9.2f} {added:9.2f}")
+    print(f"\n{args.widgets} widgets shown in {shown_s:.1f} s; still followed after `del w`: "
+          f"{followed_after_delete}; RSS growth over them: {rss_growth:.1f} MB")
+    print(f"the {nodes:,}-node widget took {show_s:.1f} s to show (snapshot, trace, layout)")
+    print("target: <= 50 ms added per cell, whatever was shown before")
+
+
+if __name__ == "__main__":
+    main()
