@@ -8,12 +8,19 @@ no kernel. Shape of one entry::
      "targets": ["n2" | null],            # graph id each grad_input flows to (next_functions)
      "contributions": [[{"from": "n0" | null, "value": summary}]],  # per output, summed pieces
      "leaf": "n5" | null,                 # AccumulateGrad: the leaf whose .grad changes
-     "grad_before": summary | null, "grad_after": summary | null}
+     "grad_before": summary | null, "grad_after": summary | null,
+     "numbers": [{"values": {name: summary}, "local": summary | null, "summed": bool} | null]}
+
+``numbers`` holds, per input, what the node's formula (``Graph`` node ``formula``) reads at this
+step: the arriving gradient (``grad``) and the saved tensors, the local derivative's value for
+elementwise ops, and whether broadcasting summed the gradient back (``snapshot/formulas.py``).
+A summary of a small tensor also carries ``full``, all its values.
 """
 from __future__ import annotations
 
 from typing import Iterable
 
+from gradviz.snapshot.formulas import step_numbers
 from gradviz.snapshot.model import Graph, summarize
 
 
@@ -38,6 +45,7 @@ def step_to_dict(step, graph: Graph, leaves: dict | None = None) -> dict:
         "leaf": leaf,
         "grad_before": _summary(step.grad_before),
         "grad_after": _summary(step.grad_after),
+        "numbers": step_numbers(step),
     }
 
 
