@@ -617,7 +617,7 @@ def _copy_slices(o):
                           symbol="y", note="the in-place op's other input")}
 
 
-@entry("torch::autograd::AccumulateGrad")
+@entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
                              note=".grad adds up: call .grad.zero_() (or optimizer.zero_grad()) between backward passes")}

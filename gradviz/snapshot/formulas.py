@@ -47,6 +47,8 @@ def formulas_for(node: Any, name: str | None = None) -> tuple:
 
 def _specialised(node: Any, name: str | None) -> tuple:
     name = name or node_name(node)
+    if name.endswith(ACCUMULATE_GRAD):  # torch::autograd::AccumulateGrad, as name() gives it
+        name = ACCUMULATE_GRAD
     entry = TABLE.get(name)
     if entry is None:
         return (), ()
