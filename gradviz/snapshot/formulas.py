@@ -50,6 +50,9 @@ def _specialised(node: Any, name: str | None) -> tuple:
     if name.endswith(ACCUMULATE_GRAD):  # torch::autograd::AccumulateGrad, as name() gives it
         name = ACCUMULATE_GRAD
     entry = TABLE.get(name)
+    if entry is None and name != node_name(node):  # the walk passes class names: CopySlices
+        name = node_name(node)
+        entry = TABLE.get(name)
     if entry is None:
         return (), ()
     return _built(name, _read_options(node, entry))
