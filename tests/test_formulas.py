@@ -179,11 +179,17 @@ def test_trace_carries_the_numbers_of_each_step():
     trace = trace_of(y, graph)
     cos_step = next(step for step in trace if step["name"] == "CosBackward0")
     numbers = cos_step["numbers"][0]
-    assert numbers["values"]["self"]["preview"] == "4."
-    assert numbers["values"]["grad"]["preview"] == "3."
-    assert numbers["local"]["preview"] == f"{-np.sin(4.0):.4f}"
-    accumulate = trace[-1]
-    assert accumulate["numbers"][0]["values"]["grad_before"]["preview"] == "0."
+    assert numbers == {"local": {"shape": [], "dtype": "float64", "preview": f"{-np.sin(4.0):.4f}"}, "summed": False}
+    saved = {item.name: item.value.preview for item in graph.node(cos_step["node"]).saved}
+    assert saved == {"self": "4."} and cos_step["grad_outputs"][0]["preview"] == "3."
+
+
+def test_trace_says_when_broadcasting_summed_a_gradient():
+    x = gv.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    b = gv.tensor([0.5, 2.0], requires_grad=True)
+    y = (x * b).sum()
+    mul_step = next(step for step in trace_of(y, graph_of(y)) if step["name"] == "MulBackward0")
+    assert [n["summed"] for n in mul_step["numbers"]] == [False, True]
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero", "ignore:invalid value")
@@ -192,7 +198,7 @@ def test_nan_and_inf_show_as_such():
     y = x.log().sum()
     trace = trace_of(y, graph_of(y))
     log_step = next(step for step in trace if step["name"] == "LogBackward0")
-    assert "inf" in log_step["numbers"][0]["local"]["preview"]
+    assert "inf" in log_step["numbers"][0]["local"]["preview"]  # 1/x at x = 0
     assert "nan" in trace_of(x.sqrt().log().sum(), graph_of(x.sqrt().log().sum()))[1]["numbers"][0]["local"]["preview"]
 
 

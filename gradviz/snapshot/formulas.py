@@ -27,7 +27,7 @@ from gradviz.snapshot.formula_table import INPUT_SHAPE, INPUT_SHAPES, NODE, SLOT
 from gradviz.snapshot.math import GRAD, LOSS, evaluate, mathml, partial, register, to_mathml_json, variables
 from gradviz.snapshot.model import Formula, summarize, to_numpy
 
-FULL_VALUES_UP_TO = 64  # tensors this small carry all their values, shown on demand
+FULL_VALUES_UP_TO = 36  # tensors this small carry all their values, shown on demand
 LARGEST_EVALUATED = 1_000_000  # local derivatives of bigger tensors are not computed for display
 
 
@@ -176,53 +176,51 @@ def gradient_sent(node: Any, slot: int, grad_output, input_shapes: tuple, name: 
 
 
 def step_numbers(step: Any) -> list:
-    """Per input of a step, the values its formula substitutes (``None`` where there is none).
+    """Per input of a step, what the panel needs beyond the step and the graph (``None`` if nothing).
 
-    ``{"values": {name: summary}, "local": summary | None, "summed": bool}``: the saved tensors and
-    the arriving gradient the formula reads, the local derivative's value (elementwise ops), and
-    whether broadcasting summed the gradient back to the input's shape.
+    ``{"local": summary | None, "summed": bool}``: the local derivative's value (elementwise ops
+    whose local derivative reads a value: ``-sin x`` at x = 4 is 0.7568), and whether
+    broadcasting summed the gradient back to the input's shape. The values the formula reads are
+    already in the trace (the arriving gradient, AccumulateGrad's ``grad_before``) or in the graph
+    (the node's ``saved`` tensors), so they are not repeated here: a 2,000-layer trace stays small.
     """
     node = step.node
-    if not step.grad_outputs or step.grad_outputs[0] is None:
+    if step.is_accumulate or not step.grad_outputs or step.grad_outputs[0] is None:
         return []
-    if step.is_accumulate:  # .grad ← .grad + arriving, with the .grad this pass started from
-        before = step.grad_before if step.grad_before is not None else np.zeros(np.shape(to_numpy(step.grad_outputs[0])))
-        return [{"values": {GRAD: summary_dict(_float64(step.grad_outputs[0])), "grad_before": summary_dict(_float64(before))},
-                 "local": None, "summed": False}]
     rules = rules_for(node)
     if not rules:
         return []
-    shapes = tuple(tuple(g.shape) if g is not None else None for g in step.grad_inputs)
     numbers = []
     for slot, sent in enumerate(step.grad_inputs):
         rule = rule_for_slot(rules, slot)
-        numbers.append(None if sent is None or rule is None else _numbers(node, rule, slot, step.grad_outputs[0], shapes))
+        numbers.append(None if sent is None or rule is None or rule.local is None
+                       else _numbers(node, rule, slot, step.grad_outputs[0], sent))
     return numbers
 
 
-def _numbers(node, rule, slot, grad_output, shapes) -> dict | None:
-    try:
-        env = environment(node, rule, slot, grad_output, shapes)
-    except (AttributeError, RuntimeError, ValueError, TypeError):
-        return None  # a saved value is gone (freed) or not exposed (torch's CopySlices)
-    values = {name: summary_dict(env[name]) for name in variables(rule.expression)
-              if not name.startswith("_") and _is_value(env[name])}
-    local = summed = None
-    if rule.local is not None:
+def _numbers(node, rule, slot, grad_output, sent) -> dict | None:
+    local_shape: tuple = ()
+    local = None
+    if _reads_values(rule.local):
+        try:
+            env = {name: _saved_value(node, name) for name in variables(rule.local)}
+        except (AttributeError, RuntimeError, ValueError, TypeError):
+            return None  # a saved value is gone (freed by backward()) or not exposed
         with np.errstate(all="ignore"):
             try:
-                local_value = evaluate(rule.local, env)
-                if np.size(local_value) <= LARGEST_EVALUATED:
-                    local = summary_dict(local_value)
-                product = np.broadcast_shapes(np.shape(env[GRAD]), np.shape(local_value))
-                summed = product != tuple(shapes[slot])
+                value = evaluate(rule.local, env)
             except (ValueError, TypeError, IndexError, KeyError):
-                local = None
-    return {"values": values, "local": local, "summed": bool(summed)}
+                return None
+        local_shape = np.shape(value)
+        if np.size(value) <= LARGEST_EVALUATED:
+            local = summary_dict(value)
+    product = np.broadcast_shapes(tuple(grad_output.shape), local_shape)
+    return {"local": local, "summed": product != tuple(sent.shape)}
 
 
-def _is_value(value) -> bool:
-    return isinstance(value, (np.ndarray, np.floating, float, int))
+@functools.lru_cache(maxsize=4096)
+def _reads_values(expr) -> bool:
+    return bool(variables(expr))
 
 
 def summary_dict(value) -> dict:

@@ -9,12 +9,13 @@ no kernel. Shape of one entry::
      "contributions": [[{"from": "n0" | null, "value": summary}]],  # per output, summed pieces
      "leaf": "n5" | null,                 # AccumulateGrad: the leaf whose .grad changes
      "grad_before": summary | null, "grad_after": summary | null,
-     "numbers": [{"values": {name: summary}, "local": summary | null, "summed": bool} | null]}
+     "numbers": [{"local": summary | null, "summed": bool} | null]}
 
-``numbers`` holds, per input, what the node's formula (``Graph`` node ``formula``) reads at this
-step: the arriving gradient (``grad``) and the saved tensors, the local derivative's value for
-elementwise ops, and whether broadcasting summed the gradient back (``snapshot/formulas.py``).
-A summary of a small tensor also carries ``full``, all its values.
+``numbers`` holds, per input of an elementwise formula (``Graph`` node ``formula``), the local
+derivative's value at this step and whether broadcasting summed the gradient back
+(``snapshot/formulas.step_numbers``); the other values a formula reads are the step's own
+(``grad_outputs``, ``grad_before``) and the node's ``saved`` tensors in the Graph. A summary of a
+small local derivative also carries ``full``, all its values.
 """
 from __future__ import annotations
 

@@ -42,8 +42,9 @@
  *   grad_inputs: (Summary|null)[], targets: (string|null)[],
  *   contributions: {from: string|null, value: Summary|null}[][], leaf: string|null,
  *   grad_before: Summary|null, grad_after: Summary|null,
- *   numbers: ({values: Object<string, Summary>, local: Summary|null, summed: boolean}|null)[]}} TraceStep
- *   trait `trace` is TraceStep[]; `numbers`: per input, the values its formula substitutes
+ *   numbers: ({local: Summary|null, summed: boolean}|null)[]}} TraceStep
+ *   trait `trace` is TraceStep[]; `numbers`: per input of an elementwise formula, the local
+ *   derivative's value and whether broadcasting summed the gradient
  * @typedef {{graph: Graph, graph_layout: Layout, trace: TraceStep[], step_index: number,
  *   show_saved: boolean, speed: number, height: number, note: string,
  *   collapse: "auto"|boolean}} Traits
@@ -610,11 +611,14 @@ function mathFromTree(tree, context) {
   return node;
 }
 
-/** A value in a formula: a number in full, a tensor as a short preview with its shape below. */
-function valueMath(summary) {
+/**
+ * A value in a formula: a number in full, a tensor as a short preview with its shape below; a
+ * negative number is bracketed where it follows an operator (`bracket`).
+ */
+function valueMath(summary, bracket = true) {
   const number = m("mn", fit(summary.preview, VALUE_CHARS));
   number.setAttribute("class", "gv-num");
-  if (!summary.shape.length) return summary.preview.startsWith("-") ? m("mrow", null, m("mo", "("), number, m("mo", ")")) : number;
+  if (!summary.shape.length) return bracket && summary.preview.startsWith("-") ? m("mrow", null, m("mo", "("), number, m("mo", ")")) : number;
   return m("msub", null, number, m("mtext", summary.shape.join("\u00d7")));
 }
 
@@ -675,48 +679,58 @@ function rightSide(formula) {
 }
 
 /**
+ * The values a step's formulas read, by variable name: the gradient arriving (`grad`), the
+ * node's saved tensors as the graph shows them (`self`, `other`, `result`...), and for
+ * AccumulateGrad the .grad the pass started from (0 when it was None).
+ */
+function stepValues(entry, node) {
+  const values = {};
+  if (entry.grad_outputs[0]) values.grad = entry.grad_outputs[0];
+  for (const saved of node ? node.saved : []) if (saved.value) values[saved.name] = saved.value;
+  values.grad_before = entry.grad_before || { shape: [], dtype: "", preview: "0" };
+  return values;
+}
+
+/**
  * One input's chain rule: the formula in the learner's names, then the same formula with this
  * step's numbers: upstream × local derivative = gradient sent.
  */
-function formulaRows(formula, numbers, sent, symbols) {
-  const rows = [];
-  const symbolic = { symbols, values: null };
-  rows.push(mathLine(mathFromTree(formula.math, symbolic)));
-  if (numbers && sent) {
-    const values = numbers.values;
-    const withValues = { symbols, values };
-    const pieces = [m("mo", "=")];
-    if (formula.local && numbers.local) {
-      const upstream = valueMath(values.grad);
-      const localHasValues = JSON.stringify(formula.local).includes('"var"');
-      const product = (local) => numbers.summed
-        ? [m("munder", null, m("mo", "\u2211"), m("mtext", "broadcast")), m("mo", "("), upstream.cloneNode(true), m("mo", "\u00b7"), local, m("mo", ")")]
-        : [upstream.cloneNode(true), m("mo", "\u00b7"), local];
-      if (localHasValues) pieces.push(...product(m("mrow", null, m("mo", "("), mathFromTree(formula.local, withValues), m("mo", ")"))), m("mo", "="));
-      pieces.push(...product(valueMath(numbers.local)));
+function formulaRows(formula, numbers, sent, symbols, values) {
+  const rows = [mathLine(mathFromTree(formula.math, { symbols, values: null }))];
+  const withValues = { symbols, values };
+  const pieces = [m("mo", "=")];
+  if (formula.local) {
+    const localReadsValues = JSON.stringify(formula.local).includes('"var"');
+    const summed = Boolean(numbers && numbers.summed);
+    const product = (local) => {
+      const factors = [valueMath(values.grad, summed), m("mo", "\u00b7"), local];
+      return summed ? [m("munder", null, m("mo", "\u2211"), m("mtext", "broadcast")), m("mo", "("), ...factors, m("mo", ")")] : factors;
+    };
+    const single = formula.local.tag === "mi" && formula.local.var; // the local derivative is one value: y
+    if (!localReadsValues || single) {
+      pieces.push(...product(mathFromTree(formula.local, withValues)));
     } else {
-      pieces.push(mathFromTree(rightSide(formula), withValues));
+      pieces.push(...product(m("mrow", null, m("mo", "("), mathFromTree(formula.local, withValues), m("mo", ")"))));
+      if (numbers && numbers.local) pieces.push(m("mo", "="), ...product(valueMath(numbers.local)));
     }
-    pieces.push(m("mo", "="), valueMath(sent));
-    rows.push(mathLine(...pieces));
+  } else {
+    pieces.push(mathFromTree(rightSide(formula), withValues));
   }
+  pieces.push(m("mo", "="), valueMath(sent, false));
+  rows.push(mathLine(...pieces));
   if (numbers && numbers.summed) {
     rows.push(h("div", { class: "gv-hint" }, "Broadcasting stretched this input, so its gradient is summed back to its shape."));
   }
   if (formula.note) rows.push(h("div", { class: "gv-hint" }, formula.note));
-  const extra = [];
-  const full = numbers ? Object.entries(numbers.values).concat(numbers.local ? [["local derivative", numbers.local]] : [])
-    .filter(([, value]) => value && value.full) : [];
-  if (full.length || formula.torch) {
+  const full = numbers && numbers.local && numbers.local.full ? numbers.local.full : null;
+  if (full || formula.torch) {
     const more = h("details", { class: "gv-more" });
-    more.append(h("summary", {}, full.length ? "all values, and PyTorch's formula" : "PyTorch's formula (derivatives.yaml)"));
-    for (const [name, value] of full) {
-      more.append(h("div", { class: "gv-mono" }, `${symbols.get(name) || (name === "grad" ? "arriving" : name)} ${shapeText(value.shape)} = ${value.full}`));
-    }
+    more.append(h("summary", {}, full ? "all values, and PyTorch's formula" : "PyTorch's formula (derivatives.yaml)"));
+    if (full) more.append(h("div", { class: "gv-mono" }, `local derivative ${shapeText(numbers.local.shape)} = ${full}`));
     if (formula.torch) more.append(h("div", { class: "gv-mono gv-torch" }, `derivatives.yaml: ${formula.torch}`));
-    extra.push(more);
+    rows.push(more);
   }
-  return rows.concat(extra);
+  return rows;
 }
 
 /**
@@ -743,10 +757,11 @@ export function chainRulePanel(step, graph, selection) {
   const formulas = nodeFormulas(node, graph);
   const symbols = node ? symbolsFor(node, graph, formulas) : new Map();
   const numbers = entry.numbers || [];
+  const values = stepValues(entry, node);
   const content = [h("h4", { class: "gv-panel-title" }, `Step ${step.shown}: ${node ? node.name : entry.name}`)];
   content.push(section("gradient arriving", arrivingRows(entry, nodes)));
   if (entry.leaf || (node && node.kind === "accumulate")) {
-    content.push(accumulationSection(entry, nodes, formulas[0], numbers[0], symbols));
+    content.push(accumulationSection(entry, nodes, formulas[0], values, symbols));
     return content;
   }
   if (!formulas.length) {
@@ -760,7 +775,7 @@ export function chainRulePanel(step, graph, selection) {
     const where = dest ? (leaf ? `${hookName(dest)} of ${hookName(leaf)}` : hookName(dest))
       : "nowhere (input does not require grad)";
     const name = formula ? symbols.get(formula.input) || formula.symbol : `input ${slot}`;
-    const rows = formula && grad ? formulaRows(formula, numbers[slot], grad, symbols) : [];
+    const rows = formula && grad ? formulaRows(formula, numbers[slot], grad, symbols, values) : [];
     rows.push(h("div", { class: "gv-mono gv-route" }, `\u2192 ${where}: ${grad ? preview(grad) : "None"}`));
     content.push(section(`gradient for ${name}`, rows));
   });
@@ -793,14 +808,14 @@ function arrivingRows(entry, nodes) {
 }
 
 /** AccumulateGrad's step: .grad before + arriving = after, as math. */
-function accumulationSection(entry, nodes, formula, numbers, symbols) {
+function accumulationSection(entry, nodes, formula, values, symbols) {
   const leaf = entry.leaf ? nodes.get(entry.leaf) : null;
   const rows = [];
   if (formula) {
     rows.push(mathLine(mathFromTree(formula.math, { symbols, values: null })));
-    if (numbers && entry.grad_after) {
-      rows.push(mathLine(m("mo", "="), valueMath(numbers.values.grad_before), m("mo", "+"),
-        valueMath(numbers.values.grad), m("mo", "="), valueMath(entry.grad_after)));
+    if (values.grad && entry.grad_after) {
+      rows.push(mathLine(m("mo", "="), valueMath(values.grad_before, false), m("mo", "+"),
+        valueMath(values.grad), m("mo", "="), valueMath(entry.grad_after, false)));
     }
   } else {
     rows.push(h("div", { class: "gv-mono" }, `before: ${preview(entry.grad_before)}`),

@@ -94,7 +94,7 @@ FAMILIES = {
     "softmax": (softmax_program, "LogSoftmaxBackward0", "∑"),
     "indexing": (shape_program, "IndexBackward0", "x[indices]"),
     "inplace": (inplace_program, "torch::autograd::CopySlices", "view"),
-    "accumulate": (cos_program, "torch::autograd::AccumulateGrad", "0."),
+    "accumulate": (cos_program, "torch::autograd::AccumulateGrad", "=0+"),
     "nan": (nan_program, "LogBackward0", "inf"),
 }
 
