@@ -92,11 +92,11 @@ entry("AbsBackward0")(lambda o: only(Rule(local=sgn(x))))
 entry("CosBackward0")(lambda o: only(Rule(local=-sin(x))))
 entry("SinBackward0")(lambda o: only(Rule(local=cos(x))))
 entry("LogBackward0")(lambda o: only(Rule(local=1 / x)))
-entry("ExpBackward0")(lambda o: only(Rule(local=result("eˣ"), note="the derivative of eˣ is eˣ itself, the output")))
+entry("ExpBackward0")(lambda o: only(Rule(local=result("eˣ"), note="eˣ is its own derivative: the local derivative is the output itself")))
 entry("TanhBackward0")(lambda o: only(Rule(local=1 - result("tanh x") ** 2)))
 entry("SigmoidBackward0")(lambda o: only(Rule(local=result("σ(x)") * (1 - result("σ(x)")))))
 entry("ReluBackward0")(lambda o: only(Rule(local=indicator(result(), ">", 0),
-                                           note="z = relu(x): the gradient passes where the output is positive")))
+                                           note="relu passes the gradient where its output is positive, and blocks it elsewhere")))
 entry("SqrtBackward0")(lambda o: only(Rule(local=1 / (2 * result("√x")))))
 entry("NegBackward0")(lambda o: only(Rule(local=Num(-1))))
 entry("ReciprocalBackward0")(lambda o: only(Rule(local=-(result("1/x") ** 2))))
@@ -115,7 +115,7 @@ def _clamp(o):
     if high is not None:
         inside.append(indicator(x, "≤", Num(high)))
     local = Both(*inside) if len(inside) == 2 else inside[0]
-    return only(Rule(local=local, note="the gradient passes only where x was inside the bounds"))
+    return only(Rule(local=local, note="the gradient passes only where the input was inside the bounds"))
 
 
 @entry("PowBackward0", options=("exponent",))
@@ -307,7 +307,7 @@ def _norm(o):
     if p in (float("inf"), float("-inf")):
         hit = indicator(absolute(x), "=", size)
         return only(Rule(sent=up * sgn(x) * hit / spread(Sum(hit, dims, "i"), dims, True, sizes),
-                         note="only the elements of largest |x| get the gradient"))
+                         note="only the elements of largest magnitude get the gradient"))
     return only(Rule(sent=up * x * absolute(x) ** Num(p - 2) / size ** Num(p - 1)))
 
 
@@ -323,7 +323,7 @@ def _softmax(o):
 def _log_softmax(o):
     axis = signed(o["dim"]) % max(len(o["result"]), 1)
     return only(Rule(sent=g - exp(result("z")) * Sum(g, axis),
-                     note=f"z = log_softmax(x), so eᶻ = softmax(x); Σⱼ runs along dim {axis}"))
+                     note=f"z is the output, log_softmax, so eᶻ is the softmax; Σⱼ runs along dim {axis}"))
 
 
 # ------------------------------------------------------------------ losses
@@ -444,7 +444,7 @@ def _unpermute(value, dims):
     return np.transpose(value, np.argsort([d % len(dims) for d in dims]))
 
 
-entry("ExpandBackward0")(lambda o: only(Rule(local=Num(1), note="expand copied x: the copies' gradients add up")))
+entry("ExpandBackward0")(lambda o: only(Rule(local=Num(1), note="expand copied the input: the copies' gradients add up")))
 
 
 def _place(grad, shape, key) -> np.ndarray:
@@ -532,7 +532,7 @@ def _index_put(o):
     indices = Var("indices", "i")
     keep = Rule(local=Num(1)) if o["accumulate"] else Rule(
         sent=Call("zero_at", (g, indices), "", (), "with the overwritten elements set to 0"),
-        note="x[i] = v replaced those elements of x: their gradient is 0")
+        note="the write replaced those elements: their old values get gradient 0")
     return {"self": keep, "values": Rule(sent=Call("read_at", (g, indices), "", (), "read at x[indices]"),
                                          symbol="v", note="each value gets the gradient of the element it was written to")}
 
@@ -550,7 +550,7 @@ register("read_at")(lambda grad, indices: np.asarray(grad, np.float64)[_numpy_ke
 @entry("RepeatBackward0", options=("repeats", "self_sym_sizes"))
 def _repeat(o):
     return only(Rule(sent=Call("fold", (g,), "", (tuple(o["repeats"]), tuple(o["self_sym_sizes"])),
-                               "summed over the copies"), note="repeat made copies of x: their gradients add up"))
+                               "summed over the copies"), note="repeat made copies of the input: their gradients add up"))
 
 
 @register("fold")
@@ -612,7 +612,7 @@ def _from_strided(grad, shape, sizes, strides, offset):
 def _copy_slices(o):
     context = (g, hidden(NODE), hidden(SLOT), hidden(INPUT_SHAPES))
     return {"self": Rule(sent=Call("copy_slices", context, "", (), "outside the view; inside it, the in-place op's gradient"),
-                         note="an in-place op changed a view of x: its formula runs on the view's part"),
+                         note="an in-place op changed a view of this tensor: its formula runs on the view's part"),
             "other": Rule(sent=Call("copy_slices", context, "", (), "the in-place op's gradient"),
                           symbol="y", note="the in-place op's other input")}
 

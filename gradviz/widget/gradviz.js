@@ -605,7 +605,11 @@ function m(tag, text = null, ...children) {
  */
 function mathFromTree(tree, context) {
   if (context.values && tree.var && context.values[tree.var]) return valueMath(context.values[tree.var]);
-  const label = tree.sym !== undefined ? context.symbols.get(tree.sym) : undefined;
+  let label = tree.sym !== undefined ? context.symbols.get(tree.sym) : undefined;
+  const input = context.symbols.get("self");
+  if (label === undefined && tree.sym === "result" && input !== undefined && tree.text) {
+    label = tree.text.replace(/\bx\b/g, input); // the output written from the input: σ(x) -> σ(h)
+  }
   const node = m(tree.tag, label !== undefined ? label : tree.text !== undefined ? tree.text : null);
   if (label === undefined) for (const child of tree.children || []) node.append(mathFromTree(child, context));
   return node;
