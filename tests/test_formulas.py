@@ -272,3 +272,14 @@ def test_torch_formula_evaluates_to_what_torch_sent(name):
         checked.add(step.name)
     assert not unknown, f"torch nodes without a learner formula: {sorted(unknown)}"
     assert len(checked) >= 4
+
+
+def test_torch_trace_carries_the_same_numbers():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(4.0, requires_grad=True)
+    y = x.cos() * 3
+    graph = graph_of(y, {"x": x})
+    cos_step = next(step for step in trace_of(y, graph) if step["name"] == "CosBackward0")
+    assert cos_step["numbers"][0]["local"]["preview"] == f"{-np.sin(4.0):.4f}"
+    node = graph.node(cos_step["node"])
+    assert [f.input for f in node.formula] == ["self"] and node.formula == formulas_for(x.cos().grad_fn)
