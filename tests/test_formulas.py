@@ -283,3 +283,12 @@ def test_torch_trace_carries_the_same_numbers():
     assert cos_step["numbers"][0]["local"]["preview"] == f"{-np.sin(4.0):.4f}"
     node = graph.node(cos_step["node"])
     assert [f.input for f in node.formula] == ["self"] and node.formula == formulas_for(x.cos().grad_fn)
+
+
+def test_small_tensors_carry_all_their_values():
+    x = gv.arange(20.0).reshape(4, 5).requires_grad_()
+    y = (x.sin() * 2).sum()
+    sin_step = next(step for step in trace_of(y, graph_of(y)) if step["name"] == "SinBackward0")
+    assert sin_step["grad_inputs"][0]["full"].count(",") == 19
+    assert sin_step["numbers"][0]["local"]["full"].count(",") == 19
+    assert "full" not in trace_of(y, graph_of(y))[0]["grad_outputs"][0]  # a scalar is shown whole anyway

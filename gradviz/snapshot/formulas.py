@@ -228,11 +228,23 @@ def summary_dict(value) -> dict:
     array = np.asarray(value)
     summary = summarize(array).to_dict()
     summary["dtype"] = "float64" if array.dtype == np.float64 else summary["dtype"]
-    if 12 < array.size <= FULL_VALUES_UP_TO:
+    full = full_values(array)
+    if full is not None:
+        summary["full"] = full
+    return summary
+
+
+def full_values(array) -> str | None:
+    """All the values of a tensor the preview shortens but that is small enough to show whole."""
+    try:
+        values = to_numpy(array)
+        if not 12 < values.size <= FULL_VALUES_UP_TO:
+            return None
         from gradviz.snapshot.model import preview_text
 
-        summary["full"] = preview_text(array, FULL_VALUES_UP_TO)
-    return summary
+        return preview_text(values, FULL_VALUES_UP_TO)
+    except (TypeError, RuntimeError, ValueError):  # a dtype numpy cannot hold (bfloat16)
+        return None
 
 
 # ------------------------------------------------------------------ CopySlices: the wrapped op's formula on the view

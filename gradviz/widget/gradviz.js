@@ -726,11 +726,12 @@ function formulaRows(formula, numbers, sent, symbols, values) {
     rows.push(h("div", { class: "gv-hint" }, "Broadcasting stretched this input, so its gradient is summed back to its shape."));
   }
   if (formula.note) rows.push(h("div", { class: "gv-hint" }, formula.note));
-  const full = numbers && numbers.local && numbers.local.full ? numbers.local.full : null;
-  if (full || formula.torch) {
+  const whole = [["arriving", values.grad], ["local derivative", numbers && numbers.local], ["sent", sent]]
+    .filter(([, value]) => value && value.full);
+  if (whole.length || formula.torch) {
     const more = h("details", { class: "gv-more" });
-    more.append(h("summary", {}, full ? "all values, and PyTorch's formula" : "PyTorch's formula (derivatives.yaml)"));
-    if (full) more.append(h("div", { class: "gv-mono" }, `local derivative ${shapeText(numbers.local.shape)} = ${full}`));
+    more.append(h("summary", {}, whole.length ? "all values, and PyTorch's formula" : "PyTorch's formula (derivatives.yaml)"));
+    for (const [name, value] of whole) more.append(h("div", { class: "gv-mono" }, `${name} ${shapeText(value.shape)} = ${value.full}`));
     if (formula.torch) more.append(h("div", { class: "gv-mono gv-torch" }, `derivatives.yaml: ${formula.torch}`));
     rows.push(more);
   }

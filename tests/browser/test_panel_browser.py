@@ -175,3 +175,19 @@ def test_markup_in_a_label_shows_as_text_inside_the_formula(offline_page, tmp_pa
     assert injected == 0 and dialogs == [] and page.errors == []
     if label == MARKUP_LABELS[0]:
         page.locator(".gv-panel").screenshot(path=str(artifacts / "panel-markup-label.png"))
+
+
+def test_all_values_of_a_small_tensor_on_demand(offline_page, tmp_path):
+    def program():
+        x = gv.arange(20.0).reshape(4, 5).requires_grad_()
+        loss = (x.sin() * 2).sum()
+        return loss, {"x": x, "loss": loss}
+
+    page = offline_page
+    open_panel_at(page, tmp_path, program, "SinBackward0")
+    details = page.locator(".gv-panel details.gv-more").first
+    details.locator("summary").click()
+    text = details.inner_text()
+    assert "local derivative (4, 5) = " in text and text.count(",") >= 3 * 19
+    assert "derivatives.yaml: self: grad * self.cos().conj()" in text
+    assert page.errors == []
