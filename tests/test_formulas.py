@@ -179,7 +179,7 @@ def test_trace_carries_the_numbers_of_each_step():
     trace = trace_of(y, graph)
     cos_step = next(step for step in trace if step["name"] == "CosBackward0")
     numbers = cos_step["numbers"][0]
-    assert numbers == {"local": {"shape": [], "dtype": "float64", "preview": f"{-np.sin(4.0):.4f}"}, "summed": False}
+    assert numbers == {"local": {"shape": [], "dtype": "float32", "preview": f"{-np.sin(4.0):.4f}"}, "summed": False}
     saved = {item.name: item.value.preview for item in graph.node(cos_step["node"]).saved}
     assert saved == {"self": "4."} and cos_step["grad_outputs"][0]["preview"] == "3."
 

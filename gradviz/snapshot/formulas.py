@@ -15,13 +15,14 @@ Three readers of the same rules:
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
 
 from gradviz.ops import derivatives_for
 from gradviz.autograd.node import AccumulateGrad
-from gradviz._kinds import ACCUMULATE_GRAD
+from gradviz._kinds import ACCUMULATE_GRAD, is_gradviz_tensor
 from gradviz.snapshot import formula_table
 from gradviz.snapshot.formula_table import INPUT_SHAPE, INPUT_SHAPES, NODE, SLOT, TABLE
 from gradviz.snapshot.math import GRAD, LOSS, evaluate, mathml, partial, register, to_mathml_json, variables
@@ -125,26 +126,29 @@ def environment(node: Any, rule, slot: int, grad_output, input_shapes: tuple) ->
     return env
 
 
-def _saved_value(node: Any, name: str):
+def _saved_value(node: Any, name: str, exact: bool = True):
+    """A saved value as numpy: float64 when ``exact`` (the tests), else its own float dtype (display)."""
     if name == "grad_before":  # AccumulateGrad: the leaf's .grad before this pass (0 if None)
         grad = getattr(node.variable, "grad", None)
         return _float64(grad) if grad is not None else np.float64(0)
     value = getattr(node, "_saved_" + name)
     if isinstance(value, (tuple, list)):
-        return tuple(None if v is None else _float64(v) for v in value)
-    return _float64(value)
+        return tuple(None if v is None else _float64(v, exact) for v in value)
+    return _float64(value, exact)
 
 
-def _float64(value):
+def _float64(value, exact: bool = True):
     if value is None:
         raise ValueError("a value the formula needs was not saved")
-    if hasattr(value, "_data") and not hasattr(value, "detach"):  # a gradviz Tensor
-        value = value._data
+    if is_gradviz_tensor(value):
+        value = value._data  # its backend array: numpy, or torch's for the torch backend
     if isinstance(value, (bool, int, float)):
         return np.float64(value)
     array = to_numpy(value.detach() if hasattr(value, "detach") else value)
     if np.issubdtype(array.dtype, np.integer):
         return array  # indices and class targets stay integers
+    if not exact and np.issubdtype(array.dtype, np.floating):
+        return array
     return array.astype(np.float64)
 
 
@@ -201,9 +205,9 @@ def step_numbers(step: Any) -> list:
 def _numbers(node, rule, slot, grad_output, sent) -> dict | None:
     local_shape: tuple = ()
     local = None
-    if _reads_values(rule.local):
+    if variables(rule.local):
         try:
-            env = {name: _saved_value(node, name) for name in variables(rule.local)}
+            env = {name: _saved_value(node, name, exact=False) for name in variables(rule.local)}
         except (AttributeError, RuntimeError, ValueError, TypeError):
             return None  # a saved value is gone (freed by backward()) or not exposed
         with np.errstate(all="ignore"):
@@ -218,16 +222,10 @@ def _numbers(node, rule, slot, grad_output, sent) -> dict | None:
     return {"local": local, "summed": product != tuple(sent.shape)}
 
 
-@functools.lru_cache(maxsize=4096)
-def _reads_values(expr) -> bool:
-    return bool(variables(expr))
-
-
 def summary_dict(value) -> dict:
     """An array summary for the panel, with every value when the array is small."""
     array = np.asarray(value)
     summary = summarize(array).to_dict()
-    summary["dtype"] = "float64" if array.dtype == np.float64 else summary["dtype"]
     full = full_values(array)
     if full is not None:
         summary["full"] = full
@@ -236,10 +234,10 @@ def summary_dict(value) -> dict:
 
 def full_values(array) -> str | None:
     """All the values of a tensor the preview shortens but that is small enough to show whole."""
+    if not 12 < math.prod(array.shape) <= FULL_VALUES_UP_TO:  # decided before any copy
+        return None
     try:
         values = to_numpy(array)
-        if not 12 < values.size <= FULL_VALUES_UP_TO:
-            return None
         from gradviz.snapshot.model import preview_text
 
         return preview_text(values, FULL_VALUES_UP_TO)

@@ -15,6 +15,7 @@ The tags are MathML's presentation tags (``TAGS``); nothing else may appear in a
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -317,8 +318,10 @@ def _render_call(expr: Call) -> dict:
     return mathml("mrow", head, _mo("("), *inside, _mo(")"))
 
 
+@functools.lru_cache(maxsize=4096)
 def variables(expr: Expr) -> tuple:
-    """The names of the values ``expr`` reads, in first-use order (``GRAD`` included)."""
+    """The names of the values ``expr`` reads, in first-use order (``GRAD`` included); formulas
+    are immutable and cached, so each is walked once."""
     found: list = []
     stack = [expr]
     while stack:

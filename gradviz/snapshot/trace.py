@@ -15,8 +15,9 @@ no kernel. Shape of one entry::
 derivative's value at this step and whether broadcasting summed the gradient back
 (``snapshot/formulas.step_numbers``); the other values a formula reads are the step's own
 (``grad_outputs``, ``grad_before``) and the node's ``saved`` tensors in the Graph. A summary of a
-small tensor among ``grad_outputs``, ``grad_inputs`` and ``local`` also carries ``full``, all its
-values (13 to 36 of them; ``preview`` already shows 12 or fewer whole).
+small tensor among ``grad_inputs`` and ``local`` also carries ``full``, all its values (13 to 36
+of them; ``preview`` already shows 12 or fewer whole); the arriving gradient is the one a
+previous step sent.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def step_to_dict(step, graph: Graph, leaves: dict | None = None) -> dict:
         "index": step.index,
         "node": graph.id_of(node),
         "name": step.name,
-        "grad_outputs": [_summary(g, whole=True) for g in step.grad_outputs],
+        "grad_outputs": [_summary(g) for g in step.grad_outputs],
         "grad_inputs": [_summary(g, whole=True) for g in step.grad_inputs],
         "targets": targets,
         "contributions": [

@@ -726,7 +726,7 @@ function formulaRows(formula, numbers, sent, symbols, values) {
     rows.push(h("div", { class: "gv-hint" }, "Broadcasting stretched this input, so its gradient is summed back to its shape."));
   }
   if (formula.note) rows.push(h("div", { class: "gv-hint" }, formula.note));
-  const whole = [["arriving", values.grad], ["local derivative", numbers && numbers.local], ["sent", sent]]
+  const whole = [["local derivative", numbers && numbers.local], ["sent", sent]]
     .filter(([, value]) => value && value.full);
   if (whole.length || formula.torch) {
     const more = h("details", { class: "gv-more" });
