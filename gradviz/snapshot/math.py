@@ -263,7 +263,10 @@ def _render(expr: Expr) -> dict:  # noqa: C901 (one case per node kind reads bes
     if isinstance(expr, Div):
         return mathml("mfrac", _render(expr.left), _render(expr.right))
     if isinstance(expr, Pow):
-        return mathml("msup", _wrap(expr.left, _POWER, strict=True), _render(expr.right))
+        base = expr.left
+        if isinstance(base, Var) and not base.text.isidentifier():  # (tanh x)², not tanh x²
+            return mathml("msup", mathml("mrow", _mo("("), _render(base), _mo(")")), _render(expr.right))
+        return mathml("msup", _wrap(base, _POWER, strict=True), _render(expr.right))
     if isinstance(expr, Neg):
         return mathml("mrow", _mo("−"), _wrap(expr.operand, _PREFIX))
     if isinstance(expr, Transpose):
