@@ -639,11 +639,10 @@ function symbolsFor(node, graph, formulas) {
   const symbols = new Map();
   const root = nodes.get(graph.root);
   if (root && root.label && root.label !== "output") symbols.set("loss", root.label);
-  // a tensor the learner named: a leaf, a labelled result, a constant that is not just "tensor(2, 3)"
-  const named = (other) => other && (other.kind === "leaf" || other.kind === "output"
-    || (other.kind === "function" && other.label !== other.name)
-    || (other.kind === "constant" && other.label !== "constant" && !other.label.startsWith("tensor(")))
-    ? other.label : undefined;
+  // a tensor the learner named (not just "tensor(2, 3)"): a leaf, a labelled result, a constant
+  const named = (other) => other && !other.label.startsWith("tensor(") && (other.kind === "leaf"
+    || other.kind === "output" || (other.kind === "function" && other.label !== other.name)
+    || (other.kind === "constant" && other.label !== "constant")) ? other.label : undefined;
   const own = named(node);
   if (own !== undefined) { symbols.set("out", own); symbols.set("result", own); }
   for (const edge of graph.edges) {

@@ -191,3 +191,27 @@ def test_all_values_of_a_small_tensor_on_demand(offline_page, tmp_path):
     assert "local derivative (4, 5) = " in text and "sent (4, 5) = " in text and text.count(",") >= 2 * 19
     assert "derivatives.yaml: self: grad * self.cos().conj()" in text
     assert page.errors == []
+
+
+def torch_program():
+    """A torch network: its nodes are read under the same names, so they get the same formulas."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    x, y = torch.randn(5, 3), torch.rand(5, 1)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y)
+    return loss, {"loss": loss}
+
+
+@pytest.mark.parametrize("op_name, expected", [("TanhBackward0", "tanh"),
+                                                ("BinaryCrossEntropyWithLogitsBackward0", "σ"),
+                                                ("AddmmBackward0", "⊤")])
+def test_torch_graph_panel_shows_the_same_formulas(offline_page, tmp_path, artifacts, op_name, expected):
+    maths = open_panel_at(offline_page, tmp_path, torch_program, op_name)
+    assert maths and all(math["width"] > 0 for math in maths)
+    primary = [math["text"] for math in maths if math["primary"]]
+    assert any(expected in text for text in primary) and not any(RAW_SYNTAX.search(text) for text in primary)
+    assert not any("tensor(" in text for text in primary)  # unnamed tensors keep their letter
+    assert len(maths) >= 2 and maths[1]["text"].startswith("=")  # the numbers line
+    assert offline_page.errors == []
+    offline_page.locator(".gv-panel").screenshot(path=str(artifacts / f"panel-torch-{op_name}.png"))
