@@ -116,6 +116,8 @@ CASES = {
     # matrix products, as torch.matmul decomposes them
     "mm": X + W + backward("x @ w"),
     "mm_fn": X + W + backward("torch.mm(x, w)"),
+    "addmm_beta_alpha": X + W + "b = torch.tensor([0.5, -1.0], requires_grad=True)\n"
+                        + backward("torch.addmm(b, x, w, beta=0.5, alpha=2.0)"),
     "mv": X + V + backward("x @ v"),
     "dot": V + C + backward("v @ c"),
     "vec_mat": V + W + backward("v @ w"),

@@ -97,15 +97,20 @@ class AddmmBackward0(OpFunction):
         ctx.metas = (meta(self), meta(mat1), meta(mat2))
         backend = mat1._backend
         a, b = promote(mat1, mat2)
-        return backend.add(backend.matmul(a, b), self._data)
+        product = backend.matmul(a, b)
+        bias = self._data
+        return backend.add(product if alpha == 1 else backend.mul(product, alpha),
+                           bias if beta == 1 else backend.mul(bias, beta))
 
     def backward(ctx, grad):
         backend = ctx.backend
         needs = ctx.needs_input_grad
-        return (to_input(backend, grad, ctx.metas[0]) if needs[0] else None,
-                to_input(backend, backend.matmul(grad, _transpose(backend, ctx.saved("mat2"))), ctx.metas[1])
+        alpha, beta = ctx.saved("alpha", "beta")
+        scaled = grad if alpha == 1 else backend.mul(grad, alpha)  # alpha and beta scale the gradients too
+        return (to_input(backend, grad if beta == 1 else backend.mul(grad, beta), ctx.metas[0]) if needs[0] else None,
+                to_input(backend, backend.matmul(scaled, _transpose(backend, ctx.saved("mat2"))), ctx.metas[1])
                 if needs[1] else None,
-                to_input(backend, backend.matmul(_transpose(backend, ctx.saved("mat1")), grad), ctx.metas[2])
+                to_input(backend, backend.matmul(_transpose(backend, ctx.saved("mat1")), scaled), ctx.metas[2])
                 if needs[2] else None)
 
     def backward_graph(ctx, grad):

@@ -14,9 +14,10 @@ JSON shape of ``Graph.to_dict()`` (version 1)::
 
     {"version": 1, "source": "gradviz" | "torch", "root": "n0",
      "nodes": [{"id", "kind", "name", "label", "shape", "dtype", "value", "grad",
-                "saved": [{"name", "value", "freed"}], "formula": [{"input", "text", "latex"}],
+                "saved": [{"name", "value", "freed"}], "formula": index into "formulas" | null,
                 "module", "note", "code", "order"}],
-     "edges": [{"source", "target", "slot", "kind"}]}
+     "edges": [{"source", "target", "slot", "kind"}],
+     "formulas": [[{"input", "symbol", "math", "local", "note", "torch", "broadcast"}]]}
 
 ``kind`` of a node: ``output`` (the tensor shown), ``function`` (a grad_fn), ``accumulate``
 (AccumulateGrad), ``leaf`` (a tensor that requires grad), ``constant`` (an input that does not
@@ -148,14 +149,26 @@ class SavedSummary:
 
 @dataclass(frozen=True)
 class Formula:
-    """The local derivative for one input, as plain text and as LaTeX."""
+    """The gradient one input receives, as a calculus course writes it (see ``snapshot/formulas.py``).
+
+    ``math``: ``∂L/∂x = ...`` as a JSON tree of MathML tags (``snapshot/math.py``), text only;
+    ``local``: the local derivative alone for elementwise ops (the gradient sent is ∂L/∂out times
+    it), else None; ``symbol``: the input's name in the formula when it has no label; ``note``: what
+    the formula's letters mean in this call; ``torch``: PyTorch's ``derivatives.yaml`` line, a
+    secondary reference; ``broadcast``: the gradient is summed back when broadcasting widened the input.
+    """
 
     input: str
-    text: str
-    latex: str
+    symbol: str
+    math: dict
+    local: dict | None = None
+    note: str | None = None
+    torch: str = ""
+    broadcast: bool = False
 
     def to_dict(self) -> dict:
-        return {"input": self.input, "text": self.text, "latex": self.latex}
+        return {"input": self.input, "symbol": self.symbol, "math": self.math, "local": self.local,
+                "note": self.note, "torch": self.torch, "broadcast": self.broadcast}
 
 
 @dataclass(frozen=True)
@@ -219,9 +232,24 @@ class Graph:
         return (self.node_ids or {}).get(id(autograd_node))
 
     def to_dict(self) -> dict:
-        return {"version": 1, "source": self.source, "root": self.root,
-                "nodes": [n.to_dict() for n in self.nodes],
-                "edges": [e.to_dict() for e in self.edges]}
+        """JSON-ready; each distinct formula list is written once, in ``formulas``, and a node's
+        ``formula`` is its index there (a 2,000-layer network repeats a handful of formulas)."""
+        formulas: list = []
+        index_of: dict = {}
+        nodes = []
+        for node in self.nodes:
+            data = node.to_dict()
+            if node.formula:
+                key = id(node.formula)
+                if key not in index_of:
+                    index_of[key] = len(formulas)
+                    formulas.append(data["formula"])
+                data["formula"] = index_of[key]
+            else:
+                data["formula"] = None
+            nodes.append(data)
+        return {"version": 1, "source": self.source, "root": self.root, "nodes": nodes,
+                "edges": [e.to_dict() for e in self.edges], "formulas": formulas}
 
     def __len__(self) -> int:
         return len(self.nodes)

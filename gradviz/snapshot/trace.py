@@ -8,12 +8,22 @@ no kernel. Shape of one entry::
      "targets": ["n2" | null],            # graph id each grad_input flows to (next_functions)
      "contributions": [[{"from": "n0" | null, "value": summary}]],  # per output, summed pieces
      "leaf": "n5" | null,                 # AccumulateGrad: the leaf whose .grad changes
-     "grad_before": summary | null, "grad_after": summary | null}
+     "grad_before": summary | null, "grad_after": summary | null,
+     "numbers": [{"local": summary | null, "summed": bool} | null]}
+
+``numbers`` holds, per input of an elementwise formula (``Graph`` node ``formula``), the local
+derivative's value at this step and whether broadcasting summed the gradient back
+(``snapshot/formulas.step_numbers``); the other values a formula reads are the step's own
+(``grad_outputs``, ``grad_before``) and the node's ``saved`` tensors in the Graph. A summary of a
+small tensor among ``grad_inputs`` and ``local`` also carries ``full``, all its values (13 to 36
+of them; ``preview`` already shows 12 or fewer whole); the arriving gradient is the one a
+previous step sent.
 """
 from __future__ import annotations
 
 from typing import Iterable
 
+from gradviz.snapshot.formulas import full_values, step_numbers
 from gradviz.snapshot.model import Graph, summarize
 
 
@@ -28,7 +38,7 @@ def step_to_dict(step, graph: Graph, leaves: dict | None = None) -> dict:
         "node": graph.id_of(node),
         "name": step.name,
         "grad_outputs": [_summary(g) for g in step.grad_outputs],
-        "grad_inputs": [_summary(g) for g in step.grad_inputs],
+        "grad_inputs": [_summary(g, whole=True) for g in step.grad_inputs],
         "targets": targets,
         "contributions": [
             [{"from": graph.id_of(sender) if sender is not None else None, "value": _summary(g)}
@@ -38,6 +48,7 @@ def step_to_dict(step, graph: Graph, leaves: dict | None = None) -> dict:
         "leaf": leaf,
         "grad_before": _summary(step.grad_before),
         "grad_after": _summary(step.grad_after),
+        "numbers": step_numbers(step),
     }
 
 
@@ -46,9 +57,17 @@ def trace_to_dict(steps: Iterable, graph: Graph) -> list:
     return [step_to_dict(step, graph, leaves) for step in steps]
 
 
-def _summary(array):
+def _summary(array, whole: bool = False):
+    """A summary dict; ``whole``: with ``full``, every value, when the tensor is small."""
     summary = summarize(array)
-    return summary.to_dict() if summary is not None else None
+    if summary is None:
+        return None
+    data = summary.to_dict()
+    if whole:
+        full = full_values(array)
+        if full is not None:
+            data["full"] = full
+    return data
 
 
 def leaf_ids(graph: Graph) -> dict:

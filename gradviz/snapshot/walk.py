@@ -170,7 +170,7 @@ class _Walk:
         name = type(node).__name__  # what printing a grad_fn shows: MulBackward0
         shape, dtype = self.source.output_metadata(node)
         fields = dict(id=graph_id, kind="function", name=name, label=name, shape=shape, dtype=dtype,
-                      saved=self.source.saved(node), formula=formulas_for(name), note=self.source.node_note(node),
+                      saved=self.source.saved(node), formula=formulas_for(node, name), note=self.source.node_note(node),
                       code=backward_code(node), order=getattr(node, "_order", 1))
         named = self.labels.for_grad_fn(node)
         if named is not None:  # the variable that holds this node's output
@@ -181,7 +181,8 @@ class _Walk:
 
     def _add_accumulate(self, node: Any, graph_id: str) -> None:
         self.pending[graph_id] = dict(id=graph_id, kind="accumulate", name=ACCUMULATE_GRAD,
-                                      label=ACCUMULATE_GRAD, formula=formulas_for(ACCUMULATE_GRAD))
+                                      label=ACCUMULATE_GRAD,
+                                      formula=formulas_for(node, ACCUMULATE_GRAD))
         leaf = getattr(node, "variable", None)
         if leaf is None:
             return

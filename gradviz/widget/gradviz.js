@@ -17,14 +17,17 @@
  *
  * @typedef {{shape: number[], dtype: string, preview: string}} Summary
  * @typedef {{name: string, value: Summary | null, freed: boolean}} Saved
- * @typedef {{input: string, text: string, latex: string}} Formula
+ * @typedef {{input: string, symbol: string, math: object, local: object | null, note: string | null,
+ *   torch: string, broadcast: boolean}} Formula   one input's gradient as a JSON MathML tree
+ *   (gradviz/snapshot/math.py): `math` is ∂L/∂x = ..., `local` the local derivative alone
  * @typedef {{id: string, kind: "output"|"function"|"accumulate"|"leaf"|"constant", name: string,
  *   label: string, shape: number[] | null, dtype: string | null, value: Summary | null,
- *   grad: Summary | null, saved: Saved[], formula: Formula[], module: string | null,
+ *   grad: Summary | null, saved: Saved[], formula: number | null, module: string | null,
  *   note: string | null, code: string | null, order: number}} GraphNode
  * @typedef {{source: string, target: string, slot: number, kind: "data"|"variable"|"output"}} GraphEdge
  * @typedef {{version: number, source: string, root: string, nodes: GraphNode[],
- *   edges: GraphEdge[]}} Graph                                    trait `graph`
+ *   edges: GraphEdge[], formulas: Formula[][]}} Graph             trait `graph`; a node's
+ *   `formula` indexes `formulas`
  * @typedef {{id: string, kind: "module"|"band", label: string, members: string[],
  *   parent: string | null, box: number[]}} Group                   parents before children
  * @typedef {{text: string, cls: "gv-title"|"gv-sub"|"gv-value"|"gv-grad"|"gv-saved",
@@ -38,7 +41,10 @@
  * @typedef {{index: number, node: string, name: string, grad_outputs: (Summary|null)[],
  *   grad_inputs: (Summary|null)[], targets: (string|null)[],
  *   contributions: {from: string|null, value: Summary|null}[][], leaf: string|null,
- *   grad_before: Summary|null, grad_after: Summary|null}} TraceStep   trait `trace` is TraceStep[]
+ *   grad_before: Summary|null, grad_after: Summary|null,
+ *   numbers: ({local: Summary|null, summed: boolean}|null)[]}} TraceStep
+ *   trait `trace` is TraceStep[]; `numbers`: per input of an elementwise formula, the local
+ *   derivative's value and whether broadcasting summed the gradient
  * @typedef {{graph: Graph, graph_layout: Layout, trace: TraceStep[], step_index: number,
  *   show_saved: boolean, speed: number, height: number, note: string,
  *   collapse: "auto"|boolean}} Traits
@@ -653,11 +659,165 @@ class StepPainter {
 
 // ================================================================ chain-rule panel (pure)
 
+const MATH_NS = "http://www.w3.org/1998/Math/MathML";
+// The MathML tags a formula tree may use (gradviz/snapshot/math.py TAGS); anything else is text.
+const MATH_TAGS = new Set(["math", "mrow", "mi", "mn", "mo", "mtext", "mfrac", "msup", "msub", "munder", "msqrt"]);
+const VALUE_CHARS = 30;
+
+/** Create a MathML element; text via textContent only. */
+function m(tag, text = null, ...children) {
+  const node = document.createElementNS(MATH_NS, MATH_TAGS.has(tag) ? tag : "mtext");
+  if (text !== null) node.textContent = String(text);
+  node.append(...children);
+  return node;
+}
+
+/**
+ * A MathML element from a formula's JSON tree (`{tag, text?, children?, var?, sym?}`). A node with
+ * `var` is replaced by that variable's value when `values` has it (the step's numbers); a node
+ * with `sym` shows the label `symbols` gives it (the learner's own names). Text only, never markup.
+ * @param {object} tree
+ * @param {{symbols: Map<string, string>, values: Object<string, Summary> | null}} context
+ */
+function mathFromTree(tree, context) {
+  if (context.values && tree.var && context.values[tree.var]) return valueMath(context.values[tree.var]);
+  let label = tree.sym !== undefined ? context.symbols.get(tree.sym) : undefined;
+  const input = context.symbols.get("self");
+  if (label === undefined && tree.sym === "result" && input !== undefined && tree.text) {
+    label = tree.text.replace(/\bx\b/g, input); // the output written from the input: σ(x) -> σ(h)
+  }
+  const node = m(tree.tag, label !== undefined ? label : tree.text !== undefined ? tree.text : null);
+  if (label === undefined) for (const child of tree.children || []) node.append(mathFromTree(child, context));
+  return node;
+}
+
+/**
+ * A value in a formula: a number in full, a tensor as a short preview with its shape below; a
+ * negative number is bracketed where it follows an operator (`bracket`).
+ */
+function valueMath(summary, bracket = true) {
+  const number = m("mn", fit(summary.preview, VALUE_CHARS));
+  number.setAttribute("class", "gv-num");
+  if (!summary.shape.length) return bracket && summary.preview.startsWith("-") ? m("mrow", null, m("mo", "("), number, m("mo", ")")) : number;
+  return m("msub", null, number, m("mtext", summary.shape.join("\u00d7")));
+}
+
+/** One displayed line of math: <math display="block"> around the pieces. */
+function mathLine(...pieces) {
+  const math = m("math", null, m("mrow", null, ...pieces));
+  math.setAttribute("display", "block");
+  return math;
+}
+
+/** What the formula's letters are called here: the loss's, the output's and the inputs' labels. */
+function symbolsFor(node, graph, formulas) {
+  const { nodes, leafOf } = lookups(graph);
+  const symbols = new Map();
+  const root = nodes.get(graph.root);
+  if (root && root.label && root.label !== "output") symbols.set("loss", root.label);
+  // a tensor the learner named (not just "tensor(2, 3)"): a leaf, a labelled result, a constant
+  const named = (other) => other && !other.label.startsWith("tensor(") && (other.kind === "leaf"
+    || other.kind === "output" || (other.kind === "function" && other.label !== other.name)
+    || (other.kind === "constant" && other.label !== "constant")) ? other.label : undefined;
+  const own = named(node);
+  if (own !== undefined) { symbols.set("out", own); symbols.set("result", own); }
+  for (const edge of graph.edges) {
+    if (edge.target !== node.id || edge.kind !== "data") continue;
+    let source = nodes.get(edge.source);
+    if (source && source.kind === "accumulate") source = leafOf.get(source.id);
+    const label = named(source);
+    const formula = formulas[Math.min(edge.slot, formulas.length - 1)];
+    if (label !== undefined && formula && !symbols.has(formula.input)) symbols.set(formula.input, label);
+  }
+  // an input or output without a label keeps its letter from the formula (x, y, z), primed
+  // while that letter is some other tensor's label: x′ is not the learner's x
+  const taken = new Set(graph.nodes.filter((other) => other.kind !== "function" || other.label !== other.name)
+    .map((other) => other.label));
+  const fresh = (letter) => { let name = letter; while (taken.has(name)) name += "\u2032"; return name; };
+  for (const formula of formulas) {
+    if (!symbols.has(formula.input) && taken.has(formula.symbol)) symbols.set(formula.input, fresh(formula.symbol));
+  }
+  if (own === undefined && taken.has("z")) symbols.set("out", fresh("z"));
+  if (node.kind === "accumulate") {
+    const leaf = leafOf.get(node.id);
+    const name = leaf ? leaf.label : "x";
+    symbols.set("variable", name).set("out", name).set("grad_before", `${name}.grad`);
+  }
+  return symbols;
+}
+
+/** The formulas a graph node carries (graph.formulas holds each distinct list once). */
+function nodeFormulas(node, graph) {
+  return node && node.formula !== null && node.formula !== undefined && graph.formulas
+    ? graph.formulas[node.formula] || [] : [];
+}
+
+/** The right-hand side of `∂L/∂x = ...` (the tree is [lhs, "=", rhs]). */
+function rightSide(formula) {
+  return formula.math.children[formula.math.children.length - 1];
+}
+
+/**
+ * The values a step's formulas read, by variable name: the gradient arriving (`grad`), the
+ * node's saved tensors as the graph shows them (`self`, `other`, `result`...), and for
+ * AccumulateGrad the .grad the pass started from (0 when it was None).
+ */
+function stepValues(entry, node) {
+  const values = {};
+  if (entry.grad_outputs[0]) values.grad = entry.grad_outputs[0];
+  for (const saved of node ? node.saved : []) if (saved.value) values[saved.name] = saved.value;
+  values.grad_before = entry.grad_before || { shape: [], dtype: "", preview: "0" };
+  return values;
+}
+
+/**
+ * One input's chain rule: the formula in the learner's names, then the same formula with this
+ * step's numbers: upstream × local derivative = gradient sent.
+ */
+function formulaRows(formula, numbers, sent, symbols, values) {
+  const rows = [mathLine(mathFromTree(formula.math, { symbols, values: null }))];
+  const withValues = { symbols, values };
+  const pieces = [m("mo", "=")];
+  if (formula.local) {
+    const localReadsValues = JSON.stringify(formula.local).includes('"var"');
+    const summed = Boolean(numbers && numbers.summed);
+    const product = (local) => {
+      const factors = [valueMath(values.grad, summed), m("mo", "\u00b7"), local];
+      return summed ? [m("munder", null, m("mo", "\u2211"), m("mtext", "broadcast")), m("mo", "("), ...factors, m("mo", ")")] : factors;
+    };
+    const single = formula.local.tag === "mi" && formula.local.var; // the local derivative is one value: y
+    if (!localReadsValues || single) {
+      pieces.push(...product(mathFromTree(formula.local, withValues)));
+    } else {
+      pieces.push(...product(m("mrow", null, m("mo", "("), mathFromTree(formula.local, withValues), m("mo", ")"))));
+      if (numbers && numbers.local) pieces.push(m("mo", "="), ...product(valueMath(numbers.local)));
+    }
+  } else {
+    pieces.push(mathFromTree(rightSide(formula), withValues));
+  }
+  pieces.push(m("mo", "="), valueMath(sent, false));
+  rows.push(mathLine(...pieces));
+  if (numbers && numbers.summed) {
+    rows.push(h("div", { class: "gv-hint" }, "Broadcasting stretched this input, so its gradient is summed back to its shape."));
+  }
+  if (formula.note) rows.push(h("div", { class: "gv-hint" }, formula.note));
+  const whole = [["local derivative", numbers && numbers.local], ["sent", sent]]
+    .filter(([, value]) => value && value.full);
+  if (whole.length || formula.torch) {
+    const more = h("details", { class: "gv-more" });
+    more.append(h("summary", {}, whole.length ? "all values, and PyTorch's formula" : "PyTorch's formula (derivatives.yaml)"));
+    for (const [name, value] of whole) more.append(h("div", { class: "gv-mono" }, `${name} ${shapeText(value.shape)} = ${value.full}`));
+    if (formula.torch) more.append(h("div", { class: "gv-mono gv-torch" }, `derivatives.yaml: ${formula.torch}`));
+    rows.push(more);
+  }
+  return rows;
+}
+
 /**
  * The chain-rule panel's content for what is on screen: a clicked node's details, else the
- * step just run (gradient arriving, local derivative, gradients sent on; or .grad accumulating),
- * else a hint. A pure function: the same arguments always give the same elements, and nothing
- * else is read or changed.
+ * step just run (gradient arriving, the chain rule per input with the step's numbers, where each
+ * gradient goes; or .grad accumulating), else a hint. A pure function: the same arguments always
+ * give the same elements, and nothing else is read or changed.
  * @param {{shown: number, count: number, entry: TraceStep | null}} step steps done of `count`,
  *   and the trace entry of the last one (null before the first)
  * @param {Graph} graph
@@ -666,7 +826,7 @@ class StepPainter {
  */
 export function chainRulePanel(step, graph, selection) {
   const { nodes, leafOf } = lookups(graph);
-  if (selection !== null) return nodes.has(selection) ? nodeInfo(nodes.get(selection)) : [];
+  if (selection !== null) return nodes.has(selection) ? nodeInfo(nodes.get(selection), graph) : [];
   if (!step.entry) {
     return [h("p", { class: "gv-hint" }, step.count
       ? `Press \u25B6| (or \u2192) to run the backward pass one node at a time: ${step.count} nodes will run, starting at the output.`
@@ -674,30 +834,33 @@ export function chainRulePanel(step, graph, selection) {
   }
   const entry = step.entry;
   const node = nodes.get(entry.node);
+  const formulas = nodeFormulas(node, graph);
+  const symbols = node ? symbolsFor(node, graph, formulas) : new Map();
+  const numbers = entry.numbers || [];
+  const values = stepValues(entry, node);
   const content = [h("h4", { class: "gv-panel-title" }, `Step ${step.shown}: ${node ? node.name : entry.name}`)];
   content.push(section("gradient arriving", arrivingRows(entry, nodes)));
   if (entry.leaf || (node && node.kind === "accumulate")) {
-    content.push(accumulationSection(entry, nodes));
+    content.push(accumulationSection(entry, nodes, formulas[0], values, symbols));
     return content;
   }
-  if (node && node.code) content.push(section("local derivative: the user's backward", [backwardCode(node.code)]));
-  if (node && node.formula.length) {
-    content.push(section("local derivative (chain rule)", node.formula.map((item) => {
-      const row = h("div", { class: "gv-formula" });
-      row.append(h("code", { class: "gv-mono" }, `${item.input}: ${item.text}`));
-      if (item.latex) row.append(h("span", { class: "gv-latex", title: "LaTeX" }, item.latex));
-      return row;
-    })));
+  if (node && node.code) {
+    content.push(section("local derivative: the user's backward", [backwardCode(node.code)]));
+  } else if (!formulas.length) {
+    content.push(section("chain rule", [h("div", { class: "gv-hint" }, `gradviz has no formula for ${entry.name}; the gradients it sent are below.`)]));
   }
-  content.push(section("gradients sent on", entry.grad_inputs.map((grad, slot) => {
+  entry.grad_inputs.forEach((grad, slot) => {
     const targetId = entry.targets[slot];
     const dest = targetId ? nodes.get(targetId) : null;
-    const inputName = node && node.formula[slot] ? node.formula[slot].input : `input ${slot}`;
+    const formula = formulas[Math.min(slot, formulas.length - 1)];
     const leaf = dest && dest.kind === "accumulate" ? leafOf.get(dest.id) : null;
     const where = dest ? (leaf ? `${hookName(dest)} of ${hookName(leaf)}` : hookName(dest))
       : "nowhere (input does not require grad)";
-    return h("div", { class: "gv-mono" }, `${inputName} \u2192 ${where}: ${grad ? preview(grad) : "None"}`);
-  })));
+    const name = formula ? symbols.get(formula.input) || formula.symbol : `input ${slot}`;
+    const rows = formula && grad ? formulaRows(formula, numbers[slot], grad, symbols, values) : [];
+    rows.push(h("div", { class: "gv-mono gv-route" }, `\u2192 ${where}: ${grad ? preview(grad) : "None"}`));
+    content.push(section(`gradient for ${name}`, rows));
+  });
   return content;
 }
 
@@ -731,29 +894,39 @@ function arrivingRows(entry, nodes) {
   return rows;
 }
 
-/** AccumulateGrad's step: the leaf's .grad before and after. */
-function accumulationSection(entry, nodes) {
+/** AccumulateGrad's step: .grad before + arriving = after, as math. */
+function accumulationSection(entry, nodes, formula, values, symbols) {
   const leaf = entry.leaf ? nodes.get(entry.leaf) : null;
-  return section(`${leaf ? hookName(leaf) : "leaf"}.grad accumulates`, [
-    h("div", { class: "gv-mono" }, `before: ${preview(entry.grad_before)}`),
-    h("div", { class: "gv-mono" }, `after:  ${preview(entry.grad_after)}`),
-    h("div", { class: "gv-hint" }, entry.grad_before
-      ? ".grad is added to, not replaced: call .grad.zero_() between backward passes."
-      : ".grad was None, so it becomes the arriving gradient."),
-  ]);
+  const rows = [];
+  if (formula) {
+    rows.push(mathLine(mathFromTree(formula.math, { symbols, values: null })));
+    if (values.grad && entry.grad_after) {
+      rows.push(mathLine(m("mo", "="), valueMath(values.grad_before, false), m("mo", "+"),
+        valueMath(values.grad), m("mo", "="), valueMath(entry.grad_after, false)));
+    }
+  } else {
+    rows.push(h("div", { class: "gv-mono" }, `before: ${preview(entry.grad_before)}`),
+      h("div", { class: "gv-mono" }, `after:  ${preview(entry.grad_after)}`));
+  }
+  rows.push(h("div", { class: "gv-hint" }, entry.grad_before
+    ? ".grad is added to, not replaced: call .grad.zero_() between backward passes."
+    : ".grad was None, so it becomes the arriving gradient."));
+  return section(`${leaf ? hookName(leaf) : "leaf"}.grad accumulates`, rows);
 }
 
 /** A clicked node: what it is, its values, its formulas and saved tensors, its note. */
-function nodeInfo(node) {
+function nodeInfo(node, graph) {
   const rows = [`kind: ${node.kind}`];
   if (node.shape) rows.push(`shape: ${shapeText(node.shape)} ${node.dtype || ""}`);
   if (node.value) rows.push(`value: ${node.value.preview}`);
   if (node.kind === "leaf") rows.push(`grad: ${preview(node.grad)}`);
-  for (const item of node.formula) rows.push(`${item.input}: ${item.text}`);
   if (node.order > 1) rows.push(`recorded by a backward pass (order ${node.order})`);
   for (const saved of node.saved) rows.push(`saved ${saved.name}: ${saved.freed ? "freed by backward()" : preview(saved.value)}`);
   const info = h("div", { class: "gv-section" });
   info.append(...rows.map((text) => h("div", { class: "gv-mono" }, text)));
+  const formulas = nodeFormulas(node, graph);
+  const symbols = symbolsFor(node, graph, formulas);
+  for (const formula of formulas) info.append(mathLine(mathFromTree(formula.math, { symbols, values: null })));
   if (node.code) info.append(backwardCode(node.code));
   if (node.note) info.append(h("p", { class: "gv-hint" }, node.note));
   return [h("h4", { class: "gv-panel-title" }, hookName(node)), info];

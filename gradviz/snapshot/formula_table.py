@@ -1,0 +1,623 @@
+"""The learner's formula for every op, one entry per PyTorch node name, as data that computes.
+
+Each entry says which plain values the node saved it needs (``options``: ``alpha``, ``reduction``,
+``dim``...; ``present``: optional tensors such as ``weight``, given or not) and builds, from those,
+one ``Rule`` per input: the formula specialised to this call. A formula reads the node's saved
+tensors by their saved names (``self``, ``other``, ``result``: the names PyTorch's
+``_saved_<name>`` attributes use), so the same entry serves gradviz's nodes and torch's.
+
+A ``Rule`` is either elementwise (``local``: the local derivative, and the gradient sent is
+``∂L/∂out · local``, summed back over any dimensions broadcasting added) or general (``sent``:
+the whole gradient sent, written with ``Grad()`` for ∂L/∂out). ``tests/test_formulas.py``
+evaluates every rule and compares it with the op's ``backward()``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from gradviz.snapshot.math import (Both, Call, Expr, Grad, Num, Sum, Var, absolute, cos, exp, indicator, ln, register,
+                                   sgn, sigmoid, sin, sqrt)
+
+INPUT_SHAPE = "_input_shape"    # the shape of the input the gradient is for (hidden: never shown)
+INPUT_SHAPES = "_input_shapes"  # the shapes of all inputs, and which slot this is (cat, stack)
+SLOT = "_slot"
+NODE = "_node"                  # the node itself, for the one op whose geometry is not saved (CopySlices)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How the gradient for one input is made: elementwise ``local``, or the whole ``sent``."""
+
+    local: Expr | None = None
+    sent: Expr | None = None
+    note: str | None = None
+    symbol: str = "x"  # the input's name in the formula when it has no label
+
+    @property
+    def expression(self) -> Expr:
+        return self.sent if self.sent is not None else Grad() * self.local
+
+    @property
+    def broadcast(self) -> bool:
+        """Elementwise rules sum their gradient back over dimensions that broadcasting added."""
+        return self.sent is None
+
+
+@dataclass(frozen=True)
+class Entry:
+    build: Callable  # (options dict) -> {input name: Rule}
+    options: tuple = ()
+    present: tuple = ()  # saved tensors whose presence (and shape) the formula depends on
+
+
+TABLE: dict[str, Entry] = {}
+
+
+def entry(*names: str, options: tuple = (), present: tuple = ()):
+    def decorator(build):
+        for name in names:
+            TABLE[name] = Entry(build, options, present)
+        return build
+
+    return decorator
+
+
+# the names formulas use; ``Var(saved name, symbol)``
+x = Var("self", "x")
+y = Var("other", "y")
+t = Var("target", "t")
+g = Grad()
+
+
+def result(shown: str = "z") -> Var:
+    return Var("result", shown)
+
+
+def hidden(name: str) -> Var:
+    return Var(name, "")
+
+
+def only(rule: Rule, name: str = "self") -> dict:
+    return {name: rule}
+
+
+ZERO_NOTE = "the op overwrote these values, so they do not affect its output: their gradient is 0"
+
+
+# ------------------------------------------------------------------ elementwise, one input
+entry("AbsBackward0")(lambda o: only(Rule(local=sgn(x))))
+entry("CosBackward0")(lambda o: only(Rule(local=-sin(x))))
+entry("SinBackward0")(lambda o: only(Rule(local=cos(x))))
+entry("LogBackward0")(lambda o: only(Rule(local=1 / x)))
+entry("ExpBackward0")(lambda o: only(Rule(local=result("eˣ"), note="eˣ is its own derivative: the local derivative is the output itself")))
+entry("TanhBackward0")(lambda o: only(Rule(local=1 - result("tanh x") ** 2)))
+entry("SigmoidBackward0")(lambda o: only(Rule(local=result("σ(x)") * (1 - result("σ(x)")))))
+entry("ReluBackward0")(lambda o: only(Rule(local=indicator(result(), ">", 0),
+                                           note="relu passes the gradient where its output is positive, and blocks it elsewhere")))
+entry("SqrtBackward0")(lambda o: only(Rule(local=1 / (2 * result("√x")))))
+entry("NegBackward0")(lambda o: only(Rule(local=Num(-1))))
+entry("ReciprocalBackward0")(lambda o: only(Rule(local=-(result("1/x") ** 2))))
+entry("AddBackward1")(lambda o: only(Rule(local=Num(1))))
+entry("MulBackward1")(lambda o: only(Rule(local=Var("other", "c"))))
+entry("DivBackward1")(lambda o: only(Rule(local=1 / Var("other", "c"))))
+entry("CloneBackward0", "AliasBackward0", "ToCopyBackward0")(lambda o: only(Rule(local=Num(1))))
+entry("FillBackward2", "ZeroBackward0", "NormalBackward0", "UniformBackward0", "BernoulliBackward0",
+      "BernoulliBackward2")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
+
+
+@entry("ClampBackward1", options=("min", "max"))
+def _clamp(o):
+    low, high = o["min"], o["max"]
+    inside = [indicator(Num(low), "≤", x)] if low is not None else []
+    if high is not None:
+        inside.append(indicator(x, "≤", Num(high)))
+    local = Both(*inside) if len(inside) == 2 else inside[0]
+    return only(Rule(local=local, note="the gradient passes only where the input was inside the bounds"))
+
+
+@entry("PowBackward0", options=("exponent",))
+def _pow_number(o):
+    n = o["exponent"]
+    if n == 0:
+        return only(Rule(local=Num(0)))
+    if n == 1:
+        return only(Rule(local=Num(1)))
+    return only(Rule(local=Num(n) * (x if n == 2 else x ** Num(n - 1))))
+
+
+# ------------------------------------------------------------------ elementwise, two inputs
+def _alpha(o, sign: int = 1) -> Expr:
+    alpha = o["alpha"]
+    return Num(sign * alpha) if alpha != 1 else Num(sign)
+
+
+entry("AddBackward0", options=("alpha",))(lambda o: {"self": Rule(local=Num(1)), "other": Rule(local=_alpha(o), symbol="y")})
+entry("SubBackward0", options=("alpha",))(lambda o: {"self": Rule(local=Num(1)), "other": Rule(local=_alpha(o, -1), symbol="y")})
+entry("RsubBackward1", options=("alpha",))(lambda o: only(Rule(local=_alpha(o, -1))))
+entry("MulBackward0")(lambda o: {"self": Rule(local=y), "other": Rule(local=x, symbol="y")})
+entry("DivBackward0")(lambda o: {"self": Rule(local=1 / y), "other": Rule(local=-x / y ** 2, symbol="y")})
+entry("DotBackward0")(lambda o: {"self": Rule(local=Var("tensor", "y")), "tensor": Rule(local=x, symbol="y")})
+
+
+@entry("PowBackward1")
+def _pow_tensor(o):
+    a, b = Var("self", "a"), Var("exponent", "b")
+    return {"self": Rule(local=b * a ** (b - 1), symbol="a"),
+            "exponent": Rule(local=result("aᵇ") * ln(a), symbol="b")}
+
+
+entry("PowBackward2")(lambda o: only(Rule(local=result("cˣ") * ln(Var("self", "c")), symbol="x"), "exponent"))
+
+
+def _pick(first: str, relation: str) -> dict:
+    a, b = Var("self", "x"), Var("other", "y")
+    tie = "when x = y, each gets half"
+    return {"self": Rule(local=indicator(a, relation, b) + indicator(a, "=", b) / 2, note=tie),
+            "other": Rule(local=indicator(b, relation, a) + indicator(a, "=", b) / 2, note=tie, symbol="y")}
+
+
+entry("MaximumBackward0")(lambda o: _pick("self", ">"))
+entry("MinimumBackward0")(lambda o: _pick("self", "<"))
+
+
+@entry("WhereBackward0")
+def _where(o):
+    c = Var("condition", "c")
+    note = "c is the condition: 1 where it held, 0 elsewhere"
+    return {"self": Rule(local=c, note=note), "other": Rule(local=1 - c, note=note, symbol="y")}
+
+
+entry("MaskedFillBackward0")(lambda o: only(Rule(local=1 - Var("mask", "m"), note="m is the mask: filled elements get 0")))
+entry("MaskedFillBackward1")(lambda o: {
+    "self": Rule(local=1 - Var("mask", "m"), note="m is the mask: filled elements get 0"),
+    "value": Rule(local=Var("mask", "m"), symbol="v", note="the value went to every masked element: their gradients add up")})
+entry("FillBackward3")(lambda o: {"self": Rule(sent=Num(0), note=ZERO_NOTE),
+                                  "value": Rule(local=Num(1), symbol="v", note="the value filled every element")})
+entry("torch::autograd::CopyBackwards")(lambda o: {"self": Rule(sent=Num(0), note=ZERO_NOTE), "src": Rule(local=Num(1), symbol="s")})
+entry("BernoulliBackward1")(lambda o: {"self": Rule(sent=Num(0), note=ZERO_NOTE), "p": Rule(sent=Num(0), symbol="p")})
+
+
+# ------------------------------------------------------------------ matrices
+@entry("MmBackward0", "BmmBackward0")
+def _mm(o):
+    W = Var("mat2", "W")
+    return {"self": Rule(sent=g @ W.T), "mat2": Rule(sent=x.T @ g, symbol="W")}
+
+
+@entry("AddmmBackward0", options=("alpha", "beta"))
+def _addmm(o):
+    x1, W = Var("mat1", "x"), Var("mat2", "W")
+    alpha, beta = o["alpha"], o["beta"]
+    scale = (lambda e: Num(alpha) * e) if alpha != 1 else (lambda e: e)
+    return {"self": Rule(local=Num(beta), symbol="b"), "mat1": Rule(sent=scale(g @ W.T)),
+            "mat2": Rule(sent=scale(x1.T @ g), symbol="W")}
+
+
+@entry("MvBackward0")
+def _mv(o):
+    A, v = Var("self", "A"), Var("vec", "v")
+    return {"self": Rule(sent=Call("outer", (g, v), "outer"), symbol="A"), "vec": Rule(sent=A.T @ g, symbol="v")}
+
+
+register("outer")(np.multiply.outer)
+
+
+# ------------------------------------------------------------------ reductions
+def _dims(dim, ndim: int) -> tuple:
+    if dim is None or dim == ():
+        return tuple(range(ndim))
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    return tuple(sorted(signed(d) % ndim for d in dims))
+
+
+def signed(value: int) -> int:
+    """A dim as given: PyTorch reads negative saved dims back as uint64."""
+    return value - 2**64 if value >= 2**63 else value
+
+
+def spread(expr: Expr, dims: tuple, keepdim: bool, sizes: tuple) -> Call:
+    """``expr`` copied back along the reduced ``dims`` to ``sizes``."""
+    shown = "copied along dim " + ", ".join(map(str, dims)) if len(dims) < len(sizes) else "copied to every element"
+    return Call("spread", (expr,), "", (dims, keepdim, tuple(sizes)), shown)
+
+
+@register("spread")
+def _spread(value, dims, keepdim, sizes):
+    value = np.asarray(value, dtype=np.float64)
+    if not keepdim:
+        for d in sorted(dims):
+            value = np.expand_dims(value, d)
+    return np.broadcast_to(value, sizes)
+
+
+def _numel(sizes) -> int:
+    return int(np.prod(sizes)) if len(sizes) else 1
+
+
+entry("SumBackward0", options=("self_sym_sizes",))(
+    lambda o: only(Rule(sent=spread(g, tuple(range(len(o["self_sym_sizes"]))), False, o["self_sym_sizes"]),
+                        note="a sum passes its gradient unchanged to every element it added")))
+
+
+@entry("SumBackward1", options=("dim", "keepdim", "self_sym_sizes"))
+def _sum_dim(o):
+    sizes = o["self_sym_sizes"]
+    return only(Rule(sent=spread(g, _dims(o["dim"], len(sizes)), o["keepdim"], sizes),
+                     note="a sum passes its gradient unchanged to every element it added"))
+
+
+@entry("MeanBackward0", options=("self_sym_sizes",))
+def _mean(o):
+    sizes = o["self_sym_sizes"]
+    n = _numel(sizes)
+    return only(Rule(sent=spread(g, tuple(range(len(sizes))), False, sizes) / Num(n),
+                     note=f"n = {n}: each element counts 1/n in the mean"))
+
+
+@entry("MeanBackward1", options=("dim", "keepdim", "self_sym_sizes"))
+def _mean_dim(o):
+    sizes = o["self_sym_sizes"]
+    dims = _dims(o["dim"], len(sizes))
+    n = _numel([sizes[d] for d in dims])
+    return only(Rule(sent=spread(g, dims, o["keepdim"], sizes) / Num(n),
+                     note=f"n = {n}: each element counts 1/n in the mean"))
+
+
+@entry("MaxBackward1")
+def _max_all(o):
+    hit = indicator(x, "=", result("max x"))
+    return only(Rule(local=hit / Sum(hit, None, "i"),
+                     note="only the largest element gets the gradient (shared evenly on a tie)"))
+
+
+@entry("MaxBackward0", options=("dim", "keepdim", "self_sym_sizes"))
+def _max_dim(o):
+    sizes = o["self_sym_sizes"]
+    dim = _dims(o["dim"], len(sizes))[0]
+    return only(Rule(sent=Call("at_indices", (g, Var("indices", "i")), "", (dim, o["keepdim"], tuple(sizes)),
+                               f"at the largest element along dim {dim}, 0 elsewhere")))
+
+
+@register("at_indices")
+def _at_indices(grad, indices, dim, keepdim, sizes):
+    grad, indices = np.asarray(grad, np.float64), np.asarray(indices)
+    if not keepdim:
+        grad, indices = np.expand_dims(grad, dim), np.expand_dims(indices, dim)
+    out = np.zeros(sizes)
+    np.put_along_axis(out, indices.astype(np.int64), grad, dim)
+    return out
+
+
+@entry("LinalgVectorNormBackward0", options=("ord", "dim", "keepdim"), present=("self",))
+def _norm(o):
+    sizes = o["self"]
+    dims = _dims(o["dim"], len(sizes))
+    up = spread(g, dims, o["keepdim"], sizes)
+    size = spread(result("‖x‖"), dims, o["keepdim"], sizes)
+    p = o["ord"]
+    if p == 0:
+        return only(Rule(sent=Num(0), note="counting nonzero elements has gradient 0"))
+    if p == 1:
+        return only(Rule(sent=up * sgn(x)))
+    if p == 2:
+        return only(Rule(sent=up * x / size, note="‖x‖ = √(Σ x²), the output"))
+    if p in (float("inf"), float("-inf")):
+        hit = indicator(absolute(x), "=", size)
+        return only(Rule(sent=up * sgn(x) * hit / spread(Sum(hit, dims, "i"), dims, True, sizes),
+                         note="only the elements of largest magnitude get the gradient"))
+    return only(Rule(sent=up * x * absolute(x) ** Num(p - 2) / size ** Num(p - 1)))
+
+
+# ------------------------------------------------------------------ softmax
+@entry("SoftmaxBackward0", options=("dim",), present=("result",))
+def _softmax(o):
+    axis = signed(o["dim"]) % max(len(o["result"]), 1)
+    s = result("softmax(x)")
+    return only(Rule(sent=s * (g - Sum(g * s, axis)), note=f"Σⱼ runs along dim {axis}"))
+
+
+@entry("LogSoftmaxBackward0", options=("dim",), present=("result",))
+def _log_softmax(o):
+    axis = signed(o["dim"]) % max(len(o["result"]), 1)
+    return only(Rule(sent=g - exp(result("z")) * Sum(g, axis),
+                     note=f"z is the output, log_softmax, so eᶻ is the softmax; Σⱼ runs along dim {axis}"))
+
+
+# ------------------------------------------------------------------ losses
+MEAN = 1
+
+
+def _loss_scale(o, sizes, local: Expr) -> tuple:
+    """``local`` with the optional weight and the ``/n`` of ``reduction='mean'``, and a note."""
+    notes = []
+    if o["weight"] is not None:
+        local = Var("weight", "weight") * local
+        notes.append("weight is the loss's weight argument")
+    if o["reduction"] == MEAN:
+        n = _numel(sizes)
+        local = local / Num(n)
+        notes.append(f"n = {n}: reduction='mean' divides by the number of elements")
+    return local, "; ".join(notes) or None
+
+
+@entry("BinaryCrossEntropyWithLogitsBackward0", options=("reduction",), present=("self", "weight", "pos_weight"))
+def _bce_logits(o):
+    p = Var("pos_weight", "pos_weight")
+    if o["pos_weight"] is None:
+        d_self, d_target = sigmoid(x) - t, -x
+    else:
+        d_self = (1 + (p - 1) * t) * sigmoid(x) - p * t
+        d_target = ln(1 - sigmoid(x)) - p * ln(sigmoid(x))
+    (d_self, note), (d_target, _) = _loss_scale(o, o["self"], d_self), _loss_scale(o, o["self"], d_target)
+    return {"self": Rule(local=d_self, note=note), "target": Rule(local=d_target, note=note, symbol="t")}
+
+
+@entry("BinaryCrossEntropyBackward0", options=("reduction",), present=("self", "weight"))
+def _bce(o):
+    (d_self, note), (d_target, _) = (_loss_scale(o, o["self"], (x - t) / (x * (1 - x))),
+                                     _loss_scale(o, o["self"], ln(1 - x) - ln(x)))
+    return {"self": Rule(local=d_self, note=note), "target": Rule(local=d_target, note=note, symbol="t")}
+
+
+@entry("MseLossBackward0", options=("reduction",), present=("self", "target"))
+def _mse(o):
+    sizes = np.broadcast_shapes(tuple(o["self"]), tuple(o["target"]))
+    o = dict(o, weight=None)
+    (d_self, note), (d_target, _) = _loss_scale(o, sizes, 2 * (x - t)), _loss_scale(o, sizes, -2 * (x - t))
+    return {"self": Rule(local=d_self, note=note), "target": Rule(local=d_target, note=note, symbol="t")}
+
+
+@entry("NllLossBackward0", options=("reduction", "ignore_index"), present=("self", "weight"))
+def _nll(o):
+    sizes = o["self"]
+    ignore = signed(o["ignore_index"])
+    picked = Call("one_hot", (Var("target", "t"),), "onehot", (sizes, ignore))
+    local = Call("per_row", (g,), "", (len(sizes),)) if o["reduction"] == 0 else g
+    local = -local * picked
+    notes = ["onehot(t) is 1 at each row's target class"]
+    if o["weight"] is not None:
+        local = local * Call("class_weight", (Var("weight", "weight"), Var("target", "t")), "", (len(sizes),),
+                             "weight of each row's class")
+    if o["reduction"] == MEAN:
+        local = local / Var("total_weight", "W")
+        notes.append("W: the rows counted (their weights summed)")
+    return only(Rule(sent=local, note="; ".join(notes)))
+
+
+@register("one_hot")
+def _one_hot(target, sizes, ignore_index):
+    target = np.asarray(target).astype(np.int64)
+    classes = sizes[1] if len(sizes) > 1 else sizes[0]
+    hit = (np.arange(classes) == target[..., None]) & (target[..., None] != ignore_index)
+    if len(sizes) > 2:  # (N, C, d1, ...): the class axis is 1
+        hit = np.moveaxis(hit, -1, 1)
+    return hit.astype(np.float64)
+
+
+@register("per_row")
+def _per_row(grad, ndim):
+    return np.expand_dims(np.asarray(grad, np.float64), 1 if ndim > 1 else 0)
+
+
+@register("class_weight")
+def _class_weight(weight, target, ndim):
+    target = np.asarray(target).astype(np.int64)
+    picked = np.asarray(weight, np.float64)[np.clip(target, 0, len(weight) - 1)]
+    return np.expand_dims(picked, 1 if ndim > 1 else 0) if ndim > 1 else picked
+
+
+# ------------------------------------------------------------------ moving elements (views, indexing, joining)
+def _sizes_text(sizes) -> str:
+    return "×".join(map(str, sizes)) if len(sizes) else "a scalar"
+
+
+def _reshape(o):
+    sizes = o["self_sym_sizes"]
+    return only(Rule(sent=Call("reshape", (g,), "reshape", (tuple(sizes),), _sizes_text(sizes)),
+                     note="the same elements, regrouped: the gradient is regrouped back"))
+
+
+for _name in ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2",
+              "SqueezeBackward4"):
+    entry(_name, options=("self_sym_sizes",))(_reshape)
+register("reshape")(lambda value, sizes: np.reshape(value, sizes))
+
+
+entry("UnsqueezeBackward0", options=("dim",))(lambda o: only(Rule(
+    sent=Call("squeeze", (g,), "squeeze", (signed(o["dim"]),), f"dim {signed(o['dim'])}"))))
+register("squeeze")(lambda value, dim: np.squeeze(value, dim))
+entry("TBackward0")(lambda o: only(Rule(sent=g.T)))
+entry("TransposeBackward0", options=("dim0", "dim1"))(lambda o: only(Rule(
+    sent=Call("swap", (g,), "transpose", (signed(o["dim0"]), signed(o["dim1"])),
+              f"dims {signed(o['dim0'])}, {signed(o['dim1'])}"))))
+register("swap")(lambda value, a, b: np.swapaxes(value, a, b))
+entry("PermuteBackward0", options=("dims",))(lambda o: only(Rule(
+    sent=Call("unpermute", (g,), "permute back", (tuple(signed(d) for d in o["dims"]),),
+              "undoing " + str(tuple(signed(d) for d in o["dims"]))))))
+
+
+@register("unpermute")
+def _unpermute(value, dims):
+    return np.transpose(value, np.argsort([d % len(dims) for d in dims]))
+
+
+entry("ExpandBackward0")(lambda o: only(Rule(local=Num(1), note="expand copied the input: the copies' gradients add up")))
+
+
+def _place(grad, shape, key) -> np.ndarray:
+    out = np.zeros(shape)
+    np.add.at(out, key, grad)
+    return out
+
+
+def _key_text(key) -> str:
+    def one(part):
+        if isinstance(part, slice):
+            return f"{'' if part.start is None else part.start}:{'' if part.stop is None else part.stop}" + (
+                f":{part.step}" if part.step not in (None, 1) else "")
+        return str(part)
+    return "x[" + ", ".join(one(p) for p in key) + "]"
+
+
+def _placed(key: tuple, sizes: tuple) -> Rule:
+    return Rule(sent=Call("place", (g,), "", (tuple(sizes), key), f"in {_key_text(key)}, 0 elsewhere"),
+                note="the gradient goes back to the elements that were read")
+
+
+register("place")(lambda grad, sizes, key: _place(np.asarray(grad, np.float64), sizes, key))
+
+
+@entry("SelectBackward0", options=("dim", "index", "self_sym_sizes"))
+def _select(o):
+    sizes, dim = o["self_sym_sizes"], signed(o["dim"]) % len(o["self_sym_sizes"])
+    return only(_placed((slice(None),) * dim + (signed(o["index"]),), sizes))
+
+
+@entry("SliceBackward0", options=("dim", "start", "end", "step", "self_sym_sizes"))
+def _slice(o):
+    sizes, dim = o["self_sym_sizes"], signed(o["dim"]) % len(o["self_sym_sizes"])
+    end = min(signed(o["end"]), sizes[dim]) if o["end"] is not None else None
+    return only(_placed((slice(None),) * dim + (slice(signed(o["start"] or 0), end, o["step"]),), sizes))
+
+
+@entry("IndexBackward0", options=("self_sym_sizes",))
+def _index(o):
+    sizes = o["self_sym_sizes"]
+    return only(Rule(sent=Call("place_indices", (g, Var("indices", "i")), "", (tuple(sizes),),
+                               "in x[indices], 0 elsewhere"),
+                     note="the gradient goes back to the elements read (added up where an index repeats)"))
+
+
+def _numpy_key(indices) -> tuple:
+    return tuple(slice(None) if index is None else np.asarray(index) for index in indices)
+
+
+register("place_indices")(lambda grad, indices, sizes: _place(np.asarray(grad, np.float64), sizes, _numpy_key(indices)))
+
+
+@entry("IndexSelectBackward0", options=("dim", "self_sym_sizes"))
+def _index_select(o):
+    sizes, dim = o["self_sym_sizes"], signed(o["dim"]) % max(len(o["self_sym_sizes"]), 1)
+    return only(Rule(sent=Call("place_along", (g, Var("index", "i")), "", (tuple(sizes), dim),
+                               f"at the selected indices along dim {dim}, 0 elsewhere"),
+                     note="rows picked twice add up their gradients"))
+
+
+@register("place_along")
+def _place_along(grad, index, sizes, dim):
+    return _place(np.asarray(grad, np.float64), sizes, (slice(None),) * dim + (np.asarray(index).astype(np.int64),))
+
+
+@entry("GatherBackward0", options=("dim",), present=("self",))
+def _gather(o):
+    sizes = o["self"]
+    dim = signed(o["dim"]) % max(len(sizes), 1)
+    return only(Rule(sent=Call("scatter_add", (g, Var("index", "i")), "", (tuple(sizes), dim),
+                               f"added back where gather read along dim {dim}, 0 elsewhere")))
+
+
+@register("scatter_add")
+def _scatter_add(grad, index, sizes, dim):
+    grad, index = np.asarray(grad, np.float64), np.asarray(index).astype(np.int64)
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return _place(grad, sizes, tuple(grids))
+
+
+@entry("IndexPutBackward0", options=("accumulate",))
+def _index_put(o):
+    indices = Var("indices", "i")
+    keep = Rule(local=Num(1)) if o["accumulate"] else Rule(
+        sent=Call("zero_at", (g, indices), "", (), "with the overwritten elements set to 0"),
+        note="the write replaced those elements: their old values get gradient 0")
+    return {"self": keep, "values": Rule(sent=Call("read_at", (g, indices), "", (), "read at x[indices]"),
+                                         symbol="v", note="each value gets the gradient of the element it was written to")}
+
+
+@register("zero_at")
+def _zero_at(grad, indices):
+    out = np.array(grad, np.float64)
+    out[_numpy_key(indices)] = 0
+    return out
+
+
+register("read_at")(lambda grad, indices: np.asarray(grad, np.float64)[_numpy_key(indices)])
+
+
+@entry("RepeatBackward0", options=("repeats", "self_sym_sizes"))
+def _repeat(o):
+    return only(Rule(sent=Call("fold", (g,), "", (tuple(o["repeats"]), tuple(o["self_sym_sizes"])),
+                               "summed over the copies"), note="repeat made copies of the input: their gradients add up"))
+
+
+@register("fold")
+def _fold(grad, repeats, sizes):
+    grad = np.asarray(grad, np.float64)
+    lead = len(repeats) - len(sizes)
+    full = (1,) * lead + tuple(sizes)
+    split = []
+    for count, size in zip(repeats, full):
+        split.extend((count, size))
+    summed = grad.reshape(split).sum(axis=tuple(range(0, len(split), 2)))
+    return summed.reshape(sizes)
+
+
+@entry("CatBackward0", "StackBackward0", options=("dim",))
+def _join(o):
+    return only(Rule(sent=Call("piece", (g, hidden(INPUT_SHAPES), hidden(SLOT)), "", (signed(o["dim"]),),
+                               "this input's part"), note="each input gets back the part of the gradient it filled"),
+                "tensors")
+
+
+@register("piece")
+def _piece(grad, shapes, slot, dim):
+    grad = np.asarray(grad, np.float64)
+    stacked = all(len(s) < grad.ndim for s in shapes if s is not None)
+    axis = dim % grad.ndim
+    if stacked:
+        return np.take(grad, slot, axis=axis)
+    sizes = [0 if s is None or len(s) <= axis else s[axis] for s in shapes]
+    start = sum(sizes[:slot])
+    return np.take(grad, range(start, start + sizes[slot]), axis=axis)
+
+
+@entry("AsStridedBackward0", options=("size", "stride", "storage_offset"))
+def _as_strided(o):
+    geometry = (tuple(o["size"]), tuple(o["stride"]), o["storage_offset"])
+    return only(Rule(sent=Call("from_strided", (g, hidden(INPUT_SHAPE)), "", geometry,
+                               "at the view's elements, 0 elsewhere"),
+                     note="the view read these elements of x's memory: only they get a gradient"))
+
+
+def _positions(sizes, strides, offset) -> np.ndarray:
+    position = np.full(tuple(sizes), offset, dtype=np.int64)
+    for axis, (size, stride) in enumerate(zip(sizes, strides)):
+        shape = [1] * len(sizes)
+        shape[axis] = size
+        position = position + (np.arange(size) * stride).reshape(shape)
+    return position
+
+
+@register("from_strided")
+def _from_strided(grad, shape, sizes, strides, offset):
+    memory = np.zeros(_numel(shape))
+    np.add.at(memory, _positions(sizes, strides, offset), np.asarray(grad, np.float64))
+    return memory.reshape(shape)
+
+
+@entry("torch::autograd::CopySlices")
+def _copy_slices(o):
+    context = (g, hidden(NODE), hidden(SLOT), hidden(INPUT_SHAPES))
+    return {"self": Rule(sent=Call("copy_slices", context, "", (), "outside the view; inside it, the in-place op's gradient"),
+                         note="an in-place op changed a view of this tensor: its formula runs on the view's part"),
+            "other": Rule(sent=Call("copy_slices", context, "", (), "the in-place op's gradient"),
+                          symbol="y", note="the in-place op's other input")}
+
+
+@entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
+def _accumulate(o):
+    return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
+                             note=".grad adds up: call .grad.zero_() (or optimizer.zero_grad()) between backward passes")}

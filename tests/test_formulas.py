@@ -1,0 +1,294 @@
+"""The formula a learner reads is the gradient that ran: every op's displayed formula, evaluated.
+
+For every node of every gradient-check program (``tests/test_gradcheck.py``'s ``CASES``, one or
+more per op) and of the extra programs below (the calls' options: weights, reductions, alpha,
+broadcasting), the learner formula shown for each input is evaluated in float64 from what the node
+saved and compared with the gradient ``backward()`` sent. An op class without a learner formula
+fails. The same check runs on PyTorch's own graphs, since formulas are keyed by node name.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import gradviz as gv
+import gradviz.nn.functional as F
+from gradviz.autograd.engine import backward_steps
+from gradviz.ops import registry
+from gradviz.snapshot import graph_of, trace_of
+from gradviz.snapshot.formula_table import TABLE
+from gradviz.snapshot.formulas import formulas_for, gradient_sent, node_name
+from gradviz.snapshot.math import TAGS, Var, evaluate, sin, to_mathml_json
+from gradviz.snapshot.model import to_numpy
+from tests.test_gradcheck import CASES, positive, probabilities, values
+
+RNG = np.random.default_rng(7)
+
+EXTRA = {
+    "bce logits, weight, sum": (lambda z, t: F.binary_cross_entropy_with_logits(
+        z, t, weight=gv.tensor([1.0, 2.0, 0.5], dtype=gv.float64), reduction="sum"), [values(2, 3), probabilities(2, 3)]),
+    "bce logits, none": (lambda z, t: F.binary_cross_entropy_with_logits(z, t, reduction="none"),
+                         [values(3), probabilities(3)]),
+    "bce logits, pos_weight and weight": (lambda z, t: F.binary_cross_entropy_with_logits(
+        z, t, weight=gv.tensor([2.0, 1.0], dtype=gv.float64), pos_weight=gv.tensor([3.0, 0.5], dtype=gv.float64)),
+        [values(2), probabilities(2)]),
+    "bce, weight, none": (lambda p, t: F.binary_cross_entropy(p, t, weight=gv.tensor([2.0, 1.0, 3.0], dtype=gv.float64),
+                                                               reduction="none"), [probabilities(3), probabilities(3)]),
+    "mse, sum, broadcast": (lambda a, b: F.mse_loss(a, b, reduction="sum") if a.shape == b.shape else None,
+                            [values(2, 3), values(2, 3)]),
+    "mse, none": (lambda a, b: F.mse_loss(a, b, reduction="none"), [values(4), values(4)]),
+    "nll, weight": (lambda x: F.nll_loss(x, gv.tensor([2, 0, 1]), weight=gv.tensor([1.0, 2.0, 0.5], dtype=gv.float64)),
+                    [values(3, 3)]),
+    "nll, none": (lambda x: F.nll_loss(x, gv.tensor([2, 0]), reduction="none"), [values(2, 3)]),
+    "nll, sum, ignore": (lambda x: F.nll_loss(x, gv.tensor([2, 1, 1]), reduction="sum", ignore_index=1), [values(3, 3)]),
+    "cross entropy": (lambda x: F.cross_entropy(x, gv.tensor([1, 0])), [values(2, 3)]),
+    "addmm alpha beta": (lambda b, x, w: gv.addmm(b, x, w, beta=0.5, alpha=2.0), [values(4), values(2, 3), values(3, 4)]),
+    "linear": (lambda x, w, b: F.linear(x, w, b), [values(2, 3), values(4, 3), values(4)]),
+    "add broadcast": (lambda a, b: a + b, [values(2, 3), values(2, 1)]),
+    "add scalar tensor": (lambda a, b: a * b + a, [values(2, 3), values(1)]),
+    "pow 2 and 0.5": (lambda x: x ** 2 + x ** 0.5, [positive(3)]),
+    "clamp min only": (lambda x: x.clamp(min=0.0), [np.array([-1.0, 0.5, 2.0])]),
+    "softmax dim 0": (lambda x: gv.softmax(x, 0) * x, [values(3, 2)]),
+    "sum dims": (lambda x: x.sum((0, 2)), [values(2, 3, 2)]),
+    "mean dim keepdim": (lambda x: x.mean(-1, keepdim=True), [values(2, 3)]),
+    "norm 2 dim, 1, inf, 3": (lambda x: x.norm(dim=1) + x.norm(p=1) + x.norm(p=float("inf")) + x.norm(p=3),
+                              [positive(2, 3)]),
+    "max dim keepdim": (lambda x: x.max(0, keepdim=True)[0], [np.array([[0.1, 0.9], [1.3, 0.2]])]),
+    "sub rsub div": (lambda a, b: (1 - a) / b - b, [values(3), positive(3)]),
+    "index and select": (lambda x: x[gv.tensor([1, 1, 0]), 1:] * x[0, 1], [values(3, 4)]),
+    "narrow slice step": (lambda x: x[:, ::2] * 2, [values(2, 5)]),
+    "mlp": (lambda x, w1, w2: (x @ w1).relu().matmul(w2).sigmoid().mean(), [values(4, 3), values(3, 5), values(5, 1)]),
+}
+
+
+def _programs():
+    for name, (function, arrays) in sorted(CASES.items()):
+        yield name, function, arrays
+    for name, (function, arrays) in EXTRA.items():
+        yield name, function, arrays
+
+
+PROGRAMS = list(_programs())
+
+
+def _checked_nodes(out) -> set:
+    """Evaluate the formula of every input of every step of ``out``'s backward; the names checked."""
+    weights = gv.tensor(RNG.uniform(0.5, 1.5, size=tuple(out.shape)), dtype=out.dtype)
+    checked = set()
+    for step in backward_steps(out, weights, retain_graph=True, dry_run=True):
+        arriving = to_numpy(step.grad_outputs[0])
+        if step.is_accumulate:
+            before = 0 if step.grad_before is None else to_numpy(step.grad_before)
+            got = gradient_sent(step.node, 0, arriving, (tuple(arriving.shape),))
+            np.testing.assert_allclose(got - before, to_numpy(step.grad_after) - before, rtol=1e-12)
+            checked.add(step.name)
+            continue
+        shapes = tuple(None if g is None else tuple(g.shape) for g in step.grad_inputs)
+        for slot, sent in enumerate(step.grad_inputs):
+            if sent is None:
+                continue
+            got = gradient_sent(step.node, slot, arriving, shapes)
+            tolerance = 1e-5 if step.name == "ToCopyBackward0" or to_numpy(sent).dtype != np.float64 else 1e-9
+            np.testing.assert_allclose(got, to_numpy(sent), rtol=tolerance, atol=tolerance,
+                                       err_msg=f"{step.name}, input {slot}")
+        checked.add(step.name)
+    return checked
+
+
+@pytest.mark.parametrize("name, function, arrays", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_formula_evaluates_to_what_backward_sent(name, function, arrays):
+    inputs = [gv.tensor(array, dtype=gv.float64, requires_grad=True) for array in arrays]
+    out = function(*inputs)
+    checked = _checked_nodes(out)
+    if name in CASES:
+        assert name in {n.replace("torch::autograd::", "") for n in checked}, f"{name} never ran"
+
+
+def test_every_op_class_has_a_learner_formula_per_input():
+    missing = []
+    for cls in registry():
+        name = getattr(cls, "qualified_name", cls.__name__)
+        entry = TABLE.get(name)
+        if entry is None:
+            missing.append(name)
+    assert not missing, f"ops without a learner formula: {missing}"
+
+
+def test_every_op_formula_names_every_input():
+    """Each op's rules cover its inputs, for the call each gradient-check program makes."""
+    seen = {}
+    for name, function, arrays in PROGRAMS:
+        out = function(*[gv.tensor(a, dtype=gv.float64, requires_grad=True) for a in arrays])
+        stack, visited = [out.grad_fn], set()
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in visited:
+                continue
+            visited.add(id(node))
+            stack.extend(n for n, _ in node.next_functions)
+            if hasattr(type(node), "inputs"):
+                inputs = [f.input for f in formulas_for(node)]
+                assert inputs == list(type(node).inputs), f"{node_name(node)}: {inputs}"
+                seen[node_name(node)] = True
+    every = {getattr(cls, "qualified_name", cls.__name__) for cls in registry()}
+    assert every <= set(seen), f"never built: {sorted(every - set(seen))}"
+
+
+def test_formula_is_specialised_to_the_call():
+    """Weight and pos_weight appear only when given; /n only for reduction='mean'; alpha only when not 1."""
+    def text(tree) -> str:
+        return tree.get("text", "") + "".join(text(child) for child in tree.get("children", []))
+
+    def formula_text(out, slot=0) -> str:
+        return text(formulas_for(out.grad_fn)[slot].math)
+
+    z = gv.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    target = gv.tensor([1.0, 0.0, 1.0])
+    plain = formula_text(F.binary_cross_entropy_with_logits(z, target))
+    assert "weight" not in plain and "pos_weight" not in plain and "3" in plain  # /n with n = 3
+    weighted = formula_text(F.binary_cross_entropy_with_logits(z, target, weight=gv.tensor([1.0, 2.0, 3.0]),
+                                                               pos_weight=gv.tensor([2.0, 2.0, 2.0]), reduction="sum"))
+    assert "weight" in weighted and "pos_weight" in weighted
+    assert formula_text(gv.add(z, z, alpha=1), 1).endswith("∂L∂z·1")
+    assert "2.5" in formula_text(gv.add(z, z, alpha=2.5), 1)
+
+
+def test_mathml_tree_holds_text_only_and_known_tags():
+    """Labels that look like markup or LaTeX stay text: the tree has no other way to carry them."""
+    expr = sin(Var("self", "</math><script>alert(1)</script>")) * Var("other", r"\frac{a}{b}")
+    tree = to_mathml_json(expr)
+
+    def walk(node):
+        assert node["tag"] in TAGS
+        assert set(node) <= {"tag", "text", "children", "var", "sym"}
+        for child in node.get("children", []):
+            walk(child)
+
+    walk(tree)
+    assert r"\frac{a}{b}" in json.dumps(tree)
+    assert evaluate(expr, {"self": np.float64(0.5), "other": np.float64(2.0)}) == pytest.approx(2 * np.sin(0.5))
+
+
+def test_trace_carries_the_numbers_of_each_step():
+    """At CosBackward0 with x = 4: the arriving gradient, x and the local derivative -sin 4."""
+    x = gv.tensor(4.0, requires_grad=True)
+    y = x.cos() * 3
+    graph = graph_of(y, {"x": x})
+    trace = trace_of(y, graph)
+    cos_step = next(step for step in trace if step["name"] == "CosBackward0")
+    numbers = cos_step["numbers"][0]
+    assert numbers == {"local": {"shape": [], "dtype": "float32", "preview": f"{-np.sin(4.0):.4f}"}, "summed": False}
+    saved = {item.name: item.value.preview for item in graph.node(cos_step["node"]).saved}
+    assert saved == {"self": "4."} and cos_step["grad_outputs"][0]["preview"] == "3."
+
+
+def test_trace_says_when_broadcasting_summed_a_gradient():
+    x = gv.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    b = gv.tensor([0.5, 2.0], requires_grad=True)
+    y = (x * b).sum()
+    mul_step = next(step for step in trace_of(y, graph_of(y)) if step["name"] == "MulBackward0")
+    assert [n["summed"] for n in mul_step["numbers"]] == [False, True]
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero", "ignore:invalid value")
+def test_nan_and_inf_show_as_such():
+    x = gv.tensor([0.0, -1.0], requires_grad=True)
+    y = x.log().sum()
+    trace = trace_of(y, graph_of(y))
+    log_step = next(step for step in trace if step["name"] == "LogBackward0")
+    assert "inf" in log_step["numbers"][0]["local"]["preview"]  # 1/x at x = 0
+    assert "nan" in trace_of(x.sqrt().log().sum(), graph_of(x.sqrt().log().sum()))[1]["numbers"][0]["local"]["preview"]
+
+
+def test_graph_json_writes_each_formula_once():
+    layers = [gv.nn.Linear(4, 4) for _ in range(20)]
+    x = gv.randn(2, 4)
+    for layer in layers:
+        x = layer(x).relu()
+    data = graph_of(x.sum()).to_dict()
+    assert len(data["formulas"]) < 8
+    assert all(node["formula"] is None or isinstance(node["formula"], int) for node in data["nodes"])
+
+
+# ------------------------------------------------------------------ torch graphs show the same formulas
+TORCH_PROGRAMS = {
+    "mlp with bce logits": lambda torch: _torch_mlp(torch),
+    "unary": lambda torch: (lambda x: (x.sin() * x.cos() + x.exp().log() - x.tanh() / x.sigmoid()).abs().sqrt().sum())(
+        torch.tensor([0.3, 1.2, 2.0], dtype=torch.float64, requires_grad=True)),
+    "softmax, cross entropy, mse": lambda torch: _torch_losses(torch),
+    "shapes and indexing": lambda torch: _torch_shapes(torch),
+    "pow, div, max": lambda torch: (lambda a, b: ((a ** 2) / b + b ** a + 2.0 ** a - a.max() + torch.maximum(a, b)).sum())(
+        torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True),
+        torch.tensor([1.2, 0.7], dtype=torch.float64, requires_grad=True)),
+}
+
+
+def _torch_mlp(torch):
+    x = torch.tensor(values(4, 3))
+    w1 = torch.tensor(values(3, 5), requires_grad=True)
+    b1 = torch.tensor(values(5), requires_grad=True)
+    w2 = torch.tensor(values(5, 1), requires_grad=True)
+    hidden = torch.relu(x @ w1 + b1)
+    logits = torch.nn.functional.linear(hidden, w2.t()).squeeze(1)
+    return torch.nn.functional.binary_cross_entropy_with_logits(
+        logits, torch.tensor([1.0, 0.0, 1.0, 1.0], dtype=torch.float64), pos_weight=torch.tensor([2.0], dtype=torch.float64))
+
+
+def _torch_losses(torch):
+    x = torch.tensor(values(3, 4), requires_grad=True)
+    y = torch.nn.functional.cross_entropy(x, torch.tensor([1, 0, 3]), weight=torch.tensor([1.0, 2.0, 0.5, 1.0],
+                                                                                          dtype=torch.float64))
+    return y + torch.nn.functional.mse_loss(torch.softmax(x, 1), torch.zeros(3, 4, dtype=torch.float64))
+
+
+def _torch_shapes(torch):
+    x = torch.tensor(values(2, 3, 4), requires_grad=True)
+    y = x.permute(2, 0, 1).reshape(4, 6).t()[1:, ::2]
+    z = torch.cat([y, y[:, :1] * 2], 1).unsqueeze(0).expand(2, 5, 3).sum(0)
+    picked = z[torch.tensor([0, 2, 2])].index_select(1, torch.tensor([2, 0])).mean(1, keepdim=True)
+    return (picked * torch.stack([picked, picked], 0).sum(0)).sum() + x.transpose(0, 1)[1].norm()
+
+
+@pytest.mark.parametrize("name", sorted(TORCH_PROGRAMS))
+def test_torch_formula_evaluates_to_what_torch_sent(name):
+    torch = pytest.importorskip("torch")
+    out = TORCH_PROGRAMS[name](torch)
+    checked = set()
+    unknown = set()
+    for step in backward_steps(out, retain_graph=True, dry_run=True):
+        if step.name not in TABLE:
+            unknown.add(step.name)
+            continue
+        arriving = to_numpy(step.grad_outputs[0])
+        if step.is_accumulate:
+            continue
+        shapes = tuple(None if g is None else tuple(g.shape) for g in step.grad_inputs)
+        for slot, sent in enumerate(step.grad_inputs):
+            if sent is not None:
+                np.testing.assert_allclose(gradient_sent(step.node, slot, arriving, shapes), to_numpy(sent),
+                                           rtol=1e-9, atol=1e-12, err_msg=f"{step.name}, input {slot}")
+        checked.add(step.name)
+    assert not unknown, f"torch nodes without a learner formula: {sorted(unknown)}"
+    assert len(checked) >= 4
+
+
+def test_torch_trace_carries_the_same_numbers():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(4.0, requires_grad=True)
+    y = x.cos() * 3
+    graph = graph_of(y, {"x": x})
+    cos_step = next(step for step in trace_of(y, graph) if step["name"] == "CosBackward0")
+    assert cos_step["numbers"][0]["local"]["preview"] == f"{-np.sin(4.0):.4f}"
+    node = graph.node(cos_step["node"])
+    assert [f.input for f in node.formula] == ["self"] and node.formula == formulas_for(x.cos().grad_fn)
+
+
+def test_small_tensors_carry_all_their_values():
+    x = gv.arange(20.0).reshape(4, 5).requires_grad_()
+    y = (x.sin() * 2).sum()
+    sin_step = next(step for step in trace_of(y, graph_of(y)) if step["name"] == "SinBackward0")
+    assert sin_step["grad_inputs"][0]["full"].count(",") == 19
+    assert sin_step["numbers"][0]["local"]["full"].count(",") == 19
+    assert "full" not in trace_of(y, graph_of(y))[0]["grad_outputs"][0]  # a scalar is shown whole anyway
