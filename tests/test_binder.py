@@ -119,7 +119,7 @@ def test_binder_environment_has_no_torch_and_installs_gradviz(binder_run):
     packages = {re.split(r"==| @ ", line)[0].strip().lower() for line in binder_run["freeze"].splitlines()
                 if "==" in line or " @ " in line}
     assert "torch" not in packages
-    assert {"numpy", "anywidget", "ipywidgets", "jupyterlab", "graphviz", "ipykernel", "matplotlib",
+    assert {"numpy", "anywidget", "ipywidgets", "jupyterlab", "notebook", "graphviz", "ipykernel", "matplotlib",
             "gradviz-lab"} <= packages
     print(f"binder venv: {binder_run['venv_mb']} MB")
 

@@ -44,5 +44,6 @@ def _widget_bundle_for(ipython):
         from gradviz.widget.widget import GraphWidget
 
         widget = GraphWidget(tensor, names=tensors_in(ipython.user_ns))
-        return {WIDGET_MIME: {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}}
+        data, _ = widget._repr_mimebundle_()
+        return {mime: value for mime, value in data.items() if mime != "text/plain"}  # text: the tensor's repr
     return bundle

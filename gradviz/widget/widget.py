@@ -138,6 +138,23 @@ class GraphWidget(anywidget.AnyWidget):
 
         return to_html(self)
 
+    def _repr_mimebundle_(self, **kwargs) -> tuple | None:
+        """The widget view, plus a ``text/html`` fallback that draws and steps with no kernel.
+
+        A front end shows one entry of a bundle: JupyterLab, Notebook 7, VS Code and Colab
+        rank the widget view first (JupyterLab's widget manager registers it at rank -10, ahead
+        of ``text/html``), so the live view is never drawn twice. ``jupyter nbconvert --to
+        html`` drops the widget view when the notebook holds no widget state (as JupyterLab
+        saves it by default) and shows the fallback: this very graph as ``to_html`` makes it,
+        stepping in the browser. It is the state at display time; later live updates reach
+        the widget view only.
+        """
+        bundle = super()._repr_mimebundle_(**kwargs)  # anywidget's (data, metadata)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        return {**data, "text/html": self.to_html()}, metadata
+
     def _get_embed_state(self, drop_defaults: bool = False) -> dict:
         """Keep the module and CSS in ``ipywidgets.embed`` output even with ``drop_defaults``.
 
