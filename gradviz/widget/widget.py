@@ -37,7 +37,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     Traits (all JSON, synced with the browser) are the view state described in
     ``gradviz.widget.state``: ``graph``, ``graph_layout``, ``trace``, ``step_index`` (synced both
-    ways), ``note``, and the options ``show_saved``, ``speed``, ``height``, ``collapse``.
+    ways), ``note``, and the options ``show_saved``, ``speed``, ``height``, ``collapse``, ``predict``.
     ``layout`` stays ipywidgets' own (``w.layout.width = "100%"`` works as for any widget).
     """
 
@@ -54,6 +54,7 @@ class GraphWidget(anywidget.AnyWidget):
     height = traitlets.Int(OPTIONS["height"]).tag(sync=True)
     collapse = traitlets.Union([traitlets.Bool(), traitlets.Enum(["auto"])],
                                default_value=OPTIONS["collapse"]).tag(sync=True)
+    predict = traitlets.Bool(OPTIONS["predict"]).tag(sync=True)
 
     def __init__(self, tensor: Any = None, names: dict | None = None, *, model: Any = None,
                  graph: Graph | None = None, trace: list | None = None, **options):
