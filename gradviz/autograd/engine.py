@@ -49,6 +49,8 @@ change when gradviz records the backward pass (its formulas work on arrays today
 """
 from __future__ import annotations
 
+import numpy as np
+
 from gradviz.autograd import checks
 from gradviz.autograd.function import gradient_edge
 from gradviz.autograd.node import GraphRoot
@@ -452,7 +454,11 @@ def call_post_hooks(node, grad_inputs: tuple, grad_outputs: list) -> tuple:
 
 
 def _wrap(array):
-    return None if array is None else Tensor._make(array)
+    """A gradient as the Tensor a hook sees. Two 0-d numpy gradients summed (a tensor used twice)
+    make a numpy scalar, which is made a 0-d array again."""
+    if array is None:
+        return None
+    return Tensor._make(np.asarray(array) if isinstance(array, np.generic) else array)
 
 
 def _unwrap(tensor):
