@@ -140,7 +140,7 @@ def plot_decision_boundary(probability: Callable[[np.ndarray], Any], points: Any
                      edgecolor="white", linewidth=0.5, label=f"class {label}")
     figure.colorbar(filled, ax=axes, label="predicted probability of class 1")
     axes.set(title=title, xlabel="$x_1$", ylabel="$x_2$")
-    axes.legend(loc="upper right")
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)  # off the data
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     predicted = np.asarray(_plain(probability(points.astype(np.float32))), dtype=float).ravel() > 0.5

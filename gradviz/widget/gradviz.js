@@ -344,14 +344,14 @@ export function predictQuestion(entry, graph) {
   const arriving = entry.grad_outputs[0];
   const whole = (summary) => Boolean(summary) && !summary.preview.includes("\u2026");
   if (!whole(arriving)) return null;
-  const given = `It receives ${preview(arriving)}.`;
+  const given = `Arriving gradient: ${preview(arriving)}`;
   if (entry.leaf || (node && node.kind === "accumulate")) {
     const leaf = entry.leaf ? nodes.get(entry.leaf) : leafOf.get(entry.node);
     const name = leaf ? hookName(leaf) : "the leaf";
     if (!whole(entry.grad_after)) return null;
     const why = entry.grad_before
-      ? `.grad adds up: ${preview(entry.grad_before)} (before) + ${preview(arriving)} (arriving) = ${preview(entry.grad_after)}.`
-      : `.grad was None, so it becomes the arriving gradient, ${preview(arriving)}.`;
+      ? `.grad adds up: ${preview(entry.grad_before)} (before) + ${preview(arriving)} (arriving) = ${preview(entry.grad_after)}`
+      : `.grad was None, so it becomes the arriving gradient, ${preview(arriving)}`;
     return { prompt: `${name}.grad after this step`, given, answer: entry.grad_after, why };
   }
   const slot = entry.grad_inputs.findIndex((grad, i) => whole(grad) && entry.targets[i]);
@@ -364,10 +364,10 @@ export function predictQuestion(entry, graph) {
   const where = leaf ? `${hookName(dest)} of ${hookName(leaf)}` : dest ? hookName(dest) : "its input";
   const [upstream, result] = [numbersIn(arriving.preview), numbersIn(sent.preview)];
   const why = upstream.length === 1 && result.length === 1 && upstream[0] !== 0
-    ? `upstream gradient \u00D7 local derivative = ${preview(arriving)} \u00D7 ${numberText(result[0] / upstream[0])} = ${preview(sent)}.`
-    : `the upstream gradient ${preview(arriving)}, times the local derivative of ${name} with respect to ${input}, gives ${preview(sent)}.`;
+    ? `upstream gradient \u00D7 local derivative = ${preview(arriving)} \u00D7 ${numberText(result[0] / upstream[0])} = ${preview(sent)}`
+    : `the upstream gradient ${preview(arriving)}, times the local derivative of ${name} with respect to ${input}, gives ${preview(sent)}`;
   return { prompt: `the gradient ${name} sends to ${where}${leaf ? "" : ` (for ${input})`}`, given, answer: sent,
-    why: `The chain rule: ${why}` };
+    why: `the chain rule: ${why}` };
 }
 
 /**
@@ -393,7 +393,7 @@ class Predictor {
     if (!question) return false;
     const form = h("form", { class: "gv-predict-form" });
     const input = h("input", { type: "text", class: "gv-predict-input", "data-predict-input": "", autocomplete: "off",
-      spellcheck: "false", "aria-label": `Your prediction: ${question.prompt}`, placeholder: "e.g. 0.5, or [1, 2], or 1/3" });
+      spellcheck: "false", "aria-label": `Your prediction: ${question.prompt}`, placeholder: "0.5, [1, 2] or 1/3" });
     const check = h("button", { type: "submit", class: "gv-button", "data-predict-action": "check" }, "Check");
     const show = h("button", { type: "button", class: "gv-button", "data-predict-action": "reveal" }, "Show me");
     form.append(h("div", { class: "gv-predict-prompt" }, `Predict step ${index}: ${question.prompt}. ${question.given}`),
@@ -420,15 +420,15 @@ class Predictor {
   judge(index, text, question) {
     const mine = text === null ? null : numbersIn(text);
     let verdict;
-    if (mine === null) verdict = h("div", { class: "gv-predict-verdict gv-shown" }, `${preview(question.answer)}. ${question.why}`);
+    if (mine === null) verdict = h("div", { class: "gv-predict-verdict gv-shown" }, `It is ${preview(question.answer)} \u2014 ${question.why}`);
     else if (!mine.length) { this.box.querySelector("input").setAttribute("aria-invalid", "true"); return; }
     else if (sameNumbers(mine, numbersIn(question.answer.preview))) {
-      verdict = h("div", { class: "gv-predict-verdict gv-right" }, `\u2714 Right: ${preview(question.answer)}. ${question.why}`);
+      verdict = h("div", { class: "gv-predict-verdict gv-right" }, `\u2714 Right: ${preview(question.answer)} \u2014 ${question.why}`);
     } else {
       verdict = h("div", { class: "gv-predict-verdict gv-wrong" },
-        `\u2718 Not quite: you said ${text.trim()}, it is ${preview(question.answer)}. ${question.why}`);
+        `\u2718 Not quite: you said ${text.trim()}, it is ${preview(question.answer)} \u2014 ${question.why}`);
     }
-    this.box.replaceChildren(h("div", { class: "gv-predict-prompt" }, `Step ${index}: ${question.prompt}.`), verdict);
+    this.box.replaceChildren(h("div", { class: "gv-predict-prompt" }, `Step ${index}: ${question.prompt}`), verdict);
     this.answered = true;
     this.reveal(index);
   }

@@ -63,7 +63,7 @@ def test_predict_then_reveal_right_and_wrong(offline_page, tmp_path, artifacts):
     assert ".grad after this step" in page.inner_text(".gv-predict-prompt")
     page.click("[data-predict-action=reveal]")
     cls, text = verdict(page)
-    assert "gv-shown" in cls and "None, so it becomes the arriving gradient" in text
+    assert "gv-shown" in cls and "None, so it becomes the arriving gradient" in text and ".." not in text
     assert status(page) == f"Step 3 of {count}"
 
     page.click("[data-action=prev]")  # going back puts the box away
