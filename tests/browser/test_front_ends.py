@@ -1,14 +1,20 @@
-"""The widget beyond JupyterLab: in Notebook 7 (drawn once, stepped, no page error), and in a
-notebook saved with outputs and converted by ``jupyter nbconvert --to html``, where the widget's
-``text/html`` fallback draws the graph and steps it with no kernel and no network."""
+"""The widget beyond JupyterLab: in Notebook 7 (drawn once, stepped, no page error), in marimo
+(through ``mo.ui.anywidget``, when marimo is installed), and in a notebook saved with outputs
+and converted by ``jupyter nbconvert --to html``, where the widget's ``text/html`` fallback draws
+the graph and steps it with no kernel and no network."""
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
 
 import pytest
-from lab_server import KERNEL_IDLE, REPO, jupyterlab, run_cell
+from lab_server import KERNEL_IDLE, REPO, free_port, jupyterlab, run_cell
 
 pytestmark = pytest.mark.browser
 
@@ -36,14 +42,17 @@ def notebook_with(cells: list):
 
 
 def step_through(page, scope: str, order: list) -> None:
-    """Click Next once per step; after each, the one current node is the trace's next node."""
-    count = len(order)
+    """Click Next once per step; after each, the one current node is the trace's next node.
+    Locators only (they reach into shadow roots, where marimo puts widgets)."""
+    from playwright.sync_api import expect
+
+    view = page.locator(scope).first
     for index, node in enumerate(order):
-        page.click(f"{scope} [data-action=next]")
-        page.wait_for_function(f"document.querySelector('{scope} .gv-status').textContent === "
-                               f"'Step {index + 1} of {count}'", timeout=60_000)
-        current = page.eval_on_selector_all(f"{scope} .gv-current", "els => els.map(e => e.getAttribute('data-node-id'))")
-        assert current == [node]
+        view.locator("[data-action=next]").click()
+        expect(view.locator(".gv-status")).to_have_text(f"Step {index + 1} of {len(order)}", timeout=60_000)
+        current = view.locator(".gv-current")
+        expect(current).to_have_count(1)
+        assert current.get_attribute("data-node-id") == node
 
 
 def test_widget_in_notebook_7_draws_once_and_steps(browser, tmp_path, artifacts):
@@ -104,3 +113,56 @@ def test_nbconvert_html_steps_with_no_kernel_and_no_network(offline_page, tmp_pa
     page.screenshot(path=str(artifacts / "nbconvert-stepped.png"))
     assert page.errors == []
     assert all(not url.startswith("file:") for url in page.blocked)  # only CDN extras were refused
+
+
+MARIMO_APP = textwrap.dedent("""
+    import marimo
+
+    app = marimo.App()
+
+
+    @app.cell
+    def _():
+        import json
+        import marimo as mo
+        import gradviz as gv
+
+        x = gv.tensor(2.0, requires_grad=True)
+        w = gv.tensor(3.0, requires_grad=True)
+        loss = (x * w + 1) * x
+        widget = gv.show(loss, names={"x": x, "w": w})
+        mo.vstack([mo.md("ORDER " + json.dumps([step["node"] for step in widget.trace])), mo.ui.anywidget(widget)])
+        return
+""")
+
+
+def test_widget_in_marimo_steps(browser, tmp_path, artifacts):
+    pytest.importorskip("marimo")
+    (tmp_path / "app.py").write_text(MARIMO_APP)
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "marimo", "run", "app.py", "--headless", "--no-token",
+                               "-p", str(port)], cwd=tmp_path, env=checkout_first(),
+                              stdout=subprocess.DEVNULL, stderr=open(tmp_path / "server.log", "w"))
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+                time.sleep(0.5)
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.wait_for_selector(".gv-root [data-node-id]", timeout=120_000)
+        order = json.loads(page.locator("text=ORDER").first.inner_text().split("ORDER", 1)[1])
+        step_through(page, ".gv-root", order)
+        page.locator(".gv-root").screenshot(path=str(artifacts / "marimo-widget.png"))
+    finally:
+        context.close()
+        server.terminate()
+        server.wait(timeout=20)
+    assert errors == []
