@@ -218,6 +218,17 @@ def test_mimebundle_carries_the_widget_view_and_a_stepping_html_fallback(lib):
     widget.close()
 
 
+def test_a_huge_graph_gets_a_short_fallback_not_a_page(monkeypatch):
+    from gradviz.widget import widget as widget_module
+
+    x = gv.tensor(2.0, requires_grad=True)
+    widget = GraphWidget((x * 3).sin(), names={"x": x})
+    monkeypatch.setattr(widget_module, "FALLBACK_MAX_NODES", len(widget.graph["nodes"]) - 1)
+    fallback = widget._repr_mimebundle_()[0]["text/html"]
+    assert "gradviz-embed" not in fallback and "gv.export_html" in fallback and len(fallback) < 300
+    widget.close()
+
+
 def test_load_ext_shows_tensors_with_a_grad_fn_as_the_widget(lib):
     from IPython.core.interactiveshell import InteractiveShell
 

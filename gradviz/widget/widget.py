@@ -30,6 +30,8 @@ from gradviz.widget import live
 from gradviz.widget.state import ACCEPTED, OPTIONS, check_tensor, layout_key, snapshot_state
 
 _HERE = pathlib.Path(__file__).parent
+FALLBACK_MAX_NODES = 1000
+"""Graphs up to this size carry their no-kernel page in the ``text/html`` fallback of the mime bundle."""
 
 
 class GraphWidget(anywidget.AnyWidget):
@@ -148,13 +150,19 @@ class GraphWidget(anywidget.AnyWidget):
         html`` drops the widget view when the notebook holds no widget state (as JupyterLab
         saves it by default) and shows the fallback: this very graph as ``to_html`` makes it,
         stepping in the browser. It is the state at display time; later live updates reach
-        the widget view only.
+        the widget view only. A saved notebook keeps every output, so graphs above
+        ``FALLBACK_MAX_NODES`` (about 0.7 kB of page per node) get a line saying how to export
+        them instead.
         """
         bundle = super()._repr_mimebundle_(**kwargs)  # anywidget's (data, metadata)
         if bundle is None:
             return None
         data, metadata = bundle
-        return {**data, "text/html": self.to_html()}, metadata
+        nodes = len(self.graph.get("nodes", ()))
+        fallback = self.to_html() if nodes <= FALLBACK_MAX_NODES else (
+            f"<p>gradviz: a graph of {nodes} nodes, too big to keep in the notebook as a page; "
+            "<code>gv.export_html(tensor, \"graph.html\")</code> writes it to a file that steps with no kernel.</p>")
+        return {**data, "text/html": fallback}, metadata
 
     def _get_embed_state(self, drop_defaults: bool = False) -> dict:
         """Keep the module and CSS in ``ipywidgets.embed`` output even with ``drop_defaults``.
