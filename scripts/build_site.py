@@ -163,7 +163,8 @@ def main(argv: list | None = None) -> int:
     parser.add_argument("--theme", default="light", choices=["light", "dark"], help="JupyterLab theme of the pages")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    written = build_site(pathlib.Path(args.out), args.lessons or None, args.theme)
+    written = build_site(pathlib.Path(args.out), args.lessons or None, args.theme,
+                         log=lambda line: print(line, flush=True))  # progress as it happens, also into a log file
     print(f"built {len(written) - 1} lessons in {time.perf_counter() - started:.0f} s: open {written[0]}")
     return 0
 

@@ -6,7 +6,8 @@
 #
 # Uses the project's virtual environment .venv (see scripts/venv.sh) with gradviz's lab extra,
 # as scripts/lab.sh does. Extra arguments go to scripts/build_site.py: --out DIR, --theme dark,
-# or the lesson notebooks to build (default: all of them). About a minute on a laptop.
+# or the lesson notebooks to build (default: all of them). About a minute; from a fresh clone with
+# Debian's /usr/bin/python3, two (the .venv is made and filled first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh
