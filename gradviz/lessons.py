@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import html
 import io
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["check", "walk", "plot_losses", "side_by_side"]
+__all__ = ["check", "walk", "plot_losses", "plot_decision_boundary", "side_by_side"]
 
 PROMPT = "✏️  Put your prediction in the cell above (replace None), run it, then run this cell again."
 
@@ -116,6 +116,37 @@ def plot_losses(curves: Mapping[str, Sequence[float]], title: str = "Loss per tr
     summary = "; ".join(f"{label}: {len(losses)} steps, loss {losses[0]:.4g} → {losses[-1]:.4g}"
                         for label, losses in curves.items() if len(losses))
     return Picture(buffer.getvalue(), f"<loss curve: {summary}>")
+
+
+def plot_decision_boundary(probability: Callable[[np.ndarray], Any], points: Any, labels: Any,
+                           title: str = "What the network predicts", resolution: int = 150) -> Picture:
+    """The plane around ``points`` coloured by ``probability`` (a function from an ``(n, 2)``
+    float32 array of positions to ``n`` probabilities of class 1, e.g. a network's sigmoid), the
+    decision boundary (probability 0.5) as a black line, and the data on top, marked by ``labels``
+    (0 or 1). Returned as a ``Picture``, like ``plot_losses``; the summary gives the accuracy."""
+    from matplotlib.figure import Figure
+
+    points, labels = np.asarray(_plain(points), dtype=float), np.asarray(_plain(labels), dtype=float).ravel()
+    low, high = points.min(axis=0) - 0.5, points.max(axis=0) + 0.5
+    xs, ys = np.linspace(low[0], high[0], resolution), np.linspace(low[1], high[1], resolution)
+    grid = np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2).astype(np.float32)
+    surface = np.asarray(_plain(probability(grid)), dtype=float).reshape(resolution, resolution)
+    figure = Figure(figsize=(5.2, 4.2), dpi=100, layout="constrained")
+    axes = figure.add_subplot()
+    filled = axes.contourf(xs, ys, surface, levels=np.linspace(0, 1, 11), cmap="RdBu_r", alpha=0.55)
+    axes.contour(xs, ys, surface, levels=[0.5], colors="black", linewidths=1.5)
+    for label, marker, color in ((0, "o", "#2166ac"), (1, "s", "#b2182b")):
+        chosen = labels == label
+        axes.scatter(points[chosen, 0], points[chosen, 1], s=14, marker=marker, color=color,
+                     edgecolor="white", linewidth=0.5, label=f"class {label}")
+    figure.colorbar(filled, ax=axes, label="predicted probability of class 1")
+    axes.set(title=title, xlabel="$x_1$", ylabel="$x_2$")
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)  # off the data
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    predicted = np.asarray(_plain(probability(points.astype(np.float32))), dtype=float).ravel() > 0.5
+    accuracy = float(np.mean(predicted == (labels > 0.5)))
+    return Picture(buffer.getvalue(), f"<decision boundary: {len(labels)} points, accuracy {accuracy:.1%}>")
 
 
 class SideBySide:

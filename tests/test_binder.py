@@ -119,7 +119,7 @@ def test_binder_environment_has_no_torch_and_installs_gradviz(binder_run):
     packages = {re.split(r"==| @ ", line)[0].strip().lower() for line in binder_run["freeze"].splitlines()
                 if "==" in line or " @ " in line}
     assert "torch" not in packages
-    assert {"numpy", "anywidget", "ipywidgets", "jupyterlab", "graphviz", "ipykernel", "matplotlib",
+    assert {"numpy", "anywidget", "ipywidgets", "jupyterlab", "notebook", "graphviz", "ipykernel", "matplotlib",
             "gradviz-lab"} <= packages
     print(f"binder venv: {binder_run['venv_mb']} MB")
 
@@ -127,7 +127,8 @@ def test_binder_environment_has_no_torch_and_installs_gradviz(binder_run):
 def test_every_lesson_runs_in_the_binder_environment(binder_run):
     results = binder_run["results"]
     assert sorted(results) == ["01_computational_graph", "02_chain_rule", "03_accumulation", "04_no_grad",
-                               "05_dynamic_graphs", "06_devices", "07_real_pytorch"]
+                               "05_dynamic_graphs", "06_devices", "07_real_pytorch",
+                               "08_hooks_and_saved_tensors", "09_training_a_network"]
     venv = str(binder_run["venv"])
     for stem, result in results.items():
         assert result["errors"] == [], f"{stem}: {result['errors']}"

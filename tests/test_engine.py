@@ -159,6 +159,17 @@ def test_hooks_match_torch(torch):
     assert gv_log == torch_log
 
 
+def test_a_leaf_hook_sees_a_summed_scalar_gradient_as_torch_does(torch):
+    def program(lib):
+        x = lib.tensor(2.0, requires_grad=True)
+        seen = []
+        x.register_hook(lambda g: seen.append(repr(g)) or g * 10)  # x * x: two pieces summed first
+        (x * x).backward()
+        return seen, repr(x.grad)
+
+    assert program(gv) == program(torch)
+
+
 def test_removed_hook_does_not_run():
     x = gv.tensor(1.0, requires_grad=True)
     calls = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import gradviz as gv
-from gradviz.lessons import PROMPT, check, plot_losses, side_by_side, walk
+from gradviz.lessons import PROMPT, check, plot_decision_boundary, plot_losses, side_by_side, walk
 
 
 # -- check ----------------------------------------------------------------------------------------
@@ -76,6 +76,22 @@ def test_plot_losses_draws_a_png_with_a_text_summary():
     assert picture._repr_png_().startswith(b"\x89PNG")
     assert repr(picture) == ("<loss curve: with zero_grad(): 3 steps, loss 2.5 → 0.25; "
                              "without: 3 steps, loss 2.5 → 1.5>")
+
+
+def test_plot_decision_boundary_draws_the_plane_and_counts_right_predictions():
+    pytest.importorskip("matplotlib")
+    points = gv.tensor([[-1.0, 0.0], [-0.5, 1.0], [1.0, 0.0], [0.5, -1.0]])
+    labels = gv.tensor([0.0, 0.0, 1.0, 0.0])
+    seen = []
+
+    def right_half(grid):  # class 1 wherever x1 > 0
+        seen.append(grid.dtype)
+        return gv.sigmoid(gv.tensor(grid[:, 0] * 10))
+
+    picture = plot_decision_boundary(right_half, points, labels)
+    assert picture.png.startswith(b"\x89PNG")
+    assert repr(picture) == "<decision boundary: 4 points, accuracy 75.0%>"  # (0.5, -1) is on the wrong side
+    assert set(map(str, seen)) == {"float32"}
 
 
 def test_side_by_side_marks_each_row_in_text_and_html():

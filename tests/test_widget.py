@@ -205,6 +205,30 @@ def test_ipython_post_run_cell_refreshes_live_widgets(lib):
         live.unregister(shell)
 
 
+def test_mimebundle_carries_the_widget_view_and_a_stepping_html_fallback(lib):
+    loss, names = lesson(lib)
+    widget = GraphWidget(loss, names=names)
+    bundle, _ = widget._repr_mimebundle_()
+    assert bundle[WIDGET_MIME]["model_id"] == widget.model_id
+    fallback = bundle["text/html"]
+    state = re.search(r'<script type="application/json" id="(gradviz-[0-9a-f]+)-state">(.*?)</script>', fallback)
+    assert state and f'id="{state.group(1)}"' in fallback and "gradviz.mount" in fallback
+    shipped = json.loads(state.group(2))
+    assert [step["node"] for step in shipped["trace"]] == [step["node"] for step in widget.trace]
+    widget.close()
+
+
+def test_a_huge_graph_gets_a_short_fallback_not_a_page(monkeypatch):
+    from gradviz.widget import widget as widget_module
+
+    x = gv.tensor(2.0, requires_grad=True)
+    widget = GraphWidget((x * 3).sin(), names={"x": x})
+    monkeypatch.setattr(widget_module, "FALLBACK_MAX_NODES", len(widget.graph["nodes"]) - 1)
+    fallback = widget._repr_mimebundle_()[0]["text/html"]
+    assert "gradviz-embed" not in fallback and "gv.export_html" in fallback and len(fallback) < 300
+    widget.close()
+
+
 def test_load_ext_shows_tensors_with_a_grad_fn_as_the_widget(lib):
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -215,6 +239,7 @@ def test_load_ext_shows_tensors_with_a_grad_fn_as_the_widget(lib):
         data, _ = shell.display_formatter.format(loss)
         assert WIDGET_MIME in data
         assert data["text/plain"] == repr(loss)  # text stays PyTorch's repr
+        assert 'class="gradviz-embed"' in data["text/html"]  # the no-kernel fallback rides along
         leaf_data, _ = shell.display_formatter.format(names["x"])
         assert WIDGET_MIME not in leaf_data
     finally:

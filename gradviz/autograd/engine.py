@@ -54,6 +54,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from gradviz.autograd import checks
 from gradviz.autograd.function import gradient_edge
 from gradviz.autograd.node import GraphRoot
@@ -494,10 +496,11 @@ def call_post_hooks(node, grad_inputs: tuple, grad_outputs: list) -> tuple:
 
 
 def _wrap(gradient):
-    """A gradient as a hook sees it: a Tensor (already one under ``create_graph``)."""
+    """A gradient as a hook sees it: a Tensor (already one under ``create_graph``). Two 0-d numpy
+    gradients summed (a tensor used twice) make a numpy scalar, which is made a 0-d array again."""
     if gradient is None or isinstance(gradient, Tensor):
         return gradient
-    return Tensor._make(gradient)
+    return Tensor._make(np.asarray(gradient) if isinstance(gradient, np.generic) else gradient)
 
 
 def _unwrap(tensor, like):

@@ -21,7 +21,8 @@ def show(tensor: Any, names: dict | None = None, model: Any = None, **options):
     code (or the notebook) that hold tensors supply the labels. ``model``, an ``nn.Module``,
     labels its parameters (``fc1.weight``) and groups the graph's nodes by module.
     ``options`` set the widget's traits, e.g. ``show_saved=True``, ``speed=2``, ``height=600``,
-    ``collapse=False``. Needs anywidget (``pip install "gradviz-lab[widget]"``).
+    ``collapse=False``, ``predict=True`` (for exercises: predict each step's gradient before
+    it is shown). Needs anywidget (``pip install "gradviz-lab[widget]"``).
     """
     check_tensor(tensor, "show")
     check_options(options, "show")

@@ -120,7 +120,7 @@ def export_html(tensor_or_widget: Any, path: str | pathlib.Path, names: dict | N
 
     Accepts a gradviz or torch tensor (labels from ``names``, else from the caller's variables;
     ``model`` names parameters and groups nodes by module) or a ``GraphWidget`` (its current
-    state, step included). ``options``: ``show_saved``, ``speed``, ``height``, ``collapse``.
+    state, step included). ``options``: ``show_saved``, ``speed``, ``height``, ``collapse``, ``predict``.
     Returns the path written.
     """
     target = writable_path(path)

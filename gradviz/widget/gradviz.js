@@ -6,6 +6,7 @@
 // one concern each, in the order they appear:
 //   helpers          DOM builders, text cut, edge geometry, lookups over a graph, a grid of boxes
 //   Controls         toolbar, keys, play timer
+//   Predictor        predict, then reveal: asks for a step's gradient before it is shown
 //   Scene            SVG nodes, edges and groups, built once per graph; collapse and expand
 //   StepPainter      a step's classes and .grad text; the gradients labelled beside the edges, where free
 //   chainRulePanel   a pure function from (step, graph, selection) to the panel's content
@@ -47,10 +48,11 @@
  *   derivative's value and whether broadcasting summed the gradient
  * @typedef {{graph: Graph, graph_layout: Layout, trace: TraceStep[], step_index: number,
  *   show_saved: boolean, speed: number, height: number, note: string,
- *   collapse: "auto"|boolean}} Traits
+ *   collapse: "auto"|boolean, predict: boolean}} Traits
  *   step_index: steps done, 0..trace.length; speed: steps per second while playing; height: px
  *   of the drawing area at most; collapse: start with the layout's groups collapsed (auto: when
- *   the graph has more than COLLAPSE_ABOVE nodes).
+ *   the graph has more than COLLAPSE_ABOVE nodes); predict: Next asks the learner for the
+ *   step's gradient before showing it (Predictor).
  * @typedef {{get: (name: string) => any, set: (name: string, value: any) => void,
  *   on: (event: string, callback: Function) => void, off: (event: string, callback: Function) => void,
  *   save_changes: () => void}} Model                              anywidget's model, or createModel's
@@ -340,6 +342,150 @@ class Controls {
 
   showStatus(shown, count) {
     this.status.textContent = count ? `Step ${shown} of ${count}` : "No backward steps";
+  }
+}
+
+// ================================================================ predict, then reveal
+
+const NUMBER = String.raw`-?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?`;
+const NUMBERS = new RegExp(`(${NUMBER})(?:\\s*/\\s*(${NUMBER}))?|(-?)(inf|nan)`, "gi");
+
+/** The numbers in a text, in order: a learner's answer ("0.5", "[1, -2]", "1/3") or a preview. */
+export function numbersIn(text) {
+  const found = [];
+  for (const match of String(text).matchAll(NUMBERS)) {
+    if (match[4]) found.push(match[4].toLowerCase() === "nan" ? NaN : match[3] ? -Infinity : Infinity);
+    else found.push(match[2] === undefined ? Number(match[1]) : Number(match[1]) / Number(match[2]));
+  }
+  return found;
+}
+
+/** Right when every number is within 0.5% (at least 0.005) of the value: two decimals are enough. */
+function sameNumbers(mine, theirs) {
+  return mine.length === theirs.length && mine.every((value, i) => Object.is(value, theirs[i]) ||
+    Math.abs(value - theirs[i]) <= 0.005 * Math.max(1, Math.abs(theirs[i])));
+}
+
+/** A local derivative recovered as sent / arriving from 4-decimal previews: 4 significant digits. */
+function numberText(value) {
+  return Number.isFinite(value) ? String(Number(value.toPrecision(4))) : String(value);
+}
+
+/**
+ * What to ask before a step is shown, from the trace alone: a leaf's .grad after its
+ * AccumulateGrad, or the gradient a node sends to its first input that takes one; with the
+ * answer and why, in this step's numbers. Null when there is nothing whole to ask (a preview
+ * cut short with "…").
+ * @param {TraceStep} entry
+ * @param {Graph} graph
+ * @returns {{prompt: string, given: string, answer: Summary, why: string} | null}
+ */
+export function predictQuestion(entry, graph) {
+  const { nodes, leafOf } = lookups(graph);
+  const node = nodes.get(entry.node);
+  const arriving = entry.grad_outputs[0];
+  const whole = (summary) => Boolean(summary) && !summary.preview.includes("\u2026");
+  if (!whole(arriving)) return null;
+  const given = `Arriving gradient: ${preview(arriving)}`;
+  if (entry.leaf || (node && node.kind === "accumulate")) {
+    const leaf = entry.leaf ? nodes.get(entry.leaf) : leafOf.get(entry.node);
+    const name = leaf ? hookName(leaf) : "the leaf";
+    if (!whole(entry.grad_after)) return null;
+    const why = entry.grad_before
+      ? `.grad adds up: ${preview(entry.grad_before)} (before) + ${preview(arriving)} (arriving) = ${preview(entry.grad_after)}`
+      : `.grad was None, so it becomes the arriving gradient, ${preview(arriving)}`;
+    return { prompt: `${name}.grad after this step`, given, answer: entry.grad_after, why };
+  }
+  const slot = entry.grad_inputs.findIndex((grad, i) => whole(grad) && entry.targets[i]);
+  if (slot < 0) return null;
+  const sent = entry.grad_inputs[slot];
+  const dest = nodes.get(entry.targets[slot]);
+  const leaf = dest && dest.kind === "accumulate" ? leafOf.get(dest.id) : null;
+  const name = node ? node.name : entry.name;
+  const input = node && node.formula[slot] ? node.formula[slot].input : `input ${slot}`;
+  const where = leaf ? `${hookName(dest)} of ${hookName(leaf)}` : dest ? hookName(dest) : "its input";
+  const [upstream, result] = [numbersIn(arriving.preview), numbersIn(sent.preview)];
+  const why = upstream.length === 1 && result.length === 1 && upstream[0] !== 0
+    ? `upstream gradient \u00D7 local derivative = ${preview(arriving)} \u00D7 ${numberText(result[0] / upstream[0])} = ${preview(sent)}`
+    : `the upstream gradient ${preview(arriving)}, times the local derivative of ${name} with respect to ${input}, gives ${preview(sent)}`;
+  return { prompt: `the gradient ${name} sends to ${where}${leaf ? "" : ` (for ${input})`}`, given, answer: sent,
+    why: `the chain rule: ${why}` };
+}
+
+/**
+ * Predict, then reveal (the `predict` option): before a step is shown, a box asks the learner
+ * for the gradient it will send (or the .grad it leaves), checks the typed answer against the
+ * trace, says right or gives the chain rule's numbers, then reveals the step. All in the
+ * browser, so exports and saved notebooks quiz too.
+ */
+class Predictor {
+  /** @param {(index: number) => void} reveal show the state after `index` steps */
+  constructor(reveal) {
+    this.reveal = reveal;
+    this.asked = 0; // the step (1-based) the box is about; 0 when hidden
+    this.answered = false;
+    this.box = h("div", { class: "gv-predict", "aria-live": "polite" });
+    this.box.hidden = true;
+  }
+
+  /** Show the question for step `index` (kept if it is already there); false when there is none. */
+  ask(index, entry, graph) {
+    if (this.asked === index && !this.answered) { this.focus(); return true; }
+    const question = predictQuestion(entry, graph);
+    if (!question) return false;
+    const form = h("form", { class: "gv-predict-form" });
+    const input = h("input", { type: "text", class: "gv-predict-input", "data-predict-input": "", autocomplete: "off",
+      spellcheck: "false", "aria-label": `Your prediction: ${question.prompt}`, placeholder: "0.5, [1, 2] or 1/3" });
+    const check = h("button", { type: "submit", class: "gv-button", "data-predict-action": "check" }, "Check");
+    const show = h("button", { type: "button", class: "gv-button", "data-predict-action": "reveal" }, "Show me");
+    form.append(h("div", { class: "gv-predict-prompt" }, `Predict step ${index}: ${question.prompt}. ${question.given}`),
+      input, check, show);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.judge(index, input.value, question);
+    });
+    show.addEventListener("click", () => this.judge(index, null, question));
+    this.box.replaceChildren(form);
+    this.box.hidden = false;
+    this.asked = index;
+    this.answered = false;
+    this.focus();
+    return true;
+  }
+
+  focus() {
+    const input = this.box.querySelector("input");
+    if (input) input.focus({ preventScroll: true });
+  }
+
+  /** Say right or wrong (or just the answer, for "Show me"), then reveal the step. */
+  judge(index, text, question) {
+    const mine = text === null ? null : numbersIn(text);
+    let verdict;
+    if (mine === null) verdict = h("div", { class: "gv-predict-verdict gv-shown" }, `It is ${preview(question.answer)} \u2014 ${question.why}`);
+    else if (!mine.length) { this.box.querySelector("input").setAttribute("aria-invalid", "true"); return; }
+    else if (sameNumbers(mine, numbersIn(question.answer.preview))) {
+      verdict = h("div", { class: "gv-predict-verdict gv-right" }, `\u2714 Right: ${preview(question.answer)} \u2014 ${question.why}`);
+    } else {
+      verdict = h("div", { class: "gv-predict-verdict gv-wrong" },
+        `\u2718 Not quite: you said ${text.trim()}, it is ${preview(question.answer)} \u2014 ${question.why}`);
+    }
+    this.box.replaceChildren(h("div", { class: "gv-predict-prompt" }, `Step ${index}: ${question.prompt}`), verdict);
+    this.answered = true;
+    this.reveal(index);
+  }
+
+  /** Keep the box only while it is about what is on screen: its question next, or its verdict now. */
+  follow(shown) {
+    if (!this.asked || this.asked === (this.answered ? shown : shown + 1)) return;
+    this.clear();
+  }
+
+  clear() {
+    this.asked = 0;
+    this.answered = false;
+    this.box.hidden = true;
+    this.box.replaceChildren();
   }
 }
 
@@ -1112,6 +1258,7 @@ class GraphView {
       this.model.set(name, value);
       this.model.save_changes();
     });
+    this.predictor = new Predictor((index) => { this.controls.pause(); this.goTo(index); });
     const { stage, svg, viewport } = makeStage();
     this.panel = h("div", { class: "gv-panel", "aria-live": "polite" });
     const root = h("div", { class: "gv-root", tabindex: "0", "data-lm-suppress-shortcuts": "true",
@@ -1120,7 +1267,7 @@ class GraphView {
     this.legend = h("div", { class: "gv-legend", hidden: "" });
     this.legend.append(h("span", { class: "gv-legend-swatch" }),
       h("span", {}, " recorded by a backward pass with create_graph=True (second order); the rest by the forward pass"));
-    root.append(this.controls.toolbar, this.controls.noteBox, this.legend, stage, this.panel);
+    root.append(this.controls.toolbar, this.controls.noteBox, this.legend, this.predictor.box, stage, this.panel);
     host.replaceChildren(root);
     this.camera = new PanZoom(stage, svg, viewport, () => this.fit(true));
     this.scene = new Scene(viewport);
@@ -1146,6 +1293,7 @@ class GraphView {
     this.on("change:step_index", () => { if (!this.rebuildPending) this.showStep(this.model.get("step_index")); });
     this.on("change:speed", () => this.showOptions());
     this.on("change:note", () => this.showOptions());
+    this.on("change:predict", () => this.predictor.clear());
     this.on("change:collapse", () => { this.scene.resetCollapse(); this.rebuildSoon(); });
   }
 
@@ -1170,7 +1318,7 @@ class GraphView {
   act(action) {
     const count = this.trace().length;
     const index = this.model.get("step_index");
-    if (action === "next") { this.controls.pause(); this.goTo(index + 1); }
+    if (action === "next") { this.controls.pause(); if (!this.askFirst(index + 1)) this.goTo(index + 1); }
     else if (action === "prev") { this.controls.pause(); this.goTo(index - 1); }
     else if (action === "reset") { this.controls.pause(); this.goTo(0); }
     else if (action === "end") { this.controls.pause(); this.goTo(count); }
@@ -1178,6 +1326,13 @@ class GraphView {
     else if (action === "zoom-in") this.camera.zoomBy(1.25);
     else if (action === "zoom-out") this.camera.zoomBy(0.8);
     else if (action === "fit") this.fit();
+  }
+
+  /** With the `predict` option, ask for step `index`'s gradient before showing it; false if not asking. */
+  askFirst(index) {
+    const trace = this.trace();
+    return Boolean(this.model.get("predict")) && index >= 1 && index <= trace.length &&
+      this.predictor.ask(index, trace[index - 1], this.scene.graph);
   }
 
   goTo(index) {
@@ -1251,6 +1406,7 @@ class GraphView {
       if (target > 0) this.camera.ensureVisible(this.scene.layout.nodes[trace[target - 1].node]);
     }
     this.controls.showStatus(target, trace.length);
+    this.predictor.follow(target);
     this.showPanel();
   }
 

@@ -54,8 +54,8 @@ def _widget_bundle_for(ipython):
             shown[id(tensor)] = (weakref.ref(tensor), weakref.ref(widget))
         else:
             widget.refresh_if_changed()
-        widget._displayed = True
-        return {WIDGET_MIME: {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}}
+        data, _ = widget._repr_mimebundle_()  # marks it displayed; the view plus the no-kernel fallback
+        return {mime: value for mime, value in data.items() if mime != "text/plain"}  # text: the tensor's repr
     return bundle
 
 

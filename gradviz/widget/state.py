@@ -27,12 +27,14 @@ from gradviz.render.layout import compute_layout
 from gradviz.snapshot import Graph, graph_of, observe_steps
 from gradviz.snapshot.trace import trace_to_dict
 
-OPTIONS = {"show_saved": False, "speed": 1.0, "height": 480, "collapse": "auto"}
+OPTIONS = {"show_saved": False, "speed": 1.0, "height": 480, "collapse": "auto", "predict": False}
 """What a user may set (``gv.show(loss, height=600)``), each with its default:
 ``show_saved`` draws each node's saved tensors; ``speed`` is steps per second when playing;
 ``height`` is the most px the drawing takes; ``collapse`` (``"auto"``, True or False) starts with
 the layout's groups (one per ``nn.Module``, or bands of layers in huge graphs) drawn as collapsed
-boxes, ``"auto"`` when the graph is big (``COLLAPSE_ABOVE`` in ``gradviz.js``)."""
+boxes, ``"auto"`` when the graph is big (``COLLAPSE_ABOVE`` in ``gradviz.js``); ``predict``
+(predict, then reveal, for exercises) makes Next ask for the gradient the step will send, or
+the ``.grad`` it will leave, and say right or what the chain rule gives, before showing it."""
 
 STATE_KEYS = ("graph", "graph_layout", "trace", "step_index", "note", *OPTIONS)
 

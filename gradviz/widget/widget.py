@@ -34,6 +34,8 @@ from gradviz.widget.changes import EVERYTHING, GRADS, NOTHING, GraphWatch, with_
 from gradviz.widget.state import ACCEPTED, OPTIONS, check_options, check_tensor, layout_key, take_snapshot
 
 _HERE = pathlib.Path(__file__).parent
+FALLBACK_MAX_NODES = 1000
+"""Graphs up to this size carry their no-kernel page in the ``text/html`` fallback of the mime bundle."""
 
 
 def _shipped(name: str):
@@ -57,7 +59,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     Traits (all JSON, synced with the browser) are the view state described in
     ``gradviz.widget.state``: ``graph``, ``graph_layout``, ``trace``, ``step_index`` (synced both
-    ways), ``note``, and the options ``show_saved``, ``speed``, ``height``, ``collapse``.
+    ways), ``note``, and the options ``show_saved``, ``speed``, ``height``, ``collapse``, ``predict``.
     ``layout`` stays ipywidgets' own (``w.layout.width = "100%"`` works as for any widget).
     """
 
@@ -74,6 +76,7 @@ class GraphWidget(anywidget.AnyWidget):
     height = traitlets.Int(OPTIONS["height"]).tag(sync=True)
     collapse = traitlets.Union([traitlets.Bool(), traitlets.Enum(["auto"])],
                                default_value=OPTIONS["collapse"]).tag(sync=True)
+    predict = traitlets.Bool(OPTIONS["predict"]).tag(sync=True)
 
     def __init__(self, tensor: Any = None, names: dict | None = None, *, model: Any = None,
                  graph: Graph | None = None, trace: list | None = None, **options):
@@ -220,15 +223,35 @@ class GraphWidget(anywidget.AnyWidget):
         """A view is shown, or about to be: handed to a front end that has not reported it yet."""
         return self._views > 0 or (self._displayed and not self._ever_viewed)
 
-    def _repr_mimebundle_(self, **kwargs):
-        self._displayed = True
-        return super()._repr_mimebundle_(**kwargs)
-
     def to_html(self) -> str:
         """An embeddable HTML fragment that draws and steps this widget with no kernel."""
         from gradviz.widget.export import to_html
 
         return to_html(self)
+
+    def _repr_mimebundle_(self, **kwargs) -> tuple | None:
+        """The widget view, plus a ``text/html`` fallback that draws and steps with no kernel.
+
+        A front end shows one entry of a bundle: JupyterLab, Notebook 7, VS Code and Colab
+        rank the widget view first (JupyterLab's widget manager registers it at rank -10, ahead
+        of ``text/html``), so the live view is never drawn twice. ``jupyter nbconvert --to
+        html`` drops the widget view when the notebook holds no widget state (as JupyterLab
+        saves it by default) and shows the fallback: this very graph as ``to_html`` makes it,
+        stepping in the browser. It is the state at display time; later live updates reach
+        the widget view only. A saved notebook keeps every output, so graphs above
+        ``FALLBACK_MAX_NODES`` (about 0.7 kB of page per node) get a line saying how to export
+        them instead.
+        """
+        self._displayed = True  # handed to a front end: counts as on screen until its view reports
+        bundle = super()._repr_mimebundle_(**kwargs)  # anywidget's (data, metadata)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        nodes = len(self.graph.get("nodes", ()))
+        fallback = self.to_html() if nodes <= FALLBACK_MAX_NODES else (
+            f"<p>gradviz: a graph of {nodes} nodes, too big to keep in the notebook as a page; "
+            "<code>gv.export_html(tensor, \"graph.html\")</code> writes it to a file that steps with no kernel.</p>")
+        return {**data, "text/html": fallback}, metadata
 
     def _get_embed_state(self, drop_defaults: bool = False) -> dict:
         """Keep the module and CSS in ``ipywidgets.embed`` output even with ``drop_defaults``.

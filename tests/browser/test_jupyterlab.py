@@ -8,7 +8,7 @@ import re
 import shutil
 
 import pytest
-from lab_server import jupyterlab
+from lab_server import KERNEL_IDLE, jupyterlab, run_cell
 
 pytestmark = pytest.mark.browser
 
@@ -47,19 +47,18 @@ def lab(tmp_path_factory):
         yield url
 
 
-def run_cell(page, index: int) -> None:
-    page.evaluate(f"""async () => {{
-        const panel = window.jupyterapp.shell.currentWidget;
-        panel.content.activeCellIndex = {index};
-        await window.jupyterapp.commands.execute('notebook:run-cell');
-    }}""")
-
-
 def output_text(page, marker: str) -> str:
     # case-sensitive: a plain string matches any case, so "ORDER" would find the widget's own text
     locator = page.locator(".jp-OutputArea-output", has_text=re.compile(re.escape(marker))).last
     locator.wait_for(timeout=120_000)
     return locator.inner_text()
+
+
+def wait_for_status(page, shown: int, count: int) -> None:
+    """Wait until the widget's status line says it shows step ``shown`` of ``count``."""
+    page.wait_for_function(
+        f"() => {{ const s = document.querySelector('.gv-root .gv-status');"
+        f" return Boolean(s) && s.textContent === 'Step {shown} of {count}'; }}", timeout=120_000)
 
 
 def current_ids(page) -> list:
@@ -72,17 +71,14 @@ def test_widget_in_jupyterlab_steps_and_goes_live(browser, lab, artifacts):
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(f"{lab}/lab/tree/lesson.ipynb")
-    page.wait_for_function("""() => {
-        const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-        const kernel = panel && panel.sessionContext && panel.sessionContext.session
-                       && panel.sessionContext.session.kernel;
-        return kernel && kernel.status === 'idle';
-    }""", timeout=120_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=120_000)
 
     page.add_style_tag(content=".Toastify { display: none !important; }")  # JupyterLab's news toast
     run_cell(page, 0)
     order = json.loads(output_text(page, "ORDER").split("ORDER", 1)[1])
-    page.wait_for_selector(".gv-root [data-node-id]", timeout=120_000)
+    # Ready: the view drew the graph and holds the whole trace (a click before that was the flake).
+    wait_for_status(page, 0, len(order))
+    assert page.locator(".gv-root").count() == 1  # the text/html fallback is not drawn beside the live view
     names = page.eval_on_selector_all(".gv-root [data-node-id]", "els => els.map(e => e.getAttribute('data-name'))")
     assert {"x", "w", "b", "MulBackward0", "AddBackward0", "AccumulateGrad"} <= set(names)
     assert current_ids(page) == []
@@ -90,6 +86,7 @@ def test_widget_in_jupyterlab_steps_and_goes_live(browser, lab, artifacts):
     seen = []
     for index in range(len(order)):
         page.click(".gv-root [data-action=next]")
+        wait_for_status(page, index + 1, len(order))
         seen.append(current_ids(page))
         if index == 2:
             page.locator(".gv-root").screenshot(path=str(artifacts / "widget-mid-step.png"))

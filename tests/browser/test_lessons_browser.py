@@ -14,7 +14,7 @@ import pathlib
 import shutil
 
 import pytest
-from lab_server import jupyterlab
+from lab_server import KERNEL_IDLE, NOTEBOOK, jupyterlab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -25,12 +25,6 @@ THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 RUN_TIMEOUT_MS = 240_000
 
-NOTEBOOK = "window.jupyterapp.shell.currentWidget"
-KERNEL_IDLE = f"""() => {{
-    const panel = window.jupyterapp && {NOTEBOOK};
-    const session = panel && panel.sessionContext && panel.sessionContext.session;
-    return Boolean(session && session.kernel && session.kernel.status === 'idle');
-}}"""
 RUN_ALL = "() => { void window.jupyterapp.commands.execute('notebook:run-all-cells'); }"
 ALL_RUN = f"""() => {{  // every code cell ran, or one failed (Run All stops there)
     const cells = {NOTEBOOK}.content.widgets.filter(cell => cell.model.type === 'code');
