@@ -9,17 +9,10 @@ from __future__ import annotations
 
 import math
 
+from gradviz._device import CPU
 from gradviz.autograd.function import Function
-from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, to_input
+from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, to_input
 from gradviz.tensor import Tensor
-
-
-def _check_broadcast(a, b) -> None:
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
-        return  # a Python number broadcasts to anything
-    a_shape, b_shape = a._data.shape, b._data.shape
-    if a_shape != b_shape:
-        broadcast_shapes(a_shape, b_shape)
 
 
 def _saved_operand(ctx, value, carrier):
@@ -31,7 +24,9 @@ def _saved_operand(ctx, value, carrier):
     """
     if isinstance(value, Tensor) or value is None:
         return value
-    ctx.number_device = carrier.device
+    device = carrier.device
+    if device is not CPU:  # the class default; only a number beside CUDA data needs its own
+        ctx.number_device = device
     return value
 
 
@@ -41,8 +36,16 @@ def _needs(ctx, index: int) -> bool:
 
 
 def _record_binary(ctx, self, other) -> None:
-    _check_broadcast(self, other)
-    ctx.metas = (meta(self), meta(other))
+    """Check that the operands broadcast (with PyTorch's error) and note what each one's gradient
+    must look like (its shape and array dtype; a Python number gets none)."""
+    if isinstance(self, Tensor) and isinstance(other, Tensor):
+        self_data, other_data = self._data, other._data
+        self_shape, other_shape = self_data.shape, other_data.shape
+        if self_shape != other_shape and not suffix_broadcasts(self_shape, other_shape):
+            broadcast_shapes(self_shape, other_shape)
+        ctx.metas = ((self_shape, self_data.dtype), (other_shape, other_data.dtype))
+    else:
+        ctx.metas = (meta(self), meta(other))
 
 
 def _binary_grads(ctx, grad_self, grad_other):
@@ -108,8 +111,9 @@ class MulBackward0(Function):
     def forward(ctx, self, other):
         _record_binary(ctx, self, other)
         carrier = self if isinstance(self, Tensor) else other
-        ctx.save(other=_saved_operand(ctx, other, carrier) if _needs(ctx, 0) else None,
-                 self=_saved_operand(ctx, self, carrier) if _needs(ctx, 1) else None)
+        needs = ctx.needs_input_grad
+        ctx.save(other=_saved_operand(ctx, other, carrier) if needs[:1] == (True,) else None,
+                 self=_saved_operand(ctx, self, carrier) if needs[1:2] == (True,) else None)
         x, y = promote(self, other)
         return carrier._backend.mul(x, y)
 
