@@ -44,6 +44,7 @@ class _NoRecord:
 
 _NO_RECORD = _NoRecord()
 NO_EDGE = (None, 0)  # the edge of an input that needs no gradient (one shared tuple)
+_NEEDS = {}  # needs_input_grad patterns, (True,), (True, False), ...: each kept once
 
 
 class SavedTensors(tuple):
@@ -163,7 +164,9 @@ class Function(Node):
                 needs += ((type(arg) is Tensor or isinstance(arg, Tensor)) and (arg._requires_grad or (
                     arg._base is not None and arg._base._requires_grad)),)
             if True in needs:
-                return cls._record(args, params, graph_inputs, needs)
+                # one shared tuple per pattern: every recorded node keeps its own otherwise, and
+                # fewer live objects mean fewer garbage-collector passes over a long graph
+                return cls._record(args, params, graph_inputs, _NEEDS.setdefault(needs, needs))
         return Tensor._make(cls.forward(_NO_RECORD, *args, **params))
 
     @classmethod

@@ -81,7 +81,11 @@ NUMBER_META = ((), None)
 
 def to_input(backend, grad, input_meta):
     """A gradient summed back over broadcast dims and cast to its input's dtype."""
-    shape, dtype = input_meta
+    return to_shape_and_dtype(backend, grad, *input_meta)
+
+
+def to_shape_and_dtype(backend, grad, shape, dtype):
+    """``to_input`` for a meta kept as two values (binary ops keep both inputs' in one flat tuple)."""
     if grad.shape != shape:
         grad = sum_to(backend, grad, shape)
     if dtype is not None and grad.dtype is not dtype and grad.dtype != dtype:

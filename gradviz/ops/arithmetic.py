@@ -11,7 +11,7 @@ import math
 
 from gradviz._device import CPU
 from gradviz.autograd.function import Function
-from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, to_input
+from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, to_shape_and_dtype
 from gradviz.tensor import Tensor
 
 
@@ -43,17 +43,17 @@ def _record_binary(ctx, self, other) -> None:
         self_shape, other_shape = self_data.shape, other_data.shape
         if self_shape != other_shape and not suffix_broadcasts(self_shape, other_shape):
             broadcast_shapes(self_shape, other_shape)
-        ctx.metas = ((self_shape, self_data.dtype), (other_shape, other_data.dtype))
+        ctx.metas = (self_shape, self_data.dtype, other_shape, other_data.dtype)  # one flat tuple per node
     else:
-        ctx.metas = (meta(self), meta(other))
+        ctx.metas = meta(self) + meta(other)
 
 
 def _binary_grads(ctx, grad_self, grad_other):
     """Run only the needed gradient formulas, each summed and cast back to its input."""
     backend = ctx.backend
-    self_meta, other_meta = ctx.metas
-    return (to_input(backend, grad_self(), self_meta) if ctx.needs_input_grad[0] else None,
-            to_input(backend, grad_other(), other_meta) if ctx.needs_input_grad[1] else None)
+    self_shape, self_dtype, other_shape, other_dtype = ctx.metas
+    return (to_shape_and_dtype(backend, grad_self(), self_shape, self_dtype) if ctx.needs_input_grad[0] else None,
+            to_shape_and_dtype(backend, grad_other(), other_shape, other_dtype) if ctx.needs_input_grad[1] else None)
 
 
 class AddBackward0(Function):
@@ -302,6 +302,8 @@ def _default_float():
 
 
 def _as_number(value):
+    if type(value) is int or type(value) is float:  # ``x ** 2``: no attribute lookup that fails
+        return value
     return value.item() if hasattr(value, "item") and not isinstance(value, Tensor) else value
 
 
@@ -354,7 +356,7 @@ def pow(input, exponent):
         return PowBackward1.apply(input, exponent)
     if isinstance(input, Tensor):
         exponent = _as_number(exponent)
-        if not input.dtype.is_floating_point and isinstance(exponent, int) and exponent < 0:
+        if isinstance(exponent, int) and exponent < 0 and not input.dtype.is_floating_point:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         return PowBackward0.apply(input, exponent)
     return PowBackward2.apply(exponent, input)
