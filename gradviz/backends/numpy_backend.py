@@ -235,6 +235,11 @@ def sigmoid_backward(grad, result):
     return _arr(grad * (result * (1 - result)))
 
 
+def softplus_neg(x):
+    """``log(1 + e^-x)`` as ``max(-x, 0) + log1p(e^-|x|)``: no overflow for large ``|x|``."""
+    return _arr(np.maximum(np.negative(x), 0.0) + np.log1p(np.exp(np.negative(np.abs(x)))))
+
+
 maximum = _elementwise(np.maximum, "maximum")
 minimum = _elementwise(np.minimum, "minimum")
 

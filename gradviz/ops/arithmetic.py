@@ -310,12 +310,16 @@ def _as_number(value):
 def add(input, other, *, alpha=1):
     if not isinstance(input, Tensor):
         input, other = other, input
+    if alpha == 1:  # forward's default: no keyword dict to build for every ``a + b``
+        return AddBackward0.apply(input, other)
     return AddBackward0.apply(input, other, alpha=alpha)
 
 
 def sub(input, other, *, alpha=1):
     if not isinstance(input, Tensor):
         return rsub(other, input)
+    if alpha == 1:
+        return SubBackward0.apply(input, other)
     return SubBackward0.apply(input, other, alpha=alpha)
 
 
