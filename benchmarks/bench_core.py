@@ -20,7 +20,9 @@ Both run on one thread: PyTorch through ``torch.set_num_threads(1)``, numpy's BL
 compares the engines, not thread counts. Each timing is the median of
 ``--repeats`` samples (twice as many, each shorter, for the small rows); the samples of the two
 libraries are interleaved so that machine noise hits both alike, and the ratio is the median of
-the paired ratios, printed with their quartiles (the machine is shared: read the spread). Run: ``python benchmarks/bench_core.py [--repeats 15] [--quick]``.
+the paired ratios, printed with their quartiles (the machine is shared: read the spread). Times
+are CPU time of this one-threaded process (``time.process_time``), so waiting for a core on a
+busy machine does not count. Run: ``python benchmarks/bench_core.py [--repeats 15] [--quick]``.
 """
 from __future__ import annotations
 
@@ -186,12 +188,16 @@ def scalar_chain(lib, length):
 
 
 # -- timing -------------------------------------------------------------------------------------------
+# CPU time of this process, not wall time: both libraries run on one thread here, so the two agree
+# on a quiet machine, and on a shared one the time spent waiting for a core is left out.
+CLOCK = time.process_time
+
 def per_call(function, calls):
     gc.collect()
-    start = time.perf_counter()
+    start = CLOCK()
     for _ in range(calls):
         function()
-    return (time.perf_counter() - start) / calls
+    return (CLOCK() - start) / calls
 
 
 def compare(make_run, calls, repeats):
@@ -219,7 +225,7 @@ def phase_times(lib, problem, calls):
     """Seconds per step spent in forward, backward and update of the raw-tensor step."""
     params, x, y = problem
     totals = [0.0, 0.0, 0.0]
-    clock = time.perf_counter
+    clock = CLOCK
     gc.collect()
     for _ in range(calls):
         start = clock()
