@@ -3,17 +3,26 @@
 The same training code runs against both libraries (``lib`` is ``gradviz`` or ``torch``, as in
 ``import gradviz as torch``), with the same initial weights and data:
 
-* lesson-size MLP step: 2-16-16-1 on 64 points (Linear, ReLU, Linear, Tanh, Linear,
+* lesson-size MLP step, nn style: 2-16-16-1 on 64 points (Linear, ReLU, Linear, Tanh, Linear,
   BCE-with-logits, ``zero_grad``, ``backward``, ``SGD.step`` under no_grad); target <= 0.8
-* wide MLP step: 32-256-256-1 on 1024 points, same code; target <= 1.3
-* 100,000-op scalar chain: build (alternating ``* c`` and ``+ c``) and backward; target <= 2
+* the same step in the raw-tensor style of the seeds and PyTorch's tensor tutorials
+  (``x @ W + b``, ``relu``/``tanh``, ``F.binary_cross_entropy_with_logits``, ``backward``,
+  ``p -= lr * p.grad`` under ``no_grad``, ``p.grad = None``); target <= 0.8, and the same step
+  split per phase (forward, backward, update: microseconds per step of each library)
+* scalar-heavy loops (many tiny ops): a cubic fitted to 16 points one 0-d tensor at a time, and a
+  micrograd-style network (2-4-4-1 neurons of 0-d weights, tanh) on 4 samples; target <= 0.8
+* wide MLP step: 32-256-256-1 on 1024 points, nn and raw-tensor style; target <= 1.1
+* 100,000-op scalar chain: build (alternating ``* c`` and ``+ c``) and backward; target <= 1.5
 * memory: RSS growth of gradviz over 10,000 lesson-size steps; target < 5 MB
 
 Both run on one thread: PyTorch through ``torch.set_num_threads(1)``, numpy's BLAS through
 ``OPENBLAS_NUM_THREADS=1`` (set here before numpy loads, unless already set), so the ratio
 compares the engines, not thread counts. Each timing is the median of
-``--repeats`` samples; the samples of the two libraries are interleaved so that machine noise
-hits both alike. Run: ``python benchmarks/bench_core.py [--repeats 15] [--quick]``.
+``--repeats`` samples (twice as many, each shorter, for the small rows); the samples of the two
+libraries are interleaved so that machine noise hits both alike, and the ratio is the median of
+the paired ratios, printed with their quartiles (the machine is shared: read the spread). Times
+are CPU time of this one-threaded process (``time.process_time``), so waiting for a core on a
+busy machine does not count. Run: ``python benchmarks/bench_core.py [--repeats 15] [--quick]``.
 """
 from __future__ import annotations
 
@@ -76,6 +85,96 @@ def training_step(lib, model, optimizer, x, y):
     return loss
 
 
+def make_raw_problem(lib, sizes, points, seed=0):
+    """Raw parameters ``[W1, b1, W2, b2, W3, b3]`` (W as fan_in x fan_out, for ``x @ W + b``) and data."""
+    rng = np.random.default_rng(seed)
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        bound = 1 / np.sqrt(fan_in)
+        for shape in ((fan_in, fan_out), (fan_out,)):
+            params.append(lib.tensor(rng.uniform(-bound, bound, shape).astype(np.float32), requires_grad=True))
+    x = rng.standard_normal((points, sizes[0])).astype(np.float32)
+    y = (x[:, :1] * x[:, -1:] > 0).astype(np.float32)
+    return params, lib.tensor(x), lib.tensor(y)
+
+
+def raw_forward(lib, params, x, y):
+    """The forward pass as the seeds write it: ``x @ W + b``, ``relu``, ``tanh``, BCE with logits."""
+    w1, b1, w2, b2, w3, b3 = params
+    hidden = lib.relu(x @ w1 + b1)
+    hidden = lib.tanh(hidden @ w2 + b2)
+    logits = hidden @ w3 + b3
+    return lib.nn.functional.binary_cross_entropy_with_logits(logits, y)
+
+
+def raw_update(lib, params, lr=0.1):
+    """Plain gradient descent, as tutorials write it before they meet ``optim``."""
+    with lib.no_grad():
+        for p in params:
+            p -= lr * p.grad
+            p.grad = None
+
+
+def raw_step(lib, params, x, y):
+    loss = raw_forward(lib, params, x, y)
+    loss.backward()
+    raw_update(lib, params)
+    return loss
+
+
+def make_cubic_fit(lib, points=16):
+    """``y = a + b x + c x^2 + d x^3`` fitted to sin(x), one 0-d tensor op at a time."""
+    xs = [lib.tensor(float(v)) for v in np.linspace(-1.5, 1.5, points)]
+    ts = [lib.tensor(float(np.sin(v))) for v in np.linspace(-1.5, 1.5, points)]
+    coefficients = [lib.tensor(0.1 * (i + 1), requires_grad=True) for i in range(4)]
+
+    def step():
+        a, b, c, d = coefficients
+        loss = 0.0
+        for x, t in zip(xs, ts):
+            prediction = a + b * x + c * x ** 2 + d * x ** 3
+            loss = loss + (prediction - t) ** 2
+        loss.backward()
+        with lib.no_grad():
+            for p in coefficients:
+                p -= 1e-3 * p.grad
+                p.grad = None
+        return loss
+    return step
+
+
+def make_neuron_net(lib, sizes=(2, 4, 4, 1), samples=4, seed=0):
+    """A micrograd-style network: every weight a 0-d tensor, each neuron ``tanh(sum(w_i x_i) + b)``."""
+    rng = np.random.default_rng(seed)
+    layers = [[([lib.tensor(float(rng.uniform(-1, 1)), requires_grad=True) for _ in range(fan_in)],
+                lib.tensor(float(rng.uniform(-1, 1)), requires_grad=True)) for _ in range(fan_out)]
+              for fan_in, fan_out in zip(sizes[:-1], sizes[1:])]
+    params = [p for layer in layers for weights, bias in layer for p in weights + [bias]]
+    data = [[lib.tensor(float(v)) for v in rng.uniform(-1, 1, sizes[0])] for _ in range(samples)]
+    targets = [lib.tensor(float(v)) for v in (1.0, -1.0, -1.0, 1.0)[:samples]]
+
+    def step():
+        loss = 0.0
+        for inputs, target in zip(data, targets):
+            values = inputs
+            for layer in layers:
+                outputs = []
+                for weights, bias in layer:
+                    total = bias
+                    for w, v in zip(weights, values):
+                        total = total + w * v
+                    outputs.append(total.tanh())
+                values = outputs
+            loss = loss + (values[0] - target) ** 2
+        loss.backward()
+        with lib.no_grad():
+            for p in params:
+                p -= 0.05 * p.grad
+                p.grad = None
+        return loss
+    return step
+
+
 def scalar_chain(lib, length):
     """Build ``length`` scalar ops on one leaf, then run backward; returns the leaf's grad."""
     x = lib.tensor(1.0, requires_grad=True)
@@ -89,16 +188,25 @@ def scalar_chain(lib, length):
 
 
 # -- timing -------------------------------------------------------------------------------------------
+# CPU time of this process, not wall time: both libraries run on one thread here, so the two agree
+# on a quiet machine, and on a shared one the time spent waiting for a core is left out.
+CLOCK = time.process_time
+
 def per_call(function, calls):
     gc.collect()
-    start = time.perf_counter()
+    start = CLOCK()
     for _ in range(calls):
         function()
-    return (time.perf_counter() - start) / calls
+    return (CLOCK() - start) / calls
 
 
 def compare(make_run, calls, repeats):
-    """Median seconds per call for gradviz and torch, interleaving their samples."""
+    """Median seconds per call for gradviz and torch, interleaving their samples.
+
+    Also the median and quartiles of the paired ratios (each gradviz sample over the torch sample
+    taken right after it): on a shared, busy machine a burst of load hits both halves of a pair,
+    so the paired ratio is steadier than the ratio of the two medians.
+    """
     runs = {"gradviz": make_run(gradviz), "torch": make_run(torch)}
     for run in runs.values():  # warm up (first calls allocate, import, fill caches)
         per_call(run, max(1, calls // 4))
@@ -106,7 +214,45 @@ def compare(make_run, calls, repeats):
     for _ in range(repeats):
         for name, run in runs.items():
             samples[name].append(per_call(run, calls))
-    return {name: statistics.median(values) for name, values in samples.items()}
+    result = {name: statistics.median(values) for name, values in samples.items()}
+    ratios = sorted(mine / theirs for mine, theirs in zip(samples["gradviz"], samples["torch"]))
+    result["ratio"] = statistics.median(ratios)
+    result["spread"] = (ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4])
+    return result
+
+
+def phase_times(lib, problem, calls):
+    """Seconds per step spent in forward, backward and update of the raw-tensor step."""
+    params, x, y = problem
+    totals = [0.0, 0.0, 0.0]
+    clock = CLOCK
+    gc.collect()
+    for _ in range(calls):
+        start = clock()
+        loss = raw_forward(lib, params, x, y)
+        forward_end = clock()
+        loss.backward()
+        backward_end = clock()
+        raw_update(lib, params)
+        end = clock()
+        totals[0] += forward_end - start
+        totals[1] += backward_end - forward_end
+        totals[2] += end - backward_end
+    return [total / calls for total in totals]
+
+
+def compare_phases(sizes, points, calls, repeats):
+    """Median seconds per step of each phase, per library, interleaved like ``compare``."""
+    problems = {"gradviz": make_raw_problem(gradviz, sizes, points), "torch": make_raw_problem(torch, sizes, points)}
+    libraries = {"gradviz": gradviz, "torch": torch}
+    for name, problem in problems.items():
+        phase_times(libraries[name], problem, max(1, calls // 4))
+    samples = {name: [] for name in problems}
+    for _ in range(repeats):
+        for name, problem in problems.items():
+            samples[name].append(phase_times(libraries[name], problem, calls))
+    return {name: [statistics.median(sample[i] for sample in values) for i in range(3)]
+            for name, values in samples.items()}
 
 
 def rss_bytes() -> int:
@@ -144,26 +290,52 @@ def main(argv=None):
             return lambda: training_step(lib, *problem)
         return make_run
 
+    def raw_mlp_step(sizes, points):
+        def make_run(lib):
+            problem = make_raw_problem(lib, sizes, points)
+            return lambda: raw_step(lib, *problem)
+        return make_run
+
     rows = []
-    lesson = compare(mlp_step((2, 16, 16, 1), 64), 200 // scale, repeats)
-    rows.append(("lesson MLP step (2-16-16-1, 64 points)", lesson, 0.8, "us", 1e6))
+    lesson = compare(mlp_step((2, 16, 16, 1), 64), 50 // scale, 2 * repeats)
+    rows.append(("lesson MLP step, nn + optim (2-16-16-1)", lesson, 0.8, "us", 1e6))
+    raw = compare(raw_mlp_step((2, 16, 16, 1), 64), 50 // scale, 2 * repeats)
+    rows.append(("lesson MLP step, raw tensors (seed style)", raw, 0.8, "us", 1e6))
+    cubic = compare(make_cubic_fit, 5 // scale or 1, 2 * repeats)
+    rows.append(("cubic fit on 0-d tensors (16 points)", cubic, 0.8, "us", 1e6))
+    neurons = compare(make_neuron_net, 3 // scale or 1, 2 * repeats)
+    rows.append(("micrograd-style net (2-4-4-1, 4 samples)", neurons, 0.8, "us", 1e6))
     wide = compare(mlp_step((32, 256, 256, 1), 1024), 20 // scale, repeats)
-    rows.append(("wide MLP step (32-256-256-1, 1024 points)", wide, 1.3, "us", 1e6))
+    rows.append(("wide MLP step, nn + optim (32-256-256-1)", wide, 1.1, "us", 1e6))
+    wide_raw = compare(raw_mlp_step((32, 256, 256, 1), 1024), 20 // scale, repeats)
+    rows.append(("wide MLP step, raw tensors", wide_raw, 1.1, "us", 1e6))
     chain_length = 100_000 // scale
     chain = compare(lambda lib: (lambda: scalar_chain(lib, chain_length)), 1, max(3, repeats // 3))
-    rows.append((f"{chain_length:,}-op scalar chain, build + backward", chain, 2.0, "ms", 1e3))
+    rows.append((f"{chain_length:,}-op scalar chain, build + backward", chain, 1.5, "ms", 1e3))
+    phases = compare_phases((2, 16, 16, 1), 64, 200 // scale, repeats)
+
+    with open("/proc/loadavg") as loadavg:
+        load = " ".join(loadavg.read().split()[:3])
 
     print(f"gradviz {gradviz.__version__} / torch {torch.__version__} (1 thread), "
-          f"numpy {np.__version__}, Python {sys.version.split()[0]}; median of {repeats}")
-    print(f"{'benchmark':46} {'gradviz':>12} {'torch':>12} {'ratio':>7} {'target':>8}  ok")
+          f"numpy {np.__version__}, Python {sys.version.split()[0]}; median of {repeats}; load {load}")
+    print("ratio: median of paired samples (gradviz sample / the torch sample right after it); "
+          "spread: their quartiles")
+    print(f"{'benchmark':46} {'gradviz':>12} {'torch':>12} {'ratio':>7} {'spread':>11} {'target':>8}  ok")
     for label, times, target, unit, factor in rows:
-        ratio = times["gradviz"] / times["torch"]
+        ratio = times["ratio"]
         print(f"{label:46} {times['gradviz'] * factor:9.1f} {unit} {times['torch'] * factor:9.1f} {unit} "
-              f"{ratio:7.2f} {'<= ' + str(target):>8}  {'yes' if ratio <= target else 'NO'}")
+              f"{ratio:7.2f} {times['spread'][0]:5.2f}-{times['spread'][1]:<5.2f} {'<= ' + str(target):>8}  "
+              f"{'yes' if ratio <= target else 'NO'}")
+    for index, phase in enumerate(("forward", "backward", "update")):
+        label = f"  raw lesson step: {phase}"
+        ratio = phases["gradviz"][index] / phases["torch"][index]
+        print(f"{label:46} {phases['gradviz'][index] * 1e6:9.1f} us {phases['torch'][index] * 1e6:9.1f} us "
+              f"{ratio:7.2f}")
     steps = 10_000 // scale
     growth = rss_growth(steps)
     print(f"{f'RSS growth over {steps:,} lesson steps (gradviz)':46} {growth / 2**20:9.2f} MB "
-          f"{'':12} {'':7} {'< 5 MB':>8}  {'yes' if growth < 5 * 2**20 else 'NO'}")
+          f"{'':12} {'':7} {'':11} {'< 5 MB':>8}  {'yes' if growth < 5 * 2**20 else 'NO'}")
 
 
 if __name__ == "__main__":

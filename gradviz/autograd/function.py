@@ -31,7 +31,7 @@ import weakref
 
 from gradviz import _dtype
 from gradviz._device import CPU
-from gradviz.autograd.node import RELEASED, Node, SavedTensor
+from gradviz.autograd.node import _sequence, RELEASED, Node, SavedTensor
 from gradviz.grad_mode import _state as _grad_state
 
 
@@ -52,6 +52,7 @@ class _NoRecord:
 
 _NO_RECORD = _NoRecord()
 NO_EDGE = (None, 0)  # the edge of an input that needs no gradient (one shared tuple)
+_NEEDS = {}  # needs_input_grad patterns, (True,), (True, False), ...: each kept once
 
 
 class SavedTensors(tuple):
@@ -92,9 +93,12 @@ class OpFunction(Node):
         """Keep tensors (checked for in-place changes, freed after backward) or plain values."""
         saved = ctx._packed
         if saved is None:
-            saved = ctx._packed = {}
+            saved = ctx._packed = entries  # a fresh dict made for this call: kept as it is
+        else:
+            saved.update(entries)
         for name, value in entries.items():
-            saved[name] = SavedTensor(value) if isinstance(value, Tensor) else value
+            if isinstance(value, Tensor):
+                saved[name] = SavedTensor(value)
 
     def save_result(self, name: str = "result") -> None:
         """Save the op's own output (known only after forward returns) under ``name``."""
@@ -107,15 +111,16 @@ class OpFunction(Node):
             from gradviz.autograd.node import FREED_MESSAGE
 
             raise RuntimeError(FREED_MESSAGE)
+        if len(names) == 1:  # the common call, ``ctx.saved("other")``: no list to build
+            entry = saved[names[0]]
+            return entry.unpack() if type(entry) is SavedTensor or type(entry) is SavedTensors else entry
         values = []
         for name in names:
             entry = saved[name]
-            if isinstance(entry, SavedTensor):
-                entry = entry.unpack()
-            elif type(entry) is SavedTensors:
+            if type(entry) is SavedTensor or type(entry) is SavedTensors:
                 entry = entry.unpack()
             values.append(entry)
-        return values[0] if len(values) == 1 else values
+        return values
 
     def saved_graph(self, *names):
         """The saved tensors for ``names`` as Tensors still joined to the graph (for ``backward_graph``):
@@ -192,36 +197,64 @@ class OpFunction(Node):
         """Run forward; record a node when grad mode is on and a graph input requires grad.
 
         The first ``len(cls.inputs)`` positional arguments are the graph inputs (each gets an
-        edge); later ones and keywords are parameters such as ``dim``.
+        edge); later ones and keywords are parameters such as ``dim``. This is the one path every
+        op takes (operators, functions, methods, nn modules), so it is kept to a handful of
+        attribute reads when nothing is recorded.
         """
         if _grad_state.enabled:  # is_grad_enabled(), read directly: this runs for every op
             graph_inputs = args[:len(cls.inputs)]
-            # a view requires grad when its base does (even one made under no_grad, as in PyTorch)
-            needs = tuple([isinstance(arg, Tensor) and (arg._requires_grad or (
-                arg._base is not None and arg._base._requires_grad)) for arg in graph_inputs])
+            needs = ()
+            for arg in graph_inputs:
+                # a view requires grad when its base does (even one made under no_grad, as in PyTorch)
+                needs += ((type(arg) is Tensor or isinstance(arg, Tensor)) and (arg._requires_grad or (
+                    arg._base is not None and arg._base._requires_grad)),)
             if True in needs:
-                return cls._record(args, params, graph_inputs, needs)
+                # one shared tuple per pattern: every recorded node keeps its own otherwise, and
+                # fewer live objects mean fewer garbage-collector passes over a long graph
+                return cls._record(args, params, graph_inputs, _NEEDS.setdefault(needs, needs))
         return Tensor._make(cls.forward(_NO_RECORD, *args, **params))
 
     @classmethod
     def _record(cls, args, params, graph_inputs, needs):
         """Run forward with a fresh node as ``ctx`` and make that node the output's ``grad_fn``."""
-        node = cls()
-        backend = node.backend = graph_inputs[needs.index(True)]._backend
+        node = cls.__new__(cls)
+        node._sequence_nr = next(_sequence)  # Node.__init__, inlined: one node per recorded op
         # the edges come first, as in PyTorch: an input with no edge gets no gradient, so forward
         # need not save what that gradient would have needed
-        if needs == (True,):  # the most common node: one input, which needs a gradient
-            edge = gradient_edge(graph_inputs[0])
-            node._next_functions = (edge,)
-            if edge[0] is None:
-                needs = (False,)
-        else:
-            node._next_functions, node._constants, needs = _edges_and_constants(graph_inputs, needs)
+        edges = []
+        constants = None  # filled only when an input needs no gradient
+        backend = None
+        for index, arg in enumerate(graph_inputs):
+            if needs[index]:
+                if backend is None:
+                    backend = arg._backend
+                if arg._base is None:  # gradient_edge(arg), written out for the two common cases
+                    grad_fn = arg._grad_fn
+                    if grad_fn is not None:  # an op's output
+                        edges.append((grad_fn, arg._output_nr))
+                        continue
+                    accumulator = arg._accumulator  # a leaf whose AccumulateGrad is alive
+                    accumulator = accumulator() if accumulator is not None else None
+                    if accumulator is not None:
+                        edges.append((accumulator, 0))
+                        continue
+                edge = gradient_edge(arg)
+                edges.append(edge)
+                if edge[0] is None:  # a view made under no_grad: it requires grad but has no path
+                    needs = needs[:index] + (False,) + needs[index + 1:]
+                continue
+            edges.append(NO_EDGE)
+            if constants is None:
+                constants = [None] * len(graph_inputs)
+            constants[index] = weakref.ref(arg) if isinstance(arg, Tensor) else arg
+        node.backend = backend
+        node._next_functions = tuple(edges)
+        if constants is not None:
+            node._constants = tuple(constants)
         node.needs_input_grad = needs
         if _grad_state.backward_order:  # recorded by a create_graph backward pass (second order, ...)
             node._order = _grad_state.backward_order
-        data = node.forward(*args, **params)
-        out = Tensor._make(data, True, node, backend)
+        out = Tensor._make(node.forward(*args, **params), True, node, backend)
         if node._result_name is not None:
             if node._packed is None:
                 node._packed = {}
@@ -235,25 +268,6 @@ class OpFunction(Node):
 def _saved_tensor(entry: SavedTensor) -> Tensor:
     """A saved tensor as ``_saved_<name>`` shows it (raises once freed or changed in place)."""
     return Tensor._make(entry.unpack(), requires_grad=entry.requires_grad, grad_fn=entry.grad_fn_ref)
-
-
-def _edges_and_constants(graph_inputs, needs) -> tuple:
-    """``next_functions`` for the inputs, what the inputs without an edge were (or None), and
-    which inputs get a gradient (those whose edge leads somewhere)."""
-    edges = []
-    constants = None  # filled only when an input needs no gradient
-    for index, arg in enumerate(graph_inputs):
-        if needs[index]:
-            edge = gradient_edge(arg)
-            edges.append(edge)
-            if edge[0] is None:  # a view made under no_grad: it requires grad but has no path
-                needs = needs[:index] + (False,) + needs[index + 1:]
-            continue
-        edges.append(NO_EDGE)
-        if constants is None:
-            constants = [None] * len(graph_inputs)
-        constants[index] = weakref.ref(arg) if isinstance(arg, Tensor) else arg
-    return tuple(edges), (tuple(constants) if constants is not None else None), needs
 
 
 def gradient_edge(tensor) -> tuple:

@@ -135,7 +135,8 @@ def _elementwise(ufunc, name: str):
         # number or a vector on one side, numpy keeps the other side's layout, as PyTorch does
         if (type(a) is not ndarray or type(b) is not ndarray or a.ndim < 2 or b.ndim < 2
                 or (a.strides == b.strides and a.shape == b.shape) or (a.flags.c_contiguous and b.flags.c_contiguous)):
-            return _arr(ufunc(a, b))
+            result = ufunc(a, b)
+            return result if type(result) is ndarray else np.asarray(result)  # _arr, inlined: every op runs this
         out = _layout_like_torch(a, b)
         return _arr(ufunc(a, b) if out is None else ufunc(a, b, out=out))
 
@@ -232,6 +233,11 @@ def tanh_backward(grad, result):
 def sigmoid_backward(grad, result):
     """``grad * y * (1 - y)`` for ``y = sigmoid(x)``."""
     return _arr(grad * (result * (1 - result)))
+
+
+def softplus_neg(x):
+    """``log(1 + e^-x)`` as ``max(-x, 0) + log1p(e^-|x|)``: no overflow for large ``|x|``."""
+    return _arr(np.maximum(np.negative(x), 0.0) + np.log1p(np.exp(np.negative(np.abs(x)))))
 
 
 maximum = _elementwise(np.maximum, "maximum")

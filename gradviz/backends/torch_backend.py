@@ -124,6 +124,12 @@ def tanh_backward(grad, result):
 
 def sigmoid_backward(grad, result):
     return torch.ops.aten.sigmoid_backward(grad, result)
+
+
+def softplus_neg(x):
+    """``log(1 + e^-x)`` as ``max(-x, 0) + log1p(e^-|x|)``: the numpy backend's formula, op for op."""
+    return torch.add(maximum(torch.neg(x), 0.0), torch.log1p(torch.exp(torch.neg(torch.abs(x)))))
+
 gt, ge, lt, le, eq = torch.gt, torch.ge, torch.lt, torch.le, torch.eq
 matmul = torch.matmul
 

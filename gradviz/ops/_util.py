@@ -96,15 +96,28 @@ NUMBER_META = ((), None)
 
 def to_input(backend, grad, input_meta):
     """A gradient summed back over broadcast dims and cast to its input's dtype."""
-    shape, dtype = input_meta
-    grad = sum_to(backend, grad, shape)
-    if dtype is not None and grad.dtype != dtype:
+    return to_shape_and_dtype(backend, grad, *input_meta)
+
+
+def to_shape_and_dtype(backend, grad, shape, dtype):
+    """``to_input`` for a meta kept as two values (binary ops keep both inputs' in one flat tuple)."""
+    if grad.shape != shape:
+        grad = sum_to(backend, grad, shape)
+    if dtype is not None and grad.dtype is not dtype and grad.dtype != dtype:
         grad = backend.astype(grad, _dtype.from_any(dtype))
     return grad
 
 
 def shape_of(value):
     return value._data.shape if isinstance(value, Tensor) else ()
+
+
+def suffix_broadcasts(a_shape, b_shape) -> bool:
+    """True when the shorter shape is the end of the longer one (``(64, 16) + (16,)``, anything with
+    a 0-d operand): such shapes surely broadcast, with no per-dimension loop to run."""
+    if len(a_shape) >= len(b_shape):
+        return a_shape[len(a_shape) - len(b_shape):] == b_shape
+    return b_shape[len(b_shape) - len(a_shape):] == a_shape
 
 
 def broadcast_shapes(a_shape, b_shape) -> tuple:

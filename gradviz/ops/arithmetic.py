@@ -9,17 +9,11 @@ from __future__ import annotations
 
 import math
 
+from gradviz._device import CPU
 from gradviz.autograd.function import OpFunction
-from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, sum_to_tensor, to_input
+from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
+                               to_shape_and_dtype)
 from gradviz.tensor import Tensor, _is_operand
-
-
-def _check_broadcast(a, b) -> None:
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
-        return  # a Python number broadcasts to anything
-    a_shape, b_shape = a._data.shape, b._data.shape
-    if a_shape != b_shape:
-        broadcast_shapes(a_shape, b_shape)
 
 
 def _saved_operand(ctx, value, carrier):
@@ -31,7 +25,9 @@ def _saved_operand(ctx, value, carrier):
     """
     if isinstance(value, Tensor) or value is None:
         return value
-    ctx.number_device = carrier.device
+    device = carrier.device
+    if device is not CPU:  # the class default; only a number beside CUDA data needs its own
+        ctx.number_device = device
     return value
 
 
@@ -41,16 +37,24 @@ def _needs(ctx, index: int) -> bool:
 
 
 def _record_binary(ctx, self, other) -> None:
-    _check_broadcast(self, other)
-    ctx.metas = (meta(self), meta(other))
+    """Check that the operands broadcast (with PyTorch's error) and note what each one's gradient
+    must look like (its shape and array dtype; a Python number gets none)."""
+    if isinstance(self, Tensor) and isinstance(other, Tensor):
+        self_data, other_data = self._data, other._data
+        self_shape, other_shape = self_data.shape, other_data.shape
+        if self_shape != other_shape and not suffix_broadcasts(self_shape, other_shape):
+            broadcast_shapes(self_shape, other_shape)
+        ctx.metas = (self_shape, self_data.dtype, other_shape, other_data.dtype)  # one flat tuple per node
+    else:
+        ctx.metas = meta(self) + meta(other)
 
 
 def _binary_grads(ctx, grad_self, grad_other):
     """Run only the needed gradient formulas, each summed and cast back to its input."""
     backend = ctx.backend
-    self_meta, other_meta = ctx.metas
-    return (to_input(backend, grad_self(), self_meta) if ctx.needs_input_grad[0] else None,
-            to_input(backend, grad_other(), other_meta) if ctx.needs_input_grad[1] else None)
+    self_shape, self_dtype, other_shape, other_dtype = ctx.metas
+    return (to_shape_and_dtype(backend, grad_self(), self_shape, self_dtype) if ctx.needs_input_grad[0] else None,
+            to_shape_and_dtype(backend, grad_other(), other_shape, other_dtype) if ctx.needs_input_grad[1] else None)
 
 
 def _graph_grads(ctx, grad_self, grad_other):
@@ -61,7 +65,8 @@ def _graph_grads(ctx, grad_self, grad_other):
     needs = ctx.needs_input_grad
     raw_other = grad_other() if needs[1] else None
     raw = (grad_self() if needs[0] else None, raw_other)
-    return tuple(None if g is None else sum_to_tensor(g, m[0]) for g, m in zip(raw, ctx.metas))
+    shapes = (ctx.metas[0], ctx.metas[2])  # the flat metas: (shape, dtype) of self, then of other
+    return tuple(None if g is None else sum_to_tensor(g, shape) for g, shape in zip(raw, shapes))
 
 
 def _scalar_mul(tensor, number):
@@ -135,8 +140,9 @@ class MulBackward0(OpFunction):
     def forward(ctx, self, other):
         _record_binary(ctx, self, other)
         carrier = self if isinstance(self, Tensor) else other
-        ctx.save(other=_saved_operand(ctx, other, carrier) if _needs(ctx, 0) else None,
-                 self=_saved_operand(ctx, self, carrier) if _needs(ctx, 1) else None)
+        needs = ctx.needs_input_grad
+        ctx.save(other=_saved_operand(ctx, other, carrier) if needs[:1] == (True,) else None,
+                 self=_saved_operand(ctx, self, carrier) if needs[1:2] == (True,) else None)
         x, y = promote(self, other)
         return carrier._backend.mul(x, y)
 
@@ -355,6 +361,8 @@ def _default_float():
 
 
 def _as_number(value):
+    if type(value) is int or type(value) is float:  # ``x ** 2``: no attribute lookup that fails
+        return value
     return value.item() if hasattr(value, "item") and not isinstance(value, Tensor) else value
 
 
@@ -406,6 +414,8 @@ def add(input, other, *, alpha=1, out=None):
     if not isinstance(input, Tensor):
         check_operands("add", input, other)
         input, other = other, input
+    if alpha == 1:  # forward's default: no keyword dict to build for every ``a + b``
+        return AddBackward0.apply(input, other)
     return AddBackward0.apply(input, other, alpha=alpha)
 
 
@@ -417,6 +427,8 @@ def sub(input, other, *, alpha=1, out=None):
     if not isinstance(input, Tensor):
         check_operands("sub", input, other)
         return rsub(other, input)
+    if alpha == 1:
+        return SubBackward0.apply(input, other)
     return SubBackward0.apply(input, other, alpha=alpha)
 
 
@@ -467,7 +479,7 @@ def pow(input, exponent):
         return PowBackward1.apply(input, exponent)
     if isinstance(input, Tensor):
         exponent = _as_number(exponent)
-        if not input.dtype.is_floating_point and isinstance(exponent, int) and exponent < 0:
+        if isinstance(exponent, int) and exponent < 0 and not input.dtype.is_floating_point:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         return PowBackward0.apply(input, exponent)
     return PowBackward2.apply(exponent, input)

@@ -44,7 +44,7 @@ class MmBackward0(OpFunction):
                    "mat2": ("self.t().mm(grad)", r"A^{\top} \bar{Y}")}
 
     def forward(ctx, self, mat2):
-        if self.shape[1] != mat2.shape[0]:
+        if self._data.shape[1] != mat2._data.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} "
                                f"and {mat2.shape[0]}x{mat2.shape[1]})")
         needs_self, needs_mat2 = ctx.needs_input_grad[:1] == (True,), ctx.needs_input_grad[1:] == (True,)

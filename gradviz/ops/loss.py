@@ -67,9 +67,7 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
         ctx.save(pos_weight=pos_weight, reduction=reduction, self=self, target=target, weight=weight)
         backend = self._backend
         x, t = promote(self, target)
-        # log(1 + e^-x) written as max(-x, 0) + log1p(e^-|x|): no overflow for large |x|
-        softplus_neg = backend.add(backend.maximum(backend.neg(x), 0.0),
-                                   backend.log1p(backend.exp(backend.neg(backend.abs(x)))))
+        softplus_neg = backend.softplus_neg(x)  # log(1 + e^-x), with no overflow for large |x|
         one_minus_t = backend.sub(1.0, t)
         if pos_weight is not None:
             log_weight = backend.add(backend.mul(backend.sub(pos_weight._data, 1.0), t), 1.0)
@@ -93,8 +91,7 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
                 local = backend.sub(backend.mul(backend.add(backend.sub(scaled_t, t), 1.0), sigmoid), scaled_t)
             grad_self = backend.mul(grad, local if weight is None else backend.mul(local, weight))
         if ctx.needs_input_grad[1]:
-            log_sigmoid = backend.neg(backend.add(backend.maximum(backend.neg(x), 0.0),
-                                                  backend.log1p(backend.exp(backend.neg(backend.abs(x))))))
+            log_sigmoid = backend.neg(backend.softplus_neg(x))
             log_one_minus = backend.sub(log_sigmoid, x)
             scale = log_sigmoid if pos_weight is None else backend.mul(pos_weight, log_sigmoid)
             local = backend.sub(log_one_minus, scale)
