@@ -174,7 +174,7 @@ def _check_collapse(caller: str, name: str, value: Any) -> None:
 
 
 _OPTION_CHECKS = {"show_saved": _check_bool, "speed": _check_positive, "height": _check_height,
-                  "collapse": _check_collapse}
+                  "collapse": _check_collapse, "predict": _check_bool}
 
 
 @contextlib.contextmanager

@@ -196,7 +196,8 @@ class GraphWidget(anywidget.AnyWidget):
         boxes = self.graph_layout["nodes"]
         for node_id, i in position.items():
             node = graph.nodes[i]
-            nodes[i] = node.to_dict()
+            # the formula stays an index into the graph's shared ``formulas`` (Graph.to_dict)
+            nodes[i] = {**node.to_dict(), "formula": nodes[i]["formula"]}
             if node_id in boxes:
                 text[node_id] = fitted_lines(node, boxes[node_id][2])
         with self.hold_sync():
