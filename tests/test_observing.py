@@ -252,3 +252,44 @@ def test_run_hooks_false_on_torch_needs_a_dry_run(torch):
     loss = (torch.randn(2, requires_grad=True) * 2).sum()
     with pytest.raises(ValueError, match="dry_run=True"):
         list(gv.autograd.backward_steps(loss, run_hooks=False))
+
+
+def test_a_function_with_non_tensor_inputs_sends_what_torchs_engine_sends(torch):
+    from gradviz.interop.torch_steps import record_torch_backward
+
+    class Scaled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, flag, b, scale):
+            return a * b * scale
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2, None, grad * 3, None
+
+    def make():
+        return Scaled.apply(torch.ones(2), True, torch.ones(2, requires_grad=True), 2.0).sum()
+
+    observed = [(s.name, s.grad_inputs) for s in observe_steps(make())]
+    recorded = [(s.name, s.grad_inputs) for s in record_torch_backward(make())]
+    assert [name for name, _ in observed] == [name for name, _ in recorded]
+    for (_, mine), (_, theirs) in zip(observed, recorded):
+        assert [None if g is None else g.tolist() for g in mine] == [None if g is None else g.tolist() for g in theirs]
+
+
+def test_a_reentrant_checkpoint_is_shown_but_not_stepped(torch, tmp_path):
+    from torch.utils.checkpoint import checkpoint
+
+    from gradviz.snapshot import CannotObserve
+
+    calls = []
+    layer = torch.nn.Linear(3, 3)
+    layer.weight.register_hook(lambda g: calls.append("hook"))
+    x = torch.randn(2, 3, requires_grad=True)
+    loss = checkpoint(lambda t: layer(t).tanh(), x, use_reentrant=True).sum()
+    with pytest.raises(CannotObserve, match="use_reentrant=False"):
+        list(observe_steps(loss))
+    widget = show(loss, names={"x": x})
+    assert widget.trace == [] and "use_reentrant=False" in widget.note and "nothing to step" in widget.note
+    export_html(loss, tmp_path / "page.html", names={"x": x})
+    assert layer.weight.grad is None and x.grad is None and calls == []
+    widget.close()

@@ -32,6 +32,7 @@ from typing import Any, Iterator
 from gradviz._kinds import is_accumulate_grad
 from gradviz.autograd.engine import NO_GRAD_MESSAGE, GraphTask
 from gradviz.autograd.step import Step
+from gradviz.snapshot import CannotObserve
 from gradviz.snapshot.walk import reachable_nodes
 
 OBSERVE_ONLY_MESSAGE = ("run_hooks=False steps a torch graph only as a dry run (dry_run=True): "
@@ -67,8 +68,26 @@ def observe_torch_backward(tensor: Any, gradient: Any = None) -> Iterator[Step]:
     grad = _starting_gradient(tensor, gradient)
     edge = torch.autograd.graph.get_gradient_edge(tensor)
     nodes = _TorchNode.wrap_graph(edge.node)
+    _refuse_reentrant(nodes.values())
     task = _ObservingTask([(nodes[id(edge.node)], edge.output_nr)], [grad])
     yield from task.steps()
+
+
+# Nodes whose backward runs a backward pass of its own through torch's engine (writing .grad and
+# running hooks): they cannot be observed, only run. {node name: what made it, what to use instead}
+REENTRANT = {"CheckpointFunctionBackward": ("torch.utils.checkpoint(..., use_reentrant=True)",
+                                            "use_reentrant=False")}
+
+
+def _refuse_reentrant(nodes) -> None:
+    """Raise ``CannotObserve`` before any node runs when the graph holds a reentrant node."""
+    for node in nodes:
+        made_by = REENTRANT.get(node.name())
+        if made_by is not None:
+            raise CannotObserve(
+                f"This graph has {node.name()} ({made_by[0]}): its backward runs a backward pass of its "
+                f"own through torch's engine, writing .grad and running hooks, so gradviz shows the graph "
+                f"but does not step it. Checkpointing with {made_by[1]} can be stepped.")
 
 
 def _starting_gradient(tensor: Any, gradient: Any) -> Any:
@@ -144,12 +163,21 @@ class _TorchNode:
         result = fn.apply(*grad_outputs)
         result = result if isinstance(result, tuple) else (result,)
         expected = len(self._next_functions)
-        if len(result) > expected and all(extra is None for extra in result[expected:]):
-            result = result[:expected]
-        if len(result) != expected:
+        if len(result) == expected:
+            return result
+        needs = fn.needs_input_grad  # one per forward input; edges exist for tensor inputs only
+        if len(result) != len(needs):
             raise RuntimeError(f"function {fn.name()} returned an incorrect number of gradients "
-                               f"(expected {expected}, got {len(result)})")
-        return result
+                               f"(expected {len(needs)}, got {len(result)})")
+        # Edges exist for tensor inputs only. A gradient for an input that needs one, or any value
+        # that is not None (torch refuses one for a non-tensor input), marks a tensor input.
+        tensors = [grad for grad, need in zip(result, needs) if need or grad is not None]
+        if len(tensors) == expected:
+            return tuple(tensors)
+        # some tensor inputs got None: an edge that leads somewhere takes the next wanted gradient
+        wanted = iter([grad for grad, need in zip(result, needs) if need])
+        return tuple(next(wanted, None) if receiver is not None else None
+                     for receiver, _ in self._next_functions)
 
     @staticmethod
     def _validate(grad: Any, edge: tuple) -> Any:

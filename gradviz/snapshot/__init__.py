@@ -39,6 +39,11 @@ def trace_of(tensor: Any, graph: Graph, gradient: Any = None) -> list:
     return trace_to_dict(observe_steps(tensor, gradient), graph)
 
 
+class CannotObserve(RuntimeError):
+    """The backward pass of this graph cannot be observed without side effects (e.g. a node whose
+    backward runs a whole backward pass of its own, writing ``.grad``); the message says why."""
+
+
 def observe_steps(tensor: Any, gradient: Any = None):
     """The Steps of the backward pass from ``tensor`` as every view takes them: touching nothing."""
     from gradviz.autograd.engine import backward_steps
@@ -53,5 +58,5 @@ def graph(tensor: Any, names: dict | None = None, model: Any = None) -> Graph:
     return graph_of(tensor, names, model)
 
 
-__all__ = ["Graph", "GraphEdge", "GraphNode", "graph", "graph_of", "observe_steps", "register_foreign_source",
+__all__ = ["CannotObserve", "Graph", "GraphEdge", "GraphNode", "graph", "graph_of", "observe_steps", "register_foreign_source",
            "trace_of"]

@@ -24,7 +24,7 @@ from typing import Any
 
 from gradviz._kinds import is_gradviz_tensor, is_tensor
 from gradviz.render.layout import compute_layout
-from gradviz.snapshot import Graph, graph_of, observe_steps
+from gradviz.snapshot import CannotObserve, Graph, graph_of, observe_steps
 from gradviz.snapshot.trace import trace_to_dict
 
 OPTIONS = {"show_saved": False, "speed": 1.0, "height": 480, "collapse": "auto", "predict": False}
@@ -104,7 +104,12 @@ def take_snapshot(tensor: Any, names: dict | None, previous_trace: list | None =
         steps = tuple(observe_steps(tensor, gradient))
     except RuntimeError as error:  # freed by backward(), or a saved tensor changed in place
         replay = list(previous_trace or [])
-        reason = FREED_NOTE if "second time" in str(error) else f"{STALE_NOTE} {error}"
+        if isinstance(error, CannotObserve):
+            reason = str(error)
+        elif "second time" in str(error):
+            reason = FREED_NOTE
+        else:
+            reason = f"{STALE_NOTE} {error}"
         if replay:
             return Snapshot(graph, replay, _joined(note, reason, REPLAY_NOTE, from_ones))
         return Snapshot(graph, [], _joined(note, reason, NOTHING_TO_STEP))
