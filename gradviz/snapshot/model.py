@@ -62,7 +62,7 @@ def summarize(array: Any, max_elements: int = 12) -> ArraySummary | None:
     """
     if array is None:
         return None
-    dtype = str(getattr(array, "dtype", "")).replace("torch.", "")
+    dtype = _dtype_name(getattr(array, "dtype", None))
     try:
         values, prefix = _display_values(array)
     except (TypeError, RuntimeError, NotImplementedError, ValueError):
@@ -71,6 +71,17 @@ def summarize(array: Any, max_elements: int = 12) -> ArraySummary | None:
 
 
 NO_VALUES = "(no values to show)"
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_name(dtype: Any) -> str:
+    """``float32`` for numpy's or torch's float32 (``str`` of a numpy dtype is slow, and a big graph
+    asks tens of thousands of times for the same few names)."""
+    try:
+        return _DTYPE_NAMES[dtype]
+    except KeyError:
+        name = _DTYPE_NAMES[dtype] = "" if dtype is None else str(dtype).replace("torch.", "")
+        return name
 
 
 def to_numpy(array: Any) -> np.ndarray:
