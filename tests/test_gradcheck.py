@@ -71,6 +71,15 @@ CASES = {
                                 [values(2)]),
     "SliceBackwardBackward0": (lambda g: double_backward.SliceBackwardBackward0.apply(
         g, (4, 2), (slice(1, 3, 1),), {"dim": 0, "end": 3, "start": 1, "step": 1}), [values(2, 2)]),
+    "LogSoftmaxBackwardDataBackward0": (
+        lambda g, x: double_backward.LogSoftmaxBackwardDataBackward0.apply(g, F.log_softmax(x, 1), 1, 1),
+        [values(2, 3), values(2, 3)]),
+    "SoftmaxBackwardDataBackward0": (
+        lambda g, x: double_backward.SoftmaxBackwardDataBackward0.apply(g, F.softmax(x, -1), 1, 2**64 - 1),
+        [values(2, 3), values(2, 3)]),
+    "NllLossBackwardBackward0": (
+        lambda g, x: double_backward.NllLossBackwardBackward0.apply(
+            g, x, gv.tensor([0, 2]), None, 1, -100, gv.tensor(2.0, dtype=gv.float64)), [np.array(0.8), values(2, 3)]),
     "SplitBackward0": (lambda x: gv.cat([piece * (i + 1) for i, piece in enumerate(x.split(2))]), [values(5)]),
     "SplitWithSizesBackward0": (lambda x: x.split([1, 3], dim=1)[1] * 2, [values(2, 4)]),
     "UnbindBackward0": (lambda x: x.unbind(1)[0] * x.unbind(1)[2], [values(2, 3)]),

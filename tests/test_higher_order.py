@@ -64,6 +64,12 @@ EXPRESSIONS = {
     "select": "(M[1] ** 2 * x).sum() + (M[:, -1] ** 3).sum()",
     "select_matrix": ("(M[1] ** 2 * x).sum() + (M[:, -1] ** 3).sum()", "M"),
     "slice": ("(M[:, 0:2] ** 2).sum() + (M[0, 1:] ** 3).sum()", "M"),
+    "cross_entropy": ("F.cross_entropy(M * M, torch.tensor([0, 2]))", "M"),
+    "cross_entropy_sum": ("F.cross_entropy(M.tanh(), torch.tensor([1, 2]), reduction='sum')", "M"),
+    "cross_entropy_none": ("(F.cross_entropy(M * 2, torch.tensor([1, 0]), reduction='none') * y[:2]).sum()", "M"),
+    "log_softmax": ("(F.log_softmax(M, dim=-1) * M).sum()", "M"),
+    "softmax": ("(M.softmax(-1) * M).sum()", "M"),
+    "softmax_dim0": ("(F.softmax(M * 2, dim=0) ** 2).sum()", "M"),
 }
 
 

@@ -33,6 +33,11 @@ class SoftmaxBackward0(OpFunction):
         weighted = backend.sum(backend.mul(grad, result), axis, keepdims=True)
         return backend.mul(result, backend.sub(grad, weighted))
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import SoftmaxBackwardDataBackward0
+
+        return SoftmaxBackwardDataBackward0.apply(grad, ctx.saved_graph("result"), ctx.axis, ctx.saved("dim"))
+
 
 class LogSoftmaxBackward0(OpFunction):
     inputs = ("self",)
@@ -50,6 +55,11 @@ class LogSoftmaxBackward0(OpFunction):
         result = ctx.saved("result")
         axis = ctx.axis if result.ndim else None
         return backend.sub(grad, backend.mul(backend.exp(result), backend.sum(grad, axis, keepdims=True)))
+
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import LogSoftmaxBackwardDataBackward0
+
+        return LogSoftmaxBackwardDataBackward0.apply(grad, ctx.saved_graph("result"), ctx.axis, ctx.saved("dim"))
 
 
 def _dim(dim, name: str):

@@ -172,6 +172,92 @@ def _scatter(grad_output, sizes, key):
     return backend.assign(out, grad_output._data, key)
 
 
+def _save_softmax_data(ctx, grad_output, output, axis: int, saved_dim):
+    """What a (log-)softmax backward op keeps, as PyTorch names it; returns the backend to compute with."""
+    ctx.save(dim=saved_dim, grad_output=grad_output, output=output)
+    ctx.axis = axis
+    return output._backend
+
+
+class LogSoftmaxBackwardDataBackward0(OpFunction):
+    """``_log_softmax_backward_data(grad_output, output, dim) = grad_output - exp(output) * sum(grad_output)``."""
+
+    inputs = ("grad_output", "output")
+    derivatives = {"grad_output": ("grad - (grad * output.exp()).sum(dim, true)", r"\bar{z} - \textstyle\sum \bar{z}\,e^{y}"),
+                   "output": ("-grad * output.exp() * grad_output.sum(dim, true)",
+                              r"-\bar{z}\,e^{y} \textstyle\sum \bar{y}")}
+
+    def forward(ctx, grad_output, output, axis, saved_dim):
+        backend = _save_softmax_data(ctx, grad_output, output, axis, saved_dim)
+        total = backend.sum(grad_output._data, axis, keepdims=True)
+        return backend.sub(grad_output._data, backend.mul(backend.exp(output._data), total))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, output = ctx.saved("grad_output", "output")
+        exp_output = backend.exp(output)
+        return (backend.sub(grad, backend.sum(backend.mul(grad, exp_output), ctx.axis, keepdims=True))
+                if ctx.needs_input_grad[0] else None,
+                backend.neg(backend.mul(backend.mul(grad, exp_output), backend.sum(grad_output, ctx.axis, keepdims=True)))
+                if ctx.needs_input_grad[1] else None)
+
+
+class SoftmaxBackwardDataBackward0(OpFunction):
+    """``_softmax_backward_data(grad_output, output, dim) = output * (grad_output - sum(grad_output * output))``."""
+
+    inputs = ("grad_output", "output")
+    derivatives = {"grad_output": ("_softmax_backward_data(grad, output, dim)", r"y \odot (\bar{z} - \textstyle\sum \bar{z} y)"),
+                   "output": ("grad * grad_output - grad * S - grad_output * sum(grad * output)",
+                              r"\bar{z}\,\bar{y} - \bar{z} S - \bar{y} \textstyle\sum \bar{z} y")}
+
+    def forward(ctx, grad_output, output, axis, saved_dim):
+        backend = _save_softmax_data(ctx, grad_output, output, axis, saved_dim)
+        weighted = backend.sum(backend.mul(grad_output._data, output._data), axis, keepdims=True)
+        return backend.mul(output._data, backend.sub(grad_output._data, weighted))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, output = ctx.saved("grad_output", "output")
+        axis = ctx.axis
+        grad_weighted = backend.sum(backend.mul(grad, output), axis, keepdims=True)
+        grad_grad_output = backend.mul(output, backend.sub(grad, grad_weighted)) if ctx.needs_input_grad[0] else None
+        grad_output_weighted = backend.sum(backend.mul(grad_output, output), axis, keepdims=True)
+        grad_output_input = backend.sub(backend.sub(backend.mul(grad, grad_output), backend.mul(grad, grad_output_weighted)),
+                                        backend.mul(grad_output, grad_weighted)) if ctx.needs_input_grad[1] else None
+        return grad_grad_output, grad_output_input
+
+
+class NllLossBackwardBackward0(OpFunction):
+    """``nll_loss_backward(grad_output, self, target, ...)``: ``-w[t] * grad_output`` at each target class.
+    Linear in ``grad_output`` and constant in ``self`` (whose gradient is zero)."""
+
+    inputs = ("grad_output", "self")
+    derivatives = {"grad_output": ("nll_loss(grad, target, weight, reduction, ignore_index)", r"-\bar{z}_{t}\,w_t / W"),
+                   "self": ("zeros_like(grad)", "0")}
+
+    def forward(ctx, grad_output, self, target, weight, reduction, ignore_index, total):
+        from gradviz.ops.loss import IGNORE_INDEX_SAVED, nll_loss_backward
+
+        ctx.save(ignore_index=ignore_index if ignore_index >= 0 else ignore_index + IGNORE_INDEX_SAVED,
+                 reduction=reduction, target=target, weight=weight)
+        ctx.ignore, ctx.total = ignore_index, total
+        return nll_loss_backward(self._backend, grad_output._data, self._data, target._data,
+                                 None if weight is None else weight._data, reduction, ignore_index, total._data)
+
+    def backward(ctx, grad):
+        from gradviz.ops.loss import _nll_terms
+
+        backend = ctx.backend
+        target, weight, reduction = ctx.saved("target", "weight", "reduction")
+        picked, kept_weights, _ = _nll_terms(backend, grad, target, weight, ctx.ignore)
+        local = backend.neg(backend.mul(picked, kept_weights))
+        if reduction == 1:
+            local = backend.div(backend.sum(local, None), ctx.total._data)
+        elif reduction == 2:
+            local = backend.sum(local, None)
+        return local if ctx.needs_input_grad[0] else None, backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None
+
+
 def _numel(shape) -> int:
     count = 1
     for size in shape:

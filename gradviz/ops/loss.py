@@ -199,7 +199,8 @@ class NllLossBackward0(OpFunction):
         backend = self._backend
         picked, kept_weights, total = _nll_terms(backend, self._data, target._data,
                                                  None if weight is None else weight._data, ignore_index)
-        total_weight = Tensor._make(total, backend=backend)
+        # PyTorch computes the total weight only for 'mean' and 'sum' (it saves 0 for 'none')
+        total_weight = Tensor._make(total if reduction else backend.mul(total, 0), backend=backend)
         ctx.save(ignore_index=ignore_index if ignore_index >= 0 else ignore_index + IGNORE_INDEX_SAVED,
                  reduction=reduction, self=self, target=target, total_weight=total_weight, weight=weight)
         ctx.ignore = ignore_index
@@ -211,14 +212,26 @@ class NllLossBackward0(OpFunction):
         return loss
 
     def backward(ctx, grad):
-        backend = ctx.backend
         x, target, weight, reduction, total = ctx.saved("self", "target", "weight", "reduction", "total_weight")
-        _, kept_weights, _ = _nll_terms(backend, x, target, weight, ctx.ignore)
-        scale = backend.neg(kept_weights)
-        if reduction == 1:
-            scale = backend.div(scale, total)
-        scale = backend.mul(scale, grad)
-        return _scatter_classes(backend, x, target, scale, ctx.ignore)
+        return nll_loss_backward(ctx.backend, grad, x, target, weight, reduction, ctx.ignore, total)
+
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import NllLossBackwardBackward0
+
+        self, target, weight, reduction, total = ctx.saved_graph("self", "target", "weight", "reduction",
+                                                                  "total_weight")
+        return NllLossBackwardBackward0.apply(grad, self, target, weight, reduction, ctx.ignore, total)
+
+
+def nll_loss_backward(backend, grad, x, target, weight, reduction: int, ignore_index: int, total):
+    """PyTorch's ``nll_loss_backward`` on arrays: ``-w[t] * grad`` (over the total weight for 'mean')
+    at each row's target class, zeros elsewhere."""
+    _, kept_weights, _ = _nll_terms(backend, x, target, weight, ignore_index)
+    scale = backend.neg(kept_weights)
+    if reduction == 1:
+        scale = backend.div(scale, total)
+    scale = backend.mul(scale, grad)
+    return _scatter_classes(backend, x, target, scale, ignore_index)
 
 
 def _class_axis(x) -> int:
