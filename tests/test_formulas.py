@@ -60,7 +60,30 @@ EXTRA = {
     "index and select": (lambda x: x[gv.tensor([1, 1, 0]), 1:] * x[0, 1], [values(3, 4)]),
     "narrow slice step": (lambda x: x[:, ::2] * 2, [values(2, 5)]),
     "mlp": (lambda x, w1, w2: (x @ w1).relu().matmul(w2).sigmoid().mean(), [values(4, 3), values(3, 5), values(5, 1)]),
+    # a gradient recorded with create_graph=True, differentiated again: the ...BackwardBackward0 ops
+    "tanh, sigmoid, relu twice": (lambda x: _gradient_of(lambda y: (y.tanh() + y.sigmoid() * y.relu()).sum(), x).sum(),
+                                  [np.array([-1.0, 0.5, 2.0])]),
+    "mse twice, mean": (lambda x, t: _gradient_of(lambda y: F.mse_loss(y * y, t), x), [values(2, 3), values(2, 3)]),
+    "mse twice, none": (lambda x, t: _gradient_of(lambda y: (F.mse_loss(y.sin(), t, reduction="none") * y).sum(), x),
+                        [values(4), values(4)]),
+    "select and slice twice": (lambda x: _gradient_of(lambda y: (y[1] ** 3).sum() + (y[:, -1] ** 2).sum()
+                                                      + (y[:, 1:3] * y[:, :2]).sum() + (y[::2, :-1] ** 2).sum(), x),
+                               [values(3, 4)]),
+    # several outputs: pieces used differently, one unused
+    "split, one piece unused": (lambda x: (lambda a, b, c: a * 2 + c.sum())(*x.split(2)), [values(6)]),
+    "split 2-d, dim 1": (lambda x: (lambda a, b: a.sum(1) * b.mean(1))(*x.split(2, dim=1)), [values(3, 4)]),
+    "chunk, last piece smaller": (lambda x: (lambda a, b, c: a.sum() * c.sum())(*x.chunk(3)), [values(5)]),
+    "split with sizes, negative dim": (lambda x: (lambda a, b, c: (a * c).sum() + b.sum())(*x.split([1, 2, 1], dim=-1)),
+                                       [values(2, 4)]),
+    "unbind, one slice unused": (lambda x: (lambda a, b, c: a * b)(*x.unbind(0)), [values(3, 2)]),
+    "unbind dim 1, a slice used twice": (lambda x: (lambda a, b: a * a + b)(*x.unbind(-1)), [values(3, 2)]),
 }
+
+
+def _gradient_of(f, x):
+    """∂f/∂x recorded with create_graph=True: a tensor whose graph holds the backward pass's ops."""
+    gradient, = gv.autograd.grad(f(x), x, create_graph=True)
+    return gradient
 
 
 def _programs():
@@ -78,10 +101,10 @@ def _checked_nodes(out) -> set:
     weights = gv.tensor(RNG.uniform(0.5, 1.5, size=tuple(out.shape)), dtype=out.dtype)
     checked = set()
     for step in backward_steps(out, weights, retain_graph=True, dry_run=True):
-        arriving = to_numpy(step.grad_outputs[0])
+        arriving = [None if g is None else to_numpy(g) for g in step.grad_outputs]  # one per output of the node
         if step.is_accumulate:
             before = 0 if step.grad_before is None else to_numpy(step.grad_before)
-            got = gradient_sent(step.node, 0, arriving, (tuple(arriving.shape),))
+            got = gradient_sent(step.node, 0, arriving, (tuple(arriving[0].shape),))
             np.testing.assert_allclose(got - before, to_numpy(step.grad_after) - before, rtol=1e-12)
             checked.add(step.name)
             continue
@@ -222,6 +245,7 @@ TORCH_PROGRAMS = {
     "pow, div, max": lambda torch: (lambda a, b: ((a ** 2) / b + b ** a + 2.0 ** a - a.max() + torch.maximum(a, b)).sum())(
         torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True),
         torch.tensor([1.2, 0.7], dtype=torch.float64, requires_grad=True)),
+    "second order and pieces": lambda torch: _torch_second_order(torch),
 }
 
 
@@ -251,6 +275,18 @@ def _torch_shapes(torch):
     return (picked * torch.stack([picked, picked], 0).sum(0)).sum() + x.transpose(0, 1)[1].norm()
 
 
+def _torch_second_order(torch):
+    """A gradient recorded with create_graph=True, then cut into pieces that are used differently."""
+    x = torch.tensor(values(3, 4), requires_grad=True)
+    y = x * 1
+    loss = ((y.tanh() + y.sigmoid() * y.relu()).sum() + torch.nn.functional.mse_loss(y * y, torch.ones(3, 4, dtype=torch.float64))
+            + (y[1] ** 3).sum() + (y[:, 1:3] ** 2).sum())
+    gradient, = torch.autograd.grad(loss, x, create_graph=True)
+    a, _, c = gradient.split([1, 2, 1], dim=-1)
+    first, _, third = gradient.unbind(0)
+    return (a * c).sum() + (first * third).sum() + gradient.split(2)[1].sum()
+
+
 @pytest.mark.parametrize("name", sorted(TORCH_PROGRAMS))
 def test_torch_formula_evaluates_to_what_torch_sent(name):
     torch = pytest.importorskip("torch")
@@ -261,7 +297,7 @@ def test_torch_formula_evaluates_to_what_torch_sent(name):
         if step.name not in TABLE:
             unknown.add(step.name)
             continue
-        arriving = to_numpy(step.grad_outputs[0])
+        arriving = [None if g is None else to_numpy(g) for g in step.grad_outputs]
         if step.is_accumulate:
             continue
         shapes = tuple(None if g is None else tuple(g.shape) for g in step.grad_inputs)

@@ -8,8 +8,13 @@ tensors by their saved names (``self``, ``other``, ``result``: the names PyTorch
 
 A ``Rule`` is either elementwise (``local``: the local derivative, and the gradient sent is
 ``∂L/∂out · local``, summed back over any dimensions broadcasting added) or general (``sent``:
-the whole gradient sent, written with ``Grad()`` for ∂L/∂out). ``tests/test_formulas.py``
+the whole gradient sent, written with ``Grad()`` for ∂L/∂out, or ``Grads()`` for the gradients
+arriving at each output of a node with several: split, unbind). ``tests/test_formulas.py``
 evaluates every rule and compares it with the op's ``backward()``.
+
+The ops only a backward pass records (``create_graph=True``: ``TanhBackwardBackward0``...) get
+formulas in the same notation: their inputs are a gradient (ḡ, the one that arrived at the
+first-order op) and that op's saved values, and their note says what the node computed.
 """
 from __future__ import annotations
 
@@ -18,8 +23,8 @@ from typing import Callable
 
 import numpy as np
 
-from gradviz.snapshot.math import (Both, Call, Expr, Grad, Num, Sum, Var, absolute, cos, exp, indicator, ln, register,
-                                   sgn, sigmoid, sin, sqrt)
+from gradviz.snapshot.math import (Both, Call, Expr, Grad, Grads, Neg, Num, Sum, Var, absolute, cos, exp, indicator, ln,
+                                   register, sgn, sigmoid, sin, sqrt)
 
 INPUT_SHAPE = "_input_shape"    # the shape of the input the gradient is for (hidden: never shown)
 INPUT_SHAPES = "_input_shapes"  # the shapes of all inputs, and which slot this is (cat, stack)
@@ -453,13 +458,26 @@ def _place(grad, shape, key) -> np.ndarray:
     return out
 
 
-def _key_text(key) -> str:
+def _key_text(key, name: str = "x") -> str:
     def one(part):
         if isinstance(part, slice):
             return f"{'' if part.start is None else part.start}:{'' if part.stop is None else part.stop}" + (
                 f":{part.step}" if part.step not in (None, 1) else "")
-        return str(part)
-    return "x[" + ", ".join(one(p) for p in key) + "]"
+        return "..." if part is Ellipsis else str(part)
+    return name + "[" + ", ".join(one(p) for p in key) + "]"
+
+
+def _along(dim: int, part) -> tuple:
+    """A numpy key applying ``part`` (an index, a slice) along ``dim``, counted from the end if negative."""
+    return (slice(None),) * dim + (part,) if dim >= 0 else (Ellipsis, part) + (slice(None),) * (-1 - dim)
+
+
+def _slice_of(o, length: int | None = None) -> slice:
+    """The saved ``start:end:step`` as a slice; an end past ``length`` (or past any size) is left open."""
+    end = None if o["end"] is None else signed(o["end"])
+    if end is not None and end >= (length if length is not None else 2**62):
+        end = length
+    return slice(signed(o["start"] or 0), end, o["step"])
 
 
 def _placed(key: tuple, sizes: tuple) -> Rule:
@@ -473,14 +491,13 @@ register("place")(lambda grad, sizes, key: _place(np.asarray(grad, np.float64), 
 @entry("SelectBackward0", options=("dim", "index", "self_sym_sizes"))
 def _select(o):
     sizes, dim = o["self_sym_sizes"], signed(o["dim"]) % len(o["self_sym_sizes"])
-    return only(_placed((slice(None),) * dim + (signed(o["index"]),), sizes))
+    return only(_placed(_along(dim, signed(o["index"])), sizes))
 
 
 @entry("SliceBackward0", options=("dim", "start", "end", "step", "self_sym_sizes"))
 def _slice(o):
     sizes, dim = o["self_sym_sizes"], signed(o["dim"]) % len(o["self_sym_sizes"])
-    end = min(signed(o["end"]), sizes[dim]) if o["end"] is not None else None
-    return only(_placed((slice(None),) * dim + (slice(signed(o["start"] or 0), end, o["step"]),), sizes))
+    return only(_placed(_along(dim, _slice_of(o, sizes[dim])), sizes))
 
 
 @entry("IndexBackward0", options=("self_sym_sizes",))
@@ -584,6 +601,48 @@ def _piece(grad, shapes, slot, dim):
     return np.take(grad, range(start, start + sizes[slot]), axis=axis)
 
 
+# ------------------------------------------------------------------ pieces: one node, several outputs
+@entry("SplitBackward0", options=("dim", "split_size", "self_sym_sizes"))
+def _split(o):
+    sizes, size = o["self_sym_sizes"], o["split_size"]
+    axis = signed(o["dim"]) % len(sizes)
+    length = sizes[axis]
+    lengths = tuple(min(size, length - start) for start in range(0, length, size)) if length else (0,)
+    return _joined(axis, lengths)
+
+
+@entry("SplitWithSizesBackward0", options=("dim", "split_sizes", "self_sym_sizes"))
+def _split_with_sizes(o):
+    return _joined(signed(o["dim"]) % len(o["self_sym_sizes"]), tuple(o["split_sizes"]))
+
+
+entry("UnbindBackward0", options=("dim",))(lambda o: _joined(signed(o["dim"]), None))
+
+
+def _joined(axis: int, lengths: tuple | None) -> dict:
+    """The pieces' gradients put back together: concatenated (a split's pieces, ``lengths`` long
+    along ``axis``) or stacked (``lengths`` None: an unbind's slices)."""
+    how, made = ("cat", "split cut x into the pieces") if lengths is not None else ("stack", "unbind took x apart into the slices")
+    return only(Rule(sent=Call("join", (Grads(), hidden(INPUT_SHAPE)), how, (axis, lengths), f"along dim {axis}"),
+                     note=f"{made} z₁, z₂, … along dim {axis}: each piece's gradient goes back where the piece came "
+                          "from, and a piece no gradient reached counts as 0"))
+
+
+@register("join")
+def _join(grads, shape, axis, lengths):
+    shape = tuple(shape)
+    axis %= len(shape)
+
+    def piece(grad, length):
+        if grad is not None:
+            return np.asarray(grad, np.float64)
+        return np.zeros(shape[:axis] + (() if length is None else (length,)) + shape[axis + 1:])
+
+    if lengths is None:
+        return np.stack([piece(grad, None) for grad in grads], axis)
+    return np.concatenate([piece(grad, length) for grad, length in zip(grads, lengths)], axis)
+
+
 @entry("AsStridedBackward0", options=("size", "stride", "storage_offset"))
 def _as_strided(o):
     geometry = (tuple(o["size"]), tuple(o["stride"]), o["storage_offset"])
@@ -615,6 +674,68 @@ def _copy_slices(o):
                          note="an in-place op changed a view of this tensor: its formula runs on the view's part"),
             "other": Rule(sent=Call("copy_slices", context, "", (), "the in-place op's gradient"),
                           symbol="y", note="the in-place op's other input")}
+
+
+# ------------------------------------------------------------------ ops a backward pass records (create_graph=True)
+def recorded(computed: str) -> str:
+    """The note of a node only a backward pass records: what its forward computed."""
+    return (f"recorded by a backward pass (create_graph=True): this node computed {computed}; "
+            "its own gradient is a second derivative")
+
+
+g_bar = Var("grad_output", "ḡ")  # the gradient that arrived at the first-order op
+y_out = Var("output", "y")
+
+
+@entry("TanhBackwardBackward0")
+def _tanh_twice(o):
+    note = recorded("tanh's gradient ḡ·(1 − y²), ḡ being the gradient that arrived at the tanh and y = tanh x its output")
+    return {"grad_output": Rule(local=1 - y_out ** 2, note=note, symbol="ḡ"),
+            "output": Rule(local=Neg(Num(2)) * g_bar * y_out, note=note, symbol="y")}
+
+
+@entry("SigmoidBackwardBackward0")
+def _sigmoid_twice(o):
+    note = recorded("sigmoid's gradient ḡ·y·(1 − y), ḡ being the gradient that arrived at the sigmoid and y = σ(x) "
+                    "its output")
+    return {"grad_output": Rule(local=y_out * (1 - y_out), note=note, symbol="ḡ"),
+            "output": Rule(local=g_bar * (1 - 2 * y_out), note=note, symbol="y")}
+
+
+@entry("ThresholdBackwardBackward0", options=("threshold",))
+def _threshold_twice(o):
+    threshold = o["threshold"]
+    if threshold == 0:  # relu's backward reads its output
+        s, computed = Var("self", "y"), "relu's gradient ḡ·[y > 0], ḡ being the gradient that arrived at the relu and y its output"
+    else:
+        s, computed = x, f"threshold's gradient ḡ·[x > {threshold}], ḡ being the gradient that arrived and x the input"
+    return {"grad_output": Rule(local=indicator(s, ">", Num(threshold)), note=recorded(computed), symbol="ḡ"),
+            "self": Rule(local=Num(0), symbol=s.text, note=recorded(computed) + f"; {s.text} only decides where ḡ "
+                         "passes: moving it a little changes nothing, so its gradient is 0")}
+
+
+@entry("MseLossBackwardBackward0", options=("reduction",), present=("self", "target"))
+def _mse_twice(o):
+    sizes = np.broadcast_shapes(tuple(o["self"]), tuple(o["target"]))
+    o = dict(o, weight=None)
+    (d_grad, scale), (d_self, _), (d_target, _) = (_loss_scale(o, sizes, 2 * (x - t)), _loss_scale(o, sizes, 2 * g_bar),
+                                                    _loss_scale(o, sizes, Neg(Num(2)) * g_bar))
+    computed = "mse_loss's gradient " + ("2·(x − t)·ḡ/n" if o["reduction"] == MEAN else "2·(x − t)·ḡ")
+    note = recorded(computed + ", ḡ being the gradient that arrived at the loss") + (f"; {scale}" if scale else "")
+    return {"grad_output": Rule(local=d_grad, note=note, symbol="ḡ"), "self": Rule(local=d_self, note=note),
+            "target": Rule(local=d_target, note=note, symbol="t")}
+
+
+def _read_back(key: tuple, computed: str) -> dict:
+    return only(Rule(sent=Call("take", (g,), "", (key,), f"read at {_key_text(key, 'z')}"), symbol="ḡ",
+                     note=recorded(computed) + ": reading those elements back is the gradient"), "grad_output")
+
+
+register("take")(lambda grad, key: np.asarray(grad, np.float64)[key])
+entry("SelectBackwardBackward0", options=("dim", "index"))(lambda o: _read_back(
+    _along(signed(o["dim"]), signed(o["index"])), "the gradient of x[i]: ḡ put at index i in zeros the size of x"))
+entry("SliceBackwardBackward0", options=("dim", "start", "end", "step"))(lambda o: _read_back(
+    _along(signed(o["dim"]), _slice_of(o)), "the gradient of x[a:b]: ḡ put in the slice, in zeros the size of x"))
 
 
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")

@@ -25,7 +25,7 @@ from gradviz.autograd.node import AccumulateGrad
 from gradviz._kinds import ACCUMULATE_GRAD, is_gradviz_tensor
 from gradviz.snapshot import formula_table
 from gradviz.snapshot.formula_table import INPUT_SHAPE, INPUT_SHAPES, NODE, SLOT, TABLE
-from gradviz.snapshot.math import GRAD, LOSS, evaluate, mathml, partial, register, to_mathml_json, variables
+from gradviz.snapshot.math import GRAD, GRADS, LOSS, evaluate, mathml, partial, register, to_mathml_json, variables
 from gradviz.snapshot.model import Formula, summarize, to_numpy
 
 FULL_VALUES_UP_TO = 36  # tensors this small carry all their values, shown on demand
@@ -116,9 +116,11 @@ def rule_for_slot(rules: tuple, slot: int):
     return rules[-1][1]
 
 
-def environment(node: Any, rule, slot: int, grad_output, input_shapes: tuple) -> dict:
-    """The values ``rule`` reads at this node: the gradient arriving, the node's saved tensors."""
-    env: dict = {GRAD: _float64(grad_output), INPUT_SHAPE: input_shapes[slot], INPUT_SHAPES: input_shapes,
+def environment(node: Any, rule, slot: int, grad_outputs, input_shapes: tuple) -> dict:
+    """The values ``rule`` reads at this node: the gradients arriving (one per output of the node,
+    None where none arrived: ``GRAD`` is the first, ``GRADS`` all of them), the node's saved tensors."""
+    grads = tuple(None if g is None else _float64(g) for g in grad_outputs)
+    env: dict = {GRAD: grads[0], GRADS: grads, INPUT_SHAPE: input_shapes[slot], INPUT_SHAPES: input_shapes,
                  SLOT: slot, NODE: node}
     for name in variables(rule.expression):
         if name not in env:
@@ -169,12 +171,13 @@ def fit_to(value, shape: tuple) -> np.ndarray:
     return np.sum(value, axis=axes, keepdims=True).reshape(shape)
 
 
-def gradient_sent(node: Any, slot: int, grad_output, input_shapes: tuple, name: str | None = None) -> np.ndarray:
-    """The gradient the learner's formula gives for input ``slot`` (float64), to compare with backward."""
+def gradient_sent(node: Any, slot: int, grad_outputs, input_shapes: tuple, name: str | None = None) -> np.ndarray:
+    """The gradient the learner's formula gives for input ``slot`` (float64), to compare with backward;
+    ``grad_outputs``: the gradients that arrived, one per output of the node (a step's ``grad_outputs``)."""
     rule = rule_for_slot(rules_for(node, name), slot)
     if rule is None:
         raise KeyError(f"no learner formula for {name or node_name(node)}")
-    env = environment(node, rule, slot, grad_output, input_shapes)
+    env = environment(node, rule, slot, grad_outputs, input_shapes)
     with np.errstate(all="ignore"):
         return fit_to(evaluate(rule.expression, env), input_shapes[slot])
 
@@ -257,8 +260,8 @@ def _copy_slices(grad, node, slot, input_shapes):
     view_grad = memory[view]
     shapes = (tuple(view.shape),) + tuple(input_shapes[1:])
     if slot:
-        return gradient_sent(node.fn, slot, view_grad, shapes)
-    memory[view] = gradient_sent(node.fn, 0, view_grad, shapes)
+        return gradient_sent(node.fn, slot, (view_grad,), shapes)
+    memory[view] = gradient_sent(node.fn, 0, (view_grad,), shapes)
     return memory[base]
 
 

@@ -11,6 +11,11 @@ A learner formula (``gradviz.snapshot.formulas``) is written with these nodes, e
 * ``evaluate(expr, env)`` computes it with numpy in float64, ``env`` mapping each variable name to
   its value. ``tests/test_formulas.py`` checks the result against every op's ``backward()``.
 
+A node with one output reads the gradient arriving at it as ``Grad()`` (∂L/∂z); a node with
+several (``split``, ``unbind``: each piece is an output) reads them all as ``Grads()``
+(∂L/∂z₁, ∂L/∂z₂, …), a tuple with ``None`` for a piece no gradient reached, which the functions
+that read it count as zeros.
+
 The tags are MathML's presentation tags (``TAGS``); nothing else may appear in a tree.
 """
 from __future__ import annotations
@@ -24,6 +29,7 @@ import numpy as np
 TAGS = ("math", "mrow", "mi", "mn", "mo", "mtext", "mfrac", "msup", "msub", "munder", "msqrt")
 
 GRAD = "grad"  # the variable that holds the gradient arriving at the node (∂L/∂out)
+GRADS = "grads"  # a node with several outputs: the gradients arriving at each (None: none arrived)
 LOSS = "loss"  # display-only variables: what backward() started from, and this node's output
 OUT = "out"
 
@@ -79,6 +85,12 @@ class Var(Expr):
 @dataclass(frozen=True, eq=False)
 class Grad(Expr):
     """The gradient arriving at the node, shown as ∂L/∂out; evaluates to ``env[GRAD]``."""
+
+
+@dataclass(frozen=True, eq=False)
+class Grads(Expr):
+    """The gradients arriving at each output of a node with several, shown as ∂L/∂z₁, ∂L/∂z₂, …;
+    evaluates to ``env[GRADS]``, with ``None`` where no gradient arrived."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,8 +242,9 @@ def number_text(value) -> str:
     return str(value)
 
 
-def partial(of: str, wrt: str, wrt_text: str, var: str | None = None) -> dict:
-    """∂L/∂wrt: the panel shows ``of`` and ``wrt`` by their labels (the loss's, the input's)."""
+def partial(of: str, wrt: str | None, wrt_text: str, var: str | None = None) -> dict:
+    """∂L/∂wrt: the panel shows ``of`` and ``wrt`` by their labels (the loss's, the input's);
+    ``wrt`` None: always by ``wrt_text`` (a piece of a split has no label of its own)."""
     return mathml("mfrac", mathml("mrow", _mo("∂"), mathml("mi", text="L", sym=of)),
                   mathml("mrow", _mo("∂"), mathml("mi", text=wrt_text, sym=wrt)), var=var)
 
@@ -255,6 +268,9 @@ def _render(expr: Expr) -> dict:  # noqa: C901 (one case per node kind reads bes
         return mathml("mi", text=expr.text, var=expr.name, sym=expr.name)
     if isinstance(expr, Grad):
         return partial(LOSS, OUT, "z", var=GRAD)
+    if isinstance(expr, Grads):
+        pieces = (partial(LOSS, None, "z₁"), _mo(","), partial(LOSS, None, "z₂"), _mo(","), _mo("…"))
+        return mathml("mrow", *pieces, var=GRADS)
     if isinstance(expr, (Add, Sub)):
         sign = "+" if isinstance(expr, Add) else "−"
         return mathml("mrow", _wrap(expr.left, _SUM), _mo(sign), _wrap(expr.right, _SUM, strict=True))
@@ -289,10 +305,19 @@ def _render(expr: Expr) -> dict:  # noqa: C901 (one case per node kind reads bes
 
 
 def _factor(expr: Expr) -> dict:
-    """A factor after ``·``: a negated one keeps its parentheses, ``a · (−sin x)``."""
+    """A factor after ``·``: one that starts with a minus sign keeps its parentheses,
+    ``a · (−sin x)``, ``a · (−2·y)``."""
     if isinstance(expr, (Call, Sum)):
         return _render(expr)
-    return _wrap(expr, _POWER if isinstance(expr, Neg) else _PRODUCT)
+    if _starts_negative(expr):
+        return mathml("mrow", _mo("("), _render(expr), _mo(")"))
+    return _wrap(expr, _PRODUCT)
+
+
+def _starts_negative(expr: Expr) -> bool:
+    while isinstance(expr, (Mul, MatMul)):
+        expr = expr.left
+    return isinstance(expr, Neg) or (isinstance(expr, Num) and expr.value < 0)
 
 
 def _render_call(expr: Call) -> dict:
@@ -329,7 +354,8 @@ def variables(expr: Expr) -> tuple:
     stack = [expr]
     while stack:
         node = stack.pop()
-        name = node.name if isinstance(node, Var) else GRAD if isinstance(node, Grad) else None
+        name = (node.name if isinstance(node, Var) else GRAD if isinstance(node, Grad)
+                else GRADS if isinstance(node, Grads) else None)
         if name is not None and name not in found:
             found.append(name)
         stack.extend(reversed(node.children()))
@@ -345,6 +371,8 @@ def evaluate(expr: Expr, env: dict) -> Any:
         return env[expr.name]
     if isinstance(expr, Grad):
         return env[GRAD]
+    if isinstance(expr, Grads):
+        return env[GRADS]
     if isinstance(expr, Call):
         return FUNCTIONS[expr.name](*(evaluate(a, env) for a in expr.args), *expr.params)
     if isinstance(expr, Indicator):

@@ -4,7 +4,8 @@ Each entry names graph ids, not Python objects, so the trace can be stepped in a
 no kernel. Shape of one entry::
 
     {"index": 0, "node": "n1", "name": "MulBackward0",
-     "grad_outputs": [summary], "grad_inputs": [summary | null],
+     "grad_outputs": [summary | null],    # one per output; null: none reached it (split, unbind)
+     "grad_inputs": [summary | null],
      "targets": ["n2" | null],            # graph id each grad_input flows to (next_functions)
      "contributions": [[{"from": "n0" | null, "value": summary}]],  # per output, summed pieces
      "leaf": "n5" | null,                 # AccumulateGrad: the leaf whose .grad changes

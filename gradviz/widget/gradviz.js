@@ -826,7 +826,9 @@ function m(tag, text = null, ...children) {
  * @param {{symbols: Map<string, string>, values: Object<string, Summary> | null}} context
  */
 function mathFromTree(tree, context) {
-  if (context.values && tree.var && context.values[tree.var]) return valueMath(context.values[tree.var]);
+  const value = context.values && tree.var ? context.values[tree.var] : undefined;
+  if (Array.isArray(value)) return piecesMath(value);
+  if (value) return valueMath(value);
   let label = tree.sym !== undefined ? context.symbols.get(tree.sym) : undefined;
   const input = context.symbols.get("self");
   if (label === undefined && tree.sym === "result" && input !== undefined && tree.text) {
@@ -846,6 +848,19 @@ function valueMath(summary, bracket = true) {
   number.setAttribute("class", "gv-num");
   if (!summary.shape.length) return bracket && summary.preview.startsWith("-") ? m("mrow", null, m("mo", "("), number, m("mo", ")")) : number;
   return m("msub", null, number, m("mtext", summary.shape.join("\u00d7")));
+}
+
+/**
+ * The gradients arriving at each output of a node with several (split, unbind), comma-separated;
+ * 0 for an output no gradient reached, as the formula counts it.
+ */
+function piecesMath(summaries) {
+  const pieces = [];
+  summaries.forEach((summary, i) => {
+    if (i) pieces.push(m("mo", ","));
+    pieces.push(summary ? valueMath(summary) : m("mn", "0"));
+  });
+  return m("mrow", null, ...pieces);
 }
 
 /** One displayed line of math: <math display="block"> around the pieces. */
@@ -904,12 +919,13 @@ function rightSide(formula) {
 }
 
 /**
- * The values a step's formulas read, by variable name: the gradient arriving (`grad`), the
- * node's saved tensors as the graph shows them (`self`, `other`, `result`...), and for
- * AccumulateGrad the .grad the pass started from (0 when it was None).
+ * The values a step's formulas read, by variable name: the gradient arriving (`grad`; `grads`,
+ * one per output, for a node with several), the node's saved tensors as the graph shows them
+ * (`self`, `other`, `result`...), and for AccumulateGrad the .grad the pass started from (0 when
+ * it was None).
  */
 function stepValues(entry, node) {
-  const values = {};
+  const values = { grads: entry.grad_outputs };
   if (entry.grad_outputs[0]) values.grad = entry.grad_outputs[0];
   for (const saved of node ? node.saved : []) if (saved.value) values[saved.name] = saved.value;
   values.grad_before = entry.grad_before || { shape: [], dtype: "", preview: "0" };
@@ -1021,15 +1037,25 @@ function section(title, rows) {
   return box;
 }
 
-/** The gradient arriving at a step: one value, or the contributions summed into it. */
+/**
+ * The gradient arriving at a step: one value, or the contributions summed into it; for a node
+ * with several outputs (split, unbind), one line per output, named as its formula names them.
+ */
 function arrivingRows(entry, nodes) {
   const rows = [];
+  const several = entry.grad_outputs.length > 1;
   entry.grad_outputs.forEach((grad, i) => {
     const pieces = entry.contributions[i] || [];
-    if (pieces.length <= 1) {
-      rows.push(h("div", { class: "gv-mono" }, `${shapeText(grad && grad.shape)} ${preview(grad)}`.trim()));
+    const name = several ? `\u2202L/\u2202z${subscript(i + 1)} = ` : "";
+    if (several && !grad) {
+      rows.push(h("div", { class: "gv-mono" }, `${name}None (no gradient reached this output: it counts as 0)`));
       return;
     }
+    if (pieces.length <= 1) {
+      rows.push(h("div", { class: "gv-mono" }, `${name}${shapeText(grad && grad.shape)} ${preview(grad)}`.trim()));
+      return;
+    }
+    if (several) rows.push(h("div", { class: "gv-sum-title" }, name.replace(/ = $/, ":")));
     rows.push(h("div", { class: "gv-sum-title" }, `${pieces.length} contributions summed (the tensor was used ${pieces.length} times):`));
     pieces.forEach((piece, j) => {
       const sender = piece.from ? nodes.get(piece.from) : null;
@@ -1038,6 +1064,11 @@ function arrivingRows(entry, nodes) {
     rows.push(h("div", { class: "gv-mono gv-total" }, `= ${preview(grad)}`));
   });
   return rows;
+}
+
+/** A number in subscript digits: 12 -> ₁₂. */
+function subscript(number) {
+  return String(number).replace(/[0-9]/g, (digit) => String.fromCharCode(0x2080 + Number(digit)));
 }
 
 /** AccumulateGrad's step: .grad before + arriving = after, as math. */

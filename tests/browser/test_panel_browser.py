@@ -85,6 +85,23 @@ def nan_program():
     return loss, {"x": x, "loss": loss}
 
 
+def split_program():
+    """Pieces used differently, the middle one not at all: its gradient counts as 0."""
+    x = gv.tensor([1.0, 2.0, 3.0, 4.0, 5.0], requires_grad=True)
+    first, _, last = x.split(2)
+    loss = (first * 3.0).sum() + last.sum() * 7.0
+    return loss, {"x": x, "loss": loss}
+
+
+def second_order_program():
+    """A gradient recorded with create_graph=True, differentiated again: TanhBackwardBackward0."""
+    x = gv.tensor([0.5, -1.0], requires_grad=True)
+    w = gv.tensor([2.0, 3.0], requires_grad=True)
+    gradient, = gv.autograd.grad((x.tanh() * w).sum(), x, create_graph=True)
+    loss = (gradient * gradient).sum()
+    return loss, {"x": x, "w": w, "gradient": gradient, "loss": loss}
+
+
 # family -> (program, the op whose step is shown, a value the numbers line must contain)
 FAMILIES = {
     "unary": (cos_program, "CosBackward0", f"{-np.sin(4.0):.4f}"),
@@ -96,6 +113,8 @@ FAMILIES = {
     "inplace": (inplace_program, "torch::autograd::CopySlices", "view"),
     "accumulate": (cos_program, "torch::autograd::AccumulateGrad", "=0+"),
     "nan": (nan_program, "LogBackward0", "inf"),
+    "pieces": (split_program, "SplitBackward0", "cat"),
+    "second order": (second_order_program, "TanhBackwardBackward0", "ḡ"),
 }
 
 
@@ -152,6 +171,28 @@ def test_seed_loss_shows_no_weight_terms_and_divides_by_n(offline_page, tmp_path
     assert "weight" not in first and "pos_weight" not in first
     assert "σ" in first and "3" in first  # (σ(z) − y) / 3: reduction='mean' over 3 elements
     assert "∂z" in first and "y" in first
+
+
+def test_split_joins_the_pieces_gradients_with_zero_for_an_unused_piece(offline_page, tmp_path):
+    page = offline_page
+    maths = open_panel_at(page, tmp_path, split_program, "SplitBackward0")
+    first, numbers = maths[0]["text"], maths[1]["text"]
+    assert "∂L∂z₁" in first.replace(" ", "") or "∂loss∂z₁" in first.replace(" ", "")
+    assert "cat" in first and "along dim 0" in first
+    numbers = numbers.replace(" ", "")
+    assert "[3.,3.]" in numbers and ",0," in numbers and "[7.]" in numbers and "[3.,3.,0.,0.,7.]" in numbers
+    arriving = page.locator(".gv-panel .gv-section").first.inner_text()
+    assert "∂L/∂z₂" in arriving and "counts as 0" in arriving
+    assert page.errors == []
+
+
+def test_second_order_node_says_it_was_recorded_by_a_backward_pass(offline_page, tmp_path):
+    page = offline_page
+    maths = open_panel_at(page, tmp_path, second_order_program, "TanhBackwardBackward0")
+    primary = [math["text"].replace(" ", "") for math in maths if math["primary"]]
+    assert any("(1−y2)" in text for text in primary) and any("(−2·ḡ·y)" in text for text in primary), primary
+    assert "recorded by a backward pass (create_graph=True)" in page.locator(".gv-panel").inner_text()
+    assert page.errors == []
 
 
 MARKUP_LABELS = [r"\frac{a}{b}", "<mi>w</mi>", "</math><img src=x onerror=alert(1)>", "$$x$$"]
