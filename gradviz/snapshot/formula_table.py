@@ -738,6 +738,59 @@ entry("SliceBackwardBackward0", options=("dim", "start", "end", "step"))(lambda 
     _along(signed(o["dim"]), _slice_of(o)), "the gradient of x[a:b]: ḡ put in the slice, in zeros the size of x"))
 
 
+def _softmax_axis(o) -> int:
+    return signed(o["dim"]) % max(len(o["output"]), 1)
+
+
+@entry("SoftmaxBackwardDataBackward0", options=("dim",), present=("output",))
+def _softmax_twice(o):
+    axis = _softmax_axis(o)
+    note = recorded(f"softmax's gradient y·(ḡ − Σⱼ ḡ·y), ḡ being the gradient that arrived at the softmax and "
+                    f"y its output; Σⱼ runs along dim {axis}")
+    return {"grad_output": Rule(sent=y_out * (g - Sum(g * y_out, axis)), note=note, symbol="ḡ"),
+            "output": Rule(sent=g * g_bar - g * Sum(g_bar * y_out, axis) - g_bar * Sum(g * y_out, axis),
+                           note=note, symbol="y")}
+
+
+@entry("LogSoftmaxBackwardDataBackward0", options=("dim",), present=("output",))
+def _log_softmax_twice(o):
+    axis = _softmax_axis(o)
+    note = recorded(f"log_softmax's gradient ḡ − eʸ·Σⱼ ḡ, ḡ being the gradient that arrived at the log_softmax and "
+                    f"y its output (so eʸ is the softmax); Σⱼ runs along dim {axis}")
+    return {"grad_output": Rule(sent=g - Sum(g * exp(y_out), axis), note=note, symbol="ḡ"),
+            "output": Rule(sent=Neg(g * exp(y_out) * Sum(g_bar, axis)), note=note, symbol="y")}
+
+
+@entry("NllLossBackwardBackward0", options=("reduction", "ignore_index"), present=("weight",))
+def _nll_twice(o):
+    reduction, ignore = o["reduction"], signed(o["ignore_index"])
+    target = Var("target", "t")
+    args = (g, target) + ((Var("weight", "weight"),) if o["weight"] is not None else ())
+    how = {0: "per row", 1: "averaged over the rows counted", 2: "summed"}[reduction]
+    computed = "nll_loss's gradient: −ḡ at each row's target class (times its class weight)"
+    return {"grad_output": Rule(sent=Call("nll", args, "nll_loss", (reduction, ignore), how), symbol="ḡ",
+                                note=recorded(computed) + "; so the gradient for ḡ is nll_loss of the arriving "
+                                "gradient: minus its value at each row's target class, " + how),
+            "self": Rule(sent=Num(0), note=recorded(computed) + "; its value does not depend on x's values, so x's gradient is 0")}
+
+
+@register("nll")
+def _nll_value(*values):
+    """``nll_loss(grad, target, weight, reduction, ignore_index)`` in float64."""
+    *arrays, reduction, ignore = values
+    grad = np.asarray(arrays[0], np.float64)
+    hit = _one_hot(arrays[1], grad.shape, ignore)
+    weights = np.ones(grad.shape[1] if grad.ndim > 1 else grad.shape[0])
+    if len(arrays) > 2:
+        weights = np.asarray(arrays[2], np.float64)
+    axis = 1 if grad.ndim > 1 else 0
+    weighted = hit * weights.reshape((-1,) + (1,) * (grad.ndim - axis - 1))
+    terms = -(grad * weighted).sum(axis=axis)
+    if reduction == 0:
+        return terms
+    return terms.sum() / weighted.sum() if reduction == MEAN else terms.sum()
+
+
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
