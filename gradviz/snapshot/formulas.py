@@ -96,7 +96,7 @@ def _built(name: str, options: tuple) -> tuple:
 
 def _formula(name: str, input_name: str, rule, torch_text: str) -> Formula:
     if name == ACCUMULATE_GRAD:
-        left = mathml("mrow", mathml("mi", text="x", sym="variable"), mathml("mo", text="."), mathml("mi", text="grad"))
+        left = mathml("mi", text="x.grad", sym="grad_before")  # one identifier: the panel writes "w.grad"
         arrow = "←"
     else:
         left, arrow = partial(LOSS, input_name, rule.symbol), "="
