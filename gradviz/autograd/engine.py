@@ -293,10 +293,51 @@ class GraphTask:
         previous_grad_mode = _grad_state.enabled
         _grad_state.enabled = False  # PyTorch runs nodes with grad mode = create_graph
         try:
-            while ready_queue.heap:
-                evaluate_function(*ready_queue.pop())
+            if self.exec_info is None and not self.record_steps and not self.dry_run:
+                self._execute_plain()
+            else:
+                while ready_queue.heap:
+                    evaluate_function(*ready_queue.pop())
         finally:
             _grad_state.enabled = previous_grad_mode
+
+    def _execute_plain(self) -> None:
+        """``execute`` for a plain ``backward()`` (every node runs, no Steps, no dry run, no recorded
+        pass): ``evaluate_function`` written out as one loop, since on a graph of scalars the engine's
+        own bookkeeping costs more than the arithmetic. A node with hooks, and a node with other than
+        one output (GraphRoot, a custom Function), still goes through ``evaluate_function``, so the
+        order and every result are the same; only Python calls and temporaries are saved."""
+        ready_queue = self.ready_queue
+        heap = ready_queue.heap
+        pop = ready_queue.pop
+        evaluate_function = self.evaluate_function
+        accumulate_grad = self.accumulate_grad
+        send_on = self.send_on
+        release = not self.keep_graph
+        run_hooks = self.run_hooks
+        while heap:
+            if len(heap) == 1:  # a chain: the one ready node, nothing to sift
+                _, node, input_buffer = heap.pop()
+            else:
+                node, input_buffer = pop()
+            if (node._num_outputs != 1 or run_hooks and (
+                    node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks or node._hooks)):
+                evaluate_function(node, input_buffer)
+                continue
+            grad = input_buffer[0]
+            if node._is_accumulate:
+                accumulate_grad(node, grad)
+                continue
+            next_functions = node._next_functions
+            if grad is None:  # every path here was cut off: undefined gradients flow on
+                grad_inputs = (None,) * len(next_functions)
+            else:
+                grad_inputs = node.backward(grad)
+                if type(grad_inputs) is not tuple:
+                    grad_inputs = (grad_inputs,)
+            if release:
+                node._release_variables()
+            send_on(node, next_functions, grad_inputs)
 
     def steps(self):
         """Run the pass one node at a time, yielding a Step after each.
@@ -348,9 +389,20 @@ class GraphTask:
         if not self.keep_graph and not node._is_accumulate:  # AccumulateGrad saves nothing
             node._release_variables()
 
+        self.send_on(node, node._next_functions, grad_inputs)
+
+        if self.record_steps and type(node) is not GraphRoot:  # GraphRoot is the engine's, not the user's
+            return self.make_step(node, input_buffer, grad_outputs, grad_inputs, grad_before, grad_after)
+        return None
+
+    def send_on(self, node, next_functions: tuple, grad_inputs: tuple) -> None:
+        """Add each gradient ``node`` produced into the input buffer of the node it is meant for
+        (one per edge), queueing that node once its last gradient has arrived."""
         dependencies = self.dependencies
         not_ready = self.not_ready
-        for (next_node, slot), grad in zip(node._next_functions, grad_inputs):
+        exec_info = self.exec_info
+        record = self.record_steps
+        for (next_node, slot), grad in zip(next_functions, grad_inputs):
             if next_node is None:
                 continue
             remaining = dependencies[next_node] - 1
@@ -364,13 +416,13 @@ class GraphTask:
                     not_ready[next_node] = next_buffer
             elif not remaining:
                 del not_ready[next_node]
-            next_buffer.add(slot, grad, node)
+            if record:
+                next_buffer.add(slot, grad, node)
+            elif grad is not None:  # InputBuffer.add, written out: this runs for every edge
+                accumulated = next_buffer[slot]
+                next_buffer[slot] = grad if accumulated is None else accumulated + grad
             if not remaining:
                 self.ready_queue.push(next_node, next_buffer)
-
-        if self.record_steps and type(node) is not GraphRoot:  # GraphRoot is the engine's, not the user's
-            return self.make_step(node, input_buffer, grad_outputs, grad_inputs, grad_before, grad_after)
-        return None
 
     def capture(self, node, grad_outputs: list) -> bool:
         """Keep the incoming gradients ``grad()`` asked for; say whether ``node`` must run.

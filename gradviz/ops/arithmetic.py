@@ -50,11 +50,20 @@ def _record_binary(ctx, self, other) -> None:
 
 
 def _binary_grads(ctx, grad_self, grad_other):
-    """Run only the needed gradient formulas, each summed and cast back to its input."""
-    backend = ctx.backend
+    """Run only the needed gradient formulas, each summed and cast back to its input (only when it
+    differs from it: on scalar graphs it almost never does, and this runs for every binary node)."""
     self_shape, self_dtype, other_shape, other_dtype = ctx.metas
-    return (to_shape_and_dtype(backend, grad_self(), self_shape, self_dtype) if ctx.needs_input_grad[0] else None,
-            to_shape_and_dtype(backend, grad_other(), other_shape, other_dtype) if ctx.needs_input_grad[1] else None)
+    needs = ctx.needs_input_grad
+    first = second = None
+    if needs[0]:
+        first = grad_self()
+        if first.shape != self_shape or (self_dtype is not None and first.dtype is not self_dtype):
+            first = to_shape_and_dtype(ctx.backend, first, self_shape, self_dtype)
+    if needs[1]:
+        second = grad_other()
+        if second.shape != other_shape or (other_dtype is not None and second.dtype is not other_dtype):
+            second = to_shape_and_dtype(ctx.backend, second, other_shape, other_dtype)
+    return first, second
 
 
 def _graph_grads(ctx, grad_self, grad_other):
