@@ -23,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "lessons"
 STEMS = ["01_computational_graph", "02_chain_rule", "03_accumulation", "04_no_grad",
          "05_dynamic_graphs", "06_devices", "07_real_pytorch", "08_hooks_and_saved_tensors",
-         "09_training_a_network"]
+         "09_training_a_network", "10_custom_functions", "11_higher_order"]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
 CELL_TIMEOUT = 60
@@ -43,6 +43,10 @@ ANSWERS = {
     "l08-ex1-prediction": "2 * 12 * -0.1455",
     "l08-ex2-prediction": "40.0",
     "l09-ex1-prediction": "(gv.sigmoid(logits) - t).mean()",
+    "l10-ex1-prediction": "1.5 * (5 * 2 ** 2 - 1)",
+    "l10-ex2-prediction": "[0.75, 12.0]",
+    "l11-ex1-prediction": "-0.8415",
+    "l11-ex2-prediction": "[4.0, 2.0]",
 }
 PREDICTION_LINE = re.compile(r"^prediction = None\b.*$", re.MULTILINE)
 
@@ -144,7 +148,9 @@ PREDICT_VIEWS = {"01_computational_graph": ["l01-ex1-predict-view"],
                  "02_chain_rule": ["l02-show-z", "l02-show-loss"],
                  "03_accumulation": ["l03-ex1-predict-view"],
                  "05_dynamic_graphs": ["l05-used-twice"],
-                 "08_hooks_and_saved_tensors": ["l08-ex1-view"]}
+                 "08_hooks_and_saved_tensors": ["l08-ex1-view"],
+                 "10_custom_functions": ["l10-ex1-view"],
+                 "11_higher_order": ["l11-ex1-view"]}
 
 
 @pytest.mark.parametrize("stem", sorted(PREDICT_VIEWS))
@@ -196,6 +202,58 @@ def test_09_trains_draws_and_shows_the_forgotten_zero_grad(executed):
     assert accuracy > 90
     assert "loss went up at 0 steps with zero_()" in text(notebook, "l09-bug")
     assert "✅" in text(notebook, "l09-check")
+
+
+# -- lesson 10: a custom autograd.Function -----------------------------------------------------------
+def test_10_relu_as_a_function_in_the_graph(executed):
+    notebook = executed("10_custom_functions")
+    assert text(notebook, "l10-relu") == "tensor([0.0000, 0.5000, 2.0000], grad_fn=<MyReLUBackward>)\n"
+    printed = text(notebook, "l10-relu-backward")
+    assert re.match(r"<torch\.autograd\.function\.MyReLUBackward object at 0x[0-9a-f]+>\n", printed)
+    assert "x.grad = tensor([0., 1., 1.])" in printed
+    relu = [node for node in shipped_state(notebook, "l10-show")["graph"]["nodes"] if node["name"] == "MyReLUBackward"]
+    assert len(relu) == 1 and relu[0]["saved"][0]["value"]["preview"] == "[-1.5, 0.5, 2.]"
+    assert "def backward(ctx, grad_output):" in relu[0]["code"] and "ctx.saved_tensors" in relu[0]["code"]
+
+
+def test_10_gradient_checks_fit_and_the_bug_they_catch(executed):
+    notebook = executed("10_custom_functions")
+    assert "MyReLU passes: True" in text(notebook, "l10-gradcheck")
+    assert "LegendreP3 passes: True" in text(notebook, "l10-legendre")
+    fit = text(notebook, "l10-fit")
+    start, end = map(float, re.search(r"loss: ([\d.]+) at the start, ([\d.]+) after 2000 steps", fit).groups())
+    assert end < 10 < 400 < start
+    assert "Result: y = -0.000 + -2.209 * P3(-0.000 + 0.255 x)" in fit  # as PyTorch's tutorial
+    assert has_image(notebook, "l10-fit")
+    caught = text(notebook, "l10-ex2-check")
+    assert "backward : tensor([1.5000, 6.0000], dtype=torch.float64)" in caught
+    assert "numerical: tensor([ 0.7500, 12.0000], dtype=torch.float64)" in caught
+    assert "Cube passes: False" in caught
+
+
+# -- lesson 11: higher-order gradients ----------------------------------------------------------------
+def second_order_names(notebook, cell_id: str) -> set:
+    return {node["name"] for node in shipped_state(notebook, cell_id)["graph"]["nodes"] if node["order"] == 2}
+
+
+def test_11_the_graph_of_a_gradient_and_a_second_derivative(executed):
+    notebook = executed("11_higher_order")
+    assert text(notebook, "l11-grad") == "g = tensor(12., grad_fn=<MulBackward0>)\n"
+    assert {"MulBackward0", "MulBackward1", "PowBackward0"} <= second_order_names(notebook, "l11-show-grad")
+    assert text(notebook, "l11-second") == ("d²y/dx² by autograd: tensor(12.)\n"
+                                            "d²y/dx² by hand    : 6·x = 12.0\n")
+    many = text(notebook, "l11-second-many")
+    assert "second derivative: tensor([-6.,  3., 18.])" in many and "6x by hand       : tensor([-6.,  3., 18.])" in many
+
+
+def test_11_hessian_vector_product_two_ways_and_stepped(executed):
+    notebook = executed("11_higher_order")
+    assert "Hv = tensor([ 6., 14.])" in text(notebook, "l11-hvp")
+    assert "tensor([[ 4.,  2.],\n        [ 2., 12.]])" in text(notebook, "l11-hvp")
+    assert "Hv    = tensor([ 6., 14.])" in text(notebook, "l11-two-grads")
+    state = shipped_state(notebook, "l11-show-hvp")
+    assert second_order_names(notebook, "l11-show-hvp")
+    assert state["trace"][-1]["grad_after"]["preview"] == "[6., 14.]"  # the second backward lands Hv on w
 
 
 # -- the notebooks on disk (tests/test_lessons_lint.py checks how they are written) ---------------------

@@ -3,6 +3,8 @@ second-order nodes are marked and explained by a legend, the second backward ste
 and a user's backward source shows as text, never as markup."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import gradviz as gv
@@ -64,3 +66,26 @@ def test_a_custom_function_shows_its_backward_source_as_text(offline_page, tmp_p
     assert "return grad * 3 * x ** 2" in code and "<script>" in code
     assert page.evaluate("window.__pwned") is None
     assert page.locator(".gv-panel img").count() == 0 and page.errors == []
+
+
+def test_predict_asks_at_a_custom_function_node_and_names_formula_inputs(offline_page, tmp_path):
+    """Predict mode (tests/browser/test_predict_browser.py) at a custom Function's node, which has no
+    formula: it still asks, with the input numbered, and checks the answer against the trace."""
+    x = gv.tensor(1.0, requires_grad=True)
+    y = gv.tensor(2.0, requires_grad=True)
+    loss = Cube.apply(x * y).sin()
+    path = gv.export_html(loss, tmp_path / "custom.html", names={"x": x, "y": y}, predict=True)
+    page = offline_page
+    page.goto(path.as_uri())
+    page.wait_for_selector("[data-node-id]")
+    page.click("[data-action=next]")  # SinBackward0: a built-in node, its input named by its formula
+    assert "SinBackward0 sends to CubeBackward (for self)" in page.inner_text(".gv-predict-prompt")
+    page.click("[data-predict-action=reveal]")
+    page.click("[data-action=next]")  # the custom node: no formula, so its input is numbered
+    assert "CubeBackward sends to MulBackward0 (for input 0)" in page.inner_text(".gv-predict-prompt")
+    page.fill("[data-predict-input]", f"{math.cos(8) * 12:.3f}")  # cos(x³) at x·y = 2, times 3·2²
+    page.click("[data-predict-action=check]")
+    element = page.locator(".gv-predict-verdict")
+    cls, text = element.get_attribute("class"), element.inner_text()
+    assert "gv-right" in cls and "\u00D7 12 =" in text
+    assert page.errors == []
