@@ -69,6 +69,9 @@ EXTRA = {
     "select and slice twice": (lambda x: _gradient_of(lambda y: (y[1] ** 3).sum() + (y[:, -1] ** 2).sum()
                                                       + (y[:, 1:3] * y[:, :2]).sum() + (y[::2, :-1] ** 2).sum(), x),
                                [values(3, 4)]),
+    "abs and clamp twice": (lambda x: _gradient_of(lambda y: (y.abs() * y + y.clamp(-1, 1) * y
+                                                           + y.clamp(max=0.2) ** 2).sum(), x),
+                            [np.array([-1.5, 0.5, 2.0, -0.3])]),
     # several outputs: pieces used differently, one unused
     "split, one piece unused": (lambda x: (lambda a, b, c: a * 2 + c.sum())(*x.split(2)), [values(6)]),
     "split 2-d, dim 1": (lambda x: (lambda a, b: a.sum(1) * b.mean(1))(*x.split(2, dim=1)), [values(3, 4)]),

@@ -128,6 +128,25 @@ class MseLossBackwardBackward0(OpFunction):
                 to_input(backend, backend.neg(scaled), ctx.metas[2]) if needs[2] else None)
 
 
+class SgnBackward0(OpFunction):
+    """``sgn(x)``: -1, 0 or 1 (``abs``'s derivative, recorded as an op). Flat wherever it is defined,
+    so its own gradient is zero (PyTorch sends a zero tensor that records nothing)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("sgn_backward(self, grad, result)", "0")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        ctx.save_result()
+        return self._backend.sign(self._data)
+
+    def backward(ctx, grad):
+        return ctx.backend.mul(grad, 0.0)
+
+    def backward_graph(ctx, grad):
+        return Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
+
+
 class SelectBackwardBackward0(OpFunction):
     """``select_backward(grad_output, sizes, dim, index)``: zeros of the input's size, with
     ``grad_output`` at ``index`` along ``dim`` (the backward of ``x[i]``, as an op)."""

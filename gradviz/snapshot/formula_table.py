@@ -791,6 +791,10 @@ def _nll_value(*values):
     return terms.sum() / weighted.sum() if reduction == MEAN else terms.sum()
 
 
+entry("SgnBackward0")(lambda o: only(Rule(sent=Num(0), note=recorded("sgn(x), abs's derivative: −1, 0 or 1") +
+                                           "; sgn is flat wherever it is defined, so x's gradient is 0")))
+
+
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
