@@ -75,6 +75,12 @@ EXPRESSIONS = {
     "clamp": "(x.clamp(-1, 1) * x).sum()",
     "clamp_min": "(x.clamp(min=0.0) ** 2 * y).sum()",
     "clamp_max": ("(x.clamp(max=1.0) ** 2 * y).sum()", "y"),
+    "maximum": "(torch.maximum(x, y) * x).sum()",
+    "maximum_tie_broadcast": "(torch.maximum(x * y, torch.tensor(0.75)) ** 2).sum()",
+    "minimum_other": ("(torch.minimum(x.unsqueeze(1), y) ** 2).sum()", "y"),
+    "where": "(torch.where(x > 0, x, y) * x).sum()",
+    "where_other": ("(torch.where(x > 0, x * y, y.unsqueeze(1)) ** 2).sum()", "y"),
+    "where_number": "(torch.where(x > 0, x, 0.0) * x).sum()",
 }
 
 
@@ -120,6 +126,12 @@ print(g1, g2, g3)
 g1, = torch.autograd.grad((x.sigmoid() * y).sum(), x, create_graph=True)
 g2, = torch.autograd.grad(g1.sum(), x, create_graph=True)
 g2.sum().backward()
+""",
+    "maximum_minimum_where_both": X + """
+out = (torch.maximum(x, y) * torch.minimum(x, y * 2) + torch.where(x > y, x * y, y) ** 2).sum()
+gx, gy = torch.autograd.grad(out, [x, y], create_graph=True)
+print(gx, gy)
+(gx * y + gy).sum().backward()
 """,
     "hessian_vector_product": X + """
 out = (x ** 2 * y).sum() + (x * y).exp().sum()
@@ -300,6 +312,8 @@ SECOND_DERIVATIVES = {
                                                      dtype=gv.float64)) ** 2).sum(),
     "abs": lambda x: (x.abs() ** 3 + x.abs() * x.sin()).sum(),
     "clamp": lambda x: (x.clamp(-0.5, 1.0) * x.exp() + x.clamp(min=0.0) ** 3).sum(),
+    "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
+                                        + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
 
 
@@ -338,7 +352,8 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
             x, W.t(), gv.tensor([0.1, 0.2], dtype=gv.float64)), "mv": W @ v, "t": x.t(),
         "view": x.view(3, 2), "unsqueeze": x.unsqueeze(0), "expand": x.sum(0).expand(2, 3), "broadcast": x * y.sum(0),
         "squeeze": x.unsqueeze(0).squeeze(), "transpose": x.transpose(0, 1), "permute": x.unsqueeze(0).permute(2, 0, 1),
-        "clone": x.clone(), "abs": x.abs(), "clamp": x.clamp(-1.0, 1.0), "clamp_min": x.clamp(min=0.0), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
+        "clone": x.clone(), "abs": x.abs(), "clamp": x.clamp(-1.0, 1.0), "clamp_min": x.clamp(min=0.0),
+        "maximum": gv.maximum(x, y.sum(0)), "minimum": gv.minimum(x, y), "where": gv.where(x > 0, x, y.sum(0)), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
         "mse": gv.nn.functional.mse_loss(x, y), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }
