@@ -75,6 +75,9 @@ EXTRA = {
     "maximum, minimum, where twice": (lambda x, y: _gradient_of(lambda z: (gv.maximum(z, y) * gv.minimum(z * 2, y)
                                                                           + gv.where(z > 0, z * y, z) ** 2).sum(), x),
                                       [np.array([-1.5, 0.5, 2.0, 1.0]), np.array([0.5, -1.0, 2.0, 1.0])]),
+    "max all and along a dim twice": (lambda x: _gradient_of(lambda z: z.max() ** 2 + (z.max(1)[0] ** 3).sum()
+                                                             + (z.max(-2, keepdim=True)[0] * z).sum(), x),
+                                      [values(3, 4)]),
     # several outputs: pieces used differently, one unused
     "split, one piece unused": (lambda x: (lambda a, b, c: a * 2 + c.sum())(*x.split(2)), [values(6)]),
     "split 2-d, dim 1": (lambda x: (lambda a, b: a.sum(1) * b.mean(1))(*x.split(2, dim=1)), [values(3, 4)]),

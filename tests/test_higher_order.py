@@ -81,6 +81,11 @@ EXPRESSIONS = {
     "where": "(torch.where(x > 0, x, y) * x).sum()",
     "where_other": ("(torch.where(x > 0, x * y, y.unsqueeze(1)) ** 2).sum()", "y"),
     "where_number": "(torch.where(x > 0, x, 0.0) * x).sum()",
+    "max": "(x.max() * x).sum()",
+    "max_tie": "(x.clamp(max=1.0).max() ** 2 * y).sum()",
+    "max_dim": ("(M.max(1)[0] ** 2).sum()", "M"),
+    "max_dim_keepdim_negative": ("(M.max(-2, keepdim=True)[0] ** 3 * M).sum()", "M"),
+    "max_dim_vector": "(x.max(0)[0] * x).sum()",
 }
 
 
@@ -312,6 +317,7 @@ SECOND_DERIVATIVES = {
                                                      dtype=gv.float64)) ** 2).sum(),
     "abs": lambda x: (x.abs() ** 3 + x.abs() * x.sin()).sum(),
     "clamp": lambda x: (x.clamp(-0.5, 1.0) * x.exp() + x.clamp(min=0.0) ** 3).sum(),
+    "max": lambda x: (x.max() ** 3 + x.reshape(3, 1).mul(x).max(0)[0].exp().sum() * x.sin()).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -353,7 +359,8 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "view": x.view(3, 2), "unsqueeze": x.unsqueeze(0), "expand": x.sum(0).expand(2, 3), "broadcast": x * y.sum(0),
         "squeeze": x.unsqueeze(0).squeeze(), "transpose": x.transpose(0, 1), "permute": x.unsqueeze(0).permute(2, 0, 1),
         "clone": x.clone(), "abs": x.abs(), "clamp": x.clamp(-1.0, 1.0), "clamp_min": x.clamp(min=0.0),
-        "maximum": gv.maximum(x, y.sum(0)), "minimum": gv.minimum(x, y), "where": gv.where(x > 0, x, y.sum(0)), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
+        "maximum": gv.maximum(x, y.sum(0)), "max": x.max(),
+        "max_dim": x.max(1)[0], "max_dim_keepdim": x.max(0, keepdim=True)[0], "minimum": gv.minimum(x, y), "where": gv.where(x > 0, x, y.sum(0)), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
         "mse": gv.nn.functional.mse_loss(x, y), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }

@@ -8,7 +8,7 @@ derivative (what the first-order node computes on arrays), its backward the seco
 from __future__ import annotations
 
 from gradviz.autograd.function import OpFunction
-from gradviz.ops._util import meta, promote, to_input
+from gradviz.ops._util import meta, promote, saved_dim, to_input, wrap_dim
 from gradviz.tensor import Tensor
 
 
@@ -145,6 +145,30 @@ class SgnBackward0(OpFunction):
 
     def backward_graph(ctx, grad):
         return Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
+
+
+class ScatterBackward0(OpFunction):
+    """``self.scatter(dim, index, src)``: ``src``'s elements written into ``self`` where ``index`` points
+    along ``dim``. Only a recorded backward makes it here (``max(dim)``'s: ``zeros.scatter(dim,
+    indices, grad)``), so ``self`` is always zeros that need no gradient and each slot gets one element."""
+
+    inputs = ("self", "src")
+    derivatives = {"self": ("grad.scatter(dim, index, 0)", r"\bar{z}\,[\text{not written}]"),
+                   "src": ("grad.gather(dim, index)", r"\bar{z}_{\mathrm{index}}")}
+
+    def forward(ctx, self, src, dim, index):
+        ctx.save(dim=saved_dim(dim), index=index)
+        axis = wrap_dim(dim, max(self.ndim, 1))
+        ctx.dim, ctx.axis = dim, axis
+        return self._backend.scatter_add(self._backend.copy(self._data), axis, index._data, src._data)
+
+    def backward(ctx, grad):
+        return None, ctx.backend.gather(grad, ctx.axis, ctx.saved("index"))
+
+    def backward_graph(ctx, grad):
+        from gradviz.ops.indexing import gather
+
+        return None, gather(grad, ctx.dim, ctx.saved_graph("index"))
 
 
 class SelectBackwardBackward0(OpFunction):

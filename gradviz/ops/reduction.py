@@ -162,6 +162,16 @@ class MaxBackward1(OpFunction):
         mask = backend.astype(backend.eq(self, result), _dtype.from_any(grad.dtype))
         return backend.mul(backend.div(mask, backend.sum(mask, None)), grad)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``evenly_distribute_backward``: ``zeros.masked_fill_(mask, grad / mask.sum())``."""
+        from gradviz.ops.indexing import masked_fill
+
+        backend = ctx.backend
+        self, result = ctx.saved("self", "result")
+        mask = Tensor._make(backend.eq(self, result), backend=backend)
+        zeros = Tensor._make(backend.full(tuple(self.shape), 0, grad.dtype, grad.device), backend=backend)
+        return masked_fill(zeros, mask, grad / mask.sum())
+
 
 class MaxBackward0(OpFunction):
     """The maximum along ``dim``: the gradient goes to the index that won."""
@@ -177,7 +187,7 @@ class MaxBackward0(OpFunction):
         saved_indices = Tensor._make(backend.reshape(indices, _kept_shape(self.shape, axis)) if keepdim else indices,
                                      backend=backend)
         ctx.save(dim=saved_dim(dim), indices=saved_indices, keepdim=keepdim, self_sym_sizes=tuple(self.shape))
-        ctx.axis = axis
+        ctx.axis, ctx.dim = axis, dim
         ctx.indices = indices
         return backend.amax(self._data, axis, keepdims=keepdim)
 
@@ -190,6 +200,19 @@ class MaxBackward0(OpFunction):
         picked = backend.one_hot_scatter(shape, ctx.indices, axis, grad.dtype)
         expanded = backend.reshape(grad, tuple(1 if i == axis else s for i, s in enumerate(shape)))
         return backend.mul(picked, expanded)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``value_selecting_reduction_backward``: ``zeros.scatter(dim, indices, grad)``, both
+        unsqueezed at ``dim`` first unless kept."""
+        from gradviz.ops.double_backward import ScatterBackward0
+
+        keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
+        backend = ctx.backend
+        indices = ctx.saved_graph("indices")
+        if not keepdim:
+            grad, indices = grad.unsqueeze(ctx.dim), indices.unsqueeze(ctx.dim)
+        zeros = Tensor._make(backend.full(tuple(shape), 0, grad.dtype, grad.device), backend=backend)
+        return ScatterBackward0.apply(zeros, grad, ctx.dim, indices)
 
 
 def _kept_shape(shape, axis) -> tuple:

@@ -795,6 +795,29 @@ entry("SgnBackward0")(lambda o: only(Rule(sent=Num(0), note=recorded("sgn(x), ab
                                            "; sgn is flat wherever it is defined, so x's gradient is 0")))
 
 
+@entry("ScatterBackward0", options=("dim",), present=("index",))
+def _scatter_twice(o):
+    dim = signed(o["dim"]) % max(len(o["index"]), 1)
+    computed = (f"max's gradient along dim {dim}: ḡ written at each row's largest element (the index i), "
+                "in zeros the size of x")
+    index = Var("index", "i")
+    return {"self": Rule(sent=Call("zero_along", (g, index), "", (dim,), f"0 at i along dim {dim}"),
+                         note=recorded(computed) + "; the zeros written over at i get no gradient"),
+            "src": Rule(sent=Call("take_along", (g, index), "", (dim,), f"read at i along dim {dim}"), symbol="ḡ",
+                        note=recorded(computed) + ": reading those elements back is the gradient")}
+
+
+register("take_along")(lambda grad, index, dim: np.take_along_axis(np.asarray(grad, np.float64),
+                                                                    np.asarray(index).astype(np.int64), dim))
+
+
+@register("zero_along")
+def _zero_along(grad, index, dim):
+    out = np.array(grad, np.float64)
+    np.put_along_axis(out, np.asarray(index).astype(np.int64), 0.0, dim)
+    return out
+
+
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
