@@ -263,6 +263,7 @@ class LinalgVectorNormBackward0(OpFunction):
         ctx.save_result()
         axes = _dims(dim, self.ndim) if dim is not None else None
         ctx.axes, ctx.shape = axes, tuple(self.shape)
+        ctx.dim = dim
         backend = self._backend
         magnitude = backend.abs(self._data)
         if ord == math.inf:
@@ -298,6 +299,36 @@ class LinalgVectorNormBackward0(OpFunction):
         power = backend.mul(self, backend.pow(backend.abs(self), float(ord) - 2))
         scale = backend.where(backend.eq(result, 0), 0.0, backend.div(grad, backend.pow(result, float(ord) - 1)))
         return backend.mul(power, scale)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``norm_backward`` for p = 2 (``grad * (self / norm).masked_fill_(norm == 0, 0)``) and
+        p = 1 (``self.sgn() * grad``), ``grad`` and ``norm`` unsqueezed at ``dim`` first unless kept;
+        other orders are not recorded yet (the base class says so when it matters)."""
+        from gradviz.ops.double_backward import SgnBackward0
+
+        ord, keepdim = ctx.saved("ord", "keepdim")
+        if ord not in (1, 2):
+            return OpFunction.backward_graph(ctx, grad)
+        self = ctx.saved_graph("self")
+        if ord == 1:
+            return SgnBackward0.apply(self) * _unsqueezed(ctx, grad, keepdim)
+        norm = ctx.saved_graph("result")
+        norm, grad = _unsqueezed(ctx, norm, keepdim), _unsqueezed(ctx, grad, keepdim)
+        zero = Tensor._make(ctx.backend.eq(norm._data, 0), backend=ctx.backend)
+        return grad * (self / norm).masked_fill_(zero, 0)
+
+
+def _unsqueezed(ctx, tensor, keepdim: bool):
+    """``unsqueeze_multiple(tensor, dim)``: the reduced dims put back as size 1; one dim as given, several
+    wrapped, lowest first."""
+    if keepdim or ctx.axes is None or not ctx.shape:
+        return tensor
+    given = ctx.dim if isinstance(ctx.dim, (tuple, list)) else (ctx.dim,)
+    if len(given) == 1:
+        return tensor.unsqueeze(given[0])
+    for axis in ctx.axes:
+        tensor = tensor.unsqueeze(axis)
+    return tensor
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
