@@ -92,6 +92,13 @@ EXPRESSIONS = {
     "norm_dims_negative": ("(M.unsqueeze(0).norm(dim=(-1, 0)) * M[:, 0]).sum()", "M"),
     "norm_1": "(x.norm(p=1) * x).sum()",
     "norm_1_dim": ("(M.norm(1, dim=-1) ** 2).sum()", "M"),
+    "cat": "(torch.cat([x, y * x]) ** 2).sum()",
+    "cat_negative_dim": ("(torch.cat([M, M * 2, M[:, :1]], -1) ** 2).sum()", "M"),
+    "stack": "(torch.stack([x, y * x], 1) ** 2).sum()",
+    "stack_negative_dim": ("(torch.stack([M, M * y], -1) ** 3).sum()", "M"),
+    "repeat": "(x.repeat(2) ** 2 * torch.arange(6.0)).sum()",
+    "repeat_lead_dims": ("(M.repeat(2, 1, 3) ** 3).sum()", "M"),
+    "repeat_ones": ("(M.repeat(1, 1) ** 2).sum()", "M"),
 }
 
 
@@ -325,6 +332,8 @@ SECOND_DERIVATIVES = {
     "clamp": lambda x: (x.clamp(-0.5, 1.0) * x.exp() + x.clamp(min=0.0) ** 3).sum(),
     "max": lambda x: (x.max() ** 3 + x.reshape(3, 1).mul(x).max(0)[0].exp().sum() * x.sin()).sum(),
     "norm": lambda x: (x.norm() * x.sin() + x.reshape(3, 1).mul(x).norm(dim=0) ** 3 + x.norm(p=1) * x).sum(),
+    "cat_stack_repeat": lambda x: ((gv.cat([x, x * x]) ** 3).sum() + (gv.stack([x.sin(), x], 1) ** 2).sum(1)
+                                   * x.repeat(2, 1).exp().sum(0)).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -366,7 +375,7 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "view": x.view(3, 2), "unsqueeze": x.unsqueeze(0), "expand": x.sum(0).expand(2, 3), "broadcast": x * y.sum(0),
         "squeeze": x.unsqueeze(0).squeeze(), "transpose": x.transpose(0, 1), "permute": x.unsqueeze(0).permute(2, 0, 1),
         "clone": x.clone(), "abs": x.abs(), "clamp": x.clamp(-1.0, 1.0), "clamp_min": x.clamp(min=0.0),
-        "maximum": gv.maximum(x, y.sum(0)), "max": x.max(), "norm": x.norm(),
+        "maximum": gv.maximum(x, y.sum(0)), "max": x.max(), "norm": x.norm(), "repeat": x.repeat(2, 1, 2),
         "norm_dim": x.norm(dim=1), "norm_1_keepdim": x.norm(1, dim=0, keepdim=True),
         "max_dim": x.max(1)[0], "max_dim_keepdim": x.max(0, keepdim=True)[0], "minimum": gv.minimum(x, y), "where": gv.where(x > 0, x, y.sum(0)), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
         "mse": gv.nn.functional.mse_loss(x, y), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
