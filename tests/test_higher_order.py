@@ -99,6 +99,10 @@ EXPRESSIONS = {
     "repeat": "(x.repeat(2) ** 2 * torch.arange(6.0)).sum()",
     "repeat_lead_dims": ("(M.repeat(2, 1, 3) ** 3).sum()", "M"),
     "repeat_ones": ("(M.repeat(1, 1) ** 2).sum()", "M"),
+    "dot": "(x.dot(y) * x).sum()",
+    "dot_other": ("x.dot(y) ** 2", "y"),
+    "bmm": ("(torch.bmm(M.unsqueeze(0), M.t().unsqueeze(0)) ** 2).sum()", "M"),
+    "bmm_batches": ("(torch.bmm(M.reshape(3, 1, 2), M.reshape(3, 2, 1) * 2) ** 2).sum()", "M"),
 }
 
 
@@ -150,6 +154,13 @@ out = (torch.maximum(x, y) * torch.minimum(x, y * 2) + torch.where(x > y, x * y,
 gx, gy = torch.autograd.grad(out, [x, y], create_graph=True)
 print(gx, gy)
 (gx * y + gy).sum().backward()
+""",
+    "dot_and_bmm_both": X + M + """
+A = M.unsqueeze(0) * torch.tensor([[[1.0]], [[2.0]]])
+out = (x.dot(y) * x).sum() + (torch.bmm(A, A.transpose(1, 2)) ** 2).sum()
+gx, gy, gM = torch.autograd.grad(out, [x, y, M], create_graph=True)
+print(gx, gy, gM)
+(gx * y + gy + gM.sum()).sum().backward()
 """,
     "hessian_vector_product": X + """
 out = (x ** 2 * y).sum() + (x * y).exp().sum()
@@ -258,13 +269,14 @@ def steps_in_order(output) -> list:
     return [step.name for step in gv.autograd.backward_steps(output)]
 
 
-@pytest.mark.parametrize("name", ["cube", "product", "tanh", "sigmoid", "mean_squared", "broadcast", "mm"])
+@pytest.mark.parametrize("name", ["cube", "product", "tanh", "sigmoid", "mean_squared", "broadcast", "mm", "abs",
+                                  "clamp", "maximum", "where", "max", "norm", "cat", "stack", "dot"])
 def test_both_backward_passes_run_in_torch_order(torch, name):
     """The first pass (recording, with create_graph) and the second (through the gradient's graph)."""
     from orders import torch_order
 
     expression = EXPRESSIONS[name]
-    program = lambda lib, x, y: eval(expression, {"x": x, "y": y, "M": lib.tensor(  # noqa: E731
+    program = lambda lib, x, y: eval(expression, {"torch": lib, "x": x, "y": y, "M": lib.tensor(  # noqa: E731
         [[0.3, -0.2, 0.1], [0.5, 1.1, -0.7]], dtype=lib.float64)})
     values = [[1.5, -0.5, 2.0], [0.5, 2.0, -1.0]]
     (t_out, _), (g_out, _) = run_both_libraries(torch, program, values)
@@ -334,6 +346,7 @@ SECOND_DERIVATIVES = {
     "norm": lambda x: (x.norm() * x.sin() + x.reshape(3, 1).mul(x).norm(dim=0) ** 3 + x.norm(p=1) * x).sum(),
     "cat_stack_repeat": lambda x: ((gv.cat([x, x * x]) ** 3).sum() + (gv.stack([x.sin(), x], 1) ** 2).sum(1)
                                    * x.repeat(2, 1).exp().sum(0)).sum(),
+    "dot_bmm": lambda x: (x.dot(x.sin()) ** 2 + (gv.bmm(x.reshape(1, 3, 1), x.reshape(1, 1, 3).exp()) ** 2).sum()),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -376,6 +389,7 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "squeeze": x.unsqueeze(0).squeeze(), "transpose": x.transpose(0, 1), "permute": x.unsqueeze(0).permute(2, 0, 1),
         "clone": x.clone(), "abs": x.abs(), "clamp": x.clamp(-1.0, 1.0), "clamp_min": x.clamp(min=0.0),
         "maximum": gv.maximum(x, y.sum(0)), "max": x.max(), "norm": x.norm(), "repeat": x.repeat(2, 1, 2),
+        "dot": x[0].dot(y[1]), "bmm": gv.bmm(x.unsqueeze(0), W.unsqueeze(0)),
         "norm_dim": x.norm(dim=1), "norm_1_keepdim": x.norm(1, dim=0, keepdim=True),
         "max_dim": x.max(1)[0], "max_dim_keepdim": x.max(0, keepdim=True)[0], "minimum": gv.minimum(x, y), "where": gv.where(x > 0, x, y.sum(0)), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
         "mse": gv.nn.functional.mse_loss(x, y), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
