@@ -103,6 +103,12 @@ EXPRESSIONS = {
     "dot_other": ("x.dot(y) ** 2", "y"),
     "bmm": ("(torch.bmm(M.unsqueeze(0), M.t().unsqueeze(0)) ** 2).sum()", "M"),
     "bmm_batches": ("(torch.bmm(M.reshape(3, 1, 2), M.reshape(3, 2, 1) * 2) ** 2).sum()", "M"),
+    "pow_tensor": "(x.abs() ** y * x).sum()",
+    "pow_tensor_exponent": ("(x.abs() ** y).sum()", "y"),
+    "pow_tensor_broadcast": ("((M * M) ** x.unsqueeze(0)).sum()", "M"),
+    "pow_tensor_zero_exponent": "(x ** (y * 0)).sum() + (x ** y.abs()).sum()",
+    "pow_number_base": "(2.0 ** x * y).sum()",
+    "pow_number_base_int": ("(3 ** (x * y)).sum()", "y"),
 }
 
 
@@ -270,7 +276,8 @@ def steps_in_order(output) -> list:
 
 
 @pytest.mark.parametrize("name", ["cube", "product", "tanh", "sigmoid", "mean_squared", "broadcast", "mm", "abs",
-                                  "clamp", "maximum", "where", "max", "norm", "cat", "stack", "dot"])
+                                  "clamp", "maximum", "where", "max", "norm", "cat", "stack", "dot",
+                                  "pow_tensor", "pow_number_base"])
 def test_both_backward_passes_run_in_torch_order(torch, name):
     """The first pass (recording, with create_graph) and the second (through the gradient's graph)."""
     from orders import torch_order
@@ -347,6 +354,7 @@ SECOND_DERIVATIVES = {
     "cat_stack_repeat": lambda x: ((gv.cat([x, x * x]) ** 3).sum() + (gv.stack([x.sin(), x], 1) ** 2).sum(1)
                                    * x.repeat(2, 1).exp().sum(0)).sum(),
     "dot_bmm": lambda x: (x.dot(x.sin()) ** 2 + (gv.bmm(x.reshape(1, 3, 1), x.reshape(1, 1, 3).exp()) ** 2).sum()),
+    "pow_tensor": lambda x: ((x * x + 1) ** x.sin() + 2.0 ** (x * x) + (x.exp() ** x).sum() * x).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -389,7 +397,7 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "squeeze": x.unsqueeze(0).squeeze(), "transpose": x.transpose(0, 1), "permute": x.unsqueeze(0).permute(2, 0, 1),
         "clone": x.clone(), "abs": x.abs(), "clamp": x.clamp(-1.0, 1.0), "clamp_min": x.clamp(min=0.0),
         "maximum": gv.maximum(x, y.sum(0)), "max": x.max(), "norm": x.norm(), "repeat": x.repeat(2, 1, 2),
-        "dot": x[0].dot(y[1]), "bmm": gv.bmm(x.unsqueeze(0), W.unsqueeze(0)),
+        "dot": x[0].dot(y[1]), "pow_tensor": x.abs() ** y, "pow_number": 2.0 ** x, "bmm": gv.bmm(x.unsqueeze(0), W.unsqueeze(0)),
         "norm_dim": x.norm(dim=1), "norm_1_keepdim": x.norm(1, dim=0, keepdim=True),
         "max_dim": x.max(1)[0], "max_dim_keepdim": x.max(0, keepdim=True)[0], "minimum": gv.minimum(x, y), "where": gv.where(x > 0, x, y.sum(0)), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
         "mse": gv.nn.functional.mse_loss(x, y), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
