@@ -18,7 +18,7 @@ from gradviz import _dtype
 from gradviz.autograd.function import OpFunction, SavedTensors
 from gradviz.ops import inplace
 from gradviz.ops import shape as shape_ops
-from gradviz.ops._util import broadcast_shapes, meta, saved_dim, to_input, wrap_dim
+from gradviz.ops._util import broadcast_shapes, meta, saved_dim, sum_to_tensor, to_input, wrap_dim
 from gradviz.tensor import Tensor
 
 INT64_MAX = 2**63 - 1  # Python's slice end when none is given, as PyTorch reads it
@@ -356,6 +356,9 @@ class MaskedFillBackward0(OpFunction):
         backend = ctx.backend
         return sum_to(backend, backend.where(ctx.saved("mask"), backend.mul(grad, 0), grad), ctx.shape)
 
+    def backward_graph(ctx, grad):
+        return sum_to_tensor(grad.masked_fill(ctx.saved_graph("mask"), 0), ctx.shape)
+
 
 class MaskedFillBackward1(OpFunction):
     """``x.masked_fill(mask, value)`` with a 0-d tensor value: the filled elements' gradient goes to it."""
@@ -379,6 +382,13 @@ class MaskedFillBackward1(OpFunction):
         return (to_input(backend, backend.where(mask, zeros, grad), ctx.metas[0]) if ctx.needs_input_grad[0] else None,
                 to_input(backend, backend.sum(backend.where(mask, grad, zeros), None), ctx.metas[1])
                 if ctx.needs_input_grad[1] else None)
+
+    def backward_graph(ctx, grad):
+        """``self``'s part recorded (``grad.masked_fill(mask, 0)``); the value's (torch's ``masked_select``
+        then ``sum``) is not recorded yet, so the base class answers when the value needs a gradient."""
+        if ctx.needs_input_grad[1]:
+            return OpFunction.backward_graph(ctx, grad)
+        return sum_to_tensor(grad.masked_fill(ctx.saved_graph("mask"), 0), ctx.metas[0][0]), None
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
