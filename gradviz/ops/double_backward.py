@@ -171,6 +171,14 @@ class ScatterBackward0(OpFunction):
         return None, gather(grad, ctx.dim, ctx.saved_graph("index"))
 
 
+class ScatterAddBackward0(ScatterBackward0):
+    """``self.scatter_add(dim, index, src)``: ``src``'s elements added into ``self`` where ``index`` points.
+    Only a recorded backward makes it here (``gather``'s: ``zeros.scatter_add(dim, index, grad)``), so
+    ``self`` is always zeros that need no gradient."""
+
+    derivatives = {"self": ("grad", r"\bar{z}"), "src": ("grad.gather(dim, index)", r"\bar{z}_{\mathrm{index}}")}
+
+
 class SelectBackwardBackward0(OpFunction):
     """``select_backward(grad_output, sizes, dim, index)``: zeros of the input's size, with
     ``grad_output`` at ``index`` along ``dim`` (the backward of ``x[i]``, as an op)."""

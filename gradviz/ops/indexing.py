@@ -446,7 +446,7 @@ class GatherBackward0(OpFunction):
     def forward(ctx, self, dim, index):
         axis = wrap_dim(dim, max(self.ndim, 1))
         ctx.save(dim=saved_dim(dim), index=index, self=self, sparse_grad=False)
-        ctx.axis = axis
+        ctx.axis, ctx.dim = axis, dim
         return self._backend.gather(self._data, axis, index._data)
 
     def backward(ctx, grad):
@@ -454,6 +454,14 @@ class GatherBackward0(OpFunction):
         self, index = ctx.saved("self", "index")
         out = backend.full(self.shape, 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
         return backend.scatter_add(out, ctx.axis, index, grad)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``gather_backward``: ``zeros_like(self).scatter_add(dim, index, grad)``."""
+        from gradviz.ops.double_backward import ScatterAddBackward0
+
+        self = ctx.saved("self")
+        zeros = Tensor._make(ctx.backend.full(self.shape, 0, grad.dtype, grad.device), backend=ctx.backend)
+        return ScatterAddBackward0.apply(zeros, grad, ctx.dim, ctx.saved_graph("index"))
 
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:

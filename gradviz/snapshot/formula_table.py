@@ -807,8 +807,22 @@ def _scatter_twice(o):
                         note=recorded(computed) + ": reading those elements back is the gradient")}
 
 
-register("take_along")(lambda grad, index, dim: np.take_along_axis(np.asarray(grad, np.float64),
-                                                                    np.asarray(index).astype(np.int64), dim))
+@entry("ScatterAddBackward0", options=("dim",), present=("index",))
+def _scatter_add_twice(o):
+    dim = signed(o["dim"]) % max(len(o["index"]), 1)
+    computed = f"gather's gradient along dim {dim}: ḡ added where gather read (the index i), in zeros the size of x"
+    return {"self": Rule(sent=g, note=recorded(computed) + "; the zeros it added into pass the gradient through"),
+            "src": Rule(sent=Call("take_along", (g, Var("index", "i")), "", (dim,), f"read at i along dim {dim}"),
+                        symbol="ḡ", note=recorded(computed) + ": reading those elements back (a gather) is the gradient")}
+
+
+@register("take_along")
+def _take_along(grad, index, dim):
+    """``grad.gather(dim, index)``: ``index`` may be smaller than ``grad`` in the other dims."""
+    index = np.asarray(index).astype(np.int64)
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return np.asarray(grad, np.float64)[tuple(grids)]
 
 
 @register("zero_along")
