@@ -90,6 +90,8 @@ EXTRA = {
     "masked_fill twice": (lambda x: _gradient_of(lambda z: (z.masked_fill(z > 0.5, 1.0) ** 3).sum(), x), [values(2, 3)]),
     "gather twice": (lambda x: _gradient_of(lambda z: (z.gather(1, gv.tensor([[2, 2], [0, 1], [1, 1]])) ** 3).sum(), x),
                      [values(3, 4)]),
+    "index_select twice": (lambda x: _gradient_of(lambda z: (z.index_select(-1, gv.tensor([3, 0, 3])) ** 3).sum(), x),
+                           [values(2, 4)]),
     # several outputs: pieces used differently, one unused
     "split, one piece unused": (lambda x: (lambda a, b, c: a * 2 + c.sum())(*x.split(2)), [values(6)]),
     "split 2-d, dim 1": (lambda x: (lambda a, b: a.sum(1) * b.mean(1))(*x.split(2, dim=1)), [values(3, 4)]),

@@ -114,6 +114,8 @@ EXPRESSIONS = {
     "masked_fill_tensor_value": "(x.masked_fill(x < 0, torch.tensor(2.0)) ** 2).sum()",
     "gather": "(x.gather(0, torch.tensor([2, 0, 2])) ** 2 * y).sum()",
     "gather_smaller_index": ("(M.gather(-1, torch.tensor([[2, 2], [0, 1]])) ** 3).sum()", "M"),
+    "index_select": ("(M.index_select(1, torch.tensor([2, 0, 2])) ** 2).sum()", "M"),
+    "index_select_negative_dim": "(x.index_select(-1, torch.tensor([1, 1])) ** 3 * y[:2]).sum()",
 }
 
 
@@ -362,6 +364,7 @@ SECOND_DERIVATIVES = {
     "pow_tensor": lambda x: ((x * x + 1) ** x.sin() + 2.0 ** (x * x) + (x.exp() ** x).sum() * x).sum(),
     "masked_fill": lambda x: (x.masked_fill(x > 1, 0.5) ** 3 * x.exp()).sum(),
     "gather": lambda x: (x.gather(0, gv.tensor([2, 0, 2, 1])) ** 3 * x.sin().repeat(2)[:4]).sum(),
+    "index_select": lambda x: (x.index_select(0, gv.tensor([2, 0, 2])) ** 3 * x.cos()).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -406,7 +409,7 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "maximum": gv.maximum(x, y.sum(0)), "max": x.max(), "norm": x.norm(), "repeat": x.repeat(2, 1, 2),
         "dot": x[0].dot(y[1]), "pow_tensor": x.abs() ** y, "pow_number": 2.0 ** x,
         "masked_fill": x.masked_fill(y > 0, 1.0),
-        "gather": x.gather(1, gv.tensor([[2, 2], [0, 1]])), "masked_fill_value": x.masked_fill(y > 0, v.detach()[0]), "bmm": gv.bmm(x.unsqueeze(0), W.unsqueeze(0)),
+        "gather": x.gather(1, gv.tensor([[2, 2], [0, 1]])), "index_select": x.index_select(-1, gv.tensor([2, 0, 2])), "masked_fill_value": x.masked_fill(y > 0, v.detach()[0]), "bmm": gv.bmm(x.unsqueeze(0), W.unsqueeze(0)),
         "norm_dim": x.norm(dim=1), "norm_1_keepdim": x.norm(1, dim=0, keepdim=True),
         "max_dim": x.max(1)[0], "max_dim_keepdim": x.max(0, keepdim=True)[0], "minimum": gv.minimum(x, y), "where": gv.where(x > 0, x, y.sum(0)), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
         "mse": gv.nn.functional.mse_loss(x, y), "bce": gv.nn.functional.binary_cross_entropy_with_logits(

@@ -179,6 +179,28 @@ class ScatterAddBackward0(ScatterBackward0):
     derivatives = {"self": ("grad", r"\bar{z}"), "src": ("grad.gather(dim, index)", r"\bar{z}_{\mathrm{index}}")}
 
 
+class IndexAddBackward0(OpFunction):
+    """``self.index_add_(dim, index, source)``: ``source``'s slices added into ``self`` at ``index`` along
+    ``dim``. Only a recorded backward makes it here (``index_select``'s: ``zeros.index_add_(dim, index,
+    grad)``), so ``self`` is always zeros that need no gradient. Its own recorded backward is not written
+    yet (a third derivative through ``index_select`` says so)."""
+
+    inputs = ("self", "source")
+    derivatives = {"self": ("grad", r"\bar{z}"),
+                   "source": ("maybe_multiply(grad.index_select(dim, index).expand_as(source), alpha)",
+                              r"\bar{z}_{\mathrm{index}}")}
+
+    def forward(ctx, self, source, dim, index):
+        ctx.save(alpha=1, dim=saved_dim(dim), index=index, source=source, source_dim=source.ndim)
+        axis = wrap_dim(dim, max(self.ndim, 1))
+        ctx.axis = axis
+        backend = self._backend
+        return backend.index_add(backend.copy(self._data), (slice(None),) * axis + (index._data,), source._data)
+
+    def backward(ctx, grad):
+        return None, ctx.backend.take(grad, ctx.saved("index"), ctx.axis)
+
+
 class SelectBackwardBackward0(OpFunction):
     """``select_backward(grad_output, sizes, dim, index)``: zeros of the input's size, with
     ``grad_output`` at ``index`` along ``dim`` (the backward of ``x[i]``, as an op)."""

@@ -415,13 +415,21 @@ class IndexSelectBackward0(OpFunction):
     def forward(ctx, self, dim, index):
         axis = wrap_dim(dim, max(self.ndim, 1))
         ctx.save(dim=saved_dim(dim), index=index, self_sym_sizes=tuple(self.shape))
-        ctx.axis = axis
+        ctx.axis, ctx.dim = axis, dim
         return self._backend.take(self._data, index._data, axis)
 
     def backward(ctx, grad):
         backend = ctx.backend
         out = backend.full(ctx.saved("self_sym_sizes"), 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
         return backend.index_add(out, (slice(None),) * ctx.axis + (ctx.saved("index"),), grad)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``index_select_backward``: ``zeros(self_sizes).index_add_(dim, index, grad)``."""
+        from gradviz.ops.double_backward import IndexAddBackward0
+
+        zeros = Tensor._make(ctx.backend.full(ctx.saved("self_sym_sizes"), 0, grad.dtype, grad.device),
+                             backend=ctx.backend)
+        return IndexAddBackward0.apply(zeros, grad, ctx.dim, ctx.saved_graph("index"))
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:

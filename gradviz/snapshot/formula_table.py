@@ -832,6 +832,19 @@ def _zero_along(grad, index, dim):
     return out
 
 
+@entry("IndexAddBackward0", options=("dim", "source_dim"))
+def _index_add_twice(o):
+    dim = signed(o["dim"]) % max(o["source_dim"], 1)
+    computed = f"index_select's gradient along dim {dim}: ḡ's slices added at the index i, in zeros the size of x"
+    return {"self": Rule(sent=g, note=recorded(computed) + "; the zeros it added into pass the gradient through"),
+            "source": Rule(sent=Call("take_slices", (g, Var("index", "i")), "", (dim,), f"slices i along dim {dim}"),
+                           symbol="ḡ", note=recorded(computed) + ": reading those slices back is the gradient")}
+
+
+register("take_slices")(lambda grad, index, dim: np.take(np.asarray(grad, np.float64),
+                                                         np.asarray(index).astype(np.int64), axis=dim))
+
+
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
