@@ -92,6 +92,9 @@ EXTRA = {
                      [values(3, 4)]),
     "index_select twice": (lambda x: _gradient_of(lambda z: (z.index_select(-1, gv.tensor([3, 0, 3])) ** 3).sum(), x),
                            [values(2, 4)]),
+    "bce twice, mean and weighted sum": (lambda x, t: _gradient_of(
+        lambda z: F.binary_cross_entropy(z.sigmoid(), t.detach()) + F.binary_cross_entropy(
+            z.sigmoid(), t.detach(), weight=t.detach() + 1, reduction="sum"), x), [values(2, 3), probabilities(2, 3)]),
     # several outputs: pieces used differently, one unused
     "split, one piece unused": (lambda x: (lambda a, b, c: a * 2 + c.sum())(*x.split(2)), [values(6)]),
     "split 2-d, dim 1": (lambda x: (lambda a, b: a.sum(1) * b.mean(1))(*x.split(2, dim=1)), [values(3, 4)]),

@@ -81,6 +81,9 @@ CASES = {
     "NllLossBackwardBackward0": (
         lambda g, x: double_backward.NllLossBackwardBackward0.apply(
             g, x, gv.tensor([0, 2]), None, 1, -100, gv.tensor(2.0, dtype=gv.float64)), [np.array(0.8), values(2, 3)]),
+    "BinaryCrossEntropyBackwardBackward0": (
+        lambda g, x, t: double_backward.BinaryCrossEntropyBackwardBackward0.apply(g, x, t, None, 1),
+        [np.array(0.7), probabilities(2, 3), probabilities(2, 3)]),
     "SgnBackward0": (lambda x: double_backward.SgnBackward0.apply(x) * x, [np.array([-1.2, 0.4, 2.0])]),
     "ScatterBackward0": (lambda g: double_backward.ScatterBackward0.apply(
         gv.zeros(2, 3, dtype=gv.float64), g, 1, gv.tensor([[2], [0]])), [values(2, 1)]),

@@ -116,6 +116,10 @@ EXPRESSIONS = {
     "gather_smaller_index": ("(M.gather(-1, torch.tensor([[2, 2], [0, 1]])) ** 3).sum()", "M"),
     "index_select": ("(M.index_select(1, torch.tensor([2, 0, 2])) ** 2).sum()", "M"),
     "index_select_negative_dim": "(x.index_select(-1, torch.tensor([1, 1])) ** 3 * y[:2]).sum()",
+    "bce": "F.binary_cross_entropy(x.sigmoid(), torch.tensor([1.0, 0.0, 0.5]))",
+    "bce_weight_sum": ("F.binary_cross_entropy((M * M).tanh(), torch.ones(2, 3) * 0.25, weight=torch.full((2, 3), 0.5), "
+                       "reduction='sum')", "M"),
+    "bce_none": "(F.binary_cross_entropy((x * y).sigmoid(), torch.tensor([0.0, 1.0, 1.0]), reduction='none') * y).sum()",
 }
 
 
@@ -365,6 +369,8 @@ SECOND_DERIVATIVES = {
     "masked_fill": lambda x: (x.masked_fill(x > 1, 0.5) ** 3 * x.exp()).sum(),
     "gather": lambda x: (x.gather(0, gv.tensor([2, 0, 2, 1])) ** 3 * x.sin().repeat(2)[:4]).sum(),
     "index_select": lambda x: (x.index_select(0, gv.tensor([2, 0, 2])) ** 3 * x.cos()).sum(),
+    "bce": lambda x: gv.nn.functional.binary_cross_entropy((x * x).sigmoid(), gv.tensor([1.0, 0.0, 0.25],
+                                                                                         dtype=gv.float64)),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -412,7 +418,8 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "gather": x.gather(1, gv.tensor([[2, 2], [0, 1]])), "index_select": x.index_select(-1, gv.tensor([2, 0, 2])), "masked_fill_value": x.masked_fill(y > 0, v.detach()[0]), "bmm": gv.bmm(x.unsqueeze(0), W.unsqueeze(0)),
         "norm_dim": x.norm(dim=1), "norm_1_keepdim": x.norm(1, dim=0, keepdim=True),
         "max_dim": x.max(1)[0], "max_dim_keepdim": x.max(0, keepdim=True)[0], "minimum": gv.minimum(x, y), "where": gv.where(x > 0, x, y.sum(0)), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
-        "mse": gv.nn.functional.mse_loss(x, y), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
+        "mse": gv.nn.functional.mse_loss(x, y),
+        "bce_probabilities": gv.nn.functional.binary_cross_entropy(x.sigmoid(), (y > 0).double()), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }
     for name, out in outputs.items():

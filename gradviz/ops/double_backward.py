@@ -201,6 +201,61 @@ class IndexAddBackward0(OpFunction):
         return None, ctx.backend.take(grad, ctx.saved("index"), ctx.axis)
 
 
+class BinaryCrossEntropyBackwardBackward0(OpFunction):
+    """``binary_cross_entropy_backward(grad_output, self, target, weight, reduction)
+    = grad_output * w * (x - t) / max(x (1 - x), 1e-12)``, divided by n for ``'mean'``."""
+
+    inputs = ("grad_output", "self", "target")
+    derivatives = {"grad_output": ("binary_cross_entropy_double_backward_grad_output(grad, self, target, weight, "
+                                   "reduction)", r"\bar{z}\,w\,\frac{x - t}{x(1 - x)}"),
+                   "self": ("binary_cross_entropy_double_backward(grad_output, grad, self, target, weight, reduction)",
+                            r"\bar{z}\,\bar{y}\,w\,\frac{x^2 - 2xt + t}{x^2 (1 - x)^2}"),
+                   "target": ("binary_cross_entropy_double_backward_target(grad, grad_output, self, target, weight, "
+                              "reduction)", r"-\bar{z}\,\bar{y}\,w\,\frac{1}{x(1 - x)}")}
+
+    def forward(ctx, grad_output, self, target, weight, reduction):
+        from gradviz.ops.loss import BCE_EPSILON
+
+        ctx.save(grad_output=grad_output, reduction=reduction, self=self, target=target, weight=weight)
+        ctx.metas = (meta(grad_output), meta(self), meta(target))
+        backend = self._backend
+        x, t = promote(self, target)
+        local = backend.div(backend.sub(x, t), backend.maximum(backend.mul(backend.sub(1.0, x), x), BCE_EPSILON))
+        return backend.mul(_bce_scaled(backend, local, weight, reduction, x), grad_output._data)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, x, t, weight, reduction = ctx.saved("grad_output", "self", "target", "weight", "reduction")
+        needs = ctx.needs_input_grad
+        eps = 1e-12  # PyTorch's in the second derivatives: x + eps and 1 - x + eps
+        below = backend.mul(backend.add(x, eps), backend.add(backend.sub(1.0, x), eps))
+        result = [None, None, None]
+        if needs[0]:
+            local = backend.mul(_bce_weighted(backend, backend.div(backend.sub(x, t), below), weight), grad)
+            total = backend.sum(local, None)
+            result[0] = to_input(backend, local if reduction == 0 else total if reduction == 2
+                                 else backend.div(total, _numel(x.shape)), ctx.metas[0])
+        scaled = backend.mul(grad, grad_output)
+        if needs[1]:
+            top = backend.add(backend.sub(backend.mul(x, x), backend.mul(backend.mul(x, t), 2.0)), t)
+            result[1] = to_input(backend, _bce_scaled(backend, backend.mul(backend.div(top, backend.mul(below, below)),
+                                                                             scaled), weight, reduction, x), ctx.metas[1])
+        if needs[2]:
+            result[2] = to_input(backend, _bce_scaled(backend, backend.neg(backend.div(scaled, below)), weight,
+                                                      reduction, x), ctx.metas[2])
+        return tuple(result)
+
+
+def _bce_weighted(backend, values, weight):
+    return values if weight is None else backend.mul(values, weight if not isinstance(weight, Tensor) else weight._data)
+
+
+def _bce_scaled(backend, values, weight, reduction, x):
+    """``values`` times the weight, divided by the element count for ``'mean'``."""
+    values = _bce_weighted(backend, values, weight)
+    return backend.div(values, _numel(x.shape)) if reduction == 1 else values
+
+
 class SelectBackwardBackward0(OpFunction):
     """``select_backward(grad_output, sizes, dim, index)``: zeros of the input's size, with
     ``grad_output`` at ``index`` along ``dim`` (the backward of ``x[i]``, as an op)."""

@@ -845,6 +845,19 @@ register("take_slices")(lambda grad, index, dim: np.take(np.asarray(grad, np.flo
                                                          np.asarray(index).astype(np.int64), axis=dim))
 
 
+@entry("BinaryCrossEntropyBackwardBackward0", options=("reduction",), present=("self", "weight"))
+def _bce_twice(o):
+    sizes = tuple(o["self"])
+    spread = x * (1 - x)
+    (d_grad, scale), (d_self, _), (d_target, _) = (
+        _loss_scale(o, sizes, (x - t) / spread), _loss_scale(o, sizes, g_bar * (x ** 2 - 2 * x * t + t) / spread ** 2),
+        _loss_scale(o, sizes, Neg(g_bar / spread)))
+    note = recorded("binary_cross_entropy's gradient ḡ·(x − t)/(x(1 − x)), ḡ being the gradient that arrived at the "
+                    "loss") + (f"; {scale}" if scale else "")
+    return {"grad_output": Rule(local=d_grad, note=note, symbol="ḡ"), "self": Rule(local=d_self, note=note),
+            "target": Rule(local=d_target, note=note, symbol="t")}
+
+
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
