@@ -69,6 +69,32 @@ EXTRA = {
     "select and slice twice": (lambda x: _gradient_of(lambda y: (y[1] ** 3).sum() + (y[:, -1] ** 2).sum()
                                                       + (y[:, 1:3] * y[:, :2]).sum() + (y[::2, :-1] ** 2).sum(), x),
                                [values(3, 4)]),
+    "abs and clamp twice": (lambda x: _gradient_of(lambda y: (y.abs() * y + y.clamp(-1, 1) * y
+                                                           + y.clamp(max=0.2) ** 2).sum(), x),
+                            [np.array([-1.5, 0.5, 2.0, -0.3])]),
+    "maximum, minimum, where twice": (lambda x, y: _gradient_of(lambda z: (gv.maximum(z, y) * gv.minimum(z * 2, y)
+                                                                          + gv.where(z > 0, z * y, z) ** 2).sum(), x),
+                                      [np.array([-1.5, 0.5, 2.0, 1.0]), np.array([0.5, -1.0, 2.0, 1.0])]),
+    "max all and along a dim twice": (lambda x: _gradient_of(lambda z: z.max() ** 2 + (z.max(1)[0] ** 3).sum()
+                                                             + (z.max(-2, keepdim=True)[0] * z).sum(), x),
+                                      [values(3, 4)]),
+    "norm 2 and 1 twice": (lambda x: _gradient_of(lambda z: z.norm() * z.sum() + (z.norm(dim=1) ** 3).sum()
+                                                  + z.norm(1, dim=(0, 1)) ** 2, x), [values(3, 4)]),
+    "cat, stack, repeat twice": (lambda x: _gradient_of(lambda z: (gv.cat([z, z * z], -1) ** 3).sum()
+                                                        + (gv.stack([z, z.sin()], 0) ** 2).sum()
+                                                        + (z.repeat(2, 1, 3) ** 3).sum(), x), [values(2, 3)]),
+    "dot and bmm twice": (lambda x: _gradient_of(lambda z: z[0].dot(z[1]) ** 2 + (gv.bmm(z.unsqueeze(0), z.t().unsqueeze(0))
+                                                                              ** 2).sum(), x), [values(2, 3)]),
+    "tensor and number powers twice": (lambda x, y: _gradient_of(lambda z: (z ** y + 2.0 ** (z * y)).sum(), x),
+                                       [positive(2, 3), values(2, 3)]),
+    "masked_fill twice": (lambda x: _gradient_of(lambda z: (z.masked_fill(z > 0.5, 1.0) ** 3).sum(), x), [values(2, 3)]),
+    "gather twice": (lambda x: _gradient_of(lambda z: (z.gather(1, gv.tensor([[2, 2], [0, 1], [1, 1]])) ** 3).sum(), x),
+                     [values(3, 4)]),
+    "index_select twice": (lambda x: _gradient_of(lambda z: (z.index_select(-1, gv.tensor([3, 0, 3])) ** 3).sum(), x),
+                           [values(2, 4)]),
+    "bce twice, mean and weighted sum": (lambda x, t: _gradient_of(
+        lambda z: F.binary_cross_entropy(z.sigmoid(), t.detach()) + F.binary_cross_entropy(
+            z.sigmoid(), t.detach(), weight=t.detach() + 1, reduction="sum"), x), [values(2, 3), probabilities(2, 3)]),
     # several outputs: pieces used differently, one unused
     "split, one piece unused": (lambda x: (lambda a, b, c: a * 2 + c.sum())(*x.split(2)), [values(6)]),
     "split 2-d, dim 1": (lambda x: (lambda a, b: a.sum(1) * b.mean(1))(*x.split(2, dim=1)), [values(3, 4)]),

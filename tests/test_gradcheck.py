@@ -12,6 +12,7 @@ import pytest
 import gradviz as gv
 import gradviz.nn.functional as F
 from gradviz.ops import double_backward, registry
+from gradviz.ops.arithmetic import SubBackward1
 
 RNG = np.random.default_rng(0)
 
@@ -80,6 +81,17 @@ CASES = {
     "NllLossBackwardBackward0": (
         lambda g, x: double_backward.NllLossBackwardBackward0.apply(
             g, x, gv.tensor([0, 2]), None, 1, -100, gv.tensor(2.0, dtype=gv.float64)), [np.array(0.8), values(2, 3)]),
+    "BinaryCrossEntropyBackwardBackward0": (
+        lambda g, x, t: double_backward.BinaryCrossEntropyBackwardBackward0.apply(g, x, t, None, 1),
+        [np.array(0.7), probabilities(2, 3), probabilities(2, 3)]),
+    "SgnBackward0": (lambda x: double_backward.SgnBackward0.apply(x) * x, [np.array([-1.2, 0.4, 2.0])]),
+    "ScatterBackward0": (lambda g: double_backward.ScatterBackward0.apply(
+        gv.zeros(2, 3, dtype=gv.float64), g, 1, gv.tensor([[2], [0]])), [values(2, 1)]),
+    "ScatterAddBackward0": (lambda g: double_backward.ScatterAddBackward0.apply(
+        gv.zeros(3, dtype=gv.float64), g, 0, gv.tensor([2, 0, 2])), [values(3)]),
+    "IndexAddBackward0": (lambda g: double_backward.IndexAddBackward0.apply(
+        gv.zeros(3, 2, dtype=gv.float64), g, 0, gv.tensor([2, 0, 2])), [values(3, 2)]),
+    "SubBackward1": (lambda x: SubBackward1.apply(x, 1.5), [values(3)]),
     "SplitBackward0": (lambda x: gv.cat([piece * (i + 1) for i, piece in enumerate(x.split(2))]), [values(5)]),
     "SplitWithSizesBackward0": (lambda x: x.split([1, 3], dim=1)[1] * 2, [values(2, 4)]),
     "UnbindBackward0": (lambda x: x.unbind(1)[0] * x.unbind(1)[2], [values(2, 3)]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from gradviz import _dtype
 from gradviz._device import CPU
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
@@ -280,6 +281,28 @@ class PowBackward1(OpFunction):
             ctx, lambda: backend.mul(grad, backend.mul(exponent, backend.pow(self, backend.sub(exponent, 1)))),
             grad_exponent)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``pow_backward_self`` and ``pow_backward_exponent``: the same terms, with a 0-d zero
+        chosen by ``where`` where the exponent is 0 (for self) or where ``self == 0 and exponent >= 0``
+        (for the exponent); the exponent's gradient is recorded first."""
+        from gradviz.ops.comparison import where
+
+        backend = ctx.backend
+        self, exponent = ctx.saved_graph("self", "exponent")
+        zero = Tensor._make(backend.full((), 0, grad.dtype, grad.device), backend=backend)
+
+        def grad_self():
+            no_power = Tensor._make(backend.eq(exponent._data, 0.0), backend=backend)
+            return where(no_power, zero, grad * (exponent * self.pow(SubBackward1.apply(exponent, 1))))
+
+        def grad_exponent():
+            at_zero = backend.astype(backend.mul(backend.eq(self._data, 0), backend.ge(exponent._data, 0)),
+                                     _dtype.bool)
+            term = ctx.saved_graph("result") * self.log()
+            return grad * where(Tensor._make(at_zero, backend=backend), zero, term)
+
+        return _graph_grads(ctx, grad_self, grad_exponent)
+
 
 class PowBackward2(OpFunction):
     """``number ** tensor``: the base is a Scalar to PyTorch, so the only edge is the exponent's."""
@@ -299,6 +322,14 @@ class PowBackward2(OpFunction):
         base = ctx.saved("self")
         result = ctx.saved("result")
         return backend.mul(grad, backend.mul(result, math.log(base) if base > 0 else float("nan")))
+
+    def backward_graph(ctx, grad):
+        """``grad * (result * log(base))``, the log a number (MulBackward1); a base of 0 or below is not
+        recorded yet (PyTorch picks zeros with ``where`` there)."""
+        base = ctx.saved("self")
+        if base <= 0:
+            return OpFunction.backward_graph(ctx, grad)
+        return grad * _scalar_mul(ctx.saved_graph("result"), math.log(base))
 
 
 # -- the Scalar forms that PyTorch's C++ composites record (cross_entropy's label smoothing) ----------------
@@ -333,6 +364,13 @@ class AddBackward1(OpFunction):
 
     def backward_graph(ctx, grad):
         return grad
+
+
+class SubBackward1(AddBackward1):
+    """``tensor - number`` written in C++ (``sub(Tensor, Scalar)``, as in pow's ``exponent - 1``)."""
+
+    def forward(ctx, self, other):
+        return self._backend.sub(self._data, other)
 
 
 class DivBackward1(OpFunction):

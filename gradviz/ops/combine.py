@@ -9,6 +9,7 @@ from gradviz import _dtype
 from gradviz.autograd.function import _NO_RECORD, OpFunction
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops._util import saved_dim, wrap_dim
+from gradviz.ops.shape import narrow, select
 from gradviz.tensor import Tensor
 
 
@@ -33,6 +34,11 @@ def _pieces(ctx, grad, axis: int, sizes, squeeze: bool):
             grads.append(piece if _dtype.from_any(piece.dtype) is dtype else backend.astype(piece, dtype))
         start += 1 if squeeze else (size or 0)
     return tuple(grads)
+
+
+def _same_dtypes(ctx, grad) -> bool:
+    """Whether every input has the gradient's dtype (the recorded forms do not cast the pieces back)."""
+    return all(dtype is grad.dtype for dtype in ctx.dtypes)
 
 
 def _is_legacy_empty(tensor: Tensor) -> bool:
@@ -71,6 +77,14 @@ class CatBackward0(_Join):
     def backward(ctx, grad):
         return _pieces(ctx, grad, ctx.axis, ctx.sizes, squeeze=False)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``cat_tensors_backward``: each input's part is ``grad.narrow(dim, start, size)``."""
+        if None in ctx.sizes or not _same_dtypes(ctx, grad):
+            return OpFunction.backward_graph(ctx, grad)
+        starts = [sum(ctx.sizes[:index]) for index in range(len(ctx.sizes))]
+        return tuple(narrow(grad, ctx.axis, start, size) if needed else None
+                     for start, size, needed in zip(starts, ctx.sizes, ctx.needs_input_grad))
+
 
 class StackBackward0(_Join):
     """The inputs stacked along a new ``dim``: each gets back its own slice of the gradient."""
@@ -83,11 +97,19 @@ class StackBackward0(_Join):
         data, _ = _common(tensors)
         ctx.save(dim=saved_dim(dim))
         axis = ctx.axis = wrap_dim(dim, tensors[0].ndim + 1)
+        ctx.dim = dim
         ctx.dtypes = tuple(t.dtype for t in tensors)
         return tensors[0]._backend.stack(list(data), axis)
 
     def backward(ctx, grad):
         return _pieces(ctx, grad, ctx.axis, (1,) * len(ctx.dtypes), squeeze=True)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``stack_tensors_backward``: each input's part is ``grad.select(dim, i)``."""
+        if not _same_dtypes(ctx, grad):
+            return OpFunction.backward_graph(ctx, grad)
+        return tuple(select(grad, ctx.axis, index, given_dim=ctx.dim) if needed else None
+                     for index, needed in enumerate(ctx.needs_input_grad))
 
 
 class RepeatBackward0(OpFunction):
@@ -111,6 +133,23 @@ class RepeatBackward0(OpFunction):
             split.extend((count, size))
         summed = backend.sum(backend.reshape(grad, tuple(split)), tuple(range(0, len(split), 2)), keepdims=False)
         return backend.reshape(summed, tuple(shape))
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``repeat_backward``: the added leading dims summed one by one (``sum(0)``), then one
+        reshape that splits each repeated dim in (repeat, size) and one sum over the repeats."""
+        repeats, shape = ctx.saved("repeats", "self_sym_sizes")
+        if 0 in repeats:
+            return OpFunction.backward_graph(ctx, grad)
+        lead = len(repeats) - len(shape)
+        for _ in range(lead):
+            grad = grad.sum(0)
+        split, repeated = [], []
+        for repeat, size in zip(repeats[lead:], shape):
+            if repeat != 1:
+                split.append(repeat)
+                repeated.append(len(split) - 1)
+            split.append(size)
+        return grad.reshape(tuple(split)).sum(tuple(repeated)) if repeated else grad
 
 
 def _with_dim(function_name: str, tensors) -> list:

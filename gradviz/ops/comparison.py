@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
-from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, shape_of, to_input
+from gradviz.ops._util import backend_of, broadcast_shapes, meta, promote, shape_of, sum_to_tensor, to_input
 from gradviz.tensor import Tensor
 
 
@@ -16,6 +16,19 @@ def _grads(ctx, grad_self, grad_other):
     self_meta, other_meta = ctx.metas
     return (to_input(backend, grad_self(), self_meta) if ctx.needs_input_grad[0] else None,
             to_input(backend, grad_other(), other_meta) if ctx.needs_input_grad[1] else None)
+
+
+def _graph_grads(ctx, grad_self, grad_other):
+    """The recorded form of ``_grads`` (``create_graph=True``): each formula in PyTorch's order (the
+    first input's, then the second's), then summed back to its input's shape as ``validate_outputs`` does."""
+    needs = ctx.needs_input_grad
+    raw = (grad_self() if needs[0] else None, grad_other() if needs[1] else None)
+    return tuple(None if g is None else sum_to_tensor(g, shape) for g, (shape, _) in zip(raw, ctx.metas))
+
+
+def _mask(ctx, array) -> Tensor:
+    """A bool array as a Tensor outside the graph (a condition or mask a recorded formula reads)."""
+    return Tensor._make(array, backend=ctx.backend)
 
 
 def _zero_where(backend, mask, grad):
@@ -42,6 +55,20 @@ def _pick_backward(ctx, grad, pick):
                   lambda: _zero_where(backend, loses_other, shared))
 
 
+def _pick_backward_graph(ctx, grad, pick):
+    """``where(self == other, grad / 2, grad).masked_fill_(loses, 0)`` for each input, recorded
+    (``grad / 2`` divides by a C++ Scalar: DivBackward1)."""
+    from gradviz.ops.arithmetic import DivBackward1
+
+    backend = ctx.backend
+    self, other = ctx.saved("self", "other")
+    tie = _mask(ctx, backend.eq(self, other))
+    loses_self, loses_other = ((backend.lt(self, other), backend.gt(self, other)) if pick == "maximum"
+                               else (backend.gt(self, other), backend.lt(self, other)))
+    return _graph_grads(ctx, lambda: where(tie, DivBackward1.apply(grad, 2), grad).masked_fill_(_mask(ctx, loses_self), 0),
+                        lambda: where(tie, DivBackward1.apply(grad, 2), grad).masked_fill_(_mask(ctx, loses_other), 0))
+
+
 class MaximumBackward0(OpFunction):
     """Elementwise larger of two tensors; a tie splits the gradient in half, as in PyTorch."""
 
@@ -57,6 +84,9 @@ class MaximumBackward0(OpFunction):
     def backward(ctx, grad):
         return _pick_backward(ctx, grad, "maximum")
 
+    def backward_graph(ctx, grad):
+        return _pick_backward_graph(ctx, grad, "maximum")
+
 
 class MinimumBackward0(MaximumBackward0):
     """Elementwise smaller of two tensors; a tie splits the gradient in half."""
@@ -71,6 +101,9 @@ class MinimumBackward0(MaximumBackward0):
 
     def backward(ctx, grad):
         return _pick_backward(ctx, grad, "minimum")
+
+    def backward_graph(ctx, grad):
+        return _pick_backward_graph(ctx, grad, "minimum")
 
 
 class WhereBackward0(OpFunction):
@@ -96,6 +129,10 @@ class WhereBackward0(OpFunction):
         zeros = backend.mul(grad, 0)
         return _grads(ctx, lambda: backend.where(condition, grad, zeros),
                       lambda: backend.where(condition, zeros, grad))
+
+    def backward_graph(ctx, grad):
+        condition = _mask(ctx, ctx.saved("condition"))
+        return _graph_grads(ctx, lambda: where(condition, grad, 0), lambda: where(condition, 0, grad))
 
 
 def _where_operands(self, other):

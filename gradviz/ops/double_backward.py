@@ -8,7 +8,7 @@ derivative (what the first-order node computes on arrays), its backward the seco
 from __future__ import annotations
 
 from gradviz.autograd.function import OpFunction
-from gradviz.ops._util import meta, promote, to_input
+from gradviz.ops._util import meta, promote, saved_dim, to_input, wrap_dim
 from gradviz.tensor import Tensor
 
 
@@ -126,6 +126,134 @@ class MseLossBackwardBackward0(OpFunction):
         return (to_input(backend, grad_grad_output, ctx.metas[0]) if needs[0] else None,
                 to_input(backend, scaled, ctx.metas[1]) if needs[1] else None,
                 to_input(backend, backend.neg(scaled), ctx.metas[2]) if needs[2] else None)
+
+
+class SgnBackward0(OpFunction):
+    """``sgn(x)``: -1, 0 or 1 (``abs``'s derivative, recorded as an op). Flat wherever it is defined,
+    so its own gradient is zero (PyTorch sends a zero tensor that records nothing)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("sgn_backward(self, grad, result)", "0")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        ctx.save_result()
+        return self._backend.sign(self._data)
+
+    def backward(ctx, grad):
+        return ctx.backend.mul(grad, 0.0)
+
+    def backward_graph(ctx, grad):
+        return Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
+
+
+class ScatterBackward0(OpFunction):
+    """``self.scatter(dim, index, src)``: ``src``'s elements written into ``self`` where ``index`` points
+    along ``dim``. Only a recorded backward makes it here (``max(dim)``'s: ``zeros.scatter(dim,
+    indices, grad)``), so ``self`` is always zeros that need no gradient and each slot gets one element."""
+
+    inputs = ("self", "src")
+    derivatives = {"self": ("grad.scatter(dim, index, 0)", r"\bar{z}\,[\text{not written}]"),
+                   "src": ("grad.gather(dim, index)", r"\bar{z}_{\mathrm{index}}")}
+
+    def forward(ctx, self, src, dim, index):
+        ctx.save(dim=saved_dim(dim), index=index)
+        axis = wrap_dim(dim, max(self.ndim, 1))
+        ctx.dim, ctx.axis = dim, axis
+        return self._backend.scatter_add(self._backend.copy(self._data), axis, index._data, src._data)
+
+    def backward(ctx, grad):
+        return None, ctx.backend.gather(grad, ctx.axis, ctx.saved("index"))
+
+    def backward_graph(ctx, grad):
+        from gradviz.ops.indexing import gather
+
+        return None, gather(grad, ctx.dim, ctx.saved_graph("index"))
+
+
+class ScatterAddBackward0(ScatterBackward0):
+    """``self.scatter_add(dim, index, src)``: ``src``'s elements added into ``self`` where ``index`` points.
+    Only a recorded backward makes it here (``gather``'s: ``zeros.scatter_add(dim, index, grad)``), so
+    ``self`` is always zeros that need no gradient."""
+
+    derivatives = {"self": ("grad", r"\bar{z}"), "src": ("grad.gather(dim, index)", r"\bar{z}_{\mathrm{index}}")}
+
+
+class IndexAddBackward0(OpFunction):
+    """``self.index_add_(dim, index, source)``: ``source``'s slices added into ``self`` at ``index`` along
+    ``dim``. Only a recorded backward makes it here (``index_select``'s: ``zeros.index_add_(dim, index,
+    grad)``), so ``self`` is always zeros that need no gradient. Its own recorded backward is not written
+    yet (a third derivative through ``index_select`` says so)."""
+
+    inputs = ("self", "source")
+    derivatives = {"self": ("grad", r"\bar{z}"),
+                   "source": ("maybe_multiply(grad.index_select(dim, index).expand_as(source), alpha)",
+                              r"\bar{z}_{\mathrm{index}}")}
+
+    def forward(ctx, self, source, dim, index):
+        ctx.save(alpha=1, dim=saved_dim(dim), index=index, source=source, source_dim=source.ndim)
+        axis = wrap_dim(dim, max(self.ndim, 1))
+        ctx.axis = axis
+        backend = self._backend
+        return backend.index_add(backend.copy(self._data), (slice(None),) * axis + (index._data,), source._data)
+
+    def backward(ctx, grad):
+        return None, ctx.backend.take(grad, ctx.saved("index"), ctx.axis)
+
+
+class BinaryCrossEntropyBackwardBackward0(OpFunction):
+    """``binary_cross_entropy_backward(grad_output, self, target, weight, reduction)
+    = grad_output * w * (x - t) / max(x (1 - x), 1e-12)``, divided by n for ``'mean'``."""
+
+    inputs = ("grad_output", "self", "target")
+    derivatives = {"grad_output": ("binary_cross_entropy_double_backward_grad_output(grad, self, target, weight, "
+                                   "reduction)", r"\bar{z}\,w\,\frac{x - t}{x(1 - x)}"),
+                   "self": ("binary_cross_entropy_double_backward(grad_output, grad, self, target, weight, reduction)",
+                            r"\bar{z}\,\bar{y}\,w\,\frac{x^2 - 2xt + t}{x^2 (1 - x)^2}"),
+                   "target": ("binary_cross_entropy_double_backward_target(grad, grad_output, self, target, weight, "
+                              "reduction)", r"-\bar{z}\,\bar{y}\,w\,\frac{1}{x(1 - x)}")}
+
+    def forward(ctx, grad_output, self, target, weight, reduction):
+        from gradviz.ops.loss import BCE_EPSILON
+
+        ctx.save(grad_output=grad_output, reduction=reduction, self=self, target=target, weight=weight)
+        ctx.metas = (meta(grad_output), meta(self), meta(target))
+        backend = self._backend
+        x, t = promote(self, target)
+        local = backend.div(backend.sub(x, t), backend.maximum(backend.mul(backend.sub(1.0, x), x), BCE_EPSILON))
+        return backend.mul(_bce_scaled(backend, local, weight, reduction, x), grad_output._data)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, x, t, weight, reduction = ctx.saved("grad_output", "self", "target", "weight", "reduction")
+        needs = ctx.needs_input_grad
+        eps = 1e-12  # PyTorch's in the second derivatives: x + eps and 1 - x + eps
+        below = backend.mul(backend.add(x, eps), backend.add(backend.sub(1.0, x), eps))
+        result = [None, None, None]
+        if needs[0]:
+            local = backend.mul(_bce_weighted(backend, backend.div(backend.sub(x, t), below), weight), grad)
+            total = backend.sum(local, None)
+            result[0] = to_input(backend, local if reduction == 0 else total if reduction == 2
+                                 else backend.div(total, _numel(x.shape)), ctx.metas[0])
+        scaled = backend.mul(grad, grad_output)
+        if needs[1]:
+            top = backend.add(backend.sub(backend.mul(x, x), backend.mul(backend.mul(x, t), 2.0)), t)
+            result[1] = to_input(backend, _bce_scaled(backend, backend.mul(backend.div(top, backend.mul(below, below)),
+                                                                             scaled), weight, reduction, x), ctx.metas[1])
+        if needs[2]:
+            result[2] = to_input(backend, _bce_scaled(backend, backend.neg(backend.div(scaled, below)), weight,
+                                                      reduction, x), ctx.metas[2])
+        return tuple(result)
+
+
+def _bce_weighted(backend, values, weight):
+    return values if weight is None else backend.mul(values, weight if not isinstance(weight, Tensor) else weight._data)
+
+
+def _bce_scaled(backend, values, weight, reduction, x):
+    """``values`` times the weight, divided by the element count for ``'mean'``."""
+    values = _bce_weighted(backend, values, weight)
+    return backend.div(values, _numel(x.shape)) if reduction == 1 else values
 
 
 class SelectBackwardBackward0(OpFunction):

@@ -18,7 +18,7 @@ from gradviz import _dtype
 from gradviz.autograd.function import OpFunction, SavedTensors
 from gradviz.ops import inplace
 from gradviz.ops import shape as shape_ops
-from gradviz.ops._util import broadcast_shapes, meta, saved_dim, to_input, wrap_dim
+from gradviz.ops._util import broadcast_shapes, meta, saved_dim, sum_to_tensor, to_input, wrap_dim
 from gradviz.tensor import Tensor
 
 INT64_MAX = 2**63 - 1  # Python's slice end when none is given, as PyTorch reads it
@@ -356,6 +356,9 @@ class MaskedFillBackward0(OpFunction):
         backend = ctx.backend
         return sum_to(backend, backend.where(ctx.saved("mask"), backend.mul(grad, 0), grad), ctx.shape)
 
+    def backward_graph(ctx, grad):
+        return sum_to_tensor(grad.masked_fill(ctx.saved_graph("mask"), 0), ctx.shape)
+
 
 class MaskedFillBackward1(OpFunction):
     """``x.masked_fill(mask, value)`` with a 0-d tensor value: the filled elements' gradient goes to it."""
@@ -379,6 +382,13 @@ class MaskedFillBackward1(OpFunction):
         return (to_input(backend, backend.where(mask, zeros, grad), ctx.metas[0]) if ctx.needs_input_grad[0] else None,
                 to_input(backend, backend.sum(backend.where(mask, grad, zeros), None), ctx.metas[1])
                 if ctx.needs_input_grad[1] else None)
+
+    def backward_graph(ctx, grad):
+        """``self``'s part recorded (``grad.masked_fill(mask, 0)``); the value's (torch's ``masked_select``
+        then ``sum``) is not recorded yet, so the base class answers when the value needs a gradient."""
+        if ctx.needs_input_grad[1]:
+            return OpFunction.backward_graph(ctx, grad)
+        return sum_to_tensor(grad.masked_fill(ctx.saved_graph("mask"), 0), ctx.metas[0][0]), None
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
@@ -405,13 +415,21 @@ class IndexSelectBackward0(OpFunction):
     def forward(ctx, self, dim, index):
         axis = wrap_dim(dim, max(self.ndim, 1))
         ctx.save(dim=saved_dim(dim), index=index, self_sym_sizes=tuple(self.shape))
-        ctx.axis = axis
+        ctx.axis, ctx.dim = axis, dim
         return self._backend.take(self._data, index._data, axis)
 
     def backward(ctx, grad):
         backend = ctx.backend
         out = backend.full(ctx.saved("self_sym_sizes"), 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
         return backend.index_add(out, (slice(None),) * ctx.axis + (ctx.saved("index"),), grad)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``index_select_backward``: ``zeros(self_sizes).index_add_(dim, index, grad)``."""
+        from gradviz.ops.double_backward import IndexAddBackward0
+
+        zeros = Tensor._make(ctx.backend.full(ctx.saved("self_sym_sizes"), 0, grad.dtype, grad.device),
+                             backend=ctx.backend)
+        return IndexAddBackward0.apply(zeros, grad, ctx.dim, ctx.saved_graph("index"))
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -436,7 +454,7 @@ class GatherBackward0(OpFunction):
     def forward(ctx, self, dim, index):
         axis = wrap_dim(dim, max(self.ndim, 1))
         ctx.save(dim=saved_dim(dim), index=index, self=self, sparse_grad=False)
-        ctx.axis = axis
+        ctx.axis, ctx.dim = axis, dim
         return self._backend.gather(self._data, axis, index._data)
 
     def backward(ctx, grad):
@@ -444,6 +462,14 @@ class GatherBackward0(OpFunction):
         self, index = ctx.saved("self", "index")
         out = backend.full(self.shape, 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
         return backend.scatter_add(out, ctx.axis, index, grad)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``gather_backward``: ``zeros_like(self).scatter_add(dim, index, grad)``."""
+        from gradviz.ops.double_backward import ScatterAddBackward0
+
+        self = ctx.saved("self")
+        zeros = Tensor._make(ctx.backend.full(self.shape, 0, grad.dtype, grad.device), backend=ctx.backend)
+        return ScatterAddBackward0.apply(zeros, grad, ctx.dim, ctx.saved_graph("index"))
 
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:

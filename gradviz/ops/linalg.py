@@ -145,6 +145,12 @@ class BmmBackward0(OpFunction):
         return (backend.matmul(grad, _transpose(backend, ctx.saved("mat2"))) if ctx.needs_input_grad[0] else None,
                 backend.matmul(_transpose(backend, ctx.saved("self")), grad) if ctx.needs_input_grad[1] else None)
 
+    def backward_graph(ctx, grad):
+        """Recorded as PyTorch records it: ``mat2``'s gradient first, then ``self``'s."""
+        needs = ctx.needs_input_grad
+        grad_mat2 = ctx.saved_graph("self").transpose(1, 2).bmm(grad) if needs[1] else None
+        return grad.bmm(ctx.saved_graph("mat2").transpose(1, 2)) if needs[0] else None, grad_mat2
+
 
 class MvBackward0(OpFunction):
     inputs = ("self", "vec")
@@ -197,6 +203,10 @@ class DotBackward0(OpFunction):
         backend = ctx.backend
         return (backend.mul(grad, ctx.saved("tensor")) if ctx.needs_input_grad[0] else None,
                 backend.mul(grad, ctx.saved("self")) if ctx.needs_input_grad[1] else None)
+
+    def backward_graph(ctx, grad):
+        return (grad * ctx.saved_graph("tensor") if ctx.needs_input_grad[0] else None,
+                grad * ctx.saved_graph("self") if ctx.needs_input_grad[1] else None)
 
 
 def mm(input, mat2):

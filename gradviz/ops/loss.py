@@ -152,6 +152,16 @@ class BinaryCrossEntropyBackward0(OpFunction):
                 grad_target = backend.mul(grad_target, weight)
         return grad_self, grad_target
 
+    def backward_graph(ctx, grad):
+        """``binary_cross_entropy_backward`` recorded as its own op (BinaryCrossEntropyBackwardBackward0),
+        as PyTorch records it; the target's gradient (a composite of logs) is not recorded yet."""
+        from gradviz.ops.double_backward import BinaryCrossEntropyBackwardBackward0
+
+        if ctx.needs_input_grad[1]:
+            return OpFunction.backward_graph(ctx, grad)
+        self, target, weight, reduction = ctx.saved_graph("self", "target", "weight", "reduction")
+        return BinaryCrossEntropyBackwardBackward0.apply(grad, self, target, weight, reduction), None
+
 
 class MseLossBackward0(OpFunction):
     inputs = ("self", "target")

@@ -162,6 +162,16 @@ class MaxBackward1(OpFunction):
         mask = backend.astype(backend.eq(self, result), _dtype.from_any(grad.dtype))
         return backend.mul(backend.div(mask, backend.sum(mask, None)), grad)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``evenly_distribute_backward``: ``zeros.masked_fill_(mask, grad / mask.sum())``."""
+        from gradviz.ops.indexing import masked_fill
+
+        backend = ctx.backend
+        self, result = ctx.saved("self", "result")
+        mask = Tensor._make(backend.eq(self, result), backend=backend)
+        zeros = Tensor._make(backend.full(tuple(self.shape), 0, grad.dtype, grad.device), backend=backend)
+        return masked_fill(zeros, mask, grad / mask.sum())
+
 
 class MaxBackward0(OpFunction):
     """The maximum along ``dim``: the gradient goes to the index that won."""
@@ -177,7 +187,7 @@ class MaxBackward0(OpFunction):
         saved_indices = Tensor._make(backend.reshape(indices, _kept_shape(self.shape, axis)) if keepdim else indices,
                                      backend=backend)
         ctx.save(dim=saved_dim(dim), indices=saved_indices, keepdim=keepdim, self_sym_sizes=tuple(self.shape))
-        ctx.axis = axis
+        ctx.axis, ctx.dim = axis, dim
         ctx.indices = indices
         return backend.amax(self._data, axis, keepdims=keepdim)
 
@@ -190,6 +200,19 @@ class MaxBackward0(OpFunction):
         picked = backend.one_hot_scatter(shape, ctx.indices, axis, grad.dtype)
         expanded = backend.reshape(grad, tuple(1 if i == axis else s for i, s in enumerate(shape)))
         return backend.mul(picked, expanded)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``value_selecting_reduction_backward``: ``zeros.scatter(dim, indices, grad)``, both
+        unsqueezed at ``dim`` first unless kept."""
+        from gradviz.ops.double_backward import ScatterBackward0
+
+        keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
+        backend = ctx.backend
+        indices = ctx.saved_graph("indices")
+        if not keepdim:
+            grad, indices = grad.unsqueeze(ctx.dim), indices.unsqueeze(ctx.dim)
+        zeros = Tensor._make(backend.full(tuple(shape), 0, grad.dtype, grad.device), backend=backend)
+        return ScatterBackward0.apply(zeros, grad, ctx.dim, indices)
 
 
 def _kept_shape(shape, axis) -> tuple:
@@ -240,6 +263,7 @@ class LinalgVectorNormBackward0(OpFunction):
         ctx.save_result()
         axes = _dims(dim, self.ndim) if dim is not None else None
         ctx.axes, ctx.shape = axes, tuple(self.shape)
+        ctx.dim = dim
         backend = self._backend
         magnitude = backend.abs(self._data)
         if ord == math.inf:
@@ -275,6 +299,36 @@ class LinalgVectorNormBackward0(OpFunction):
         power = backend.mul(self, backend.pow(backend.abs(self), float(ord) - 2))
         scale = backend.where(backend.eq(result, 0), 0.0, backend.div(grad, backend.pow(result, float(ord) - 1)))
         return backend.mul(power, scale)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``norm_backward`` for p = 2 (``grad * (self / norm).masked_fill_(norm == 0, 0)``) and
+        p = 1 (``self.sgn() * grad``), ``grad`` and ``norm`` unsqueezed at ``dim`` first unless kept;
+        other orders are not recorded yet (the base class says so when it matters)."""
+        from gradviz.ops.double_backward import SgnBackward0
+
+        ord, keepdim = ctx.saved("ord", "keepdim")
+        if ord not in (1, 2):
+            return OpFunction.backward_graph(ctx, grad)
+        self = ctx.saved_graph("self")
+        if ord == 1:
+            return SgnBackward0.apply(self) * _unsqueezed(ctx, grad, keepdim)
+        norm = ctx.saved_graph("result")
+        norm, grad = _unsqueezed(ctx, norm, keepdim), _unsqueezed(ctx, grad, keepdim)
+        zero = Tensor._make(ctx.backend.eq(norm._data, 0), backend=ctx.backend)
+        return grad * (self / norm).masked_fill_(zero, 0)
+
+
+def _unsqueezed(ctx, tensor, keepdim: bool):
+    """``unsqueeze_multiple(tensor, dim)``: the reduced dims put back as size 1; one dim as given, several
+    wrapped, lowest first."""
+    if keepdim or ctx.axes is None or not ctx.shape:
+        return tensor
+    given = ctx.dim if isinstance(ctx.dim, (tuple, list)) else (ctx.dim,)
+    if len(given) == 1:
+        return tensor.unsqueeze(given[0])
+    for axis in ctx.axes:
+        tensor = tensor.unsqueeze(axis)
+    return tensor
 
 
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):

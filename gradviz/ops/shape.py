@@ -270,22 +270,22 @@ class SelectBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("select_backward_symint(grad, self.sym_sizes(), dim, index)", r"\bar{y}\ \mathrm{at}\ i")}
 
-    def forward(ctx, self, dim, index, given=None):
-        ctx.save(dim=dim, index=saved_dim(index if given is None else given), self_sym_sizes=tuple(self.shape))
-        ctx.index = index
+    def forward(ctx, self, dim, index, given=None, given_dim=None):
+        ctx.save(dim=dim if given_dim is None else saved_dim(given_dim),
+                 index=saved_dim(index if given is None else given), self_sym_sizes=tuple(self.shape))
+        ctx.index, ctx.axis = index, dim
         key = (slice(None),) * dim + (index, Ellipsis)  # the Ellipsis keeps a 0-d result a view, not a copy
         return self._backend.getitem(self._data, key)
 
     def backward(ctx, grad):
-        dim, shape = ctx.saved("dim", "self_sym_sizes")
-        index = ctx.index
-        return _scatter_back(ctx.backend, grad, shape, (slice(None),) * dim + (index,))
+        shape = ctx.saved("self_sym_sizes")
+        return _scatter_back(ctx.backend, grad, shape, (slice(None),) * ctx.axis + (ctx.index,))
 
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import SelectBackwardBackward0
 
-        dim, shape, index = ctx.saved("dim", "self_sym_sizes", "index")
-        return SelectBackwardBackward0.apply(grad, shape, dim, ctx.index, index)
+        shape, index = ctx.saved("self_sym_sizes", "index")
+        return SelectBackwardBackward0.apply(grad, shape, ctx.axis, ctx.index, index)
 
 
 class SliceBackward0(OpFunction):
@@ -463,9 +463,11 @@ def alias(input):
     return _view_of(AliasBackward0.apply(input), input)
 
 
-def select(input, dim: int, index: int, given=None):
-    """``input[..., index, ...]`` along ``dim`` (a wrapped, checked index): a view one dimension smaller."""
-    return _view_of(SelectBackward0.apply(input, dim, index, given=index if given is None else given), input)
+def select(input, dim: int, index: int, given=None, given_dim=None):
+    """``input[..., index, ...]`` along ``dim`` (a wrapped, checked index): a view one dimension smaller
+    (``given``, ``given_dim``: the index and dim as the caller wrote them, which the node saves)."""
+    return _view_of(SelectBackward0.apply(input, dim, index, given=index if given is None else given,
+                                          given_dim=given_dim), input)
 
 
 def slice_along(input, dim: int, start: int, end: int, step: int, given=None, given_dim=None):

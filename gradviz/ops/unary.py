@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data
+from gradviz.tensor import Tensor
 
 
 class ExpBackward0(OpFunction):
@@ -147,6 +148,11 @@ class AbsBackward0(OpFunction):
         backend = ctx.backend
         return backend.mul(grad, backend.sign(ctx.saved("self")))
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops.double_backward import SgnBackward0
+
+        return grad * SgnBackward0.apply(ctx.saved_graph("self"))
+
 
 class ClampBackward1(OpFunction):
     """``clamp(x, min, max)`` with number bounds: the gradient passes where x is inside them."""
@@ -166,13 +172,25 @@ class ClampBackward1(OpFunction):
         return values
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        self, low, high = ctx.saved("self", "min", "max")
-        mask = backend.ge(self, low) if low is not None else None
-        if high is not None:
-            upper = backend.le(self, high)
-            mask = upper if mask is None else backend.astype(backend.mul(mask, upper), _bool())
-        return backend.where(mask, grad, 0.0) if mask is not None else grad
+        mask = _inside(ctx)
+        return ctx.backend.where(mask, grad, 0.0) if mask is not None else grad
+
+    def backward_graph(ctx, grad):
+        from gradviz.ops.comparison import where
+
+        mask = _inside(ctx)
+        return where(Tensor._make(mask, backend=ctx.backend), grad, 0) if mask is not None else grad
+
+
+def _inside(ctx):
+    """Where the input lies within clamp's bounds (a bool array; None when no bound is given)."""
+    backend = ctx.backend
+    self, low, high = ctx.saved("self", "min", "max")
+    mask = backend.ge(self, low) if low is not None else None
+    if high is not None:
+        upper = backend.le(self, high)
+        mask = upper if mask is None else backend.astype(backend.mul(mask, upper), _bool())
+    return mask
 
 
 def _bool():

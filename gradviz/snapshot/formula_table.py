@@ -105,7 +105,7 @@ entry("ReluBackward0")(lambda o: only(Rule(local=indicator(result(), ">", 0),
 entry("SqrtBackward0")(lambda o: only(Rule(local=1 / (2 * result("√x")))))
 entry("NegBackward0")(lambda o: only(Rule(local=Num(-1))))
 entry("ReciprocalBackward0")(lambda o: only(Rule(local=-(result("1/x") ** 2))))
-entry("AddBackward1")(lambda o: only(Rule(local=Num(1))))
+entry("AddBackward1", "SubBackward1")(lambda o: only(Rule(local=Num(1))))
 entry("MulBackward1")(lambda o: only(Rule(local=Var("other", "c"))))
 entry("DivBackward1")(lambda o: only(Rule(local=1 / Var("other", "c"))))
 entry("CloneBackward0", "AliasBackward0", "ToCopyBackward0")(lambda o: only(Rule(local=Num(1))))
@@ -789,6 +789,73 @@ def _nll_value(*values):
     if reduction == 0:
         return terms
     return terms.sum() / weighted.sum() if reduction == MEAN else terms.sum()
+
+
+entry("SgnBackward0")(lambda o: only(Rule(sent=Num(0), note=recorded("sgn(x), abs's derivative: −1, 0 or 1") +
+                                           "; sgn is flat wherever it is defined, so x's gradient is 0")))
+
+
+@entry("ScatterBackward0", options=("dim",), present=("index",))
+def _scatter_twice(o):
+    dim = signed(o["dim"]) % max(len(o["index"]), 1)
+    computed = (f"max's gradient along dim {dim}: ḡ written at each row's largest element (the index i), "
+                "in zeros the size of x")
+    index = Var("index", "i")
+    return {"self": Rule(sent=Call("zero_along", (g, index), "", (dim,), f"0 at i along dim {dim}"),
+                         note=recorded(computed) + "; the zeros written over at i get no gradient"),
+            "src": Rule(sent=Call("take_along", (g, index), "", (dim,), f"read at i along dim {dim}"), symbol="ḡ",
+                        note=recorded(computed) + ": reading those elements back is the gradient")}
+
+
+@entry("ScatterAddBackward0", options=("dim",), present=("index",))
+def _scatter_add_twice(o):
+    dim = signed(o["dim"]) % max(len(o["index"]), 1)
+    computed = f"gather's gradient along dim {dim}: ḡ added where gather read (the index i), in zeros the size of x"
+    return {"self": Rule(sent=g, note=recorded(computed) + "; the zeros it added into pass the gradient through"),
+            "src": Rule(sent=Call("take_along", (g, Var("index", "i")), "", (dim,), f"read at i along dim {dim}"),
+                        symbol="ḡ", note=recorded(computed) + ": reading those elements back (a gather) is the gradient")}
+
+
+@register("take_along")
+def _take_along(grad, index, dim):
+    """``grad.gather(dim, index)``: ``index`` may be smaller than ``grad`` in the other dims."""
+    index = np.asarray(index).astype(np.int64)
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return np.asarray(grad, np.float64)[tuple(grids)]
+
+
+@register("zero_along")
+def _zero_along(grad, index, dim):
+    out = np.array(grad, np.float64)
+    np.put_along_axis(out, np.asarray(index).astype(np.int64), 0.0, dim)
+    return out
+
+
+@entry("IndexAddBackward0", options=("dim", "source_dim"))
+def _index_add_twice(o):
+    dim = signed(o["dim"]) % max(o["source_dim"], 1)
+    computed = f"index_select's gradient along dim {dim}: ḡ's slices added at the index i, in zeros the size of x"
+    return {"self": Rule(sent=g, note=recorded(computed) + "; the zeros it added into pass the gradient through"),
+            "source": Rule(sent=Call("take_slices", (g, Var("index", "i")), "", (dim,), f"slices i along dim {dim}"),
+                           symbol="ḡ", note=recorded(computed) + ": reading those slices back is the gradient")}
+
+
+register("take_slices")(lambda grad, index, dim: np.take(np.asarray(grad, np.float64),
+                                                         np.asarray(index).astype(np.int64), axis=dim))
+
+
+@entry("BinaryCrossEntropyBackwardBackward0", options=("reduction",), present=("self", "weight"))
+def _bce_twice(o):
+    sizes = tuple(o["self"])
+    spread = x * (1 - x)
+    (d_grad, scale), (d_self, _), (d_target, _) = (
+        _loss_scale(o, sizes, (x - t) / spread), _loss_scale(o, sizes, g_bar * (x ** 2 - 2 * x * t + t) / spread ** 2),
+        _loss_scale(o, sizes, Neg(g_bar / spread)))
+    note = recorded("binary_cross_entropy's gradient ḡ·(x − t)/(x(1 − x)), ḡ being the gradient that arrived at the "
+                    "loss") + (f"; {scale}" if scale else "")
+    return {"grad_output": Rule(local=d_grad, note=note, symbol="ḡ"), "self": Rule(local=d_self, note=note),
+            "target": Rule(local=d_target, note=note, symbol="t")}
 
 
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
