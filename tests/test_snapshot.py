@@ -99,6 +99,25 @@ def test_a_gradviz_model_gets_module_groups_like_a_torch_one():
     json.dumps(graph.to_dict())
 
 
+@pytest.mark.parametrize("library", ["gradviz", "torch"])
+def test_an_activation_inside_a_block_is_drawn_in_that_blocks_frame(library, request):
+    """A parameterless node belongs to the innermost module enclosing both its input's and its
+    consumer's modules: the Tanh between a block's two Linears is the block's; the Tanh between
+    two top-level modules, and the loss, are the model's own (no frame)."""
+    lib = gv if library == "gradviz" else request.getfixturevalue("torch")
+    lib.manual_seed(0)
+    block = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Tanh(), lib.nn.Linear(4, 4))
+    model = lib.nn.Sequential(block, lib.nn.Tanh(), lib.nn.Linear(4, 1))
+    loss = model(lib.randn(2, 3)).pow(2).mean()
+    modules = {}
+    for node in graph_of(loss, model=model).nodes:
+        if node.kind == "function":
+            modules.setdefault(node.name, []).append(node.module)
+    assert sorted(modules["TanhBackward0"], key=str) == ["0", None]
+    assert sorted(modules["AddmmBackward0"]) == ["0.0", "0.2", "2"]
+    assert modules["PowBackward0"] == modules["MeanBackward0"] == [None]
+
+
 def test_explicit_names_win_over_the_models_parameter_paths():
     loss, model, names = two_layer(gv)
     graph = graph_of(loss, {**names, "w_out": model[2].weight}, model)

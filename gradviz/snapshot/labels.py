@@ -120,15 +120,19 @@ def module_paths(root: Any, param_owner: dict) -> dict:
       that is one of M's parameters or a parameter-only node of M, i.e. the op that consumed
       the parameter. ``AddmmBackward0`` lands in its Linear, ``ConvolutionBackward0`` in its Conv.
 
-    Nodes that touch no parameter (activations, losses) stay ungrouped (None), and so do the
-    model's own top-level parameters, whose module path would be the empty string.
+    * a node that touches no parameter (an activation, a dropout) belongs to the innermost module
+      that encloses both the module its input came from and the module its output goes to: a
+      ``Tanh`` between two Linears of one block is drawn in that block's frame. Nodes with nothing
+      in common on the two sides (between top-level modules, losses) stay ungrouped (None), and so
+      do the model's own top-level parameters, whose module path would be the empty string.
     Returns ``{id(node): dotted module path or None}``.
     """
     if not param_owner:
         return {}
     pure: dict[int, str | None] = {}   # id(node) -> M when the node is parameter-only for M
     owner_of: dict[int, str | None] = {}
-    for node in _post_order(root):
+    order = _post_order(root)
+    for node in order:
         if is_accumulate_grad(node):
             owner = param_owner.get(id(getattr(node, "variable", None)))
             owner_of[id(node)] = owner
@@ -144,7 +148,44 @@ def module_paths(root: Any, param_owner: dict) -> dict:
         owner_of[id(node)] = first
         same = child_owners and all(o is not None and o == child_owners[0] for o in child_owners)
         pure[id(node)] = child_owners[0] if same else None
-    return owner_of
+    return _enclosed(order, owner_of)
+
+
+def _enclosed(order: list, owner_of: dict) -> dict:
+    """Give each ungrouped function node the innermost module enclosing the module it reads from
+    (the nearest grouped node below it) and the module it feeds (the nearest grouped node above)."""
+    below: dict[int, str | None] = {}  # nearest owner toward the inputs, in input order
+    for node in order:  # inputs before consumers
+        own = owner_of.get(id(node))
+        if own is not None:
+            below[id(node)] = own
+            continue
+        below[id(node)] = next((below[id(child)] for child, _ in node.next_functions
+                                if child is not None and below.get(id(child)) is not None), None)
+    above: dict[int, str | None] = {}  # nearest owner toward the output
+    for node in reversed(order):  # consumers before inputs
+        own = owner_of.get(id(node))
+        reach = own if own is not None else above.get(id(node))
+        for child, _ in node.next_functions:
+            if child is not None and above.get(id(child)) is None:
+                above[id(child)] = reach
+    result = dict(owner_of)
+    for node in order:
+        if owner_of.get(id(node)) is None and not is_accumulate_grad(node):
+            result[id(node)] = _common_module(below.get(id(node)), above.get(id(node)))
+    return result
+
+
+def _common_module(a: str | None, b: str | None) -> str | None:
+    """The innermost module path enclosing both (``"0.1"`` and ``"0.3"`` -> ``"0"``), else None."""
+    if a is None or b is None:
+        return None
+    common = []
+    for x, y in zip(a.split("."), b.split(".")):
+        if x != y:
+            break
+        common.append(x)
+    return ".".join(common) or None
 
 
 def _post_order(root: Any) -> list:
