@@ -955,6 +955,8 @@ function formulaRows(formula, numbers, sent, symbols, values) {
       pieces.push(...product(m("mrow", null, m("mo", "("), mathFromTree(formula.local, withValues), m("mo", ")"))));
       if (numbers && numbers.local) pieces.push(m("mo", "="), ...product(valueMath(numbers.local)));
     }
+  } else if (numbers && numbers.view) {
+    pieces.push(...viewPieces(numbers, values));
   } else {
     pieces.push(mathFromTree(rightSide(formula), withValues));
   }
@@ -974,6 +976,19 @@ function formulaRows(formula, numbers, sent, symbols, values) {
     rows.push(more);
   }
   return rows;
+}
+
+/**
+ * CopySlices in numbers: the arriving gradient passes outside the view; inside it, the in-place
+ * op's own step (the view's part of the gradient, times the op's local derivative where it has
+ * one, equals what the op sends).
+ */
+function viewPieces(numbers, values) {
+  const view = numbers.view;
+  const inside = [valueMath(view.arriving)];
+  if (numbers.local) inside.push(m("mo", "\u00b7"), valueMath(numbers.local));
+  return [valueMath(values.grad, false), m("mtext", ` outside the view; inside it, ${view.op}: `), ...inside,
+    m("mo", "="), valueMath(view.sent, false)];
 }
 
 /**
