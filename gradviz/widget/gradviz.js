@@ -965,7 +965,7 @@ function formulaRows(formula, numbers, sent, symbols, values) {
   if (numbers && numbers.summed) {
     rows.push(h("div", { class: "gv-hint" }, "Broadcasting stretched this input, so its gradient is summed back to its shape."));
   }
-  if (formula.note) rows.push(h("div", { class: "gv-hint" }, formula.note));
+  if (formula.note) rows.push(h("div", { class: "gv-hint" }, noteText(formula.note, symbols)));
   const whole = [["local derivative", numbers && numbers.local], ["sent", sent]]
     .filter(([, value]) => value && value.full);
   if (whole.length || formula.torch) {
@@ -976,6 +976,14 @@ function formulaRows(formula, numbers, sent, symbols, values) {
     rows.push(more);
   }
   return rows;
+}
+
+/**
+ * A formula's note with the learner's names: `{self:x}` marks where the note names a value the
+ * formula shows, and becomes the label the formula uses for it (`w`), else its letter (`x`).
+ */
+function noteText(note, symbols) {
+  return note.replace(/\{(\w+):([^{}:]+)\}/g, (_, name, letter) => symbols.get(name) ?? letter);
 }
 
 /**

@@ -176,6 +176,20 @@ def test_copy_slices_shows_the_in_place_ops_step_on_the_view_in_numbers(offline_
     assert offline_page.errors == []
 
 
+def test_notes_name_the_inputs_by_the_learners_labels(offline_page, tmp_path):
+    """A note that names the input (``‖x‖ = √(Σ x²)``) uses the label the formula uses: w."""
+    def program():
+        w = gv.tensor([3.0, 4.0], requires_grad=True)
+        loss = w.norm()
+        return loss, {"w": w, "loss": loss}
+
+    open_panel_at(offline_page, tmp_path, program, "LinalgVectorNormBackward0")
+    hints = offline_page.locator(".gv-panel .gv-hint").all_text_contents()
+    assert "‖w‖ = √(Σ w²), the output" in hints, hints
+    assert not any("{" in hint or "x" in hint.split("the output")[0] for hint in hints), hints
+    assert offline_page.errors == []
+
+
 def test_seed_loss_shows_no_weight_terms_and_divides_by_n(offline_page, tmp_path):
     maths = open_panel_at(offline_page, tmp_path, seed_loss_program, "BinaryCrossEntropyWithLogitsBackward0")
     first = maths[0]["text"]
