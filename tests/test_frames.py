@@ -7,6 +7,9 @@ themselves; smaller ones ask for it.
 """
 from __future__ import annotations
 
+import shutil
+
+import pytest
 from hypothesis import given, settings, strategies as st
 
 import gradviz as gv
@@ -15,6 +18,9 @@ from gradviz.render import compute_layout
 from gradviz.render.layout import choose_engine, Shape
 from gradviz.snapshot import graph_of
 from gradviz.snapshot.model import Graph, GraphEdge, GraphNode
+
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz dot is not installed")
 
 
 def box_of(node_box: list) -> list:
@@ -102,11 +108,50 @@ def test_a_deep_sequential_leaves_dot_and_its_blocks_stack_in_frames():
     assert choose_engine(Shape(graph)) == "layered"  # over dot's budget by itself
     layout = compute_layout(graph)
     assert layout["engine"] == "layered" and frame_faults(layout) == []
-    blocks = sorted((g for g in layout["groups"] if g["parent"] is None), key=lambda g: int(g["label"]))
-    assert len(blocks) == 170
-    for upper, lower in zip(blocks, blocks[1:]):  # one under the other, not a staircase
-        assert upper["box"][1] + upper["box"][3] < lower["box"][1], (upper["label"], lower["label"])
+    blocks = stacked_blocks(layout)  # one under the other, not a staircase
+    assert [block["label"] for block in blocks] == [str(index) for index in range(170)]
     assert layout["width"] < 3 * max(block["box"][2] for block in blocks)
+
+
+def stacked_blocks(layout: dict) -> list:
+    """The top-level frames, in order, each wholly below the one before (else an AssertionError)."""
+    blocks = sorted((g for g in layout["groups"] if g["parent"] is None), key=lambda g: g["box"][1])
+    for upper, lower in zip(blocks, blocks[1:]):
+        assert upper["box"][1] + upper["box"][3] < lower["box"][1], (upper["label"], lower["label"])
+    return blocks
+
+
+@needs_dot
+def test_dot_stacks_the_blocks_of_a_sequential_too():
+    """dot's clusters nest, and the invisible edges from a block's feeder to the next block's
+    parameters stack the blocks instead of a staircase as wide as the model is deep."""
+    gv.manual_seed(0)
+    model = nn.Sequential(*[Block(3) for _ in range(8)])
+    loss = model(gv.randn(2, 3)).sum()
+    graph = graph_of(loss, {"loss": loss}, model)
+    assert choose_engine(Shape(graph), modules=True) == "dot"
+    layout = compute_layout(graph)
+    assert layout["engine"] == "dot" and frame_faults(layout) == []
+    blocks = stacked_blocks(layout)
+    assert len(blocks) == 8 and layout["width"] < 3 * max(block["box"][2] for block in blocks)
+
+
+def test_module_clusters_halve_dots_budget():
+    """Stacked clusters cost dot about three times as much: a graph with modules leaves dot sooner."""
+    from gradviz.render.layout import DOT_BUDGET, MODULE_DOT_BUDGET, dot_available
+
+    graph = graph_with_chain(1500)
+    if dot_available():
+        assert choose_engine(Shape(graph)) == "dot"
+    assert choose_engine(Shape(graph), modules=True) == "layered"
+    assert MODULE_DOT_BUDGET < 1500 <= DOT_BUDGET
+
+
+def graph_with_chain(length: int) -> Graph:
+    nodes = [GraphNode("n0", "output", "out", "out")]
+    nodes += [GraphNode(f"n{i}", "function", "MulBackward0", "MulBackward0") for i in range(1, length)]
+    edges = [GraphEdge(f"n{i + 1}", f"n{i}") for i in range(length - 1)]
+    return Graph(tuple(nodes), tuple(edges), "n0")
 
 
 def test_residual_blocks_frame_truthfully():

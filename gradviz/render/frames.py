@@ -74,32 +74,13 @@ class FrameLayout:
         waits for its consumers and for the members of the modules it feeds; None where that
         order does not exist (a cycle), and the plain layering stays.
         """
-        bit = {group_id: 1 << index for index, group_id in enumerate(self.groups)}
-        upstream = {}  # node id -> bits of the groups holding a node above it (sources first)
-        waiting = {node_id: len(predecessors[node_id]) for node_id in ids}
-        queue = [node_id for node_id in ids if waiting[node_id] == 0]
-        for node_id in queue:  # grows while it is read: Kahn's algorithm
-            bits = 0
-            for parent in predecessors[node_id]:
-                bits |= upstream[parent]
-                for group_id in self.chain(parent):
-                    bits |= bit[group_id]
-            upstream[node_id] = bits
-            for child in successors[node_id]:
-                waiting[child] -= 1
-                if waiting[child] == 0:
-                    queue.append(child)
-        if len(queue) != len(ids):
+        feeders = self.feeders(ids, successors, predecessors)
+        if feeders is None:
             return None
-        feeders = defaultdict(list)  # group id -> the nodes that feed it from outside
-        waiting = {}
-        for node_id in ids:
-            own = set(self.chain(node_id))
-            fed = {group_id for child in successors[node_id] for group_id in self.chain(child)
-                   if group_id not in own and not upstream[node_id] & bit[group_id]}
-            for group_id in fed:
-                feeders[group_id].append(node_id)
-            waiting[node_id] = len(successors[node_id]) + len(fed)
+        waiting = {node_id: len(successors[node_id]) for node_id in ids}
+        for nodes in feeders.values():
+            for node_id in nodes:
+                waiting[node_id] += 1
         members_left = {group_id: len(members) for group_id, members in self.members.items()}
         depth = {node_id: 0 for node_id in ids}
         top = {}
@@ -127,6 +108,51 @@ class FrameLayout:
         for node_id in ids:
             layers[deepest - depth[node_id]].append(node_id)
         return layers
+
+    def feeders(self, ids: list, successors: dict, predecessors: dict) -> dict | None:
+        """``{group id: [node ids]}``: the nodes outside each group that feed it, leaving out those
+        with a member of the group upstream (it cannot sit all below them); None on a cycle."""
+        bit = {group_id: 1 << index for index, group_id in enumerate(self.groups)}
+        upstream = {}  # node id -> bits of the groups holding a node above it (sources first)
+        waiting = {node_id: len(predecessors[node_id]) for node_id in ids}
+        queue = [node_id for node_id in ids if waiting[node_id] == 0]
+        for node_id in queue:  # grows while it is read: Kahn's algorithm
+            bits = 0
+            for parent in predecessors[node_id]:
+                bits |= upstream[parent]
+                for group_id in self.chain(parent):
+                    bits |= bit[group_id]
+            upstream[node_id] = bits
+            for child in successors[node_id]:
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    queue.append(child)
+        if len(queue) != len(ids):
+            return None
+        feeders = defaultdict(list)
+        for node_id in ids:
+            own = set(self.chain(node_id))
+            fed = {group_id for child in successors[node_id] for group_id in self.chain(child)
+                   if group_id not in own and not upstream[node_id] & bit[group_id]}
+            for group_id in sorted(fed, key=self.rank.__getitem__):
+                feeders[group_id].append(node_id)
+        return feeders
+
+    def order_edges(self, ids: list, successors: dict, predecessors: dict, layer_of: dict) -> list:
+        """``(feeder, source)`` pairs that make ``dot`` stack modules as ``stacked_layers`` does:
+        drawn as invisible edges, each puts a module's source node (a parameter's leaf) below a
+        node that feeds the module, where the plain layering would put it level or above."""
+        feeders = self.feeders(ids, successors, predecessors)
+        if feeders is None:
+            return []
+        pairs = {}
+        for group_id, nodes in feeders.items():
+            sources = [member for member in self.members[group_id] if not predecessors[member]]
+            for node_id in nodes:
+                for source in sources:
+                    if layer_of[source] <= layer_of[node_id]:
+                        pairs[(node_id, source)] = None
+        return list(pairs)
 
     # -- 1. order -------------------------------------------------------------------------------
     def order(self, layers: list[list[str]]) -> None:

@@ -45,6 +45,7 @@ LAYER_GAP = 36          # vertical space between layers
 NODE_GAP = 20           # horizontal space between neighbours in a layer
 MARGIN = 16
 DOT_BUDGET = 2000       # nodes + virtual nodes (layers an edge skips) dot lays out in well under 1 s
+MODULE_DOT_BUDGET = 1000  # the same with module clusters stacked by invisible edges (about 3x slower)
 DOT_MAX_DEGREE = 64     # a node with more edges than this makes dot's crossing reduction crawl
 DOT_GUARD_S = 30        # never reached by a graph within the budget; a broken dot falls back
 GROUP_ABOVE = 2000      # graphs without module names bigger than this get bands of layers as groups
@@ -78,11 +79,14 @@ class Shape:
         return max((len(linked) for linked in (*self.successors.values(), *self.predecessors.values())), default=0)
 
 
-def choose_engine(shape: Shape) -> str:
-    """``dot`` where it is fast (see the module docstring), else ``layered``; decided up front."""
-    if not dot_available() or shape.max_degree() > DOT_MAX_DEGREE or len(shape.ids) > DOT_BUDGET:
+def choose_engine(shape: Shape, modules: bool = False) -> str:
+    """``dot`` where it is fast (see the module docstring), else ``layered``; decided up front.
+    With module groups dot also stacks them (``FrameLayout.order_edges``), which costs it about
+    three times as much: its budget is ``MODULE_DOT_BUDGET`` then."""
+    budget = MODULE_DOT_BUDGET if modules else DOT_BUDGET
+    if not dot_available() or shape.max_degree() > DOT_MAX_DEGREE or len(shape.ids) > budget:
         return "layered"
-    return "dot" if shape.dot_work() <= DOT_BUDGET else "layered"
+    return "dot" if shape.dot_work() <= budget else "layered"
 
 
 def compute_layout(graph: Graph, engine: str = "auto") -> dict:
@@ -95,21 +99,24 @@ def compute_layout(graph: Graph, engine: str = "auto") -> dict:
     sizes = {node.id: node_size(node, lines[node.id]) for node in graph.nodes}
     shape = Shape(graph)
     modules = _module_groups(_module_paths(graph))
-    chosen = choose_engine(shape) if engine == "auto" else engine
+    chosen = choose_engine(shape, bool(modules)) if engine == "auto" else engine
     result = None
     if chosen == "dot":
-        result = _dot_layout(graph, sizes, modules, strict=engine == "dot")
+        stacking = (FrameLayout(modules, shape.layer_of).order_edges(shape.ids, shape.successors, shape.predecessors,
+                                                                     shape.layer_of) if modules else [])
+        result = _dot_layout(graph, sizes, modules, stacking, strict=engine == "dot")
     if result is None:
         result = _layered_layout(graph, sizes, shape, modules)
     result["groups"] = _groups(graph, result, modules, shape)
     return with_node_text(result, graph, lines)
 
 
-def _dot_layout(graph: Graph, sizes: dict, modules: list, strict: bool) -> dict | None:
-    """Run ``dot -Tplain`` and read positions back; None (or an error when strict) on failure."""
+def _dot_layout(graph: Graph, sizes: dict, modules: list, stacking: list, strict: bool) -> dict | None:
+    """Run ``dot -Tplain`` and read positions back; None (or an error when strict) on failure.
+    ``stacking``: invisible edges that stack modules one under the other (``FrameLayout.order_edges``)."""
     try:
         completed = subprocess.run(
-            ["dot", "-Tplain"], input=layout_source(graph, sizes, _clusters(modules)), capture_output=True,
+            ["dot", "-Tplain"], input=layout_source(graph, sizes, _clusters(modules), stacking), capture_output=True,
             text=True, timeout=DOT_GUARD_S, check=True)
     except (OSError, subprocess.SubprocessError):
         if strict:

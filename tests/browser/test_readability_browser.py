@@ -167,7 +167,7 @@ def test_module_frames_of_the_built_in_layout_nest_and_cover_no_node(scheme_page
     read whole: two residual blocks whose last ReLU is drawn inside each block."""
     from gradviz.render import layout
 
-    monkeypatch.setattr(layout, "choose_engine", lambda shape: "layered")
+    monkeypatch.setattr(layout, "choose_engine", lambda shape, modules=False: "layered")
     page = scheme_page
     gv.manual_seed(0)
     nn = gv.nn
