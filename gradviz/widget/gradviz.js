@@ -402,8 +402,11 @@ export function predictQuestion(entry, graph) {
   const dest = nodes.get(entry.targets[slot]);
   const leaf = dest && dest.kind === "accumulate" ? leafOf.get(dest.id) : null;
   const name = node ? node.name : entry.name;
-  const formula = nodeFormulas(node, graph)[slot];  // none for a custom Function's node
-  const input = formula && formula.input ? formula.input : `input ${slot}`;
+  const formulas = nodeFormulas(node, graph);
+  const formula = formulas[slot];  // none for a custom Function's node
+  // the input as the panel names it: the learner's label, else the formula's letter (never `self`)
+  const input = formula && formula.input
+    ? symbolsFor(node, graph, formulas).get(formula.input) || formula.symbol : `input ${slot}`;
   const where = leaf ? `${hookName(dest)} of ${hookName(leaf)}` : dest ? hookName(dest) : "its input";
   const [upstream, result] = [numbersIn(arriving.preview), numbersIn(sent.preview)];
   const why = upstream.length === 1 && result.length === 1 && upstream[0] !== 0
