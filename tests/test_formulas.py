@@ -400,3 +400,20 @@ def symbols_of(rule) -> set:
             found.add(tree["sym"])
         stack.extend(tree.get("children", ()))
     return found
+
+
+def test_a_complex_steps_local_derivative_keeps_its_imaginary_part(torch):
+    """``z * conj(z)``: the local derivative for z is conj(z), complex; casting it to float would
+    print numpy's ComplexWarning into the notebook and show only its real part."""
+    import warnings
+
+    from gradviz.snapshot import graph_of, trace_of
+
+    z = torch.tensor([1 + 2j, -0.5 + 1j], requires_grad=True)
+    loss = (z * z.conj()).real.sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trace = trace_of(loss, graph_of(loss, {"z": z, "loss": loss}))
+    mul = next(step for step in trace if step["name"] == "MulBackward0")
+    local = mul["numbers"][0]["local"]
+    assert local["dtype"].startswith("complex") and "j" in local["preview"], local

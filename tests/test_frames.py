@@ -176,9 +176,7 @@ def test_a_layer_used_twice_frames_both_uses_and_keeps_the_tanh_between_outside(
     assert frame_faults(layout) == []
 
 
-def test_a_torch_resnet_style_model_frames_truthfully():
-    import torch
-
+def test_a_torch_resnet_style_model_frames_truthfully(torch):
     class TorchResidual(torch.nn.Module):
         def __init__(self):
             super().__init__()

@@ -1,9 +1,12 @@
 """Module frames in the built-in layered layout: each module's frame a rectangle that holds its
 members and nothing else, nested as the modules nest.
 
-``dot`` gets this from its clusters; the layered layout (``render/layout.py``) gets it in three
+``dot`` gets this from its clusters; the layered layout (``render/layout.py``) gets it in four
 steps, each a loop over the layers, so big graphs stay near-linear:
 
+0. **layers** (``FrameLayout.stacked_layers``): a module starts below whatever feeds it, so the
+   blocks of a deep model stack one under the other (``dot`` gets the same from invisible edges,
+   ``FrameLayout.order_edges``).
 1. **order** (``FrameLayout.order``): every layer is sorted by its nodes' module paths, with one
    key per module for the whole graph (the mean position of its members after the crossing
    sweeps), so a module's nodes are side by side in each layer and sibling modules come in the

@@ -151,6 +151,8 @@ def _float64(value, exact: bool = True):
         return array  # indices and class targets stay integers
     if not exact and np.issubdtype(array.dtype, np.floating):
         return array
+    if np.issubdtype(array.dtype, np.complexfloating):  # never cast to real: that drops the imaginary part
+        return array.astype(np.complex128)
     return array.astype(np.float64)
 
 
