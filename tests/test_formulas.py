@@ -354,3 +354,66 @@ def test_small_tensors_carry_all_their_values():
     assert sin_step["grad_inputs"][0]["full"].count(",") == 19
     assert sin_step["numbers"][0]["local"]["full"].count(",") == 19
     assert "full" not in trace_of(y, graph_of(y))[0]["grad_outputs"][0]  # a scalar is shown whole anyway
+
+
+def test_every_name_a_note_mentions_is_one_its_formula_shows():
+    """``{self:x}`` in a note becomes the label the formula's own ``sym`` gets in the panel, so a
+    note can only mention names that its formula (or the node's output) carries."""
+    import re
+
+    from gradviz.snapshot.formula_table import TABLE
+
+    mentioned = 0
+    for name, entry in TABLE.items():
+        for options in option_samples(entry):
+            try:
+                rules = entry.build(options)
+            except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError):
+                continue
+            for input_name, rule in rules.items():
+                for token in re.findall(r"\{(\w+):[^{}:]+\}", rule.note or ""):
+                    mentioned += 1
+                    assert token in symbols_of(rule) | {input_name, "result"}, (name, token, rule.note)
+                assert "{" not in re.sub(r"\{\w+:[^{}:]+\}", "", rule.note or ""), (name, rule.note)
+    assert mentioned >= 6
+
+
+def option_samples(entry) -> list:
+    """A few option dicts an entry may be built with (the formula suite builds the real ones)."""
+    base = {option: None for option in entry.options} | {tensor: None for tensor in entry.present}
+    sized = {key: (2, 3) for key in entry.present}
+    samples = []
+    for reduction in (0, 1):
+        for ord_ in (2, 1):
+            samples.append(base | sized | {"reduction": reduction, "ord": ord_, "dim": 1, "keepdim": False,
+                                           "ignore_index": -100, "size": (2,), "stride": (1,), "storage_offset": 0})
+    return samples
+
+
+def symbols_of(rule) -> set:
+    from gradviz.snapshot.math import to_mathml_json
+
+    found, stack = set(), [to_mathml_json(rule.expression)]
+    while stack:
+        tree = stack.pop()
+        if tree.get("sym"):
+            found.add(tree["sym"])
+        stack.extend(tree.get("children", ()))
+    return found
+
+
+def test_a_complex_steps_local_derivative_keeps_its_imaginary_part(torch):
+    """``z * conj(z)``: the local derivative for z is conj(z), complex; casting it to float would
+    print numpy's ComplexWarning into the notebook and show only its real part."""
+    import warnings
+
+    from gradviz.snapshot import graph_of, trace_of
+
+    z = torch.tensor([1 + 2j, -0.5 + 1j], requires_grad=True)
+    loss = (z * z.conj()).real.sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trace = trace_of(loss, graph_of(loss, {"z": z, "loss": loss}))
+    mul = next(step for step in trace if step["name"] == "MulBackward0")
+    local = mul["numbers"][0]["local"]
+    assert local["dtype"].startswith("complex") and "j" in local["preview"], local

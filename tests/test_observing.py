@@ -293,3 +293,34 @@ def test_a_reentrant_checkpoint_is_shown_but_not_stepped(torch, tmp_path):
     export_html(loss, tmp_path / "page.html", names={"x": x})
     assert layer.weight.grad is None and x.grad is None and calls == []
     widget.close()
+
+
+def test_showing_log_of_zero_and_division_by_zero_prints_no_numpy_warning(torch):
+    """The trace runs each step under ``np.errstate`` (only then): no RuntimeWarning reaches the
+    notebook, the values stay the inf and nan torch computes, and numpy's settings are untouched."""
+    import warnings
+
+    import numpy as np
+
+    def program(lib):
+        x = lib.tensor([0.0, -1.0, 2.0], requires_grad=True)
+        d = lib.tensor([0.0, 0.0, 1.0], requires_grad=True)
+        with np.errstate(all="ignore"):  # the forward pass is the user's own code
+            loss = x.log().sum() + (x / d).sum()
+        return loss, {"x": x, "d": d, "loss": loss}
+
+    before = np.geterr()
+    loss, names = program(gv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trace = trace_of(loss, graph_of(loss, names))
+        to_html(loss, names=names)
+    assert np.geterr() == before
+    sent = {step["name"]: step["grad_inputs"] for step in trace}
+    assert [g["preview"] for g in sent["LogBackward0"]] == ["[inf, -1., 0.5]"]  # 1/x at 0, -1, 2
+    their_loss, their_names = program(torch)
+    their_loss.backward()
+    with np.errstate(all="ignore"):
+        loss.backward()
+    for name in ("x", "d"):  # nan and inf where torch has them
+        np.testing.assert_array_equal(names[name].grad.numpy(), their_names[name].grad.numpy())

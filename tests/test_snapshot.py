@@ -10,6 +10,7 @@ import json
 import pytest
 
 import gradviz as gv
+from gradviz.render import compute_layout
 from fixtures.widget_graphs import lesson_tensors
 from gradviz.snapshot import Graph, graph_of
 from gradviz.snapshot.walk import CONSTANT_NOTE, LEAF_NOTE, LEAF_OUTPUT_NOTE, NO_GRAPH_NOTE
@@ -95,27 +96,52 @@ def test_a_gradviz_model_gets_module_groups_like_a_torch_one():
     assert modules["0.weight"] == modules["0.bias"] == "0"
     assert modules["2.weight"] == modules["2.bias"] == "2"
     assert modules["logits"] == "2"          # AddmmBackward0 of the last Linear, named by its output
-    assert modules["ReluBackward0"] is None  # an activation touches no parameter
+    assert modules["ReluBackward0"] == "1"   # the nn.ReLU whose forward recorded it
     json.dumps(graph.to_dict())
 
 
-@pytest.mark.parametrize("library", ["gradviz", "torch"])
-def test_an_activation_inside_a_block_is_drawn_in_that_blocks_frame(library, request):
-    """A parameterless node belongs to the innermost module enclosing both its input's and its
-    consumer's modules: the Tanh between a block's two Linears is the block's; the Tanh between
-    two top-level modules, and the loss, are the model's own (no frame)."""
-    lib = gv if library == "gradviz" else request.getfixturevalue("torch")
-    lib.manual_seed(0)
-    block = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Tanh(), lib.nn.Linear(4, 4))
-    model = lib.nn.Sequential(block, lib.nn.Tanh(), lib.nn.Linear(4, 1))
-    loss = model(lib.randn(2, 3)).pow(2).mean()
+def activation_modules(lib, model, inputs) -> dict:
+    """``{grad_fn name: [module of each such node]}`` of ``model(inputs).pow(2).mean()``."""
+    loss = model(inputs).pow(2).mean()
     modules = {}
     for node in graph_of(loss, model=model).nodes:
         if node.kind == "function":
             modules.setdefault(node.name, []).append(node.module)
-    assert sorted(modules["TanhBackward0"], key=str) == ["0", None]
+    return modules
+
+
+@pytest.mark.parametrize("library", ["gradviz", "torch"])
+def test_an_activation_inside_a_block_is_drawn_in_that_blocks_frame(library, request):
+    """gradviz's modules note which nodes their forward recorded: each activation is in the
+    nn.Tanh that made it (``0.1`` inside the block ``0``; ``1`` at the top). torch's graph keeps
+    no such note, so a parameterless node there belongs to the innermost module enclosing both its
+    input's and its consumer's modules: the Tanh between the block's two Linears is the block's,
+    the Tanh between two top-level modules the model's own (no frame). The loss is in none."""
+    lib = gv if library == "gradviz" else request.getfixturevalue("torch")
+    lib.manual_seed(0)
+    block = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Tanh(), lib.nn.Linear(4, 4))
+    model = lib.nn.Sequential(block, lib.nn.Tanh(), lib.nn.Linear(4, 1))
+    modules = activation_modules(lib, model, lib.randn(2, 3))
+    expected = ["0.1", "1"] if library == "gradviz" else ["0", None]
+    assert sorted(modules["TanhBackward0"], key=str) == expected
     assert sorted(modules["AddmmBackward0"]) == ["0.0", "0.2", "2"]
     assert modules["PowBackward0"] == modules["MeanBackward0"] == [None]
+
+
+@pytest.mark.parametrize("library", ["gradviz", "torch"])
+def test_a_blocks_last_activation_is_in_the_block_when_its_module_noted_it(library, request):
+    """The ReLU that ends a block feeds the next top-level module: only the note gradviz's
+    ``Module.__call__`` leaves tells that it was made inside the block; torch's graph cannot."""
+    lib = gv if library == "gradviz" else request.getfixturevalue("torch")
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU()), lib.nn.Linear(4, 1))
+    loss = model(lib.randn(2, 3)).pow(2).mean()
+    graph = graph_of(loss, model=model)
+    relu = next(node for node in graph.nodes if node.name == "ReluBackward0")
+    assert relu.module == ("0.1" if library == "gradviz" else None)
+    layout = compute_layout(graph, engine="layered")
+    block = next(group for group in layout["groups"] if group["label"] == "0")
+    assert (relu.id in block["members"]) == (library == "gradviz")
 
 
 def test_explicit_names_win_over_the_models_parameter_paths():
@@ -161,7 +187,14 @@ def both(torch, program, *args):
 def test_the_same_program_gives_the_same_graph_from_gradviz_and_torch(torch, program):
     mine, theirs = both(torch, program)
     assert (mine.source, theirs.source) == ("gradviz", "torch")
-    assert picture(mine) == picture(theirs)
+    mine_picture, theirs_picture = picture(mine), picture(theirs)
+    for node, ours, their in zip(mine.nodes, mine_picture["nodes"], theirs_picture["nodes"]):
+        if node.kind == "function" and ours["module"] != their["module"]:
+            # gradviz's modules note which nodes their forward made; torch's are inferred from the
+            # parameters around a node, which places a parameterless one less deep, never elsewhere
+            assert their["module"] is None or ours["module"].startswith(their["module"] + "."), node.name
+            ours["module"] = their["module"]
+    assert mine_picture == theirs_picture
 
 
 def test_tensor_to_label_names_work_the_same_for_torch(torch):

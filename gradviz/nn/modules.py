@@ -10,6 +10,7 @@ import math
 from collections import OrderedDict
 
 from gradviz import _dtype
+from gradviz.autograd.node import _sequence
 from gradviz.grad_mode import no_grad
 from gradviz.nn import functional as F, init
 from gradviz.tensor import Tensor, empty, tensor
@@ -59,6 +60,31 @@ def _rebuild_parameter(data, requires_grad):
     return Parameter(data, requires_grad)
 
 
+def _note_call(module, first: int, result) -> None:
+    """Remember on each output's node that the nodes numbered ``first`` up to it were recorded
+    inside ``module``'s forward: ``(module, first)`` appended to ``node._module_calls``.
+
+    This is how a graph shown with ``model=`` draws every node in the module whose forward made
+    it (``snapshot/labels.py``, ``recorded_modules``), an activation at a block's edge included:
+    nested calls give nested ranges, and a node's module is the innermost range holding its
+    number. It costs one counter step and a type check per module call, nothing per op, and
+    nothing at all where no module is called. Outputs that are not tensors with a node made here
+    (a module that returns its input, a forward under ``no_grad``) note nothing.
+    """
+    outputs = result if type(result) is tuple or type(result) is list else (result,)
+    for output in outputs:
+        if not isinstance(output, Tensor):
+            continue
+        node = output._grad_fn
+        if node is None or node._sequence_nr <= first:
+            continue
+        try:
+            calls = node.__dict__.setdefault("_module_calls", [])
+        except AttributeError:  # a node without a __dict__: its modules are read off the graph instead
+            return
+        calls.append((module, first))
+
+
 class Module:
     """Base of every layer: holds Parameters and sub-modules, and calls ``forward`` when called."""
 
@@ -73,7 +99,10 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        first = next(_sequence)  # every node this forward records is numbered after this
+        result = self.forward(*args, **kwargs)
+        _note_call(self, first, result)
+        return result
 
     # -- registration ------------------------------------------------------------------------
     def __setattr__(self, name: str, value) -> None:

@@ -63,11 +63,12 @@ def graph_to_dot(graph: Graph, show_saved: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def layout_source(graph: Graph, sizes: dict, clusters: list = ()) -> str:
+def layout_source(graph: Graph, sizes: dict, clusters: list = (), order_edges: list = ()) -> str:
     """Label-free DOT with each node's box fixed to ``sizes[id] = (width_px, height_px)``.
 
     ``clusters``: ``(margin_px, node ids, child clusters)`` trees; dot keeps every cluster's
     nodes together, nested clusters inside their parents, and any other node outside.
+    ``order_edges``: ``(above, below)`` id pairs, written as invisible edges: ranks only.
     """
     lines = [
         "digraph layout {",
@@ -92,5 +93,7 @@ def layout_source(graph: Graph, sizes: dict, clusters: list = ()) -> str:
         pending.extend((child, depth + 1) for child in reversed(children))
     for edge in graph.edges:
         lines.append(f"  {quote(edge.source)} -> {quote(edge.target)};")
+    for above, below in order_edges:
+        lines.append(f"  {quote(above)} -> {quote(below)} [style=invis];")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -37,6 +37,7 @@ import subprocess
 from collections import Counter, defaultdict
 
 from gradviz.render.dot import layout_source
+from gradviz.render.frames import GROUP_HEADER, GROUP_PAD, FrameLayout, is_placeholder
 from gradviz.render.node_text import LINE_HEIGHT, PADDING_Y, node_lines, node_size, with_node_text
 from gradviz.snapshot.model import Graph
 
@@ -44,12 +45,11 @@ LAYER_GAP = 36          # vertical space between layers
 NODE_GAP = 20           # horizontal space between neighbours in a layer
 MARGIN = 16
 DOT_BUDGET = 2000       # nodes + virtual nodes (layers an edge skips) dot lays out in well under 1 s
+MODULE_DOT_BUDGET = 1000  # the same with module clusters stacked by invisible edges (about 3x slower)
 DOT_MAX_DEGREE = 64     # a node with more edges than this makes dot's crossing reduction crawl
 DOT_GUARD_S = 30        # never reached by a graph within the budget; a broken dot falls back
 GROUP_ABOVE = 2000      # graphs without module names bigger than this get bands of layers as groups
 GROUP_LAYERS = 12       # layers per band
-GROUP_PAD = 6           # px between a group's frame and its members (and its child groups' frames)
-GROUP_HEADER = 18       # px at the top of a group's frame for its header
 
 
 def dot_available() -> bool:
@@ -79,11 +79,14 @@ class Shape:
         return max((len(linked) for linked in (*self.successors.values(), *self.predecessors.values())), default=0)
 
 
-def choose_engine(shape: Shape) -> str:
-    """``dot`` where it is fast (see the module docstring), else ``layered``; decided up front."""
-    if not dot_available() or shape.max_degree() > DOT_MAX_DEGREE or len(shape.ids) > DOT_BUDGET:
+def choose_engine(shape: Shape, modules: bool = False) -> str:
+    """``dot`` where it is fast (see the module docstring), else ``layered``; decided up front.
+    With module groups dot also stacks them (``FrameLayout.order_edges``), which costs it about
+    three times as much: its budget is ``MODULE_DOT_BUDGET`` then."""
+    budget = MODULE_DOT_BUDGET if modules else DOT_BUDGET
+    if not dot_available() or shape.max_degree() > DOT_MAX_DEGREE or len(shape.ids) > budget:
         return "layered"
-    return "dot" if shape.dot_work() <= DOT_BUDGET else "layered"
+    return "dot" if shape.dot_work() <= budget else "layered"
 
 
 def compute_layout(graph: Graph, engine: str = "auto") -> dict:
@@ -96,21 +99,24 @@ def compute_layout(graph: Graph, engine: str = "auto") -> dict:
     sizes = {node.id: node_size(node, lines[node.id]) for node in graph.nodes}
     shape = Shape(graph)
     modules = _module_groups(_module_paths(graph))
-    chosen = choose_engine(shape) if engine == "auto" else engine
+    chosen = choose_engine(shape, bool(modules)) if engine == "auto" else engine
     result = None
     if chosen == "dot":
-        result = _dot_layout(graph, sizes, modules, strict=engine == "dot")
+        stacking = (FrameLayout(modules, shape.layer_of).order_edges(shape.ids, shape.successors, shape.predecessors,
+                                                                     shape.layer_of) if modules else [])
+        result = _dot_layout(graph, sizes, modules, stacking, strict=engine == "dot")
     if result is None:
-        result = _layered_layout(graph, sizes, shape)
+        result = _layered_layout(graph, sizes, shape, modules)
     result["groups"] = _groups(graph, result, modules, shape)
     return with_node_text(result, graph, lines)
 
 
-def _dot_layout(graph: Graph, sizes: dict, modules: list, strict: bool) -> dict | None:
-    """Run ``dot -Tplain`` and read positions back; None (or an error when strict) on failure."""
+def _dot_layout(graph: Graph, sizes: dict, modules: list, stacking: list, strict: bool) -> dict | None:
+    """Run ``dot -Tplain`` and read positions back; None (or an error when strict) on failure.
+    ``stacking``: invisible edges that stack modules one under the other (``FrameLayout.order_edges``)."""
     try:
         completed = subprocess.run(
-            ["dot", "-Tplain"], input=layout_source(graph, sizes, _clusters(modules)), capture_output=True,
+            ["dot", "-Tplain"], input=layout_source(graph, sizes, _clusters(modules), stacking), capture_output=True,
             text=True, timeout=DOT_GUARD_S, check=True)
     except (OSError, subprocess.SubprocessError):
         if strict:
@@ -168,12 +174,44 @@ def _parse_plain(text: str, graph: Graph) -> dict:
             "nodes": nodes, "edges": edges}
 
 
-def _layered_layout(graph: Graph, sizes: dict, shape: Shape) -> dict:
-    layers = [list(layer) for layer in shape.layers]
+def _layered_layout(graph: Graph, sizes: dict, shape: Shape, modules: list) -> dict:
+    """Layers, crossing sweeps, x placement; with module groups, also the frame steps of
+    ``render/frames.py`` (each module's nodes side by side, room between frames, frames apart)."""
+    frames = FrameLayout(modules, shape.layer_of) if modules else None
+    stacked = frames.stacked_layers(shape.ids, shape.successors, shape.predecessors) if frames else None
+    if stacked is not None:
+        frames = FrameLayout(modules, {node_id: index for index, layer in enumerate(stacked) for node_id in layer})
+    layers = stacked or [list(layer) for layer in shape.layers]
     _order_layers(layers, shape.successors, shape.predecessors, sweeps=6 if len(layers) <= GROUP_ABOVE else 2)
-    positions, width, height = _place(layers, sizes, shape.successors, shape.predecessors)
+    if frames is None:
+        positions, width, height = _place(layers, sizes, shape.successors, shape.predecessors)
+    else:
+        positions, width, height = _place_in_frames(layers, sizes, shape, frames)
     return {"engine": "layered", "width": width, "height": height, "nodes": positions,
             "edges": [None] * len(graph.edges)}
+
+
+def _place_in_frames(layers, sizes, shape: Shape, frames: FrameLayout):
+    """``_place`` with module frames kept apart: order, room and separation (``render/frames.py``);
+    the canvas then wraps the frames as well as the nodes."""
+    frames.order(layers)
+    sizes = dict(sizes)
+    for layer in layers:
+        for node_id in layer:
+            if is_placeholder(node_id):
+                sizes[node_id] = (0, 0)
+    gaps, above, below = frames.layer_gaps(len(layers), LAYER_GAP)
+    positions, _, height = _place(layers, sizes, shape.successors, shape.predecessors, gaps, above)
+    x = frames.separate(layers, {node_id: box[0] for node_id, box in positions.items()},
+                        {node_id: sizes[node_id][0] for node_id in positions}, NODE_GAP)
+    real = [node_id for node_id in positions if not is_placeholder(node_id)]
+    left = min(x[n] - sizes[n][0] / 2 - frames.reach(n) for n in real)
+    right = max(x[n] + sizes[n][0] / 2 + frames.reach(n) for n in real)
+    placed = {}
+    for node_id in real:
+        box = positions[node_id]
+        placed[node_id] = [round(x[node_id] - left + MARGIN, 1), box[1], box[2], box[3]]
+    return placed, round(right - left + 2 * MARGIN), round(height + below)
 
 
 def _assign_layers(ids, successors, predecessors) -> list[list[str]]:
@@ -231,8 +269,10 @@ def _order_layers(layers, successors, predecessors, sweeps: int = 6) -> None:
                 position[node_id] = index
 
 
-def _place(layers, sizes, successors, predecessors):
-    """x by pulling each node toward the mean of its neighbours, keeping order and gaps; y by layer.
+def _place(layers, sizes, successors, predecessors, layer_gaps=None, above=0):
+    """x by pulling each node toward the mean of its neighbours, keeping order and gaps; y by layer,
+    ``LAYER_GAP`` apart unless ``layer_gaps`` (one per pair of layers) says more, the first layer
+    ``above`` px lower.
 
     Each sweep visits every edge once per end: linear. A layer of one node goes straight to
     where its neighbours want it. Graphs too big to read whole settle in fewer sweeps.
@@ -263,16 +303,17 @@ def _place(layers, sizes, successors, predecessors):
                 x[node_id] = value
 
     left = min((x[n] - sizes[n][0] / 2 for n in x), default=0.0)
-    positions, y, right = {}, MARGIN, 0.0
-    for layer in layers:
+    positions, y, right, gap = {}, MARGIN + above, 0.0, 0
+    for index, layer in enumerate(layers):
         layer_height = max((sizes[n][1] for n in layer), default=0)
         for node_id in layer:
             width, height = sizes[node_id]
             center_x = x[node_id] - left + MARGIN
             positions[node_id] = [round(center_x, 1), round(y + layer_height / 2, 1), width, height]
             right = max(right, center_x + width / 2)
-        y += layer_height + LAYER_GAP
-    return positions, round(right + MARGIN), round(y - LAYER_GAP + MARGIN)
+        gap = layer_gaps[index] if layer_gaps is not None and index < len(layer_gaps) else LAYER_GAP
+        y += layer_height + gap
+    return positions, round(right + MARGIN), round(y - gap + MARGIN)
 
 
 def closest_spaced(wanted: list, gaps: list) -> list:
@@ -325,8 +366,10 @@ def _groups(graph: Graph, layout: dict, modules: list, shape: Shape) -> list[dic
 
 
 def _module_paths(graph: Graph) -> dict:
-    """``{node id: module path}``: a node's own module, else the longest module path shared by
-    all of its neighbours (a ``relu`` between ``block.bn1`` and ``block.conv2`` joins ``block``).
+    """``{node id: module path}``: a node's own module; a constant (an input that needs no
+    gradient, drawn once per use) takes the longest module path shared by all of its neighbours.
+    Function nodes without a module stay outside every frame: ``snapshot/labels.py`` already
+    decided they belong to none (made outside every module, or between top-level ones).
     """
     known = {node.id: node.module for node in graph.nodes if node.module}
     if not known:
@@ -337,7 +380,7 @@ def _module_paths(graph: Graph) -> dict:
         neighbours[edge.target].append(edge.source)
     paths = dict(known)
     for node in graph.nodes:
-        if node.id in known or node.id == graph.root or node.kind == "output":
+        if node.id in known or node.kind != "constant":
             continue
         around = [known.get(other) for other in neighbours[node.id]]
         if around and all(around):

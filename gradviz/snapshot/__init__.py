@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from gradviz.snapshot.model import Graph, GraphEdge, GraphNode
 from gradviz.snapshot.names import caller_names
 from gradviz.snapshot.sources import register_foreign_source, source_for
@@ -45,10 +47,22 @@ class CannotObserve(RuntimeError):
 
 
 def observe_steps(tensor: Any, gradient: Any = None):
-    """The Steps of the backward pass from ``tensor`` as every view takes them: touching nothing."""
+    """The Steps of the backward pass from ``tensor`` as every view takes them: touching nothing.
+
+    numpy's floating-point warnings are silenced while each step runs, and only then (never
+    for the caller's code between steps): showing ``log(0)`` or ``1 / 0`` must not print
+    "RuntimeWarning: divide by zero" into the learner's notebook, and the values stay inf and nan,
+    as torch's do (torch does not warn).
+    """
     from gradviz.autograd.engine import backward_steps
 
-    return backward_steps(tensor, gradient, retain_graph=True, dry_run=True, run_hooks=False)
+    steps = backward_steps(tensor, gradient, retain_graph=True, dry_run=True, run_hooks=False)
+    while True:
+        with np.errstate(all="ignore"):
+            step = next(steps, None)
+        if step is None:
+            return
+        yield step
 
 
 def graph(tensor: Any, names: dict | None = None, model: Any = None) -> Graph:

@@ -77,6 +77,15 @@ t = Var("target", "t")
 g = Grad()
 
 
+def in_note(name: str, letter: str) -> str:
+    """A note's mention of a value the formula names: ``{self:x}``. The panel writes the learner's
+    label there when the formula shows one for it (``∂loss/∂w`` and "w's gradient"), else the letter."""
+    return "{" + name + ":" + letter + "}"
+
+
+X, T, Z, Y = in_note("self", "x"), in_note("target", "t"), in_note("result", "z"), in_note("output", "y")
+
+
 def result(shown: str = "z") -> Var:
     return Var("result", shown)
 
@@ -308,7 +317,7 @@ def _norm(o):
     if p == 1:
         return only(Rule(sent=up * sgn(x)))
     if p == 2:
-        return only(Rule(sent=up * x / size, note="‖x‖ = √(Σ x²), the output"))
+        return only(Rule(sent=up * x / size, note=f"‖{X}‖ = √(Σ {X}²), the output"))
     if p in (float("inf"), float("-inf")):
         hit = indicator(absolute(x), "=", size)
         return only(Rule(sent=up * sgn(x) * hit / spread(Sum(hit, dims, "i"), dims, True, sizes),
@@ -328,7 +337,7 @@ def _softmax(o):
 def _log_softmax(o):
     axis = signed(o["dim"]) % max(len(o["result"]), 1)
     return only(Rule(sent=g - exp(result("z")) * Sum(g, axis),
-                     note=f"z is the output, log_softmax, so eᶻ is the softmax; Σⱼ runs along dim {axis}"))
+                     note=f"{Z} is the output, log_softmax, so exp({Z}) is the softmax; Σⱼ runs along dim {axis}"))
 
 
 # ------------------------------------------------------------------ losses
@@ -382,7 +391,7 @@ def _nll(o):
     picked = Call("one_hot", (Var("target", "t"),), "onehot", (sizes, ignore))
     local = Call("per_row", (g,), "", (len(sizes),)) if o["reduction"] == 0 else g
     local = -local * picked
-    notes = ["onehot(t) is 1 at each row's target class"]
+    notes = [f"onehot({T}) is 1 at each row's target class"]
     if o["weight"] is not None:
         local = local * Call("class_weight", (Var("weight", "weight"), Var("target", "t")), "", (len(sizes),),
                              "weight of each row's class")
@@ -648,7 +657,7 @@ def _as_strided(o):
     geometry = (tuple(o["size"]), tuple(o["stride"]), o["storage_offset"])
     return only(Rule(sent=Call("from_strided", (g, hidden(INPUT_SHAPE)), "", geometry,
                                "at the view's elements, 0 elsewhere"),
-                     note="the view read these elements of x's memory: only they get a gradient"))
+                     note=f"the view read these elements of {X}'s memory: only they get a gradient"))
 
 
 def _positions(sizes, strides, offset) -> np.ndarray:
@@ -689,14 +698,14 @@ y_out = Var("output", "y")
 
 @entry("TanhBackwardBackward0")
 def _tanh_twice(o):
-    note = recorded("tanh's gradient ḡ·(1 − y²), ḡ being the gradient that arrived at the tanh and y = tanh x its output")
+    note = recorded(f"tanh's gradient ḡ·(1 − {Y}²), ḡ being the gradient that arrived at the tanh and {Y} = tanh x its output")
     return {"grad_output": Rule(local=1 - y_out ** 2, note=note, symbol="ḡ"),
             "output": Rule(local=Neg(Num(2)) * g_bar * y_out, note=note, symbol="y")}
 
 
 @entry("SigmoidBackwardBackward0")
 def _sigmoid_twice(o):
-    note = recorded("sigmoid's gradient ḡ·y·(1 − y), ḡ being the gradient that arrived at the sigmoid and y = σ(x) "
+    note = recorded(f"sigmoid's gradient ḡ·{Y}·(1 − {Y}), ḡ being the gradient that arrived at the sigmoid and {Y} = σ(x) "
                     "its output")
     return {"grad_output": Rule(local=y_out * (1 - y_out), note=note, symbol="ḡ"),
             "output": Rule(local=g_bar * (1 - 2 * y_out), note=note, symbol="y")}
@@ -745,8 +754,8 @@ def _softmax_axis(o) -> int:
 @entry("SoftmaxBackwardDataBackward0", options=("dim",), present=("output",))
 def _softmax_twice(o):
     axis = _softmax_axis(o)
-    note = recorded(f"softmax's gradient y·(ḡ − Σⱼ ḡ·y), ḡ being the gradient that arrived at the softmax and "
-                    f"y its output; Σⱼ runs along dim {axis}")
+    note = recorded(f"softmax's gradient {Y}·(ḡ − Σⱼ ḡ·{Y}), ḡ being the gradient that arrived at the softmax and "
+                    f"{Y} its output; Σⱼ runs along dim {axis}")
     return {"grad_output": Rule(sent=y_out * (g - Sum(g * y_out, axis)), note=note, symbol="ḡ"),
             "output": Rule(sent=g * g_bar - g * Sum(g_bar * y_out, axis) - g_bar * Sum(g * y_out, axis),
                            note=note, symbol="y")}
@@ -755,8 +764,8 @@ def _softmax_twice(o):
 @entry("LogSoftmaxBackwardDataBackward0", options=("dim",), present=("output",))
 def _log_softmax_twice(o):
     axis = _softmax_axis(o)
-    note = recorded(f"log_softmax's gradient ḡ − eʸ·Σⱼ ḡ, ḡ being the gradient that arrived at the log_softmax and "
-                    f"y its output (so eʸ is the softmax); Σⱼ runs along dim {axis}")
+    note = recorded(f"log_softmax's gradient ḡ − exp({Y})·Σⱼ ḡ, ḡ being the gradient that arrived at the log_softmax and "
+                    f"{Y} its output (so exp({Y}) is the softmax); Σⱼ runs along dim {axis}")
     return {"grad_output": Rule(sent=g - Sum(g * exp(y_out), axis), note=note, symbol="ḡ"),
             "output": Rule(sent=Neg(g * exp(y_out) * Sum(g_bar, axis)), note=note, symbol="y")}
 
@@ -771,7 +780,7 @@ def _nll_twice(o):
     return {"grad_output": Rule(sent=Call("nll", args, "nll_loss", (reduction, ignore), how), symbol="ḡ",
                                 note=recorded(computed) + "; so the gradient for ḡ is nll_loss of the arriving "
                                 "gradient: minus its value at each row's target class, " + how),
-            "self": Rule(sent=Num(0), note=recorded(computed) + "; its value does not depend on x's values, so x's gradient is 0")}
+            "self": Rule(sent=Num(0), note=recorded(computed) + f"; its value does not depend on {X}'s values, so {X}'s gradient is 0")}
 
 
 @register("nll")
@@ -791,8 +800,8 @@ def _nll_value(*values):
     return terms.sum() / weighted.sum() if reduction == MEAN else terms.sum()
 
 
-entry("SgnBackward0")(lambda o: only(Rule(sent=Num(0), note=recorded("sgn(x), abs's derivative: −1, 0 or 1") +
-                                           "; sgn is flat wherever it is defined, so x's gradient is 0")))
+entry("SgnBackward0")(lambda o: only(Rule(sent=Num(0), note=recorded(f"sgn({X}), abs's derivative: −1, 0 or 1") +
+                                           f"; sgn is flat wherever it is defined, so {X}'s gradient is 0")))
 
 
 @entry("ScatterBackward0", options=("dim",), present=("index",))
@@ -852,7 +861,7 @@ def _bce_twice(o):
     (d_grad, scale), (d_self, _), (d_target, _) = (
         _loss_scale(o, sizes, (x - t) / spread), _loss_scale(o, sizes, g_bar * (x ** 2 - 2 * x * t + t) / spread ** 2),
         _loss_scale(o, sizes, Neg(g_bar / spread)))
-    note = recorded("binary_cross_entropy's gradient ḡ·(x − t)/(x(1 − x)), ḡ being the gradient that arrived at the "
+    note = recorded(f"binary_cross_entropy's gradient ḡ·({X} − {T})/({X}(1 − {X})), ḡ being the gradient that arrived at the "
                     "loss") + (f"; {scale}" if scale else "")
     return {"grad_output": Rule(local=d_grad, note=note, symbol="ḡ"), "self": Rule(local=d_self, note=note),
             "target": Rule(local=d_target, note=note, symbol="t")}

@@ -151,6 +151,8 @@ def _float64(value, exact: bool = True):
         return array  # indices and class targets stay integers
     if not exact and np.issubdtype(array.dtype, np.floating):
         return array
+    if np.issubdtype(array.dtype, np.complexfloating):  # never cast to real: that drops the imaginary part
+        return array.astype(np.complex128)
     return array.astype(np.float64)
 
 
@@ -194,6 +196,8 @@ def step_numbers(step: Any) -> list:
     node = step.node
     if step.is_accumulate or not step.grad_outputs or step.grad_outputs[0] is None:
         return []
+    if node_name(node) == COPY_SLICES:
+        return _view_numbers(node, step.grad_outputs[0], step.grad_inputs)
     rules = rules_for(node)
     if not rules:
         return []
@@ -249,14 +253,49 @@ def full_values(array) -> str | None:
 
 
 # ------------------------------------------------------------------ CopySlices: the wrapped op's formula on the view
-@register("copy_slices")
-def _copy_slices(grad, node, slot, input_shapes):
-    """The base's gradient outside the view passes; inside, the wrapped op's own formula runs."""
+COPY_SLICES = "torch::autograd::CopySlices"
+
+
+def _view_numbers(node: Any, grad_output, grad_inputs) -> list:
+    """CopySlices' numbers: per input, the in-place op's own step on the view (``view``: the op's
+    name, the view's part of the arriving gradient, what the op sends), and the op's local
+    derivative there where its formula has one; ``[]`` where the node does not say (torch's)."""
+    try:
+        memory, _, view = _on_memory(node, _float64(grad_output))
+        fn, view_grad = node.fn, memory[view]
+        rules = rules_for(fn)
+    except (AttributeError, RuntimeError, ValueError, TypeError, IndexError):
+        return []
+    shapes = (tuple(view_grad.shape),) + tuple(() if g is None else tuple(g.shape) for g in grad_inputs[1:])
+    numbers = []
+    for slot, sent in enumerate(grad_inputs):
+        rule = rule_for_slot(rules, slot)
+        if sent is None or rule is None:
+            numbers.append(None)
+            continue
+        with np.errstate(all="ignore"):
+            view_sent = gradient_sent(fn, slot, (view_grad,), shapes)
+        entry = (_numbers(fn, rule, slot, view_grad, view_sent) if rule.local is not None else None) or {"local": None}
+        numbers.append({"local": entry["local"], "summed": False,
+                        "view": {"op": node_name(fn), "arriving": summary_dict(view_grad), "sent": summary_dict(view_sent)}})
+    return numbers
+
+
+def _on_memory(node: Any, grad) -> tuple:
+    """``(memory, base positions, view positions)``: the base's gradient laid out in the memory
+    the base and its view share, so that ``memory[view]`` is the view's part of it."""
     from gradviz.snapshot.formula_table import _positions
 
     base, view = _positions(*node.base_geometry), _positions(*node.view_geometry)
     memory = np.zeros(int(max(base.max(initial=0), view.max(initial=0))) + 1)
     memory[base] = grad
+    return memory, base, view
+
+
+@register("copy_slices")
+def _copy_slices(grad, node, slot, input_shapes):
+    """The base's gradient outside the view passes; inside, the wrapped op's own formula runs."""
+    memory, base, view = _on_memory(node, grad)
     view_grad = memory[view]
     shapes = (tuple(view.shape),) + tuple(input_shapes[1:])
     if slot:

@@ -7,7 +7,8 @@ One rule for gradviz and torch graphs alike:
   labels its ``MulBackward0`` "z". When a tensor has several names, the first one wins.
 * ``model`` (an ``nn.Module`` of either library) labels each parameter with its
   ``named_parameters()`` path (``fc1.weight``) unless ``names`` already labels it, and groups
-  nodes by the module that owns the parameters they touch (``module_paths``).
+  nodes by module (``module_paths``): the module whose forward recorded them where gradviz's
+  ``nn.Module`` noted it, else the module that owns the parameters they touch.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class Labels:
         self.by_tensor: dict[int, str] = {}
         self.by_grad_fn: dict[int, tuple] = {}   # id(grad_fn) -> (label, tensor it produced)
         self.param_owner: dict[int, str | None] = {}  # id(parameter) -> owning module's path
+        self.module_path: dict[int, str] = {}  # id(module) -> its path in the model ("" for the model)
         # The labelled tensors and their grad_fns, held so that their ids are not reused meanwhile
         # (torch makes a grad_fn's Python object afresh when nothing holds it).
         self._keep: list = []
@@ -36,6 +38,7 @@ class Labels:
                 self.by_grad_fn.setdefault(id(grad_fn), (label, tensor))
         if model is not None:
             for module_path, module in model.named_modules():
+                self.module_path[id(module)] = module_path
                 for param_name, param in module.named_parameters(recurse=False):
                     key = id(param)
                     if key in self.param_owner:  # a shared parameter: its first owner keeps it
@@ -105,10 +108,17 @@ def shape_label(tensor: Any) -> str:
     return "tensor(" + ", ".join(str(d) for d in shape) + ")" if shape else "tensor(scalar)"
 
 
-def module_paths(root: Any, param_owner: dict) -> dict:
-    """Group nodes by the ``nn.Module`` that owns the parameters they touch.
+def module_paths(root: Any, param_owner: dict, module_path: dict | None = None) -> dict:
+    """Group nodes by ``nn.Module``.
 
-    The rule (forward hooks cannot be used after the fact, so ownership is read off the graph):
+    A gradviz ``nn.Module`` notes, when called, which nodes its forward recorded
+    (``nn/modules.py``, ``_note_call``): where the graph holds such notes for the model's modules,
+    every function node is drawn in the innermost module whose forward made it
+    (``recorded_modules``; a block's last ReLU is in the block, the loss outside every module),
+    and parameters' leaves and AccumulateGrads in the module that owns the parameter.
+
+    Otherwise (a torch model: torch's forward hooks and module stack are gone by the time a
+    graph is shown, so ownership is read off the graph):
 
     * a parameter's leaf and its AccumulateGrad belong to the module that owns the parameter
       directly (``named_modules()`` with ``recurse=False``);
@@ -127,7 +137,7 @@ def module_paths(root: Any, param_owner: dict) -> dict:
       do the model's own top-level parameters, whose module path would be the empty string.
     Returns ``{id(node): dotted module path or None}``.
     """
-    if not param_owner:
+    if not param_owner and not module_path:
         return {}
     pure: dict[int, str | None] = {}   # id(node) -> M when the node is parameter-only for M
     owner_of: dict[int, str | None] = {}
@@ -148,7 +158,39 @@ def module_paths(root: Any, param_owner: dict) -> dict:
         owner_of[id(node)] = first
         same = child_owners and all(o is not None and o == child_owners[0] for o in child_owners)
         pure[id(node)] = child_owners[0] if same else None
+    recorded = recorded_modules(order, module_path or {})
+    if recorded is not None:
+        return {key: (recorded.get(key) if key in recorded else owner) for key, owner in owner_of.items()}
     return _enclosed(order, owner_of)
+
+
+def recorded_modules(order: list, module_path: dict) -> dict | None:
+    """``{id(function node): path or None}`` from the calls gradviz's modules noted on the graph
+    (``(module, first)`` on a call's output node: nodes numbered from ``first`` to that node's
+    number were made inside it); the innermost call wins, the model itself and nodes made outside
+    every call give None. None when no call of the model's modules is noted (a torch graph)."""
+    spans = set()
+    for node in order:
+        for module, first in getattr(node, "_module_calls", ()):
+            path = module_path.get(id(module))
+            if path is not None:
+                spans.add((first, -node._sequence_nr, path))
+    if not spans:
+        return None
+    spans = sorted(spans)  # by start, the outer of two with one start first
+    numbered = sorted((node._sequence_nr, id(node)) for node in order if not is_accumulate_grad(node))
+    result, open_spans, next_span = {}, [], 0
+    for number, key in numbered:
+        while next_span < len(spans) and spans[next_span][0] < number:
+            first, negative_last, path = spans[next_span]
+            while open_spans and open_spans[-1][0] < first:  # calls that ended before this one began
+                open_spans.pop()
+            open_spans.append((-negative_last, path))
+            next_span += 1
+        while open_spans and open_spans[-1][0] < number:
+            open_spans.pop()
+        result[key] = (open_spans[-1][1] or None) if open_spans else None
+    return result
 
 
 def _enclosed(order: list, owner_of: dict) -> dict:

@@ -70,7 +70,7 @@ def build_graph(tensor: Any, source, names: dict | None = None, model: Any = Non
         return Graph(nodes=(output,), edges=(), root="n0", source=source.name, node_ids=ids)
     walk = _Walk(source, labels, ids)
     walk.run(root)
-    modules = module_paths(root, labels.param_owner)
+    modules = module_paths(root, labels.param_owner, labels.module_path)
     nodes = [output] + [walk.finish(graph_id, modules) for graph_id in walk.order]
     edges = [GraphEdge(source=ids[id(root)], target="n0", slot=0, kind="output")] + walk.edges
     return Graph(nodes=tuple(nodes), edges=tuple(edges), root="n0", source=source.name, node_ids=ids)

@@ -402,8 +402,11 @@ export function predictQuestion(entry, graph) {
   const dest = nodes.get(entry.targets[slot]);
   const leaf = dest && dest.kind === "accumulate" ? leafOf.get(dest.id) : null;
   const name = node ? node.name : entry.name;
-  const formula = nodeFormulas(node, graph)[slot];  // none for a custom Function's node
-  const input = formula && formula.input ? formula.input : `input ${slot}`;
+  const formulas = nodeFormulas(node, graph);
+  const formula = formulas[slot];  // none for a custom Function's node
+  // the input as the panel names it: the learner's label, else the formula's letter (never `self`)
+  const input = formula && formula.input
+    ? symbolsFor(node, graph, formulas).get(formula.input) || formula.symbol : `input ${slot}`;
   const where = leaf ? `${hookName(dest)} of ${hookName(leaf)}` : dest ? hookName(dest) : "its input";
   const [upstream, result] = [numbersIn(arriving.preview), numbersIn(sent.preview)];
   const why = upstream.length === 1 && result.length === 1 && upstream[0] !== 0
@@ -955,6 +958,8 @@ function formulaRows(formula, numbers, sent, symbols, values) {
       pieces.push(...product(m("mrow", null, m("mo", "("), mathFromTree(formula.local, withValues), m("mo", ")"))));
       if (numbers && numbers.local) pieces.push(m("mo", "="), ...product(valueMath(numbers.local)));
     }
+  } else if (numbers && numbers.view) {
+    pieces.push(...viewPieces(numbers, values));
   } else {
     pieces.push(mathFromTree(rightSide(formula), withValues));
   }
@@ -963,7 +968,7 @@ function formulaRows(formula, numbers, sent, symbols, values) {
   if (numbers && numbers.summed) {
     rows.push(h("div", { class: "gv-hint" }, "Broadcasting stretched this input, so its gradient is summed back to its shape."));
   }
-  if (formula.note) rows.push(h("div", { class: "gv-hint" }, formula.note));
+  if (formula.note) rows.push(h("div", { class: "gv-hint" }, noteText(formula.note, symbols)));
   const whole = [["local derivative", numbers && numbers.local], ["sent", sent]]
     .filter(([, value]) => value && value.full);
   if (whole.length || formula.torch) {
@@ -974,6 +979,27 @@ function formulaRows(formula, numbers, sent, symbols, values) {
     rows.push(more);
   }
   return rows;
+}
+
+/**
+ * A formula's note with the learner's names: `{self:x}` marks where the note names a value the
+ * formula shows, and becomes the label the formula uses for it (`w`), else its letter (`x`).
+ */
+function noteText(note, symbols) {
+  return note.replace(/\{(\w+):([^{}:]+)\}/g, (_, name, letter) => symbols.get(name) ?? letter);
+}
+
+/**
+ * CopySlices in numbers: the arriving gradient passes outside the view; inside it, the in-place
+ * op's own step (the view's part of the gradient, times the op's local derivative where it has
+ * one, equals what the op sends).
+ */
+function viewPieces(numbers, values) {
+  const view = numbers.view;
+  const inside = [valueMath(view.arriving)];
+  if (numbers.local) inside.push(m("mo", "\u00b7"), valueMath(numbers.local));
+  return [valueMath(values.grad, false), m("mtext", ` outside the view; inside it, ${view.op}: `), ...inside,
+    m("mo", "="), valueMath(view.sent, false)];
 }
 
 /**

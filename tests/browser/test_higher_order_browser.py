@@ -79,7 +79,7 @@ def test_predict_asks_at_a_custom_function_node_and_names_formula_inputs(offline
     page.goto(path.as_uri())
     page.wait_for_selector("[data-node-id]")
     page.click("[data-action=next]")  # SinBackward0: a built-in node, its input named by its formula
-    assert "SinBackward0 sends to CubeBackward (for self)" in page.inner_text(".gv-predict-prompt")
+    assert "SinBackward0 sends to CubeBackward (for x\u2032)" in page.inner_text(".gv-predict-prompt")  # x is taken
     page.click("[data-predict-action=reveal]")
     page.click("[data-action=next]")  # the custom node: no formula, so its input is numbered
     assert "CubeBackward sends to MulBackward0 (for input 0)" in page.inner_text(".gv-predict-prompt")

@@ -165,6 +165,31 @@ def test_formula_uses_the_learners_labels_and_the_step_numbers(offline_page, tmp
     assert f"{-np.sin(4.0):.4f}" in numbers and f"{arriving * -np.sin(4.0):.4f}" in numbers
 
 
+def test_copy_slices_shows_the_in_place_ops_step_on_the_view_in_numbers(offline_page, tmp_path):
+    """``base[1:].mul_(3)``: 2, 12, 18 arrive; outside the view 2 passes, inside it 12, 18 times 3."""
+    maths = open_panel_at(offline_page, tmp_path, inplace_program, "torch::autograd::CopySlices")
+    numbers = next(math["text"] for math in maths if not math["primary"])
+    compact = numbers.replace(" ", "")
+    assert "outsidetheview;insideit,MulBackward0:" in compact, numbers
+    assert "[12.,18.]" in compact and "·3" in compact and "=[36.,54.]" in compact, numbers
+    assert compact.endswith("=[2.,36.,54.]3"), numbers  # what it sends, shape 3
+    assert offline_page.errors == []
+
+
+def test_notes_name_the_inputs_by_the_learners_labels(offline_page, tmp_path):
+    """A note that names the input (``‖x‖ = √(Σ x²)``) uses the label the formula uses: w."""
+    def program():
+        w = gv.tensor([3.0, 4.0], requires_grad=True)
+        loss = w.norm()
+        return loss, {"w": w, "loss": loss}
+
+    open_panel_at(offline_page, tmp_path, program, "LinalgVectorNormBackward0")
+    hints = offline_page.locator(".gv-panel .gv-hint").all_text_contents()
+    assert "‖w‖ = √(Σ w²), the output" in hints, hints
+    assert not any("{" in hint or "x" in hint.split("the output")[0] for hint in hints), hints
+    assert offline_page.errors == []
+
+
 def test_seed_loss_shows_no_weight_terms_and_divides_by_n(offline_page, tmp_path):
     maths = open_panel_at(offline_page, tmp_path, seed_loss_program, "BinaryCrossEntropyWithLogitsBackward0")
     first = maths[0]["text"]

@@ -83,3 +83,19 @@ def test_a_hostile_answer_shows_as_text(offline_page, tmp_path):
     assert "<img src=x onerror=alert(1)>" in verdict(page)[1]
     assert page.locator(".gv-predict img").count() == 0
     assert page.errors == []
+
+
+def test_the_question_names_the_input_as_the_panel_does(offline_page, tmp_path):
+    """Not PyTorch's argument name (``self``): the learner's label, as in ∂loss/∂z."""
+    a = gv.tensor(2.0, requires_grad=True)
+    b = gv.tensor(3.0, requires_grad=True)
+    z = a * b
+    loss = z.sin()
+    path = export_html(loss, tmp_path / "named.html", names={"a": a, "b": b, "z": z}, predict=True)
+    page = offline_page
+    page.goto(path.as_uri())
+    page.wait_for_selector("[data-node-id]")
+    page.click("[data-action=next]")
+    prompt = page.inner_text(".gv-predict-prompt")
+    assert "(for z)" in prompt and "self" not in prompt, prompt
+    assert page.errors == []

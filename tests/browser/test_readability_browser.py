@@ -126,15 +126,8 @@ def test_graphs_open_readable_and_no_text_overlaps_at_any_step(scheme_page, tmp_
     assert page.errors == []
 
 
-def test_module_frames_nest_and_cover_no_node(scheme_page, tmp_path, artifacts):
-    page = scheme_page
-    tensor, names, model = torch_mlp()
-    state = view_state(tensor, names, model, collapse=False)
-    groups = state["graph_layout"]["groups"]
-    assert {g["label"] for g in groups} >= {"0", "2", "3"}
-    path = export_html(tensor, tmp_path / "mlp.html", names=names, model=model, collapse=False)
-    page.goto(path.as_uri())
-    page.wait_for_selector(".gv-frame")
+def assert_frames_nest_and_cover_no_node(page, groups) -> None:
+    """On the page: no frame covers a node that is not its member, and frames that meet nest."""
     boxes = page.locator(".gv-root").evaluate(BOXES)
     by_id = {g["id"]: g for g in groups}
     for group in groups:
@@ -144,9 +137,66 @@ def test_module_frames_nest_and_cover_no_node(scheme_page, tmp_path, artifacts):
                 assert not intersect(frame, box), (group["label"], key)
             if key.startswith("frame:") and key != f"frame:{group['id']}" and intersect(frame, box):
                 other = by_id[key[6:]]
-                assert group["id"] == other["parent"] or other["id"] == group["parent"], (group["label"], other["label"])
+                ancestors, parent = set(), group["parent"]
+                while parent is not None:
+                    ancestors.add(parent)
+                    parent = by_id[parent]["parent"]
+                other_ancestors, parent = set(), other["parent"]
+                while parent is not None:
+                    other_ancestors.add(parent)
+                    parent = by_id[parent]["parent"]
+                assert other["id"] in ancestors or group["id"] in other_ancestors, (group["label"], other["label"])
     assert overlapping_text(page.locator(".gv-root").evaluate(VISIBLE_TEXT)) == []
+
+
+def test_module_frames_nest_and_cover_no_node(scheme_page, tmp_path, artifacts):
+    page = scheme_page
+    tensor, names, model = torch_mlp()
+    state = view_state(tensor, names, model, collapse=False)
+    groups = state["graph_layout"]["groups"]
+    assert {g["label"] for g in groups} >= {"0", "2", "3"}
+    path = export_html(tensor, tmp_path / "mlp.html", names=names, model=model, collapse=False)
+    page.goto(path.as_uri())
+    page.wait_for_selector(".gv-frame")
+    assert_frames_nest_and_cover_no_node(page, groups)
     page.screenshot(path=str(artifacts / f"readability-mlp-frames-{page.scheme}.png"))
+
+
+def test_module_frames_of_the_built_in_layout_nest_and_cover_no_node(scheme_page, tmp_path, artifacts, monkeypatch):
+    """The layered layout (graphs past dot's budget), here asked for on a model small enough to
+    read whole: two residual blocks whose last ReLU is drawn inside each block."""
+    from gradviz.render import layout
+
+    monkeypatch.setattr(layout, "choose_engine", lambda shape, modules=False: "layered")
+    page = scheme_page
+    gv.manual_seed(0)
+    nn = gv.nn
+
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 3))
+            self.skip = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return gv.relu(self.body(x) + self.skip(x))
+
+    model = nn.Sequential(Residual(), Residual(), nn.Linear(3, 1))
+    loss = model(gv.randn(4, 3)).pow(2).mean()
+    state = view_state(loss, {"loss": loss}, model, collapse=False)
+    assert state["graph_layout"]["engine"] == "layered"
+    groups = state["graph_layout"]["groups"]
+    relus = [node for node in state["graph"]["nodes"] if node["name"] == "ReluBackward0"]
+    blocks = {g["label"]: g for g in groups if g["parent"] is None}
+    assert all(any(node["id"] in blocks[b]["members"] for b in ("0", "1")) for node in relus)
+    path = export_html(loss, tmp_path / "layered.html", names={"loss": loss}, model=model, collapse=False)
+    page.goto(path.as_uri())
+    page.wait_for_selector(".gv-frame")
+    assert_frames_nest_and_cover_no_node(page, groups)
+    page.screenshot(path=str(artifacts / f"readability-layered-frames-{page.scheme}.png"))
+    page.click("[data-action=fit]")
+    page.screenshot(path=str(artifacts / f"readability-layered-frames-{page.scheme}-fitted.png"))
+    assert page.errors == []
 
 
 SIDE_BY_SIDE = """<!doctype html><html><head><meta charset="utf-8"></head><body>
