@@ -161,6 +161,7 @@ CASES = {
     "UnsafeViewBackward0": (lambda a, w: a @ w, [values(2, 2, 3), values(3, 2)]),
     "UnsqueezeBackward0": (lambda x: x.unsqueeze(-1), [values(3)]),
     "ViewBackward0": (lambda x: x.view(6), [values(2, 3)]),
+    "ReshapeAliasBackward0": (lambda x: x.t().reshape(3, 2, 1), [values(2, 3)]),
     "WhereBackward0": (lambda a, b: gv.where(gv.tensor([True, False, True]), a, b), [values(3), values(3)]),
     "ZeroBackward0": (lambda x: (x * 1).zero_() + x * x, [values(3)]),
 }

@@ -459,3 +459,22 @@ def test_an_op_without_a_recorded_backward_is_fine_when_nothing_it_reads_needs_a
         g, = library.autograd.grad((library.cat([x, x * 2]) * 3).sum(), x, create_graph=True)
         grads.append((g.requires_grad, g.tolist()))
     assert grads[1] == grads[0]
+
+
+RESHAPES = ["M.t().reshape(3, 2, 1)", "M.t().reshape(-1, 2)", "M.t().reshape(6)", "M.reshape(3, 2)",
+            "M.t().unsqueeze(0).flatten(0, 1)", "M[:, :1].reshape(2)", "M[:, ::2].reshape(2, 2, 1)",
+            "M[0].expand(2, 3).reshape(2, 3, 1)", "M[0].expand(2, 3).reshape(6)", "M.t().t().reshape(6)",
+            "M.unsqueeze(2)[:, :, 0].reshape(6)", "M.t().reshape_as(torch.zeros(3, 2, 1)).reshape(3, 2)",
+            "M.t()[:1].flatten()", "M.sum().reshape(1, 1)"]
+
+
+@pytest.mark.parametrize("expression", RESHAPES)
+def test_reshape_is_a_view_an_alias_or_a_copy_as_torch_decides(torch, expression):
+    """A contiguous input is viewed (ViewBackward0), a strided one that allows a view aliased
+    (ReshapeAliasBackward0), any other copied (CloneBackward0, then UnsafeViewBackward0); the same
+    rule applies to the reshape a recorded backward makes."""
+    from parity import assert_same
+
+    assert_same(M + f"r = {expression}\nshares = r._base is not None\nprint(shares)\n"
+                "out = (r * r * torch.arange(1.0, r.numel() + 1.0).reshape(r.shape)).sum()\n"
+                "g, = torch.autograd.grad(out, M, create_graph=True)\n(g ** 2).sum().backward()\n")
