@@ -119,6 +119,13 @@ EXPRESSIONS = {
     "bce": "F.binary_cross_entropy(x.sigmoid(), torch.tensor([1.0, 0.0, 0.5]))",
     "bce_weight_sum": ("F.binary_cross_entropy((M * M).tanh(), torch.ones(2, 3) * 0.25, weight=torch.full((2, 3), 0.5), "
                        "reduction='sum')", "M"),
+    "index": "(x[torch.tensor([2, 0, 2])] ** 3 * y).sum()",
+    "index_mask": "(x[x > 0] ** 3).sum()",
+    "index_two_tensors": ("(M[torch.tensor([1, 0]), torch.tensor([2, 2])] ** 3).sum()", "M"),
+    "index_after_slice": ("(M[1:, torch.tensor([2, 0])] ** 3).sum()", "M"),
+    "index_list_rows": ("(M[[1, 0, 1]] ** 2 * x).sum()", "M"),
+    "index_mask_matrix": ("(M[M > 0] ** 3).sum()", "M"),
+    "index_mask_rows": ("(M[torch.tensor([False, True])] ** 3).sum()", "M"),
     "bce_none": "(F.binary_cross_entropy((x * y).sigmoid(), torch.tensor([0.0, 1.0, 1.0]), reduction='none') * y).sum()",
 }
 
@@ -215,6 +222,36 @@ outer_loss = ((inputs @ adapted - targets) ** 2).mean()
 outer_loss.backward()
 print(outer_loss)
 """,
+    "index_put_value_needs_grad": X + """
+z = x * 1
+z[torch.tensor([0, 2])] = y[:2] ** 2
+gx, gy = torch.autograd.grad((z ** 3).sum(), [x, y], create_graph=True)
+print(gx, gy)
+(gx * y + gy).sum().backward()
+""",
+    "mask_assign_broadcast_value": X + """
+z = x * 1
+z[x > 0] = y[0] ** 2
+gx, gy = torch.autograd.grad((z ** 3).sum(), [x, y], create_graph=True)
+(gx * y + gy).sum().backward()
+""",
+    "index_put_accumulate": X + M + """
+z = M * 1
+z.index_put_((torch.tensor([0, 0]), torch.tensor([1, 1])), x[:2] ** 2, accumulate=True)
+gM, gx = torch.autograd.grad((z ** 3).sum(), [M, x], create_graph=True)
+(gM.sum() + gx.sum()).backward()
+""",
+    "index_put_function_row_value": X + M + """
+z = M.index_put((torch.tensor([1]),), x.unsqueeze(0) * 2)
+gM, gx = torch.autograd.grad((z ** 2).sum(), [M, x], create_graph=True)
+(gM.sum() * gx.sum()).backward()
+""",
+    "index_third_order": X + """
+g1, = torch.autograd.grad((x[torch.tensor([2, 0, 2])] ** 4).sum(), x, create_graph=True)
+g2, = torch.autograd.grad(g1.sum(), x, create_graph=True)
+g3, = torch.autograd.grad(g2.sum(), x, create_graph=True)
+print(g1, g2, g3)
+""",
     "hook_on_recorded_pass": X + """
 z = x * y
 z.register_hook(lambda grad: grad * 2)
@@ -288,7 +325,7 @@ def steps_in_order(output) -> list:
 
 @pytest.mark.parametrize("name", ["cube", "product", "tanh", "sigmoid", "mean_squared", "broadcast", "mm", "abs",
                                   "clamp", "maximum", "where", "max", "norm", "cat", "stack", "dot",
-                                  "pow_tensor", "pow_number_base"])
+                                  "pow_tensor", "pow_number_base", "index", "index_mask"])
 def test_both_backward_passes_run_in_torch_order(torch, name):
     """The first pass (recording, with create_graph) and the second (through the gradient's graph)."""
     from orders import torch_order
@@ -371,9 +408,18 @@ SECOND_DERIVATIVES = {
     "index_select": lambda x: (x.index_select(0, gv.tensor([2, 0, 2])) ** 3 * x.cos()).sum(),
     "bce": lambda x: gv.nn.functional.binary_cross_entropy((x * x).sigmoid(), gv.tensor([1.0, 0.0, 0.25],
                                                                                          dtype=gv.float64)),
+    "index": lambda x: (x[gv.tensor([2, 0, 2])] ** 3 * x[x > 0].sum() + x[[True, False, True]].exp().sum()).sum(),
+    "index_put": lambda x: _written(x).pow(3).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
+
+
+def _written(x):
+    """``x`` with two elements overwritten by values that depend on ``x`` (IndexPutBackward0)."""
+    z = x * x.sin()
+    z[gv.tensor([0, 2])] = x[1:].exp()
+    return z
 
 
 @pytest.mark.parametrize("name", sorted(SECOND_DERIVATIVES))
@@ -418,7 +464,9 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "gather": x.gather(1, gv.tensor([[2, 2], [0, 1]])), "index_select": x.index_select(-1, gv.tensor([2, 0, 2])), "masked_fill_value": x.masked_fill(y > 0, v.detach()[0]), "bmm": gv.bmm(x.unsqueeze(0), W.unsqueeze(0)),
         "norm_dim": x.norm(dim=1), "norm_1_keepdim": x.norm(1, dim=0, keepdim=True),
         "max_dim": x.max(1)[0], "max_dim_keepdim": x.max(0, keepdim=True)[0], "minimum": gv.minimum(x, y), "where": gv.where(x > 0, x, y.sum(0)), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
-        "mse": gv.nn.functional.mse_loss(x, y),
+        "mse": gv.nn.functional.mse_loss(x, y), "index": x[gv.tensor([1, 0, 1])], "index_mask": x[y > 0],
+        "index_put": x.index_put((gv.tensor([1]),), y[0] * 2), "index_put_accumulate": x.index_put(
+            (gv.tensor([0, 0]), gv.tensor([2, 2])), v, accumulate=True),
         "bce_probabilities": gv.nn.functional.binary_cross_entropy(x.sigmoid(), (y > 0).double()), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }

@@ -8,6 +8,7 @@ derivative (what the first-order node computes on arrays), its backward the seco
 from __future__ import annotations
 
 from gradviz.autograd.function import OpFunction
+from gradviz.ops.indexing import IndexPutBackward0
 from gradviz.ops._util import meta, promote, saved_dim, to_input, wrap_dim
 from gradviz.tensor import Tensor
 
@@ -199,6 +200,12 @@ class IndexAddBackward0(OpFunction):
 
     def backward(ctx, grad):
         return None, ctx.backend.take(grad, ctx.saved("index"), ctx.axis)
+
+
+class IndexPutImplBackward0(IndexPutBackward0):
+    """``zeros._index_put_impl_(indices, grad, accumulate=True)``: ``grad`` added into zeros of ``x``'s size
+    where ``x[indices]`` read (the recorded backward of advanced indexing, PyTorch's ``index_backward``).
+    ``self`` is always those zeros, which need no gradient; ``values``' gradient is ``grad[indices]``."""
 
 
 class BinaryCrossEntropyBackwardBackward0(OpFunction):

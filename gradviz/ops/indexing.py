@@ -203,6 +203,19 @@ class IndexBackward0(OpFunction):
         out = backend.full(shape, 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
         return backend.index_add(out, ctx.key, grad)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``index_backward``: ``zeros(self_sizes)._index_put_impl_(indices, grad, accumulate=True)``."""
+        from gradviz.ops.double_backward import IndexPutImplBackward0
+
+        zeros = Tensor._make(ctx.backend.full(ctx.saved("self_sym_sizes"), 0, grad.dtype, grad.device),
+                             backend=ctx.backend)
+        return IndexPutImplBackward0.apply(zeros, grad, _saved_indices(ctx), accumulate=True)
+
+
+def _saved_indices(ctx) -> list:
+    """The index tensors a node saved (``None`` where a dim is not indexed), for a recorded backward."""
+    return list(ctx._unpack_saved("indices"))
+
 
 def getitem(input: Tensor, key) -> Tensor:
     """``input[key]`` as PyTorch records it."""
@@ -308,6 +321,23 @@ class IndexPutBackward0(OpFunction):
             grad_self = grad if accumulate else backend.assign(backend.copy(grad), 0, ctx.key)
         if ctx.needs_input_grad[1]:
             grad_values = to_input(backend, backend.getitem(grad, ctx.key), ctx.metas[1])
+        return grad_self, grad_values
+
+    def backward_graph(ctx, grad):
+        """``self``: ``grad`` with the written elements zeroed by an ``index_put`` (IndexPutBackward0), or
+        ``grad`` itself when accumulating; ``values``: ``grad[indices]`` (IndexBackward0), summed back over
+        any broadcasting."""
+        accumulate = ctx.saved("accumulate")
+        indices = _saved_indices(ctx)
+        grad_self = grad_values = None
+        values_shape, values_dtype = ctx.metas[1]
+        if ctx.needs_input_grad[0]:
+            backend = ctx.backend
+            zeros = Tensor._make(backend.full(values_shape, 0, _dtype.from_any(values_dtype), grad.device),
+                                 backend=backend)
+            grad_self = grad if accumulate else index_put(grad, indices, zeros)
+        if ctx.needs_input_grad[1]:
+            grad_values = sum_to_tensor(IndexBackward0.apply(grad, indices), values_shape)
         return grad_self, grad_values
 
 

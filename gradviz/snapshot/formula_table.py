@@ -845,6 +845,14 @@ register("take_slices")(lambda grad, index, dim: np.take(np.asarray(grad, np.flo
                                                          np.asarray(index).astype(np.int64), axis=dim))
 
 
+@entry("IndexPutImplBackward0")
+def _index_twice(o):
+    computed = "x[indices]'s gradient: ḡ added where x was read (the indices i), in zeros the size of x"
+    return {"self": Rule(sent=g, note=recorded(computed) + "; the zeros it added into pass the gradient through"),
+            "values": Rule(sent=Call("read_at", (g, Var("indices", "i")), "", (), "read at x[i]"), symbol="ḡ",
+                           note=recorded(computed) + ": reading those elements back is the gradient")}
+
+
 @entry("BinaryCrossEntropyBackwardBackward0", options=("reduction",), present=("self", "weight"))
 def _bce_twice(o):
     sizes = tuple(o["self"])
