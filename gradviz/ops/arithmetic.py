@@ -191,7 +191,13 @@ class DivBackward0(OpFunction):
 
     def backward_graph(ctx, grad):
         other = ctx.saved_graph("other")
-        return _graph_grads(ctx, lambda: grad / other, lambda: -grad * ((ctx.saved_graph("self") / other) / other))
+        return _graph_grads(ctx, lambda: grad / other, lambda: _negated_times(grad, (ctx.saved_graph("self") / other) / other))
+
+
+def _negated_times(grad, factor):
+    """``-grad * factor`` with ``factor`` already made: PyTorch's C++ builds the right operand first, so
+    its NegBackward0 comes after the factor's nodes (and runs before them in a second backward)."""
+    return -grad * factor
 
 
 class ReciprocalBackward0(OpFunction):
@@ -211,7 +217,7 @@ class ReciprocalBackward0(OpFunction):
 
     def backward_graph(ctx, grad):
         result = ctx.saved_graph("result")
-        return -grad * (result * result)
+        return _negated_times(grad, result * result)
 
 
 class NegBackward0(OpFunction):

@@ -213,6 +213,13 @@ class AsStridedBackward0(OpFunction):
         node.base_geometry = (tuple(base._data.shape), backend.strides(base._data), 0)
         return node
 
+    def forward(ctx, self, sizes, strides, offset):
+        """``self.as_strided(sizes, strides, offset)`` called as an op (CopySlices' recorded backward does)."""
+        backend = self._backend
+        ctx.save(size=tuple(sizes), stride=tuple(strides), storage_offset=offset)
+        ctx.base_geometry = (tuple(self._data.shape), backend.strides(self._data), 0)
+        return backend.as_strided(self._data, sizes, strides, offset)
+
     def backward(ctx, grad):
         backend = ctx.backend
         view_geometry = ctx.saved("size", "stride", "storage_offset")
@@ -268,7 +275,35 @@ class CopySlices(OpFunction):
         backend.assign(memory, grads[0], view_positions)
         return (backend.getitem(memory, base_positions),) + grads[1:]
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``CopySlices::apply`` with grad mode on: ``grad`` copied into a new tensor laid out as
+        the base (CopyBackwards), the view read from it (AsStridedBackward0), a contiguous clone of that
+        handed to the op's recorded backward, whose gradient for the view is copied back into it (a
+        CopySlices of its own). The op's other inputs get its other gradients."""
+        if ctx.fn is None:
+            raise RuntimeError(FREED_MESSAGE)
+        from gradviz.ops.conversion import CONTIGUOUS_FORMAT, clone
+
+        backend = ctx.backend
+        memory = backend.full((_memory_length(ctx.base_geometry, ctx.view_geometry),), 0, grad.dtype, grad.device)
+        result = Tensor._make(backend.as_strided(memory, *ctx.base_geometry), backend=backend)
+        result.copy_(grad)
+        grad_slice = as_strided(result, *ctx.view_geometry)
+        grads = ctx.fn.backward_graph(clone(grad_slice, memory_format=CONTIGUOUS_FORMAT))
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        if grads[0] is None:
+            return (None,) + grads[1:]
+        grad_slice.copy_(grads[0])
+        return (result,) + grads[1:]
+
     def _release_variables(self) -> None:
-        if self.fn is not None:
-            self.fn._release_variables()
-            self.fn = None
+        """Let go of the op's node, as PyTorch does (its saved tensors go with it, unless a graph recorded
+        by ``create_graph=True`` still holds that node: its saved output's grad_fn)."""
+        self.fn = None
+
+
+def as_strided(input: Tensor, sizes, strides, storage_offset: int) -> Tensor:
+    """The view of ``input``'s memory with ``sizes`` and ``strides`` from ``storage_offset`` (AsStridedBackward0)."""
+    from gradviz.ops.shape import _view_of
+
+    return _view_of(AsStridedBackward0.apply(input, sizes, strides, storage_offset), input)
