@@ -13,6 +13,7 @@ import gradviz as gv
 import gradviz.nn.functional as F
 from gradviz.ops import double_backward, registry
 from gradviz.ops.arithmetic import SubBackward1
+from gradviz.ops.loss import LogitBackward0
 
 RNG = np.random.default_rng(0)
 
@@ -115,6 +116,7 @@ CASES = {
     "FillBackward3": (lambda x, v: (x * 1).fill_(v[1]) * x, [values(3), values(2)]),
     "IndexBackward0": (lambda x: x[gv.tensor([0, 2, 0])], [values(3, 2)]),
     "LogBackward0": (lambda x: x.log(), [positive(3)]),
+    "LogitBackward0": (lambda p: LogitBackward0.apply(p), [probabilities(4)]),  # only BCE's recorded backward makes it
     "LogSoftmaxBackward0": (lambda x: gv.log_softmax(x, 1), [values(2, 3)]),
     "MaskedFillBackward0": (lambda x: F.cross_entropy(x, gv.tensor([2, 0, 1]), ignore_index=0, label_smoothing=0.2),
                             [values(3, 3)]),

@@ -119,6 +119,20 @@ EXPRESSIONS = {
     "bce": "F.binary_cross_entropy(x.sigmoid(), torch.tensor([1.0, 0.0, 0.5]))",
     "bce_weight_sum": ("F.binary_cross_entropy((M * M).tanh(), torch.ones(2, 3) * 0.25, weight=torch.full((2, 3), 0.5), "
                        "reduction='sum')", "M"),
+    "bce_logits_target": ("F.binary_cross_entropy_with_logits(x * 2, y.sigmoid())", "y"),
+    "bce_logits_target_and_input": "F.binary_cross_entropy_with_logits(x * y, (x * 2).sigmoid(), reduction='sum')",
+    "bce_logits_weights": ("F.binary_cross_entropy_with_logits(M * 2, torch.ones(2, 3) * 0.3, weight=torch.tensor([1.0, "
+                           "2.0, 0.5]), pos_weight=torch.tensor([2.0, 1.0, 0.5]))", "M"),
+    "bce_logits_weight_target": ("(F.binary_cross_entropy_with_logits(M * 2, (M * M).sigmoid(), weight=torch.tensor([1.0, 2.0, "
+                                 "0.5]), reduction='none') ** 2).sum()", "M"),
+    "bce_logits_pos_weight_none": ("(F.binary_cross_entropy_with_logits(M.tanh(), torch.ones(2, 3) * 0.3, pos_weight="
+                                   "torch.tensor([2.0, 1.0, 0.5]), reduction='none') * M).sum()", "M"),
+    "bce_target": ("F.binary_cross_entropy(x.sigmoid(), y.sigmoid())", "y"),
+    "bce_target_and_input": "F.binary_cross_entropy(x.sigmoid(), (x * y).sigmoid(), reduction='sum')",
+    "bce_target_weight_none": ("(F.binary_cross_entropy(M.sigmoid(), (M * 2).sigmoid(), weight=torch.tensor([1.0, 2.0, "
+                               "0.5]), reduction='none') * M).sum()", "M"),
+    "bce_broadcast_weight": ("F.binary_cross_entropy(M.sigmoid(), torch.ones(2, 3) * 0.3, weight=torch.tensor([1.0, "
+                             "2.0, 0.5]))", "M"),
     "index": "(x[torch.tensor([2, 0, 2])] ** 3 * y).sum()",
     "index_mask": "(x[x > 0] ** 3).sum()",
     "index_two_tensors": ("(M[torch.tensor([1, 0]), torch.tensor([2, 2])] ** 3).sum()", "M"),
@@ -465,6 +479,12 @@ SECOND_DERIVATIVES = {
     "masked_fill": lambda x: (x.masked_fill(x > 1, 0.5) ** 3 * x.exp()).sum(),
     "gather": lambda x: (x.gather(0, gv.tensor([2, 0, 2, 1])) ** 3 * x.sin().repeat(2)[:4]).sum(),
     "index_select": lambda x: (x.index_select(0, gv.tensor([2, 0, 2])) ** 3 * x.cos()).sum(),
+    "bce_logits_weights": lambda x: gv.nn.functional.binary_cross_entropy_with_logits(
+        x * x, x.sigmoid(), weight=gv.tensor([1.0, 2.0, 0.5], dtype=gv.float64)) + gv.nn.functional.
+    binary_cross_entropy_with_logits(x.sin(), gv.tensor([1.0, 0.0, 0.3], dtype=gv.float64),
+                                     pos_weight=gv.tensor([2.0, 1.0, 0.5], dtype=gv.float64), reduction="sum"),
+    "bce_target": lambda x: gv.nn.functional.binary_cross_entropy(x.sigmoid(), (x * x).sigmoid(),
+                                                                   weight=gv.tensor([1.0, 2.0, 0.5], dtype=gv.float64)),
     "bce": lambda x: gv.nn.functional.binary_cross_entropy((x * x).sigmoid(), gv.tensor([1.0, 0.0, 0.25],
                                                                                          dtype=gv.float64)),
     "index": lambda x: (x[gv.tensor([2, 0, 2])] ** 3 * x[x > 0].sum() + x[[True, False, True]].exp().sum()).sum(),
@@ -532,6 +552,11 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "gather": x.gather(1, gv.tensor([[2, 2], [0, 1]])), "index_select": x.index_select(-1, gv.tensor([2, 0, 2])), "masked_fill_value": x.masked_fill(y > 0, v.detach()[0]), "bmm": gv.bmm(x.unsqueeze(0), W.unsqueeze(0)),
         "norm_dim": x.norm(dim=1), "norm_1_keepdim": x.norm(1, dim=0, keepdim=True),
         "max_dim": x.max(1)[0], "max_dim_keepdim": x.max(0, keepdim=True)[0], "minimum": gv.minimum(x, y), "where": gv.where(x > 0, x, y.sum(0)), "split": gv.cat(x.split(2, 1)[::-1], 1), "unbind": gv.stack(x.unbind(0)[::-1]),
+        "bce_target": gv.nn.functional.binary_cross_entropy(x.sigmoid(), y.sigmoid(), weight=v.detach()[:1]),
+        "bce_logits_weights": gv.nn.functional.binary_cross_entropy_with_logits(
+            x, y.sigmoid(), weight=W.detach()[:, 0], reduction="sum"),
+        "bce_logits_pos_weight": gv.nn.functional.binary_cross_entropy_with_logits(
+            x, (y > 0).double(), pos_weight=W.detach()[:, 1]),
         "mse": gv.nn.functional.mse_loss(x, y), "index": x[gv.tensor([1, 0, 1])], "copy_slices": _written_through_views(x * y), "index_mask": x[y > 0],
         "index_put": x.index_put((gv.tensor([1]),), y[0] * 2), "index_put_accumulate": x.index_put(
             (gv.tensor([0, 0]), gv.tensor([2, 2])), v, accumulate=True),
