@@ -92,6 +92,16 @@ EXPRESSIONS = {
     "norm_dims_negative": ("(M.unsqueeze(0).norm(dim=(-1, 0)) * M[:, 0]).sum()", "M"),
     "norm_1": "(x.norm(p=1) * x).sum()",
     "norm_1_dim": ("(M.norm(1, dim=-1) ** 2).sum()", "M"),
+    "norm_inf": "(x.norm(p=float('inf')) * x).sum()",
+    "norm_minus_inf_dim": ("(M.norm(p=float('-inf'), dim=-1) ** 2).sum()", "M"),
+    "norm_inf_tie": "((x * y).abs().norm(p=float('inf'), dim=0, keepdim=True) * x).sum()",
+    "norm_3_dim": ("(M.norm(p=3, dim=1) * 2).sum()", "M"),
+    "norm_3": "(x.norm(p=3) * x).sum()",
+    "norm_half": "(x.norm(p=0.5) ** 2).sum()",
+    "norm_half_zero": "((x * torch.tensor([1.0, 0.0, 1.0])).norm(p=0.5) * x).sum()",
+    "norm_1_5_keepdim": ("(M.norm(p=1.5, dim=0, keepdim=True) * M).sum()", "M"),
+    "norm_fro_dims": ("(M.norm(p='fro', dim=(0, 1)) * M).sum()", "M"),
+    "norm_0": "(x.norm(p=0) * x).sum()",
     "cat": "(torch.cat([x, y * x]) ** 2).sum()",
     "cat_negative_dim": ("(torch.cat([M, M * 2, M[:, :1]], -1) ** 2).sum()", "M"),
     "stack": "(torch.stack([x, y * x], 1) ** 2).sum()",
@@ -368,7 +378,8 @@ def steps_in_order(output) -> list:
 
 @pytest.mark.parametrize("name", ["cube", "product", "tanh", "sigmoid", "mean_squared", "broadcast", "mm", "abs",
                                   "clamp", "maximum", "where", "max", "norm", "cat", "stack", "dot",
-                                  "pow_tensor", "pow_number_base", "index", "index_mask"])
+                                  "pow_tensor", "pow_number_base", "index", "index_mask", "norm_inf",
+                                  "norm_3", "norm_half", "norm_half_zero"])
 def test_both_backward_passes_run_in_torch_order(torch, name):
     """The first pass (recording, with create_graph) and the second (through the gradient's graph)."""
     from orders import torch_order
@@ -471,6 +482,8 @@ SECOND_DERIVATIVES = {
     "abs": lambda x: (x.abs() ** 3 + x.abs() * x.sin()).sum(),
     "clamp": lambda x: (x.clamp(-0.5, 1.0) * x.exp() + x.clamp(min=0.0) ** 3).sum(),
     "max": lambda x: (x.max() ** 3 + x.reshape(3, 1).mul(x).max(0)[0].exp().sum() * x.sin()).sum(),
+    "norm_other_orders": lambda x: (x.norm(p=3) * x.sin() + x.norm(p=0.5) * x.exp() + x.norm(p=1.5) ** 2
+                                    + x.norm(p=float("inf")) * x + x.reshape(3, 1).mul(x).norm(p=4, dim=1) ** 2).sum(),
     "norm": lambda x: (x.norm() * x.sin() + x.reshape(3, 1).mul(x).norm(dim=0) ** 3 + x.norm(p=1) * x).sum(),
     "cat_stack_repeat": lambda x: ((gv.cat([x, x * x]) ** 3).sum() + (gv.stack([x.sin(), x], 1) ** 2).sum(1)
                                    * x.repeat(2, 1).exp().sum(0)).sum(),
@@ -546,7 +559,8 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "view": x.view(3, 2), "unsqueeze": x.unsqueeze(0), "expand": x.sum(0).expand(2, 3), "broadcast": x * y.sum(0),
         "squeeze": x.unsqueeze(0).squeeze(), "transpose": x.transpose(0, 1), "permute": x.unsqueeze(0).permute(2, 0, 1),
         "clone": x.clone(), "abs": x.abs(), "clamp": x.clamp(-1.0, 1.0), "clamp_min": x.clamp(min=0.0),
-        "maximum": gv.maximum(x, y.sum(0)), "max": x.max(), "norm": x.norm(), "repeat": x.repeat(2, 1, 2),
+        "maximum": gv.maximum(x, y.sum(0)), "max": x.max(), "norm": x.norm(), "norm_3": x.norm(p=3, dim=1), "norm_half": x.norm(p=0.5),
+        "norm_inf": x.norm(p=float("inf"), dim=0), "norm_1_5": x.norm(p=1.5), "repeat": x.repeat(2, 1, 2),
         "dot": x[0].dot(y[1]), "pow_tensor": x.abs() ** y, "pow_number": 2.0 ** x,
         "masked_fill": x.masked_fill(y > 0, 1.0),
         "gather": x.gather(1, gv.tensor([[2, 2], [0, 1]])), "index_select": x.index_select(-1, gv.tensor([2, 0, 2])), "masked_fill_value": x.masked_fill(y > 0, v.detach()[0]), "bmm": gv.bmm(x.unsqueeze(0), W.unsqueeze(0)),
