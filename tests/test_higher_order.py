@@ -122,6 +122,14 @@ EXPRESSIONS = {
     "masked_fill": "(x.masked_fill(x > 1, 0.0) ** 2 * y).sum()",
     "masked_fill_broadcast": ("(M.masked_fill(torch.tensor([True, False, True]), -1.0) ** 3).sum()", "M"),
     "masked_fill_tensor_value": "(x.masked_fill(x < 0, torch.tensor(2.0)) ** 2).sum()",
+    "masked_fill_value_needs_grad": ("(x.masked_fill(x < 0, y[0] * 2) ** 2).sum()", "y"),
+    "masked_fill_value_and_input": "(x.masked_fill(torch.tensor([True, False, True]), (x * y).sum()) * x).sum()",
+    "masked_fill_value_broadcast_mask": ("(M.masked_fill(torch.tensor([[True], [False]]), y[1]) ** 3).sum()", "y"),
+    "cat_mixed_dtypes": "(torch.cat([x, x.double() * y.double()]) ** 2).sum()",
+    "cat_mixed_dtypes_dim": ("(torch.cat([M, (M * 2).double()], 1) ** 3).sum()", "M"),
+    "stack_mixed_dtypes": "(torch.stack([x * 2, y.double()], 1) ** 3).sum()",
+    "pow_negative_base": "((-2.0) ** (x * y) * x).sum()",
+    "pow_zero_base": "(0.0 ** (x * x) + 0 ** (x - 1)).sum()",
     "gather": "(x.gather(0, torch.tensor([2, 0, 2])) ** 2 * y).sum()",
     "gather_smaller_index": ("(M.gather(-1, torch.tensor([[2, 2], [0, 1]])) ** 3).sum()", "M"),
     "index_select": ("(M.index_select(1, torch.tensor([2, 0, 2])) ** 2).sum()", "M"),
@@ -503,6 +511,7 @@ SECOND_DERIVATIVES = {
     "index": lambda x: (x[gv.tensor([2, 0, 2])] ** 3 * x[x > 0].sum() + x[[True, False, True]].exp().sum()).sum(),
     "index_put": lambda x: _written(x).pow(3).sum(),
     "write_through_views": lambda x: (_written_through_views(x) ** 3).sum(),
+    "masked_fill_value": lambda x: (x.masked_fill(x > 0.5, (x * x).sum()) ** 3).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -571,6 +580,9 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
             x, y.sigmoid(), weight=W.detach()[:, 0], reduction="sum"),
         "bce_logits_pos_weight": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double(), pos_weight=W.detach()[:, 1]),
+        "masked_fill_value_grad": x.masked_fill(y > 0, v[0] * 2), "cat_mixed": gv.cat([x, y.float()], 1),
+        "stack_mixed": gv.stack([x.float(), y], -1), "pow_zero_base": 0.0 ** (x * y), "pow_negative_base": -1.5 ** x,
+        "to_float": x.float() * 2,
         "mse": gv.nn.functional.mse_loss(x, y), "index": x[gv.tensor([1, 0, 1])], "copy_slices": _written_through_views(x * y), "index_mask": x[y > 0],
         "index_put": x.index_put((gv.tensor([1]),), y[0] * 2), "index_put_accumulate": x.index_put(
             (gv.tensor([0, 0]), gv.tensor([2, 2])), v, accumulate=True),

@@ -45,6 +45,11 @@ class ToCopyBackward0(OpFunction):
             grad = backend.array(_to_numpy(grad), None, device)
         return backend.astype(grad, dtype)
 
+    def backward_graph(ctx, grad):
+        """``grad.to(self.options())``: a ToCopyBackward0 of its own when the dtype or device differs."""
+        _, dtype, device = ctx.source
+        return grad.to(device=device, dtype=dtype)
+
     @classmethod
     def apply(cls, tensor, device, dtype):
         out = super().apply(tensor, device, dtype)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gradviz.autograd.function import OpFunction
 from gradviz.ops.indexing import IndexPutBackward0
-from gradviz.ops._util import meta, promote, saved_dim, to_input, wrap_dim
+from gradviz.ops._util import broadcast_shapes, meta, promote, saved_dim, to_input, wrap_dim
 from gradviz.tensor import Tensor
 
 
@@ -206,6 +206,30 @@ class IndexPutImplBackward0(IndexPutBackward0):
     """``zeros._index_put_impl_(indices, grad, accumulate=True)``: ``grad`` added into zeros of ``x``'s size
     where ``x[indices]`` read (the recorded backward of advanced indexing, PyTorch's ``index_backward``).
     ``self`` is always those zeros, which need no gradient; ``values``' gradient is ``grad[indices]``."""
+
+
+class MaskedSelectBackward0(OpFunction):
+    """``self.masked_select(mask)``: the elements where ``mask`` (broadcast with ``self``) holds, in order,
+    as a 1-D tensor. Only a recorded backward makes it here (``masked_fill``'s, for its value)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("masked_select_backward(grad, self, mask)", r"\bar{z}\ \mathrm{where}\ m,\ 0\ \mathrm{elsewhere}")}
+
+    def forward(ctx, self, mask):
+        ctx.save(mask=mask, self=self)
+        backend = self._backend
+        shape = ctx.shape = broadcast_shapes(tuple(self.shape), tuple(mask.shape))
+        ctx.self_shape = tuple(self.shape)
+        return backend.getitem(backend.broadcast_to(self._data, shape), backend.broadcast_to(mask._data, shape))
+
+    def backward(ctx, grad):
+        from gradviz import _dtype
+        from gradviz.ops._util import sum_to
+
+        backend = ctx.backend
+        mask = backend.broadcast_to(ctx.saved("mask"), ctx.shape)
+        out = backend.full(ctx.shape, 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
+        return sum_to(backend, backend.assign(out, grad, mask), ctx.self_shape)
 
 
 class BinaryCrossEntropyBackwardBackward0(OpFunction):

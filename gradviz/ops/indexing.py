@@ -414,11 +414,19 @@ class MaskedFillBackward1(OpFunction):
                 if ctx.needs_input_grad[1] else None)
 
     def backward_graph(ctx, grad):
-        """``self``'s part recorded (``grad.masked_fill(mask, 0)``); the value's (torch's ``masked_select``
-        then ``sum``) is not recorded yet, so the base class answers when the value needs a gradient."""
+        """``self``: ``grad.masked_fill(mask, 0)``; the value: PyTorch's ``masked_fill_backward``,
+        ``grad.masked_select(mask).sum()`` (MaskedSelectBackward0, SumBackward0)."""
+        from gradviz.ops.double_backward import MaskedSelectBackward0
+
+        mask = ctx.saved_graph("mask")
+        grad_self = grad_value = None
+        if ctx.needs_input_grad[0]:
+            grad_self = sum_to_tensor(grad.masked_fill(mask, 0), ctx.metas[0][0])
         if ctx.needs_input_grad[1]:
-            return OpFunction.backward_graph(ctx, grad)
-        return sum_to_tensor(grad.masked_fill(ctx.saved_graph("mask"), 0), ctx.metas[0][0]), None
+            grad_value = MaskedSelectBackward0.apply(grad, mask).sum()
+            value_dtype = _dtype.from_any(ctx.metas[1][1])
+            grad_value = grad_value if grad_value.dtype is value_dtype else grad_value.to(value_dtype)
+        return grad_self, grad_value
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:

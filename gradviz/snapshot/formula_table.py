@@ -854,6 +854,27 @@ def _index_twice(o):
                            note=recorded(computed) + ": reading those elements back is the gradient")}
 
 
+@entry("MaskedSelectBackward0", present=("self",))
+def _masked_select(o):
+    computed = "the sum of ḡ over the filled elements is masked_fill's gradient for its value"
+    return only(Rule(sent=Call("place_masked", (g, Var("mask", "m")), "", (tuple(o["self"]),),
+                               "where m holds, 0 elsewhere"),
+                     symbol="ḡ", note=recorded(f"ḡ's elements where the mask m holds ({computed})")))
+
+
+@register("place_masked")
+def _place_masked(grad, mask, sizes):
+    """``grad`` put back where the mask (broadcast with the input) holds; summed over broadcast rows."""
+    mask = np.asarray(mask, bool)
+    shape = np.broadcast_shapes(sizes, mask.shape)
+    out = np.zeros(shape)
+    out[np.broadcast_to(mask, shape)] = np.asarray(grad, np.float64)
+    lead = len(shape) - len(sizes)
+    out = out.sum(axis=tuple(range(lead))) if lead else out
+    stretched = tuple(i for i, size in enumerate(sizes) if size == 1 and out.shape[i] != 1)
+    return out.sum(axis=stretched, keepdims=True) if stretched else out
+
+
 @entry("BinaryCrossEntropyBackwardBackward0", options=("reduction",), present=("self", "weight"))
 def _bce_twice(o):
     sizes = tuple(o["self"])
