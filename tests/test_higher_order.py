@@ -307,6 +307,21 @@ c.t()[2].exp_()
 gM, gx = torch.autograd.grad((c * c).sum(), [M, x], create_graph=True)
 (gM ** 2).sum().backward()
 """,
+    "view_read_after_its_base_changed": X + M + """
+z = M * 2
+row, column, corner = z[1], z.t()[2], z[:, :1]
+z.mul_(x)
+gM, gx = torch.autograd.grad((row * column.sum() + corner.exp().sum()).sum(), [M, x], create_graph=True)
+print(gM, gx)
+(gM ** 2).sum().backward()
+""",
+    "view_of_an_expanded_view_read_after_a_write": X + """
+z = x * 1
+wide = z.unsqueeze(0).expand(2, 3)[1]
+z[0] = y[1] * 3
+gx, gy = torch.autograd.grad((wide ** 3).sum(), [x, y], create_graph=True)
+(gx.sum() * gy.sum()).backward()
+""",
     "quotient_with_a_recorded_gradient": X + """
 z = x * y
 out = (z / (z.norm() + 1) + (2 / z) * z.exp() + z.reciprocal() * z.sin()).sum()
@@ -511,6 +526,7 @@ SECOND_DERIVATIVES = {
     "index": lambda x: (x[gv.tensor([2, 0, 2])] ** 3 * x[x > 0].sum() + x[[True, False, True]].exp().sum()).sum(),
     "index_put": lambda x: _written(x).pow(3).sum(),
     "write_through_views": lambda x: (_written_through_views(x) ** 3).sum(),
+    "view_read_after_a_write": lambda x: _read_after_write(x),
     "masked_fill_value": lambda x: (x.masked_fill(x > 0.5, (x * x).sum()) ** 3).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
@@ -522,6 +538,14 @@ def _written(x):
     z = x * x.sin()
     z[gv.tensor([0, 2])] = x[1:].exp()
     return z
+
+
+def _read_after_write(x):
+    """A view made before its base changed in place, read after (AsStridedBackward0)."""
+    z = x * x.sin()
+    head = z[:2]
+    z.mul_(x.exp())
+    return (head ** 3).sum() * z.sum()
 
 
 def _written_through_views(x):

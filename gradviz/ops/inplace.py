@@ -189,6 +189,17 @@ def _memory_length(*geometries) -> int:
     return end
 
 
+def _may_overlap(sizes, strides) -> bool:
+    """PyTorch's ``_maybe_overlapping_memory``: with dims sorted by stride, each stride must pass the
+    largest offset reachable in the dims below it (size-1 dims already left out)."""
+    reach = 0
+    for size, stride in sorted(zip(sizes, strides), key=lambda pair: pair[1]):
+        if stride <= reach:
+            return True
+        reach += stride * (size - 1)
+    return False
+
+
 class AsStridedBackward0(OpFunction):
     """A view read from its base's memory: the base's gradient is zero except where the view lies.
 
@@ -227,6 +238,33 @@ class AsStridedBackward0(OpFunction):
                               backend.device_of(grad))
         backend.index_add(memory, backend.strided_indices(*view_geometry, grad), grad)
         return backend.getitem(memory, backend.strided_indices(*ctx.base_geometry, grad))
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``as_strided_backward`` where neither geometry overlaps itself: size-1 dims of the view
+        squeezed out of ``grad`` and expanded (stride 0) ones summed, last dim first; ``grad`` copied into a
+        zero storage through the view's geometry (a CopySlices), which is read back as the input
+        (AsStridedBackward0). Overlapping geometries (``index_add_``, counts) are not recorded yet."""
+        sizes, strides, offset = ctx.saved("size", "stride", "storage_offset")
+        base_sizes, base_strides, _ = ctx.base_geometry
+        backend = ctx.backend
+        if 0 in sizes or 0 in base_sizes:  # nothing was read: zeros, with no graph
+            return Tensor._make(backend.full(base_sizes, 0, grad.dtype, grad.device), backend=backend)
+        out_sizes, out_strides = [], []
+        for dim in reversed(range(len(sizes))):
+            if sizes[dim] == 1:
+                grad = grad.squeeze(dim)
+            elif strides[dim] == 0:
+                grad = grad.sum(dim, keepdim=False)
+            else:
+                out_sizes.insert(0, sizes[dim])
+                out_strides.insert(0, strides[dim])
+        kept = [(size, stride) for size, stride in zip(base_sizes, base_strides) if size != 1]
+        if _may_overlap(out_sizes, out_strides) or _may_overlap([size for size, _ in kept], [stride for _, stride in kept]):
+            return OpFunction.backward_graph(ctx, grad)
+        length = max(_memory_length((out_sizes, out_strides, offset)), _memory_length(ctx.base_geometry))
+        storage = Tensor._make(backend.full((length,), 0, grad.dtype, grad.device), backend=backend)
+        as_strided(storage, out_sizes, out_strides, offset).copy_(grad)
+        return as_strided(storage, base_sizes, base_strides, 0)
 
 
 class CopySlices(OpFunction):
