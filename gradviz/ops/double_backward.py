@@ -128,6 +128,37 @@ class MseLossBackwardBackward0(OpFunction):
                 to_input(backend, scaled, ctx.metas[1]) if needs[1] else None,
                 to_input(backend, backend.neg(scaled), ctx.metas[2]) if needs[2] else None)
 
+    def backward_graph(ctx, grad):
+        """derivatives.yaml's ``mse_loss_backward`` entries, op for op: ``grad_output``: ``mse_loss_backward(grad,
+        ...)`` for 'none', else ``(mse_loss_backward(ones_like(grad_output), ...) * grad).sum()``; ``self``:
+        ``2 * (grad * grad_output)``, ``/= n`` for 'mean'; ``target``: the same, negated."""
+        grad_output, self, target, reduction = ctx.saved_graph("grad_output", "self", "target", "reduction")
+        needs = ctx.needs_input_grad
+        grads = [None, None, None]
+        if needs[0]:
+            if reduction == 0:
+                grads[0] = MseLossBackwardBackward0.apply(grad, self, target, reduction)
+            else:
+                ones = Tensor._make(ctx.backend.full(tuple(grad_output.shape), 1, grad_output.dtype, grad_output.device),
+                                    backend=ctx.backend)
+                grads[0] = (MseLossBackwardBackward0.apply(ones, self, target, reduction) * grad).sum()
+        if needs[1]:
+            grads[1] = _mse_loss_double_backward(grad * grad_output, self, reduction)
+        if needs[2]:
+            grads[2] = -_mse_loss_double_backward(grad * grad_output, target, reduction)
+        return tuple(grads)
+
+
+def _mse_loss_double_backward(grad, input, reduction: int):
+    """PyTorch's ``mse_loss_double_backward``: ``2 * grad``, then ``/= n`` (in place) for 'mean'."""
+    from gradviz.ops import inplace
+    from gradviz.ops.arithmetic import DivBackward1
+
+    grad_input = _scalar_mul(grad, 2)
+    if reduction == 1:
+        inplace.apply_(grad_input, DivBackward1.apply, input.numel())
+    return grad_input
+
 
 class SgnBackward0(OpFunction):
     """``sgn(x)``: -1, 0 or 1 (``abs``'s derivative, recorded as an op). Flat wherever it is defined,
@@ -183,8 +214,7 @@ class ScatterAddBackward0(ScatterBackward0):
 class IndexAddBackward0(OpFunction):
     """``self.index_add_(dim, index, source)``: ``source``'s slices added into ``self`` at ``index`` along
     ``dim``. Only a recorded backward makes it here (``index_select``'s: ``zeros.index_add_(dim, index,
-    grad)``), so ``self`` is always zeros that need no gradient. Its own recorded backward is not written
-    yet (a third derivative through ``index_select`` says so)."""
+    grad)``), so ``self`` is always zeros that need no gradient."""
 
     inputs = ("self", "source")
     derivatives = {"self": ("grad", r"\bar{z}"),
@@ -200,6 +230,18 @@ class IndexAddBackward0(OpFunction):
 
     def backward(ctx, grad):
         return None, ctx.backend.take(grad, ctx.saved("index"), ctx.axis)
+
+    def backward_graph(ctx, grad):
+        """``source``: ``grad.index_select(dim, index).expand_as(source)`` (alpha is 1); ``self`` is zeros."""
+        from gradviz.ops.indexing import index_select
+        from gradviz.ops.shape import expand
+
+        source = ctx.saved_graph("source")
+        if source.ndim == 0:  # PyTorch squeezes the index first; never made by a recorded backward
+            return OpFunction.backward_graph(ctx, grad)
+        dim = ctx.saved("dim")
+        picked = index_select(grad, dim - 2**64 if dim >= 2**63 else dim, ctx.saved_graph("index"))
+        return None, expand(picked, tuple(source.shape))
 
 
 class IndexPutImplBackward0(IndexPutBackward0):
@@ -360,6 +402,26 @@ class LogSoftmaxBackwardDataBackward0(OpFunction):
                 backend.neg(backend.mul(backend.mul(grad, exp_output), backend.sum(grad_output, ctx.axis, keepdims=True)))
                 if ctx.needs_input_grad[1] else None)
 
+    def backward_graph(ctx, grad):
+        """``grad_output``: ``grad - (grad * output.exp()).sum(dim, true)``; ``output``:
+        ``-grad_output.sum(dim, true) * output.exp() * grad`` (C++ builds the right operand first)."""
+        grad_output, output = ctx.saved_graph("grad_output", "output")
+        dim = _given_dim(ctx)
+        grad_grad_output = grad_output_input = None
+        if ctx.needs_input_grad[0]:
+            exp_output = output.exp()
+            grad_grad_output = grad - (grad * exp_output).sum(dim, keepdim=True)
+        if ctx.needs_input_grad[1]:
+            exp_output = output.exp()
+            grad_output_input = (-grad_output.sum(dim, keepdim=True) * exp_output) * grad
+        return grad_grad_output, grad_output_input
+
+
+def _given_dim(ctx) -> int:
+    """The dim a (log-)softmax was called with, as its saved form reads it (negatives come back as uint64)."""
+    dim = ctx.saved("dim")
+    return dim - 2**64 if dim >= 2**63 else dim
+
 
 class SoftmaxBackwardDataBackward0(OpFunction):
     """``_softmax_backward_data(grad_output, output, dim) = output * (grad_output - sum(grad_output * output))``."""
@@ -383,6 +445,21 @@ class SoftmaxBackwardDataBackward0(OpFunction):
         grad_output_weighted = backend.sum(backend.mul(grad_output, output), axis, keepdims=True)
         grad_output_input = backend.sub(backend.sub(backend.mul(grad, grad_output), backend.mul(grad, grad_output_weighted)),
                                         backend.mul(grad_output, grad_weighted)) if ctx.needs_input_grad[1] else None
+        return grad_grad_output, grad_output_input
+
+    def backward_graph(ctx, grad):
+        """``grad_output``: ``_softmax_backward_data(grad, output, dim)`` (this op again); ``output``: PyTorch's
+        ``softmax_double_backward``, ``gO * grad - (output * gO).sum(dim, true) * grad - gO * (output *
+        grad).sum(dim, true)``, its operands built right first as C++ builds them."""
+        grad_output, output = ctx.saved_graph("grad_output", "output")
+        dim = _given_dim(ctx)
+        grad_grad_output = grad_output_input = None
+        if ctx.needs_input_grad[0]:
+            grad_grad_output = SoftmaxBackwardDataBackward0.apply(grad, output, ctx.axis, ctx.saved("dim"))
+        if ctx.needs_input_grad[1]:
+            last = grad_output * (output * grad).sum(dim, keepdim=True)
+            middle = (output * grad_output).sum(dim, keepdim=True) * grad
+            grad_output_input = (grad_output * grad - middle) - last
         return grad_grad_output, grad_output_input
 
 
@@ -415,6 +492,17 @@ class NllLossBackwardBackward0(OpFunction):
         elif reduction == 2:
             local = backend.sum(local, None)
         return local if ctx.needs_input_grad[0] else None, backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None
+
+    def backward_graph(ctx, grad):
+        """``grad_output``: ``nll_loss(grad, target, weight, reduction, ignore_index)`` (NllLossBackward0);
+        ``self``: zeros, with no graph."""
+        from gradviz.ops.loss import NllLossBackward0
+
+        target, weight, reduction = ctx.saved_graph("target", "weight", "reduction")
+        grad_grad_output = NllLossBackward0.apply(grad, target, weight=weight, reduction=reduction,
+                                                  ignore_index=ctx.ignore) if ctx.needs_input_grad[0] else None
+        zeros = Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend) if ctx.needs_input_grad[1] else None
+        return grad_grad_output, zeros
 
 
 def _numel(shape) -> int:

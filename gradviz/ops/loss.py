@@ -218,7 +218,7 @@ class LogitBackward0(OpFunction):
 class MseLossBackward0(OpFunction):
     inputs = ("self", "target")
     derivatives = {"self": ("mse_loss_backward(grad, self, target, reduction)", r"\tfrac{2}{n}\,\bar{y}\,(x - t)"),
-                   "target": ("mse_loss_backward(-grad, self, target, reduction)", r"-\tfrac{2}{n}\,\bar{y}\,(x - t)")}
+                   "target": ("mse_loss_backward(grad, target, self, reduction)", r"-\tfrac{2}{n}\,\bar{y}\,(x - t)")}
 
     def forward(ctx, self, target, reduction=1):
         shape = broadcast_shapes(shape_of(self), shape_of(target))
@@ -246,7 +246,8 @@ class MseLossBackward0(OpFunction):
         self, target, reduction = ctx.saved_graph("self", "target", "reduction")
         needs = ctx.needs_input_grad
         grad_self = MseLossBackwardBackward0.apply(grad, self, target, reduction) if needs[0] else None
-        grad_target = MseLossBackwardBackward0.apply(-grad, self, target, reduction) if needs[1] else None
+        # derivatives.yaml: target: mse_loss_backward(grad, target, self, reduction): the roles swap
+        grad_target = MseLossBackwardBackward0.apply(grad, target, self, reduction) if needs[1] else None
         return tuple(None if g is None else sum_to_tensor(g, m[0]) for g, m in zip((grad_self, grad_target), ctx.metas))
 
 
@@ -323,7 +324,8 @@ def _scatter_classes(backend, x, target, values, ignore_index):
     safe_target = backend.where(kept, target, backend.mul(target, 0))
     picked = backend.one_hot_scatter(tuple(x.shape), safe_target, axis, x.dtype)
     expanded = backend.reshape(values, tuple(1 if i == axis else s for i, s in enumerate(x.shape)))
-    return backend.mul(picked, expanded)
+    # written into zeros, as PyTorch does: 0 * a negative value would leave -0.0 in the other classes
+    return backend.where(backend.ne(picked, 0), backend.mul(picked, expanded), 0.0)
 
 
 # -- the functions gradviz.nn.functional exports ---------------------------------------------------------
