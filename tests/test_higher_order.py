@@ -182,6 +182,10 @@ THIRD_ORDER = {
     "nll_none_weight": ("(F.nll_loss(M.tanh(), torch.tensor([1, 2]), weight=torch.tensor([1.0, 2.0, 0.5]), "
                         "reduction='none') * y[:2]).sum()", "M"),
     "index_select": ("(M.index_select(1, torch.tensor([2, 0, 2])) ** 3).sum()", "M"),
+    "bce": ("F.binary_cross_entropy(x.sigmoid(), torch.tensor([1.0, 0.0, 0.5]))", "x"),
+    "bce_target_and_input": ("F.binary_cross_entropy(x.sigmoid(), (x * y).sigmoid(), reduction='sum')", "x"),
+    "bce_weight_none": ("(F.binary_cross_entropy(M.sigmoid(), (M * 2).sigmoid(), weight=torch.tensor([1.0, 2.0, 0.5]), "
+                        "reduction='none') * M).sum()", "M"),
 }
 
 
@@ -630,6 +634,9 @@ THIRD_DERIVATIVES = {
     "log_softmax": lambda x: (gv.log_softmax(x.reshape(3, 1) * x, 0) * x.sin()).sum(),
     "cross_entropy": lambda x: gv.nn.functional.cross_entropy(x.reshape(3, 1) * x, gv.tensor([0, 2, 1])),
     "index_select": lambda x: (x.index_select(0, gv.tensor([2, 0, 2])) ** 4 * x.exp()).sum(),
+    "bce": lambda x: gv.nn.functional.binary_cross_entropy(x.sigmoid(), (x * x).sigmoid(), weight=gv.tensor(
+        [1.0, 2.0, 0.5], **F64)) + gv.nn.functional.binary_cross_entropy(x.sin() * 0.4 + 0.5, gv.tensor(
+            [1.0, 0.0, 0.3], **F64), reduction="sum"),
 }
 
 

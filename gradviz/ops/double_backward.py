@@ -64,7 +64,8 @@ class SigmoidBackwardBackward0(OpFunction):
         if not ctx.needs_input_grad[1]:
             return SigmoidBackwardBackward0.apply(grad, output) if ctx.needs_input_grad[0] else None, None
         first = SigmoidBackwardBackward0.apply(grad, output) if ctx.needs_input_grad[0] else None
-        return first, (grad * grad_output) * _scalar_add(_scalar_mul(output, -2), 1)
+        factor = _scalar_add(_scalar_mul(output, -2), 1)  # C++ builds the right operand of a * b first
+        return first, (grad * grad_output) * factor
 
 
 class ThresholdBackwardBackward0(OpFunction):
@@ -317,6 +318,62 @@ class BinaryCrossEntropyBackwardBackward0(OpFunction):
             result[2] = to_input(backend, _bce_scaled(backend, backend.neg(backend.div(scaled, below)), weight,
                                                       reduction, x), ctx.metas[2])
         return tuple(result)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's three composites, op for op, in the order of the op's inputs (grad_output, self, target), with
+        C++'s scalar operators: ``x + eps`` is ``add(x, eps)``, ``1 - x`` is ``empty_like(x).fill_(1).sub_(x)``,
+        ``2 * x`` is ``x.mul(2)``, and the right operand of a binary operator is built first."""
+        from gradviz.grad_mode import no_grad
+        from gradviz.ops import inplace
+        from gradviz.ops.arithmetic import DivBackward1
+        from gradviz.ops._util import sum_to_tensor
+
+        grad_output, x, t, weight, reduction = ctx.saved_graph("grad_output", "self", "target", "weight", "reduction")
+        needs = ctx.needs_input_grad
+        eps = 1e-12
+        grads = [None, None, None]
+        if needs[0]:  # binary_cross_entropy_double_backward_grad_output
+            spread = _scalar_add(_one_minus(x), eps)
+            spread = _scalar_add(x, eps) * spread
+            local = (x - t) / spread
+            local.mul_(grad)
+            grads[0] = sum_to_tensor(_bce_double_scaled(local, weight, reduction, x), tuple(grad_output.shape))
+        if needs[1]:  # binary_cross_entropy_double_backward
+            x_plus_eps, one_minus_x_plus_eps = _scalar_add(x, eps), _scalar_add(_one_minus(x), eps)
+            below = one_minus_x_plus_eps.pow(2)
+            below = x_plus_eps.pow(2) * below
+            top = _scalar_mul(x, 2) * t
+            top = (x * x - top) + t
+            local = top / below
+            local.mul_(grad * grad_output)
+            grads[1] = _bce_double_scaled(local, weight, reduction, x)
+        if needs[2]:  # binary_cross_entropy_double_backward_target
+            local = -grad * grad_output
+            if weight is not None:
+                local.mul_(weight)
+            spread = _one_minus(x).mul_(x)
+            with no_grad():
+                spread.clamp_(min=eps)
+            local.div_(spread)
+            if reduction == 1:
+                inplace.apply_(local, DivBackward1.apply, t.numel())
+            grads[2] = local
+        return tuple(grads)
+
+
+def _one_minus(tensor):
+    """``1 - tensor`` as ATen's C++ operator computes it: ``empty_like(tensor).fill_(1).sub_(tensor)``."""
+    ones = Tensor._make(tensor._backend.full(tuple(tensor.shape), 1, tensor.dtype, tensor.device), backend=tensor._backend)
+    return ones.sub_(tensor)
+
+
+def _bce_double_scaled(local, weight, reduction: int, x):
+    """``*= weight`` in place, then ``/ n`` (DivBackward1) for 'mean': the end of two of BCE's second derivatives."""
+    from gradviz.ops.arithmetic import DivBackward1
+
+    if weight is not None:
+        local.mul_(weight)
+    return DivBackward1.apply(local, x.numel()) if reduction == 1 else local
 
 
 def _bce_weighted(backend, values, weight):

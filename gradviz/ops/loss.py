@@ -214,6 +214,19 @@ class LogitBackward0(OpFunction):
         return backend.where(outside, backend.full((), float("nan"), _dtype.from_any(local.dtype), backend.device_of(x)),
                              local)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``infinitely_differentiable_logit_backward``: ``where(0 <= x <= 1, grad / (x * (1 - x)), NaN)``."""
+        from gradviz.ops.comparison import where
+        from gradviz.ops.double_backward import _one_minus
+
+        x = ctx.saved_graph("self")
+        backend = ctx.backend
+        nan = Tensor._make(backend.full((), float("nan"), x.dtype, x.device), backend=backend)
+        spread = _one_minus(x)
+        local = grad / (x * spread)
+        inside = Tensor._make(backend.logical_and(backend.ge(x._data, 0.0), backend.le(x._data, 1.0)), backend=backend)
+        return where(inside, local, nan)
+
 
 class MseLossBackward0(OpFunction):
     inputs = ("self", "target")
