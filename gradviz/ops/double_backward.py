@@ -240,8 +240,7 @@ class IndexAddBackward0(OpFunction):
         source = ctx.saved_graph("source")
         if source.ndim == 0:  # PyTorch squeezes the index first; never made by a recorded backward
             return OpFunction.backward_graph(ctx, grad)
-        dim = ctx.saved("dim")
-        picked = index_select(grad, dim - 2**64 if dim >= 2**63 else dim, ctx.saved_graph("index"))
+        picked = index_select(grad, _signed(ctx.saved("dim")), ctx.saved_graph("index"))
         return None, expand(picked, tuple(source.shape))
 
 
@@ -393,8 +392,9 @@ class SelectBackwardBackward0(OpFunction):
     inputs = ("grad_output",)
     derivatives = {"grad_output": ("grad.select_symint(dim, index)", r"\bar{z}_{i}")}
 
-    def forward(ctx, grad_output, sizes, dim, index, saved_index):
-        ctx.save(dim=dim, index=saved_index)
+    def forward(ctx, grad_output, sizes, dim, index, saved_index, saved_dim_value=None):
+        """``dim``, ``index``: wrapped; ``saved_index``, ``saved_dim_value``: as SelectBackward0 saved them."""
+        ctx.save(dim=dim if saved_dim_value is None else saved_dim_value, index=saved_index)
         key = ctx.key = (slice(None),) * dim + (index,)
         return _scatter(grad_output, sizes, key)
 
@@ -402,7 +402,11 @@ class SelectBackwardBackward0(OpFunction):
         return ctx.backend.getitem(grad, ctx.key + (Ellipsis,))
 
     def backward_graph(ctx, grad):
-        return grad[ctx.key]
+        """``grad.select(dim, index)`` with the dim and index as given (SelectBackward0 saves them so)."""
+        from gradviz.ops.shape import select
+
+        dim, index = ctx.saved("dim", "index")
+        return select(grad, len(ctx.key) - 1, ctx.key[-1], given=_signed(index), given_dim=_signed(dim))
 
 
 class SliceBackwardBackward0(OpFunction):
@@ -421,7 +425,18 @@ class SliceBackwardBackward0(OpFunction):
         return ctx.backend.getitem(grad, ctx.key)
 
     def backward_graph(ctx, grad):
-        return grad[ctx.key]
+        """``grad.slice(dim, start, end, step)`` with the bounds as given (SliceBackward0 saves them so)."""
+        from gradviz.ops.shape import slice_along
+
+        dim, start, end, step = ctx.saved("dim", "start", "end", "step")
+        bounds = ctx.key[-1]
+        return slice_along(grad, len(ctx.key) - 1, bounds.start, bounds.stop, bounds.step,
+                           given=(_signed(start), _signed(end)), given_dim=_signed(dim))
+
+
+def _signed(saved: int) -> int:
+    """A dim, index or bound as given, from its saved form (negatives read back as uint64)."""
+    return saved - 2**64 if saved >= 2**63 else saved
 
 
 def _scatter(grad_output, sizes, key):
@@ -463,7 +478,7 @@ class LogSoftmaxBackwardDataBackward0(OpFunction):
         """``grad_output``: ``grad - (grad * output.exp()).sum(dim, true)``; ``output``:
         ``-grad_output.sum(dim, true) * output.exp() * grad`` (C++ builds the right operand first)."""
         grad_output, output = ctx.saved_graph("grad_output", "output")
-        dim = _given_dim(ctx)
+        dim = _signed(ctx.saved("dim"))
         grad_grad_output = grad_output_input = None
         if ctx.needs_input_grad[0]:
             exp_output = output.exp()
@@ -472,12 +487,6 @@ class LogSoftmaxBackwardDataBackward0(OpFunction):
             exp_output = output.exp()
             grad_output_input = (-grad_output.sum(dim, keepdim=True) * exp_output) * grad
         return grad_grad_output, grad_output_input
-
-
-def _given_dim(ctx) -> int:
-    """The dim a (log-)softmax was called with, as its saved form reads it (negatives come back as uint64)."""
-    dim = ctx.saved("dim")
-    return dim - 2**64 if dim >= 2**63 else dim
 
 
 class SoftmaxBackwardDataBackward0(OpFunction):
@@ -509,7 +518,7 @@ class SoftmaxBackwardDataBackward0(OpFunction):
         ``softmax_double_backward``, ``gO * grad - (output * gO).sum(dim, true) * grad - gO * (output *
         grad).sum(dim, true)``, its operands built right first as C++ builds them."""
         grad_output, output = ctx.saved_graph("grad_output", "output")
-        dim = _given_dim(ctx)
+        dim = _signed(ctx.saved("dim"))
         grad_grad_output = grad_output_input = None
         if ctx.needs_input_grad[0]:
             grad_grad_output = SoftmaxBackwardDataBackward0.apply(grad, output, ctx.axis, ctx.saved("dim"))

@@ -185,7 +185,7 @@ class UnsqueezeBackward0(OpFunction):
         return ctx.backend.reshape(grad, ctx.shape)
 
     def backward_graph(ctx, grad):
-        return grad.squeeze(ctx.dim)
+        return grad.squeeze(_given_dims(ctx.saved("dim"))[0])  # the dim as given (-1 stays -1, as torch saves it)
 
 
 class SqueezeBackward0(_ReshapeBack):
@@ -296,8 +296,8 @@ class SelectBackward0(OpFunction):
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import SelectBackwardBackward0
 
-        shape, index = ctx.saved("self_sym_sizes", "index")
-        return SelectBackwardBackward0.apply(grad, shape, ctx.axis, ctx.index, index)
+        shape, index, dim = ctx.saved("self_sym_sizes", "index", "dim")
+        return SelectBackwardBackward0.apply(grad, shape, ctx.axis, ctx.index, index, dim)
 
 
 class SliceBackward0(OpFunction):
