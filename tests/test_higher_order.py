@@ -220,10 +220,9 @@ def test_the_third_backward_pass_runs_in_torch_order(torch, name):
 
 
 # Differentiated a third time, these still differ from torch: masked_fill's tensor value (gradviz does not
-# record MaskedSelectBackward0's backward, torch's masked_scatter_, and says so), and where_other (under
-# create_graph the two gradients y gets are summed in the other order: AddBackward0's edges swap)
+# record MaskedSelectBackward0's backward, torch's masked_scatter_, and says so)
 NOT_YET_THIRD_ORDER = ("masked_fill_value_and_input", "masked_fill_value_broadcast_mask",
-                       "masked_fill_value_needs_grad", "where_other")
+                       "masked_fill_value_needs_grad")
 
 
 @pytest.mark.parametrize("name", sorted(set(EXPRESSIONS) - set(NOT_YET_THIRD_ORDER)))
@@ -512,6 +511,20 @@ def test_both_backward_passes_run_in_torch_order(torch, name):
     second_g = (g_grad * gv.arange(1.0, 4.0, dtype=gv.float64)).sum()
     assert steps_in_order(second_g) == torch_order(second_t)
     np.testing.assert_allclose(g_grad.detach().numpy(), t_grad.detach().numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("expression", ["torch.where(x > 0, x * y, y.unsqueeze(1))", "torch.maximum(x * y, y)",
+                                        "torch.minimum(x, y * 2)", "x * y - y / x", "x.dot(y) * y"])
+def test_both_inputs_gradients_are_recorded_in_torch_order(torch, expression):
+    """An op whose two inputs both need a gradient records them in its generated code's order (the second
+    input's first for these), which decides the order of the backward through them."""
+    from orders import torch_order
+
+    program = lambda lib, x, y: (eval(expression, {"torch": lib, "x": x, "y": y}) ** 2).sum()  # noqa: E731
+    (t_out, t_leaves), (g_out, g_leaves) = run_both_libraries(torch, program, [[1.5, -0.5, 2.0], [0.5, 2.0, -1.0]])
+    t_grads = torch.autograd.grad(t_out, t_leaves, create_graph=True)
+    g_grads = gv.autograd.grad(g_out, g_leaves, create_graph=True)
+    assert steps_in_order(g_grads[0].sum() * g_grads[1].sum()) == torch_order(t_grads[0].sum() * t_grads[1].sum())
 
 
 def test_the_recording_pass_steps_in_torch_order(torch):
