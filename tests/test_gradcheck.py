@@ -96,6 +96,8 @@ CASES = {
         gv.zeros(3, 2, dtype=gv.float64), g, [gv.tensor([2, 0, 2])], accumulate=True), [values(3, 2)]),
     "MaskedSelectBackward0": (lambda g: double_backward.MaskedSelectBackward0.apply(g, gv.tensor([True, False, True])),
                               [values(2, 3)]),
+    "MaskedScatterBackward0": (lambda x, s: double_backward.MaskedScatterBackward0.apply(
+        x, s, gv.tensor([[True, False, True], [False, True, False]])), [values(2, 3), values(2, 2)]),
     "SubBackward1": (lambda x: SubBackward1.apply(x, 1.5), [values(3)]),
     "SplitBackward0": (lambda x: gv.cat([piece * (i + 1) for i, piece in enumerate(x.split(2))]), [values(5)]),
     "SplitWithSizesBackward0": (lambda x: x.split([1, 3], dim=1)[1] * 2, [values(2, 4)]),

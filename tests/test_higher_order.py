@@ -219,13 +219,7 @@ def test_the_third_backward_pass_runs_in_torch_order(torch, name):
     assert steps_in_order(totals["gradviz"]) == torch_order(totals["torch"])
 
 
-# Differentiated a third time, these still differ from torch: masked_fill's tensor value (gradviz does not
-# record MaskedSelectBackward0's backward, torch's masked_scatter_, and says so)
-NOT_YET_THIRD_ORDER = ("masked_fill_value_and_input", "masked_fill_value_broadcast_mask",
-                       "masked_fill_value_needs_grad")
-
-
-@pytest.mark.parametrize("name", sorted(set(EXPRESSIONS) - set(NOT_YET_THIRD_ORDER)))
+@pytest.mark.parametrize("name", sorted(EXPRESSIONS))
 def test_every_second_order_graph_differentiated_again_matches_torch(torch, name):
     """Each gradient's gradient recorded (its second-order nodes' own backward), then a backward through it:
     graph, values and step order against torch."""
@@ -249,15 +243,6 @@ def test_every_second_order_graph_differentiated_again_matches_torch(torch, name
     assert_graph(expected.grad_fn, actual.grad_fn, "g2")
     if expected.requires_grad:
         assert steps_in_order((actual ** 2).sum()) == torch_order((expected ** 2).sum())
-
-
-@pytest.mark.parametrize("name", NOT_YET_THIRD_ORDER[:3])
-def test_a_third_derivative_through_masked_fill_value_says_it_is_not_recorded(name):
-    expression, wrt = EXPRESSIONS[name] if isinstance(EXPRESSIONS[name], tuple) else (EXPRESSIONS[name], "x")
-    scope = {"torch": gv, "F": gv.nn.functional}
-    exec(X + M + f"g1, = torch.autograd.grad({expression}, {wrt}, create_graph=True)\n", scope)
-    with pytest.raises(NotImplementedError, match="MaskedSelectBackward0"):
-        gv.autograd.grad((scope["g1"] ** 2).sum(), scope[wrt], create_graph=True)
 
 
 LINEAR = """
@@ -689,6 +674,7 @@ THIRD_DERIVATIVES = {
     "log_softmax": lambda x: (gv.log_softmax(x.reshape(3, 1) * x, 0) * x.sin()).sum(),
     "cross_entropy": lambda x: gv.nn.functional.cross_entropy(x.reshape(3, 1) * x, gv.tensor([0, 2, 1])),
     "index_select": lambda x: (x.index_select(0, gv.tensor([2, 0, 2])) ** 4 * x.exp()).sum(),
+    "masked_fill_value": lambda x: (x.masked_fill(gv.tensor([True, False, True]), (x * x.exp()).sum()) ** 3).sum(),
     "bce": lambda x: gv.nn.functional.binary_cross_entropy(x.sigmoid(), (x * x).sigmoid(), weight=gv.tensor(
         [1.0, 2.0, 0.5], **F64)) + gv.nn.functional.binary_cross_entropy(x.sin() * 0.4 + 0.5, gv.tensor(
             [1.0, 0.0, 0.3], **F64), reduction="sum"),

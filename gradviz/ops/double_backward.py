@@ -273,6 +273,78 @@ class MaskedSelectBackward0(OpFunction):
         out = backend.full(ctx.shape, 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
         return sum_to(backend, backend.assign(out, grad, mask), ctx.self_shape)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``masked_select_backward``: zeros of the broadcast size, ``masked_scatter_(mask, grad)``
+        into them in place (MaskedScatterBackward0), summed back to ``self``'s size."""
+        from gradviz.ops import inplace
+        from gradviz.ops._util import sum_to_tensor
+
+        mask = ctx.saved_graph("mask")
+        zeros = Tensor._make(ctx.backend.full(ctx.shape, 0, grad.dtype, grad.device), backend=ctx.backend)
+        return sum_to_tensor(inplace.apply_(zeros, _masked_scatter, mask, grad), ctx.self_shape)
+
+
+def _masked_scatter(self, mask, source):
+    return MaskedScatterBackward0.apply(self, source, mask)
+
+
+class MaskedScatterBackward0(OpFunction):
+    """``self.masked_scatter(mask, source)``: ``source``'s first elements, in order, written where ``mask``
+    holds. Only a recorded backward makes it here (``masked_select``'s, into zeros)."""
+
+    inputs = ("self", "source")
+    derivatives = {"self": ("grad.masked_fill(mask, 0)", r"\bar{z}\,[\lnot m]"),
+                   "source": ("masked_scatter_backward(grad, mask, source.sizes())", r"\bar{z}\ \mathrm{where}\ m")}
+
+    def forward(ctx, self, source, mask):
+        ctx.save(mask=mask, source_sym_sizes=tuple(source.shape))
+        ctx.metas = (meta(self), meta(source))
+        backend = self._backend
+        shape = broadcast_shapes(tuple(self.shape), tuple(mask.shape))
+        picked = backend.broadcast_to(mask._data, shape)
+        count = int(backend.to_numpy(picked).sum())
+        out = backend.copy(backend.broadcast_to(self._data, shape))
+        return backend.assign(out, backend.reshape(source._data, (-1,))[:count], picked)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        mask, sizes = ctx.saved("mask", "source_sym_sizes")
+        mask = backend.broadcast_to(mask, grad.shape)
+        grad_self = to_input(backend, backend.where(mask, backend.mul(grad, 0), grad), ctx.metas[0]) \
+            if ctx.needs_input_grad[0] else None
+        grad_source = None
+        if ctx.needs_input_grad[1]:
+            picked = backend.getitem(grad, mask)
+            missing = _numel(sizes) - picked.shape[0]
+            if missing:
+                picked = backend.concatenate([picked, backend.full((missing,), 0, _dtype_of(grad), backend.device_of(grad))], 0)
+            grad_source = backend.reshape(picked, sizes)
+        return grad_self, grad_source
+
+    def backward_graph(ctx, grad):
+        """``self``: ``grad.masked_fill(mask, 0)``; ``source``: ``grad.masked_select(mask)``, zeros appended up
+        to ``source``'s size (CatBackward0), viewed as it (ViewBackward0)."""
+        from gradviz.ops._util import sum_to_tensor
+        from gradviz.ops.combine import cat
+
+        mask, sizes = ctx.saved_graph("mask"), ctx.saved("source_sym_sizes")
+        grad_self = sum_to_tensor(grad.masked_fill(mask, 0), ctx.metas[0][0]) if ctx.needs_input_grad[0] else None
+        grad_source = None
+        if ctx.needs_input_grad[1]:
+            picked = MaskedSelectBackward0.apply(grad, mask)
+            missing = _numel(sizes) - picked.shape[0]
+            if missing:
+                zeros = Tensor._make(ctx.backend.full((missing,), 0, grad.dtype, grad.device), backend=ctx.backend)
+                picked = cat([picked, zeros], 0)
+            grad_source = picked.view(sizes)
+        return grad_self, grad_source
+
+
+def _dtype_of(array):
+    from gradviz import _dtype
+
+    return _dtype.from_any(array.dtype)
+
 
 class BinaryCrossEntropyBackwardBackward0(OpFunction):
     """``binary_cross_entropy_backward(grad_output, self, target, weight, reduction)

@@ -862,6 +862,30 @@ def _masked_select(o):
                      symbol="ḡ", note=recorded(f"ḡ's elements where the mask m holds ({computed})")))
 
 
+@entry("MaskedScatterBackward0", options=("source_sym_sizes",))
+def _masked_scatter(o):
+    computed = "masked_select's gradient: ḡ written where the mask m holds, into zeros"
+    return {"self": Rule(sent=Call("zero_masked", (g, Var("mask", "m")), "", (), "0 where m holds"),
+                         note=recorded(computed) + "; the zeros written over get no gradient"),
+            "source": Rule(sent=Call("read_masked", (g, Var("mask", "m")), "", (tuple(o["source_sym_sizes"]),),
+                                     "read where m holds"), symbol="ḡ",
+                           note=recorded(computed) + ": reading those elements back is the gradient")}
+
+
+@register("zero_masked")
+def _zero_masked(grad, mask):
+    grad = np.array(grad, np.float64)
+    grad[np.broadcast_to(np.asarray(mask, bool), grad.shape)] = 0
+    return grad
+
+
+@register("read_masked")
+def _read_masked(grad, mask, sizes):
+    grad = np.asarray(grad, np.float64)
+    picked = grad[np.broadcast_to(np.asarray(mask, bool), grad.shape)]
+    return np.concatenate([picked, np.zeros(int(np.prod(sizes)) - picked.size)]).reshape(sizes)
+
+
 @register("place_masked")
 def _place_masked(grad, mask, sizes):
     """``grad`` put back where the mask (broadcast with the input) holds; summed over broadcast rows."""
