@@ -75,6 +75,8 @@ def assert_saved(expected, actual, where: str) -> None:
             assert_saved(item_t, item_g, f"{where}[{index}]")
     elif isinstance(expected, (tuple, list)):
         assert tuple(actual) == tuple(expected), f"{where}: {actual!r} != {expected!r}"
+    elif isinstance(expected, float) and expected != expected:  # NaN (a Scalar log of a negative number)
+        assert type(actual) is float and actual != actual, f"{where}: {actual!r} != {expected!r}"
     else:
         assert actual == expected and type(actual) is type(expected), f"{where}: {actual!r} != {expected!r}"
 

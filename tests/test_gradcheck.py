@@ -13,6 +13,7 @@ import gradviz as gv
 import gradviz.nn.functional as F
 from gradviz.ops import double_backward, registry
 from gradviz.ops.arithmetic import SubBackward1
+from gradviz.ops.loss import LogitBackward0
 
 RNG = np.random.default_rng(0)
 
@@ -91,6 +92,12 @@ CASES = {
         gv.zeros(3, dtype=gv.float64), g, 0, gv.tensor([2, 0, 2])), [values(3)]),
     "IndexAddBackward0": (lambda g: double_backward.IndexAddBackward0.apply(
         gv.zeros(3, 2, dtype=gv.float64), g, 0, gv.tensor([2, 0, 2])), [values(3, 2)]),
+    "IndexPutImplBackward0": (lambda g: double_backward.IndexPutImplBackward0.apply(
+        gv.zeros(3, 2, dtype=gv.float64), g, [gv.tensor([2, 0, 2])], accumulate=True), [values(3, 2)]),
+    "MaskedSelectBackward0": (lambda g: double_backward.MaskedSelectBackward0.apply(g, gv.tensor([True, False, True])),
+                              [values(2, 3)]),
+    "MaskedScatterBackward0": (lambda x, s: double_backward.MaskedScatterBackward0.apply(
+        x, s, gv.tensor([[True, False, True], [False, True, False]])), [values(2, 3), values(2, 2)]),
     "SubBackward1": (lambda x: SubBackward1.apply(x, 1.5), [values(3)]),
     "SplitBackward0": (lambda x: gv.cat([piece * (i + 1) for i, piece in enumerate(x.split(2))]), [values(5)]),
     "SplitWithSizesBackward0": (lambda x: x.split([1, 3], dim=1)[1] * 2, [values(2, 4)]),
@@ -113,6 +120,7 @@ CASES = {
     "FillBackward3": (lambda x, v: (x * 1).fill_(v[1]) * x, [values(3), values(2)]),
     "IndexBackward0": (lambda x: x[gv.tensor([0, 2, 0])], [values(3, 2)]),
     "LogBackward0": (lambda x: x.log(), [positive(3)]),
+    "LogitBackward0": (lambda p: LogitBackward0.apply(p), [probabilities(4)]),  # only BCE's recorded backward makes it
     "LogSoftmaxBackward0": (lambda x: gv.log_softmax(x, 1), [values(2, 3)]),
     "MaskedFillBackward0": (lambda x: F.cross_entropy(x, gv.tensor([2, 0, 1]), ignore_index=0, label_smoothing=0.2),
                             [values(3, 3)]),
@@ -161,6 +169,7 @@ CASES = {
     "UnsafeViewBackward0": (lambda a, w: a @ w, [values(2, 2, 3), values(3, 2)]),
     "UnsqueezeBackward0": (lambda x: x.unsqueeze(-1), [values(3)]),
     "ViewBackward0": (lambda x: x.view(6), [values(2, 3)]),
+    "ReshapeAliasBackward0": (lambda x: x.t().reshape(3, 2, 1), [values(2, 3)]),
     "WhereBackward0": (lambda a, b: gv.where(gv.tensor([True, False, True]), a, b), [values(3), values(3)]),
     "ZeroBackward0": (lambda x: (x * 1).zero_() + x * x, [values(3)]),
 }

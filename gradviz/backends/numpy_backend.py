@@ -376,7 +376,8 @@ def is_contiguous(x):
 
 
 def contiguous(x):
-    return np.ascontiguousarray(x)
+    # np.ascontiguousarray makes a 0-d array 1-d; a 0-d array is always contiguous
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
 
 def overlaps_itself(x):
@@ -401,6 +402,18 @@ def strided_indices(sizes, strides, offset, like=None):
         shape[axis] = size
         positions = positions + np.arange(size, dtype=np.int64).reshape(shape) * stride
     return positions
+
+
+def as_strided(x, sizes, strides, offset):
+    """A view of the memory that ``x`` (a base: its first element first in memory) reads, with ``sizes``
+    and ``strides`` in elements from ``offset``: PyTorch's ``as_strided``."""
+    itemsize = x.itemsize
+    extent = 1 if all(x.shape) else 0
+    for size, stride in zip(x.shape, x.strides):
+        extent += (size - 1) * stride // itemsize if extent else 0
+    memory = np.lib.stride_tricks.as_strided(x, (extent,), (itemsize,), writeable=x.flags.writeable)
+    return np.lib.stride_tricks.as_strided(memory[offset:], tuple(sizes), tuple(stride * itemsize for stride in strides),
+                                           writeable=x.flags.writeable)
 
 
 def index_add(out, key, values):

@@ -273,6 +273,10 @@ def strided_indices(sizes, strides, offset, like=None):
     return positions
 
 
+def as_strided(x, sizes, strides, offset):
+    return x.as_strided(tuple(sizes), tuple(strides), x.storage_offset() + offset)
+
+
 def _index_tuple(key):
     key = key if isinstance(key, tuple) else (key,)
     return tuple(torch.as_tensor(k) if isinstance(k, np.ndarray) else k for k in key)

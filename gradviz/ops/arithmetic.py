@@ -191,7 +191,13 @@ class DivBackward0(OpFunction):
 
     def backward_graph(ctx, grad):
         other = ctx.saved_graph("other")
-        return _graph_grads(ctx, lambda: grad / other, lambda: -grad * ((ctx.saved_graph("self") / other) / other))
+        return _graph_grads(ctx, lambda: grad / other, lambda: _negated_times(grad, (ctx.saved_graph("self") / other) / other))
+
+
+def _negated_times(grad, factor):
+    """``-grad * factor`` with ``factor`` already made: PyTorch's C++ builds the right operand first, so
+    its NegBackward0 comes after the factor's nodes (and runs before them in a second backward)."""
+    return -grad * factor
 
 
 class ReciprocalBackward0(OpFunction):
@@ -211,7 +217,7 @@ class ReciprocalBackward0(OpFunction):
 
     def backward_graph(ctx, grad):
         result = ctx.saved_graph("result")
-        return -grad * (result * result)
+        return _negated_times(grad, result * result)
 
 
 class NegBackward0(OpFunction):
@@ -319,17 +325,30 @@ class PowBackward2(OpFunction):
 
     def backward(ctx, grad):
         backend = ctx.backend
-        base = ctx.saved("self")
-        result = ctx.saved("result")
-        return backend.mul(grad, backend.mul(result, math.log(base) if base > 0 else float("nan")))
+        base, result = ctx.saved("self", "result")
+        local = backend.mul(result, _log_of_number(base))
+        if base == 0:  # 0 ** n is flat for n >= 0: PyTorch picks 0 there rather than 0 * -inf
+            local = backend.where(backend.ge(ctx.saved("exponent"), 0), 0.0, local)
+        return backend.mul(grad, local)
 
     def backward_graph(ctx, grad):
-        """``grad * (result * log(base))``, the log a number (MulBackward1); a base of 0 or below is not
-        recorded yet (PyTorch picks zeros with ``where`` there)."""
+        """PyTorch's ``pow_backward_exponent``: ``grad * (result * log(base))``, the log a number
+        (MulBackward1: NaN for a negative base); for a base of 0, ``grad * where(exponent >= 0, 0,
+        result * log(0))``."""
         base = ctx.saved("self")
-        if base <= 0:
-            return OpFunction.backward_graph(ctx, grad)
-        return grad * _scalar_mul(ctx.saved_graph("result"), math.log(base))
+        local = _scalar_mul(ctx.saved_graph("result"), _log_of_number(base))
+        if base == 0:
+            from gradviz.ops.comparison import where
+
+            exponent = ctx.saved_graph("exponent")
+            zero = Tensor._make(ctx.backend.full((), 0, grad.dtype, grad.device), backend=ctx.backend)
+            local = where(exponent >= 0, zero, local)
+        return grad * local
+
+
+def _log_of_number(number) -> float:
+    """``log`` of a Scalar as C++ computes it: -inf at 0, NaN below."""
+    return math.log(number) if number > 0 else -math.inf if number == 0 else math.nan
 
 
 # -- the Scalar forms that PyTorch's C++ composites record (cross_entropy's label smoothing) ----------------

@@ -36,9 +36,11 @@ def _pieces(ctx, grad, axis: int, sizes, squeeze: bool):
     return tuple(grads)
 
 
-def _same_dtypes(ctx, grad) -> bool:
-    """Whether every input has the gradient's dtype (the recorded forms do not cast the pieces back)."""
-    return all(dtype is grad.dtype for dtype in ctx.dtypes)
+def _cast_pieces(ctx, pieces) -> tuple:
+    """Each recorded piece cast to its input's dtype (ToCopyBackward0), once all are cut, as PyTorch's
+    engine casts a node's gradients (``validate_outputs``)."""
+    return tuple(piece if piece is None or piece.dtype is dtype else piece.to(dtype)
+                 for piece, dtype in zip(pieces, ctx.dtypes))
 
 
 def _is_legacy_empty(tensor: Tensor) -> bool:
@@ -78,12 +80,17 @@ class CatBackward0(_Join):
         return _pieces(ctx, grad, ctx.axis, ctx.sizes, squeeze=False)
 
     def backward_graph(ctx, grad):
-        """PyTorch's ``cat_tensors_backward``: each input's part is ``grad.narrow(dim, start, size)``."""
-        if None in ctx.sizes or not _same_dtypes(ctx, grad):
-            return OpFunction.backward_graph(ctx, grad)
-        starts = [sum(ctx.sizes[:index]) for index in range(len(ctx.sizes))]
-        return tuple(narrow(grad, ctx.axis, start, size) if needed else None
-                     for start, size, needed in zip(starts, ctx.sizes, ctx.needs_input_grad))
+        """PyTorch's ``cat_tensors_backward``: each input's part is ``grad.narrow(dim, start, size)`` (zeros
+        for a legacy empty input), cast to the input's dtype after (as the engine's ``validate_outputs``)."""
+        pieces, start = [], 0
+        for size, needed in zip(ctx.sizes, ctx.needs_input_grad):
+            if size is None:
+                pieces.append(Tensor._make(ctx.backend.full((0,), 0, grad.dtype, grad.device), backend=ctx.backend)
+                              if needed else None)
+                continue
+            pieces.append(narrow(grad, ctx.axis, start, size) if needed else None)
+            start += size
+        return _cast_pieces(ctx, pieces)
 
 
 class StackBackward0(_Join):
@@ -105,11 +112,10 @@ class StackBackward0(_Join):
         return _pieces(ctx, grad, ctx.axis, (1,) * len(ctx.dtypes), squeeze=True)
 
     def backward_graph(ctx, grad):
-        """PyTorch's ``stack_tensors_backward``: each input's part is ``grad.select(dim, i)``."""
-        if not _same_dtypes(ctx, grad):
-            return OpFunction.backward_graph(ctx, grad)
-        return tuple(select(grad, ctx.axis, index, given_dim=ctx.dim) if needed else None
-                     for index, needed in enumerate(ctx.needs_input_grad))
+        """PyTorch's ``stack_tensors_backward``: each input's part is ``grad.select(dim, i)``, cast to the
+        input's dtype after."""
+        return _cast_pieces(ctx, [select(grad, ctx.axis, index, given_dim=ctx.dim) if needed else None
+                                  for index, needed in enumerate(ctx.needs_input_grad)])
 
 
 class RepeatBackward0(OpFunction):

@@ -20,9 +20,11 @@ def _grads(ctx, grad_self, grad_other):
 
 def _graph_grads(ctx, grad_self, grad_other):
     """The recorded form of ``_grads`` (``create_graph=True``): each formula in PyTorch's order (the
-    first input's, then the second's), then summed back to its input's shape as ``validate_outputs`` does."""
+    second input's, then the first's, as its generated code runs them for ``where``, ``maximum`` and
+    ``minimum``), then summed back to its input's shape as ``validate_outputs`` does."""
     needs = ctx.needs_input_grad
-    raw = (grad_self() if needs[0] else None, grad_other() if needs[1] else None)
+    raw_other = grad_other() if needs[1] else None
+    raw = (grad_self() if needs[0] else None, raw_other)
     return tuple(None if g is None else sum_to_tensor(g, shape) for g, (shape, _) in zip(raw, ctx.metas))
 
 

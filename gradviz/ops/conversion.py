@@ -45,6 +45,11 @@ class ToCopyBackward0(OpFunction):
             grad = backend.array(_to_numpy(grad), None, device)
         return backend.astype(grad, dtype)
 
+    def backward_graph(ctx, grad):
+        """``grad.to(self.options())``: a ToCopyBackward0 of its own when the dtype or device differs."""
+        _, dtype, device = ctx.source
+        return grad.to(device=device, dtype=dtype)
+
     @classmethod
     def apply(cls, tensor, device, dtype):
         out = super().apply(tensor, device, dtype)
@@ -72,6 +77,14 @@ class FillBackward2(OpFunction):
     def backward(ctx, grad):
         return ctx.backend.zeros_like(grad)
 
+    def backward_graph(ctx, grad):
+        return _zeros_like(ctx, grad)
+
+
+def _zeros_like(ctx, grad: Tensor) -> Tensor:
+    """``zeros_like(grad)`` in a recorded backward: a constant, with no graph (as in PyTorch)."""
+    return Tensor._make(ctx.backend.zeros_like(grad._data), backend=ctx.backend)
+
 
 class FillBackward3(OpFunction):
     """``fill_(value)`` with a 0-d tensor (what ``x[i] = 5`` runs): every element's gradient goes to it."""
@@ -92,6 +105,13 @@ class FillBackward3(OpFunction):
             grad_value = backend.astype(grad_value, ctx.value_dtype)
         return (backend.zeros_like(grad) if ctx.needs_input_grad[0] else None), grad_value
 
+    def backward_graph(ctx, grad):
+        grad_value = None
+        if ctx.needs_input_grad[1]:
+            grad_value = grad.sum()
+            grad_value = grad_value if grad_value.dtype is ctx.value_dtype else grad_value.to(ctx.value_dtype)
+        return (_zeros_like(ctx, grad) if ctx.needs_input_grad[0] else None), grad_value
+
 
 class ZeroBackward0(OpFunction):
     """``zero_()`` on a tensor in the graph: zero gradient for the old values."""
@@ -104,6 +124,9 @@ class ZeroBackward0(OpFunction):
 
     def backward(ctx, grad):
         return ctx.backend.zeros_like(grad)
+
+    def backward_graph(ctx, grad):
+        return _zeros_like(ctx, grad)
 
 
 class CopyBackwards(OpFunction):
@@ -134,6 +157,17 @@ class CopyBackwards(OpFunction):
             if _dtype.from_any(grad_src.dtype) is not ctx.src_dtype:
                 grad_src = backend.astype(grad_src, ctx.src_dtype)
         return (backend.zeros_like(grad) if ctx.needs_input_grad[0] else None), grad_src
+
+    def backward_graph(ctx, grad):
+        """As PyTorch's CopyBackwards: zeros (no graph) for ``self``; for ``src``, ``grad`` cast to its
+        dtype (``grad.to``) and summed back over any broadcasting."""
+        from gradviz.ops._util import sum_to_tensor
+
+        grad_self = _zeros_like(ctx, grad) if ctx.needs_input_grad[0] else None
+        grad_src = None
+        if ctx.needs_input_grad[1]:
+            grad_src = sum_to_tensor(grad if grad.dtype is ctx.src_dtype else grad.to(ctx.src_dtype), ctx.src_shape)
+        return grad_self, grad_src
 
 
 def check_copy_shapes(destination: Tensor, source: Tensor) -> None:

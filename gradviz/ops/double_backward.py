@@ -8,7 +8,8 @@ derivative (what the first-order node computes on arrays), its backward the seco
 from __future__ import annotations
 
 from gradviz.autograd.function import OpFunction
-from gradviz.ops._util import meta, promote, saved_dim, to_input, wrap_dim
+from gradviz.ops.indexing import IndexPutBackward0
+from gradviz.ops._util import broadcast_shapes, meta, promote, saved_dim, to_input, wrap_dim
 from gradviz.tensor import Tensor
 
 
@@ -63,7 +64,8 @@ class SigmoidBackwardBackward0(OpFunction):
         if not ctx.needs_input_grad[1]:
             return SigmoidBackwardBackward0.apply(grad, output) if ctx.needs_input_grad[0] else None, None
         first = SigmoidBackwardBackward0.apply(grad, output) if ctx.needs_input_grad[0] else None
-        return first, (grad * grad_output) * _scalar_add(_scalar_mul(output, -2), 1)
+        factor = _scalar_add(_scalar_mul(output, -2), 1)  # C++ builds the right operand of a * b first
+        return first, (grad * grad_output) * factor
 
 
 class ThresholdBackwardBackward0(OpFunction):
@@ -127,6 +129,37 @@ class MseLossBackwardBackward0(OpFunction):
                 to_input(backend, scaled, ctx.metas[1]) if needs[1] else None,
                 to_input(backend, backend.neg(scaled), ctx.metas[2]) if needs[2] else None)
 
+    def backward_graph(ctx, grad):
+        """derivatives.yaml's ``mse_loss_backward`` entries, op for op: ``grad_output``: ``mse_loss_backward(grad,
+        ...)`` for 'none', else ``(mse_loss_backward(ones_like(grad_output), ...) * grad).sum()``; ``self``:
+        ``2 * (grad * grad_output)``, ``/= n`` for 'mean'; ``target``: the same, negated."""
+        grad_output, self, target, reduction = ctx.saved_graph("grad_output", "self", "target", "reduction")
+        needs = ctx.needs_input_grad
+        grads = [None, None, None]
+        if needs[0]:
+            if reduction == 0:
+                grads[0] = MseLossBackwardBackward0.apply(grad, self, target, reduction)
+            else:
+                ones = Tensor._make(ctx.backend.full(tuple(grad_output.shape), 1, grad_output.dtype, grad_output.device),
+                                    backend=ctx.backend)
+                grads[0] = (MseLossBackwardBackward0.apply(ones, self, target, reduction) * grad).sum()
+        if needs[1]:
+            grads[1] = _mse_loss_double_backward(grad * grad_output, self, reduction)
+        if needs[2]:
+            grads[2] = -_mse_loss_double_backward(grad * grad_output, target, reduction)
+        return tuple(grads)
+
+
+def _mse_loss_double_backward(grad, input, reduction: int):
+    """PyTorch's ``mse_loss_double_backward``: ``2 * grad``, then ``/= n`` (in place) for 'mean'."""
+    from gradviz.ops import inplace
+    from gradviz.ops.arithmetic import DivBackward1
+
+    grad_input = _scalar_mul(grad, 2)
+    if reduction == 1:
+        inplace.apply_(grad_input, DivBackward1.apply, input.numel())
+    return grad_input
+
 
 class SgnBackward0(OpFunction):
     """``sgn(x)``: -1, 0 or 1 (``abs``'s derivative, recorded as an op). Flat wherever it is defined,
@@ -182,8 +215,7 @@ class ScatterAddBackward0(ScatterBackward0):
 class IndexAddBackward0(OpFunction):
     """``self.index_add_(dim, index, source)``: ``source``'s slices added into ``self`` at ``index`` along
     ``dim``. Only a recorded backward makes it here (``index_select``'s: ``zeros.index_add_(dim, index,
-    grad)``), so ``self`` is always zeros that need no gradient. Its own recorded backward is not written
-    yet (a third derivative through ``index_select`` says so)."""
+    grad)``), so ``self`` is always zeros that need no gradient."""
 
     inputs = ("self", "source")
     derivatives = {"self": ("grad", r"\bar{z}"),
@@ -199,6 +231,119 @@ class IndexAddBackward0(OpFunction):
 
     def backward(ctx, grad):
         return None, ctx.backend.take(grad, ctx.saved("index"), ctx.axis)
+
+    def backward_graph(ctx, grad):
+        """``source``: ``grad.index_select(dim, index).expand_as(source)`` (alpha is 1); ``self`` is zeros."""
+        from gradviz.ops.indexing import index_select
+        from gradviz.ops.shape import expand
+
+        source = ctx.saved_graph("source")
+        if source.ndim == 0:  # PyTorch squeezes the index first; never made by a recorded backward
+            return OpFunction.backward_graph(ctx, grad)
+        picked = index_select(grad, _signed(ctx.saved("dim")), ctx.saved_graph("index"))
+        return None, expand(picked, tuple(source.shape))
+
+
+class IndexPutImplBackward0(IndexPutBackward0):
+    """``zeros._index_put_impl_(indices, grad, accumulate=True)``: ``grad`` added into zeros of ``x``'s size
+    where ``x[indices]`` read (the recorded backward of advanced indexing, PyTorch's ``index_backward``).
+    ``self`` is always those zeros, which need no gradient; ``values``' gradient is ``grad[indices]``."""
+
+
+class MaskedSelectBackward0(OpFunction):
+    """``self.masked_select(mask)``: the elements where ``mask`` (broadcast with ``self``) holds, in order,
+    as a 1-D tensor. Only a recorded backward makes it here (``masked_fill``'s, for its value)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("masked_select_backward(grad, self, mask)", r"\bar{z}\ \mathrm{where}\ m,\ 0\ \mathrm{elsewhere}")}
+
+    def forward(ctx, self, mask):
+        ctx.save(mask=mask, self=self)
+        backend = self._backend
+        shape = ctx.shape = broadcast_shapes(tuple(self.shape), tuple(mask.shape))
+        ctx.self_shape = tuple(self.shape)
+        return backend.getitem(backend.broadcast_to(self._data, shape), backend.broadcast_to(mask._data, shape))
+
+    def backward(ctx, grad):
+        from gradviz import _dtype
+        from gradviz.ops._util import sum_to
+
+        backend = ctx.backend
+        mask = backend.broadcast_to(ctx.saved("mask"), ctx.shape)
+        out = backend.full(ctx.shape, 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
+        return sum_to(backend, backend.assign(out, grad, mask), ctx.self_shape)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``masked_select_backward``: zeros of the broadcast size, ``masked_scatter_(mask, grad)``
+        into them in place (MaskedScatterBackward0), summed back to ``self``'s size."""
+        from gradviz.ops import inplace
+        from gradviz.ops._util import sum_to_tensor
+
+        mask = ctx.saved_graph("mask")
+        zeros = Tensor._make(ctx.backend.full(ctx.shape, 0, grad.dtype, grad.device), backend=ctx.backend)
+        return sum_to_tensor(inplace.apply_(zeros, _masked_scatter, mask, grad), ctx.self_shape)
+
+
+def _masked_scatter(self, mask, source):
+    return MaskedScatterBackward0.apply(self, source, mask)
+
+
+class MaskedScatterBackward0(OpFunction):
+    """``self.masked_scatter(mask, source)``: ``source``'s first elements, in order, written where ``mask``
+    holds. Only a recorded backward makes it here (``masked_select``'s, into zeros)."""
+
+    inputs = ("self", "source")
+    derivatives = {"self": ("grad.masked_fill(mask, 0)", r"\bar{z}\,[\lnot m]"),
+                   "source": ("masked_scatter_backward(grad, mask, source.sizes())", r"\bar{z}\ \mathrm{where}\ m")}
+
+    def forward(ctx, self, source, mask):
+        ctx.save(mask=mask, source_sym_sizes=tuple(source.shape))
+        ctx.metas = (meta(self), meta(source))
+        backend = self._backend
+        shape = broadcast_shapes(tuple(self.shape), tuple(mask.shape))
+        picked = backend.broadcast_to(mask._data, shape)
+        count = int(backend.to_numpy(picked).sum())
+        out = backend.copy(backend.broadcast_to(self._data, shape))
+        return backend.assign(out, backend.reshape(source._data, (-1,))[:count], picked)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        mask, sizes = ctx.saved("mask", "source_sym_sizes")
+        mask = backend.broadcast_to(mask, grad.shape)
+        grad_self = to_input(backend, backend.where(mask, backend.mul(grad, 0), grad), ctx.metas[0]) \
+            if ctx.needs_input_grad[0] else None
+        grad_source = None
+        if ctx.needs_input_grad[1]:
+            picked = backend.getitem(grad, mask)
+            missing = _numel(sizes) - picked.shape[0]
+            if missing:
+                picked = backend.concatenate([picked, backend.full((missing,), 0, _dtype_of(grad), backend.device_of(grad))], 0)
+            grad_source = backend.reshape(picked, sizes)
+        return grad_self, grad_source
+
+    def backward_graph(ctx, grad):
+        """``self``: ``grad.masked_fill(mask, 0)``; ``source``: ``grad.masked_select(mask)``, zeros appended up
+        to ``source``'s size (CatBackward0), viewed as it (ViewBackward0)."""
+        from gradviz.ops._util import sum_to_tensor
+        from gradviz.ops.combine import cat
+
+        mask, sizes = ctx.saved_graph("mask"), ctx.saved("source_sym_sizes")
+        grad_self = sum_to_tensor(grad.masked_fill(mask, 0), ctx.metas[0][0]) if ctx.needs_input_grad[0] else None
+        grad_source = None
+        if ctx.needs_input_grad[1]:
+            picked = MaskedSelectBackward0.apply(grad, mask)
+            missing = _numel(sizes) - picked.shape[0]
+            if missing:
+                zeros = Tensor._make(ctx.backend.full((missing,), 0, grad.dtype, grad.device), backend=ctx.backend)
+                picked = cat([picked, zeros], 0)
+            grad_source = picked.view(sizes)
+        return grad_self, grad_source
+
+
+def _dtype_of(array):
+    from gradviz import _dtype
+
+    return _dtype.from_any(array.dtype)
 
 
 class BinaryCrossEntropyBackwardBackward0(OpFunction):
@@ -245,6 +390,62 @@ class BinaryCrossEntropyBackwardBackward0(OpFunction):
                                                       reduction, x), ctx.metas[2])
         return tuple(result)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's three composites, op for op, in the order of the op's inputs (grad_output, self, target), with
+        C++'s scalar operators: ``x + eps`` is ``add(x, eps)``, ``1 - x`` is ``empty_like(x).fill_(1).sub_(x)``,
+        ``2 * x`` is ``x.mul(2)``, and the right operand of a binary operator is built first."""
+        from gradviz.grad_mode import no_grad
+        from gradviz.ops import inplace
+        from gradviz.ops.arithmetic import DivBackward1
+        from gradviz.ops._util import sum_to_tensor
+
+        grad_output, x, t, weight, reduction = ctx.saved_graph("grad_output", "self", "target", "weight", "reduction")
+        needs = ctx.needs_input_grad
+        eps = 1e-12
+        grads = [None, None, None]
+        if needs[0]:  # binary_cross_entropy_double_backward_grad_output
+            spread = _scalar_add(_one_minus(x), eps)
+            spread = _scalar_add(x, eps) * spread
+            local = (x - t) / spread
+            local.mul_(grad)
+            grads[0] = sum_to_tensor(_bce_double_scaled(local, weight, reduction, x), tuple(grad_output.shape))
+        if needs[1]:  # binary_cross_entropy_double_backward
+            x_plus_eps, one_minus_x_plus_eps = _scalar_add(x, eps), _scalar_add(_one_minus(x), eps)
+            below = one_minus_x_plus_eps.pow(2)
+            below = x_plus_eps.pow(2) * below
+            top = _scalar_mul(x, 2) * t
+            top = (x * x - top) + t
+            local = top / below
+            local.mul_(grad * grad_output)
+            grads[1] = _bce_double_scaled(local, weight, reduction, x)
+        if needs[2]:  # binary_cross_entropy_double_backward_target
+            local = -grad * grad_output
+            if weight is not None:
+                local.mul_(weight)
+            spread = _one_minus(x).mul_(x)
+            with no_grad():
+                spread.clamp_(min=eps)
+            local.div_(spread)
+            if reduction == 1:
+                inplace.apply_(local, DivBackward1.apply, t.numel())
+            grads[2] = local
+        return tuple(grads)
+
+
+def _one_minus(tensor):
+    """``1 - tensor`` as ATen's C++ operator computes it: ``empty_like(tensor).fill_(1).sub_(tensor)``."""
+    ones = Tensor._make(tensor._backend.full(tuple(tensor.shape), 1, tensor.dtype, tensor.device), backend=tensor._backend)
+    return ones.sub_(tensor)
+
+
+def _bce_double_scaled(local, weight, reduction: int, x):
+    """``*= weight`` in place, then ``/ n`` (DivBackward1) for 'mean': the end of two of BCE's second derivatives."""
+    from gradviz.ops.arithmetic import DivBackward1
+
+    if weight is not None:
+        local.mul_(weight)
+    return DivBackward1.apply(local, x.numel()) if reduction == 1 else local
+
 
 def _bce_weighted(backend, values, weight):
     return values if weight is None else backend.mul(values, weight if not isinstance(weight, Tensor) else weight._data)
@@ -263,8 +464,9 @@ class SelectBackwardBackward0(OpFunction):
     inputs = ("grad_output",)
     derivatives = {"grad_output": ("grad.select_symint(dim, index)", r"\bar{z}_{i}")}
 
-    def forward(ctx, grad_output, sizes, dim, index, saved_index):
-        ctx.save(dim=dim, index=saved_index)
+    def forward(ctx, grad_output, sizes, dim, index, saved_index, saved_dim_value=None):
+        """``dim``, ``index``: wrapped; ``saved_index``, ``saved_dim_value``: as SelectBackward0 saved them."""
+        ctx.save(dim=dim if saved_dim_value is None else saved_dim_value, index=saved_index)
         key = ctx.key = (slice(None),) * dim + (index,)
         return _scatter(grad_output, sizes, key)
 
@@ -272,7 +474,11 @@ class SelectBackwardBackward0(OpFunction):
         return ctx.backend.getitem(grad, ctx.key + (Ellipsis,))
 
     def backward_graph(ctx, grad):
-        return grad[ctx.key]
+        """``grad.select(dim, index)`` with the dim and index as given (SelectBackward0 saves them so)."""
+        from gradviz.ops.shape import select
+
+        dim, index = ctx.saved("dim", "index")
+        return select(grad, len(ctx.key) - 1, ctx.key[-1], given=_signed(index), given_dim=_signed(dim))
 
 
 class SliceBackwardBackward0(OpFunction):
@@ -291,7 +497,18 @@ class SliceBackwardBackward0(OpFunction):
         return ctx.backend.getitem(grad, ctx.key)
 
     def backward_graph(ctx, grad):
-        return grad[ctx.key]
+        """``grad.slice(dim, start, end, step)`` with the bounds as given (SliceBackward0 saves them so)."""
+        from gradviz.ops.shape import slice_along
+
+        dim, start, end, step = ctx.saved("dim", "start", "end", "step")
+        bounds = ctx.key[-1]
+        return slice_along(grad, len(ctx.key) - 1, bounds.start, bounds.stop, bounds.step,
+                           given=(_signed(start), _signed(end)), given_dim=_signed(dim))
+
+
+def _signed(saved: int) -> int:
+    """A dim, index or bound as given, from its saved form (negatives read back as uint64)."""
+    return saved - 2**64 if saved >= 2**63 else saved
 
 
 def _scatter(grad_output, sizes, key):
@@ -329,6 +546,20 @@ class LogSoftmaxBackwardDataBackward0(OpFunction):
                 backend.neg(backend.mul(backend.mul(grad, exp_output), backend.sum(grad_output, ctx.axis, keepdims=True)))
                 if ctx.needs_input_grad[1] else None)
 
+    def backward_graph(ctx, grad):
+        """``grad_output``: ``grad - (grad * output.exp()).sum(dim, true)``; ``output``:
+        ``-grad_output.sum(dim, true) * output.exp() * grad`` (C++ builds the right operand first)."""
+        grad_output, output = ctx.saved_graph("grad_output", "output")
+        dim = _signed(ctx.saved("dim"))
+        grad_grad_output = grad_output_input = None
+        if ctx.needs_input_grad[0]:
+            exp_output = output.exp()
+            grad_grad_output = grad - (grad * exp_output).sum(dim, keepdim=True)
+        if ctx.needs_input_grad[1]:
+            exp_output = output.exp()
+            grad_output_input = (-grad_output.sum(dim, keepdim=True) * exp_output) * grad
+        return grad_grad_output, grad_output_input
+
 
 class SoftmaxBackwardDataBackward0(OpFunction):
     """``_softmax_backward_data(grad_output, output, dim) = output * (grad_output - sum(grad_output * output))``."""
@@ -352,6 +583,21 @@ class SoftmaxBackwardDataBackward0(OpFunction):
         grad_output_weighted = backend.sum(backend.mul(grad_output, output), axis, keepdims=True)
         grad_output_input = backend.sub(backend.sub(backend.mul(grad, grad_output), backend.mul(grad, grad_output_weighted)),
                                         backend.mul(grad_output, grad_weighted)) if ctx.needs_input_grad[1] else None
+        return grad_grad_output, grad_output_input
+
+    def backward_graph(ctx, grad):
+        """``grad_output``: ``_softmax_backward_data(grad, output, dim)`` (this op again); ``output``: PyTorch's
+        ``softmax_double_backward``, ``gO * grad - (output * gO).sum(dim, true) * grad - gO * (output *
+        grad).sum(dim, true)``, its operands built right first as C++ builds them."""
+        grad_output, output = ctx.saved_graph("grad_output", "output")
+        dim = _signed(ctx.saved("dim"))
+        grad_grad_output = grad_output_input = None
+        if ctx.needs_input_grad[0]:
+            grad_grad_output = SoftmaxBackwardDataBackward0.apply(grad, output, ctx.axis, ctx.saved("dim"))
+        if ctx.needs_input_grad[1]:
+            last = grad_output * (output * grad).sum(dim, keepdim=True)
+            middle = (output * grad_output).sum(dim, keepdim=True) * grad
+            grad_output_input = (grad_output * grad - middle) - last
         return grad_grad_output, grad_output_input
 
 
@@ -384,6 +630,17 @@ class NllLossBackwardBackward0(OpFunction):
         elif reduction == 2:
             local = backend.sum(local, None)
         return local if ctx.needs_input_grad[0] else None, backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None
+
+    def backward_graph(ctx, grad):
+        """``grad_output``: ``nll_loss(grad, target, weight, reduction, ignore_index)`` (NllLossBackward0);
+        ``self``: zeros, with no graph."""
+        from gradviz.ops.loss import NllLossBackward0
+
+        target, weight, reduction = ctx.saved_graph("target", "weight", "reduction")
+        grad_grad_output = NllLossBackward0.apply(grad, target, weight=weight, reduction=reduction,
+                                                  ignore_index=ctx.ignore) if ctx.needs_input_grad[0] else None
+        zeros = Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend) if ctx.needs_input_grad[1] else None
+        return grad_grad_output, zeros
 
 
 def _numel(shape) -> int:

@@ -203,6 +203,19 @@ class IndexBackward0(OpFunction):
         out = backend.full(shape, 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
         return backend.index_add(out, ctx.key, grad)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``index_backward``: ``zeros(self_sizes)._index_put_impl_(indices, grad, accumulate=True)``."""
+        from gradviz.ops.double_backward import IndexPutImplBackward0
+
+        zeros = Tensor._make(ctx.backend.full(ctx.saved("self_sym_sizes"), 0, grad.dtype, grad.device),
+                             backend=ctx.backend)
+        return IndexPutImplBackward0.apply(zeros, grad, _saved_indices(ctx), accumulate=True)
+
+
+def _saved_indices(ctx) -> list:
+    """The index tensors a node saved (``None`` where a dim is not indexed), for a recorded backward."""
+    return list(ctx._unpack_saved("indices"))
+
 
 def getitem(input: Tensor, key) -> Tensor:
     """``input[key]`` as PyTorch records it."""
@@ -310,6 +323,23 @@ class IndexPutBackward0(OpFunction):
             grad_values = to_input(backend, backend.getitem(grad, ctx.key), ctx.metas[1])
         return grad_self, grad_values
 
+    def backward_graph(ctx, grad):
+        """``self``: ``grad`` with the written elements zeroed by an ``index_put`` (IndexPutBackward0), or
+        ``grad`` itself when accumulating; ``values``: ``grad[indices]`` (IndexBackward0), summed back over
+        any broadcasting."""
+        accumulate = ctx.saved("accumulate")
+        indices = _saved_indices(ctx)
+        grad_self = grad_values = None
+        values_shape, values_dtype = ctx.metas[1]
+        if ctx.needs_input_grad[0]:
+            backend = ctx.backend
+            zeros = Tensor._make(backend.full(values_shape, 0, _dtype.from_any(values_dtype), grad.device),
+                                 backend=backend)
+            grad_self = grad if accumulate else index_put(grad, indices, zeros)
+        if ctx.needs_input_grad[1]:
+            grad_values = sum_to_tensor(IndexBackward0.apply(grad, indices), values_shape)
+        return grad_self, grad_values
+
 
 def _broadcasts_to(shape: tuple, target: tuple) -> bool:
     if len(shape) > len(target):
@@ -384,11 +414,19 @@ class MaskedFillBackward1(OpFunction):
                 if ctx.needs_input_grad[1] else None)
 
     def backward_graph(ctx, grad):
-        """``self``'s part recorded (``grad.masked_fill(mask, 0)``); the value's (torch's ``masked_select``
-        then ``sum``) is not recorded yet, so the base class answers when the value needs a gradient."""
+        """``self``: ``grad.masked_fill(mask, 0)``; the value: PyTorch's ``masked_fill_backward``,
+        ``grad.masked_select(mask).sum()`` (MaskedSelectBackward0, SumBackward0)."""
+        from gradviz.ops.double_backward import MaskedSelectBackward0
+
+        mask = ctx.saved_graph("mask")
+        grad_self = grad_value = None
+        if ctx.needs_input_grad[0]:
+            grad_self = sum_to_tensor(grad.masked_fill(mask, 0), ctx.metas[0][0])
         if ctx.needs_input_grad[1]:
-            return OpFunction.backward_graph(ctx, grad)
-        return sum_to_tensor(grad.masked_fill(ctx.saved_graph("mask"), 0), ctx.metas[0][0]), None
+            grad_value = MaskedSelectBackward0.apply(grad, mask).sum()
+            value_dtype = _dtype.from_any(ctx.metas[1][1])
+            grad_value = grad_value if grad_value.dtype is value_dtype else grad_value.to(value_dtype)
+        return grad_self, grad_value
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:

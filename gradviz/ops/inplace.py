@@ -189,6 +189,17 @@ def _memory_length(*geometries) -> int:
     return end
 
 
+def _may_overlap(sizes, strides) -> bool:
+    """PyTorch's ``_maybe_overlapping_memory``: with dims sorted by stride, each stride must pass the
+    largest offset reachable in the dims below it (size-1 dims already left out)."""
+    reach = 0
+    for size, stride in sorted(zip(sizes, strides), key=lambda pair: pair[1]):
+        if stride <= reach:
+            return True
+        reach += stride * (size - 1)
+    return False
+
+
 class AsStridedBackward0(OpFunction):
     """A view read from its base's memory: the base's gradient is zero except where the view lies.
 
@@ -213,6 +224,13 @@ class AsStridedBackward0(OpFunction):
         node.base_geometry = (tuple(base._data.shape), backend.strides(base._data), 0)
         return node
 
+    def forward(ctx, self, sizes, strides, offset):
+        """``self.as_strided(sizes, strides, offset)`` called as an op (CopySlices' recorded backward does)."""
+        backend = self._backend
+        ctx.save(size=tuple(sizes), stride=tuple(strides), storage_offset=offset)
+        ctx.base_geometry = (tuple(self._data.shape), backend.strides(self._data), 0)
+        return backend.as_strided(self._data, sizes, strides, offset)
+
     def backward(ctx, grad):
         backend = ctx.backend
         view_geometry = ctx.saved("size", "stride", "storage_offset")
@@ -220,6 +238,33 @@ class AsStridedBackward0(OpFunction):
                               backend.device_of(grad))
         backend.index_add(memory, backend.strided_indices(*view_geometry, grad), grad)
         return backend.getitem(memory, backend.strided_indices(*ctx.base_geometry, grad))
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``as_strided_backward`` where neither geometry overlaps itself: size-1 dims of the view
+        squeezed out of ``grad`` and expanded (stride 0) ones summed, last dim first; ``grad`` copied into a
+        zero storage through the view's geometry (a CopySlices), which is read back as the input
+        (AsStridedBackward0). Overlapping geometries (``index_add_``, counts) are not recorded yet."""
+        sizes, strides, offset = ctx.saved("size", "stride", "storage_offset")
+        base_sizes, base_strides, _ = ctx.base_geometry
+        backend = ctx.backend
+        if 0 in sizes or 0 in base_sizes:  # nothing was read: zeros, with no graph
+            return Tensor._make(backend.full(base_sizes, 0, grad.dtype, grad.device), backend=backend)
+        out_sizes, out_strides = [], []
+        for dim in reversed(range(len(sizes))):
+            if sizes[dim] == 1:
+                grad = grad.squeeze(dim)
+            elif strides[dim] == 0:
+                grad = grad.sum(dim, keepdim=False)
+            else:
+                out_sizes.insert(0, sizes[dim])
+                out_strides.insert(0, strides[dim])
+        kept = [(size, stride) for size, stride in zip(base_sizes, base_strides) if size != 1]
+        if _may_overlap(out_sizes, out_strides) or _may_overlap([size for size, _ in kept], [stride for _, stride in kept]):
+            return OpFunction.backward_graph(ctx, grad)
+        length = max(_memory_length((out_sizes, out_strides, offset)), _memory_length(ctx.base_geometry))
+        storage = Tensor._make(backend.full((length,), 0, grad.dtype, grad.device), backend=backend)
+        as_strided(storage, out_sizes, out_strides, offset).copy_(grad)
+        return as_strided(storage, base_sizes, base_strides, 0)
 
 
 class CopySlices(OpFunction):
@@ -268,7 +313,35 @@ class CopySlices(OpFunction):
         backend.assign(memory, grads[0], view_positions)
         return (backend.getitem(memory, base_positions),) + grads[1:]
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``CopySlices::apply`` with grad mode on: ``grad`` copied into a new tensor laid out as
+        the base (CopyBackwards), the view read from it (AsStridedBackward0), a contiguous clone of that
+        handed to the op's recorded backward, whose gradient for the view is copied back into it (a
+        CopySlices of its own). The op's other inputs get its other gradients."""
+        if ctx.fn is None:
+            raise RuntimeError(FREED_MESSAGE)
+        from gradviz.ops.conversion import CONTIGUOUS_FORMAT, clone
+
+        backend = ctx.backend
+        memory = backend.full((_memory_length(ctx.base_geometry, ctx.view_geometry),), 0, grad.dtype, grad.device)
+        result = Tensor._make(backend.as_strided(memory, *ctx.base_geometry), backend=backend)
+        result.copy_(grad)
+        grad_slice = as_strided(result, *ctx.view_geometry)
+        grads = ctx.fn.backward_graph(clone(grad_slice, memory_format=CONTIGUOUS_FORMAT))
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        if grads[0] is None:
+            return (None,) + grads[1:]
+        grad_slice.copy_(grads[0])
+        return (result,) + grads[1:]
+
     def _release_variables(self) -> None:
-        if self.fn is not None:
-            self.fn._release_variables()
-            self.fn = None
+        """Let go of the op's node, as PyTorch does (its saved tensors go with it, unless a graph recorded
+        by ``create_graph=True`` still holds that node: its saved output's grad_fn)."""
+        self.fn = None
+
+
+def as_strided(input: Tensor, sizes, strides, storage_offset: int) -> Tensor:
+    """The view of ``input``'s memory with ``sizes`` and ``strides`` from ``storage_offset`` (AsStridedBackward0)."""
+    from gradviz.ops.shape import _view_of
+
+    return _view_of(AsStridedBackward0.apply(input, sizes, strides, storage_offset), input)

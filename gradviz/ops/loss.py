@@ -99,16 +99,44 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
         return grad_self, grad_target
 
     def backward_graph(ctx, grad):
-        """PyTorch's composite ``binary_cross_entropy_with_logits_backward``: ``(sigmoid(x) - t) * grad``,
-        then ``/ n`` for 'mean' (only this plain form is recorded; weights go through the array form)."""
+        """PyTorch's composites, op for op. ``self``: ``binary_cross_entropy_with_logits_backward``,
+        ``(sigmoid(x) - t) * grad`` (with ``pos_weight``: ``((p t + 1 - t) sigmoid(x) - p t) * grad``), times
+        the weight, ``div_(n)`` for 'mean'. ``target``: ``..._target_backward``, ``-x * grad``, ``mul_(weight)``,
+        ``div_(n)`` (with ``pos_weight`` it goes through ``log_sigmoid``, which gradviz does not record yet)."""
+        from gradviz.ops import inplace
+        from gradviz.ops.double_backward import _scalar_add
+
         self, target, weight, pos_weight, reduction = ctx.saved_graph("self", "target", "weight", "pos_weight",
                                                                        "reduction")
-        if weight is not None or pos_weight is not None or ctx.needs_input_grad[1]:
+        if ctx.needs_input_grad[1] and pos_weight is not None:
             return OpFunction.backward_graph(ctx, grad)
-        grad_input = (self.sigmoid() - target) * grad
-        if reduction == 1:
-            grad_input = DivBackward1.apply(grad_input, self.numel())
-        return grad_input, None
+        grad_input = grad_target = None
+        if ctx.needs_input_grad[0]:
+            if pos_weight is None:
+                grad_input = self.sigmoid() - target
+            else:
+                scaled = pos_weight * target
+                grad_input = (_scalar_add(scaled, 1) - target) * self.sigmoid() - scaled
+            grad_input = grad_input * grad
+            if weight is not None:
+                grad_input = grad_input * weight
+            if reduction == 1:
+                inplace.apply_(grad_input, DivBackward1.apply, self.numel())
+        if ctx.needs_input_grad[1]:
+            grad_target = _weighted_mean_(-self * grad, weight, reduction)
+        return grad_input, grad_target
+
+
+def _weighted_mean_(grad_target, weight, reduction: int):
+    """The end of PyTorch's BCE target gradients, in place as it writes them: ``mul_(weight)``, then
+    ``div_(n)`` for 'mean'."""
+    from gradviz.ops import inplace
+
+    if weight is not None:
+        grad_target.mul_(weight)
+    if reduction == 1:
+        inplace.apply_(grad_target, DivBackward1.apply, grad_target.numel())
+    return grad_target
 
 
 class BinaryCrossEntropyBackward0(OpFunction):
@@ -153,20 +181,57 @@ class BinaryCrossEntropyBackward0(OpFunction):
         return grad_self, grad_target
 
     def backward_graph(ctx, grad):
-        """``binary_cross_entropy_backward`` recorded as its own op (BinaryCrossEntropyBackwardBackward0),
-        as PyTorch records it; the target's gradient (a composite of logs) is not recorded yet."""
+        """``self``: ``binary_cross_entropy_backward`` recorded as its own op (BinaryCrossEntropyBackwardBackward0);
+        ``target``: PyTorch's ``binary_cross_entropy_target_backward``, ``logit(x).neg_().mul_(grad)``, then
+        ``.mul_(weight)`` and ``.div_(n)`` for 'mean', in place as PyTorch writes it."""
         from gradviz.ops.double_backward import BinaryCrossEntropyBackwardBackward0
 
-        if ctx.needs_input_grad[1]:
-            return OpFunction.backward_graph(ctx, grad)
         self, target, weight, reduction = ctx.saved_graph("self", "target", "weight", "reduction")
-        return BinaryCrossEntropyBackwardBackward0.apply(grad, self, target, weight, reduction), None
+        grad_self = grad_target = None
+        if ctx.needs_input_grad[0]:
+            grad_self = BinaryCrossEntropyBackwardBackward0.apply(grad, self, target, weight, reduction)
+        if ctx.needs_input_grad[1]:
+            grad_target = _weighted_mean_(LogitBackward0.apply(self).neg_().mul_(grad), weight, reduction)
+        return grad_self, grad_target
+
+
+class LogitBackward0(OpFunction):
+    """``logit(x) = log(x / (1 - x))``, the inverse of sigmoid (in the gradient BCE sends its target)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("logit_backward(grad, self, eps)", r"\frac{\bar{y}}{x (1 - x)}")}
+
+    def forward(ctx, self, eps=None):
+        ctx.save(eps=eps, self=self)
+        backend = self._backend
+        return backend.log(backend.div(self._data, backend.sub(1.0, self._data)))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x = ctx.saved("self")
+        local = backend.div(grad, backend.mul(x, backend.sub(1.0, x)))
+        outside = backend.logical_or(backend.lt(x, 0.0), backend.gt(x, 1.0))  # no logit there: NaN, as PyTorch
+        return backend.where(outside, backend.full((), float("nan"), _dtype.from_any(local.dtype), backend.device_of(x)),
+                             local)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``infinitely_differentiable_logit_backward``: ``where(0 <= x <= 1, grad / (x * (1 - x)), NaN)``."""
+        from gradviz.ops.comparison import where
+        from gradviz.ops.double_backward import _one_minus
+
+        x = ctx.saved_graph("self")
+        backend = ctx.backend
+        nan = Tensor._make(backend.full((), float("nan"), x.dtype, x.device), backend=backend)
+        spread = _one_minus(x)
+        local = grad / (x * spread)
+        inside = Tensor._make(backend.logical_and(backend.ge(x._data, 0.0), backend.le(x._data, 1.0)), backend=backend)
+        return where(inside, local, nan)
 
 
 class MseLossBackward0(OpFunction):
     inputs = ("self", "target")
     derivatives = {"self": ("mse_loss_backward(grad, self, target, reduction)", r"\tfrac{2}{n}\,\bar{y}\,(x - t)"),
-                   "target": ("mse_loss_backward(-grad, self, target, reduction)", r"-\tfrac{2}{n}\,\bar{y}\,(x - t)")}
+                   "target": ("mse_loss_backward(grad, target, self, reduction)", r"-\tfrac{2}{n}\,\bar{y}\,(x - t)")}
 
     def forward(ctx, self, target, reduction=1):
         shape = broadcast_shapes(shape_of(self), shape_of(target))
@@ -194,7 +259,8 @@ class MseLossBackward0(OpFunction):
         self, target, reduction = ctx.saved_graph("self", "target", "reduction")
         needs = ctx.needs_input_grad
         grad_self = MseLossBackwardBackward0.apply(grad, self, target, reduction) if needs[0] else None
-        grad_target = MseLossBackwardBackward0.apply(-grad, self, target, reduction) if needs[1] else None
+        # derivatives.yaml: target: mse_loss_backward(grad, target, self, reduction): the roles swap
+        grad_target = MseLossBackwardBackward0.apply(grad, target, self, reduction) if needs[1] else None
         return tuple(None if g is None else sum_to_tensor(g, m[0]) for g, m in zip((grad_self, grad_target), ctx.metas))
 
 
@@ -271,7 +337,8 @@ def _scatter_classes(backend, x, target, values, ignore_index):
     safe_target = backend.where(kept, target, backend.mul(target, 0))
     picked = backend.one_hot_scatter(tuple(x.shape), safe_target, axis, x.dtype)
     expanded = backend.reshape(values, tuple(1 if i == axis else s for i, s in enumerate(x.shape)))
-    return backend.mul(picked, expanded)
+    # written into zeros, as PyTorch does: 0 * a negative value would leave -0.0 in the other classes
+    return backend.where(backend.ne(picked, 0), backend.mul(picked, expanded), 0.0)
 
 
 # -- the functions gradviz.nn.functional exports ---------------------------------------------------------
@@ -286,6 +353,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     _check_same_size(input, target, "Using a target size (torch.Size({target})) that is different to the input "
                                     "size (torch.Size({input})) is deprecated. Please ensure they have the same size.")
+    if weight is not None:  # PyTorch expands the weight to the target's size, and saves it so
+        from gradviz.ops.shape import expand
+
+        weight = expand(weight, broadcast_shapes(tuple(target.shape), tuple(weight.shape)))
     return BinaryCrossEntropyBackward0.apply(input, target, weight=weight, reduction=_reduction(reduction))
 
 

@@ -285,7 +285,7 @@ class LinalgVectorNormBackward0(OpFunction):
         grad = _expand_back(backend, grad, ctx.shape, axes, keepdim)
         result = _expand_back(backend, result, ctx.shape, axes, keepdim)
         if ord == 0:
-            return backend.mul(grad, 0)
+            return None  # flat wherever it is defined: PyTorch sends no gradient at all
         if ord == 1:
             return backend.mul(grad, backend.sign(self))
         if ord in (math.inf, -math.inf):
@@ -301,21 +301,47 @@ class LinalgVectorNormBackward0(OpFunction):
         return backend.mul(power, scale)
 
     def backward_graph(ctx, grad):
-        """PyTorch's ``norm_backward`` for p = 2 (``grad * (self / norm).masked_fill_(norm == 0, 0)``) and
-        p = 1 (``self.sgn() * grad``), ``grad`` and ``norm`` unsqueezed at ``dim`` first unless kept;
-        other orders are not recorded yet (the base class says so when it matters)."""
+        """PyTorch's ``norm_backward``, op for op, after ``grad`` and ``norm`` are unsqueezed at ``dim``
+        (unless kept): p = 1: ``self.sgn() * grad``; p = 2: ``grad * (self / norm).masked_fill_(norm == 0, 0)``;
+        p = ±inf: ``self.sgn() * ((grad / count) * mask)``, the gradient shared by the elements at the max
+        (min); other p: ``self * |self|^(p-2)`` (``sgn(self) |self|^(p-1)`` below 2) times
+        ``grad / norm^(p-1)`` masked where the norm is 0 (below 1: times ``grad * norm^(1-p)``). p = 0: none.
+        C++ builds the right operand of ``a * b`` first; the order here follows it."""
         from gradviz.ops.double_backward import SgnBackward0
 
         ord, keepdim = ctx.saved("ord", "keepdim")
-        if ord not in (1, 2):
-            return OpFunction.backward_graph(ctx, grad)
         self = ctx.saved_graph("self")
+        grad = _unsqueezed(ctx, grad, keepdim)
+        if ord == 0:
+            return None
         if ord == 1:
-            return SgnBackward0.apply(self) * _unsqueezed(ctx, grad, keepdim)
-        norm = ctx.saved_graph("result")
-        norm, grad = _unsqueezed(ctx, norm, keepdim), _unsqueezed(ctx, grad, keepdim)
-        zero = Tensor._make(ctx.backend.eq(norm._data, 0), backend=ctx.backend)
-        return grad * (self / norm).masked_fill_(zero, 0)
+            return SgnBackward0.apply(self) * grad
+        backend = ctx.backend
+        norm = _unsqueezed(ctx, ctx.saved_graph("result"), keepdim)
+        norm_is_zero = Tensor._make(backend.eq(norm._data, 0), backend=backend)
+        if ord == 2:
+            return grad * (self / norm).masked_fill_(norm_is_zero, 0)
+        if ord in (math.inf, -math.inf):
+            magnitude = backend.abs(self._data)
+            mask = Tensor._make(backend.logical_or(backend.eq(magnitude, norm._data), backend.ne(magnitude, magnitude)),
+                                backend=backend)
+            axes = ctx.axes if ctx.axes is not None else tuple(range(self.ndim))
+            shared = (grad / mask.sum(axes, keepdim=True)) * mask
+            return SgnBackward0.apply(self) * shared
+        p = float(ord)  # C++ computes the exponents in double: PowBackward0 saves 2.0, not 2
+        if p < 1:
+            powered = self.abs().pow_(p - 1).masked_fill_(Tensor._make(backend.eq(self._data, 0), backend=backend), 0)
+            self_scaled = SgnBackward0.apply(self) * powered
+            factor = norm.pow(1 - p)
+            return (self_scaled * grad) * factor
+        if p < 2:
+            powered = self.abs().pow_(p - 1)
+            self_scaled = SgnBackward0.apply(self) * powered
+        else:
+            self_scaled = self * self.abs().pow_(p - 2)
+        scale = grad / norm.pow(p - 1)
+        scale.masked_fill_(norm_is_zero, 0)
+        return self_scaled * scale
 
 
 def _unsqueezed(ctx, tensor, keepdim: bool):

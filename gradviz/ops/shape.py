@@ -83,6 +83,18 @@ class ViewBackward0(_ReshapeBack):
         return self._backend.reshape(self._data, shape)
 
 
+class ReshapeAliasBackward0(_ReshapeBack):
+    """``reshape`` of a non-contiguous tensor whose strides still allow a view (PyTorch's
+    ``_reshape_alias``; a contiguous one gets ``view``, one that allows no view a copy)."""
+
+    inputs = ("self",)
+    derivatives = ViewBackward0.derivatives
+
+    def forward(ctx, self, shape):
+        ctx.save(self_sym_sizes=tuple(self.shape))
+        return self._backend.reshape(self._data, shape)
+
+
 class AliasBackward0(OpFunction):
     """``x[...]`` or ``x[:, :]``: a new view of all of ``x``; the gradient passes through."""
 
@@ -173,7 +185,7 @@ class UnsqueezeBackward0(OpFunction):
         return ctx.backend.reshape(grad, ctx.shape)
 
     def backward_graph(ctx, grad):
-        return grad.squeeze(ctx.dim)
+        return grad.squeeze(_given_dims(ctx.saved("dim"))[0])  # the dim as given (-1 stays -1, as torch saves it)
 
 
 class SqueezeBackward0(_ReshapeBack):
@@ -284,8 +296,8 @@ class SelectBackward0(OpFunction):
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import SelectBackwardBackward0
 
-        shape, index = ctx.saved("self_sym_sizes", "index")
-        return SelectBackwardBackward0.apply(grad, shape, ctx.axis, ctx.index, index)
+        shape, index, dim = ctx.saved("self_sym_sizes", "index", "dim")
+        return SelectBackwardBackward0.apply(grad, shape, ctx.axis, ctx.index, index, dim)
 
 
 class SliceBackward0(OpFunction):
@@ -338,11 +350,15 @@ def view(input, *shape):
 
 
 def reshape(input, *shape):
-    """A view when the layout allows one; otherwise a copy, then a view of it (as PyTorch records)."""
+    """A view when the layout allows one (``view`` of a contiguous tensor, ``_reshape_alias`` of a
+    strided one); otherwise a copy, then a view of it (as PyTorch records)."""
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
     shape = _infer_shape(shape, input.numel())
-    if input._backend.can_view(input._data, shape):
+    backend = input._backend
+    if backend.is_contiguous(input._data):
         return view(input, shape)
+    if backend.can_view(input._data, shape):
+        return _view_of(ReshapeAliasBackward0.apply(input, shape), input)
     return unsafe_view(contiguous_copy(input), shape)
 
 

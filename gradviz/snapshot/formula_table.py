@@ -106,6 +106,7 @@ entry("AbsBackward0")(lambda o: only(Rule(local=sgn(x))))
 entry("CosBackward0")(lambda o: only(Rule(local=-sin(x))))
 entry("SinBackward0")(lambda o: only(Rule(local=cos(x))))
 entry("LogBackward0")(lambda o: only(Rule(local=1 / x)))
+entry("LogitBackward0")(lambda o: only(Rule(local=1 / (x * (1 - x)))))
 entry("ExpBackward0")(lambda o: only(Rule(local=result("eˣ"), note="eˣ is its own derivative: the local derivative is the output itself")))
 entry("TanhBackward0")(lambda o: only(Rule(local=1 - result("tanh x") ** 2)))
 entry("SigmoidBackward0")(lambda o: only(Rule(local=result("σ(x)") * (1 - result("σ(x)")))))
@@ -852,6 +853,59 @@ def _index_add_twice(o):
 
 register("take_slices")(lambda grad, index, dim: np.take(np.asarray(grad, np.float64),
                                                          np.asarray(index).astype(np.int64), axis=dim))
+
+
+@entry("IndexPutImplBackward0")
+def _index_twice(o):
+    computed = "x[indices]'s gradient: ḡ added where x was read (the indices i), in zeros the size of x"
+    return {"self": Rule(sent=g, note=recorded(computed) + "; the zeros it added into pass the gradient through"),
+            "values": Rule(sent=Call("read_at", (g, Var("indices", "i")), "", (), "read at x[i]"), symbol="ḡ",
+                           note=recorded(computed) + ": reading those elements back is the gradient")}
+
+
+@entry("MaskedSelectBackward0", present=("self",))
+def _masked_select(o):
+    computed = "the sum of ḡ over the filled elements is masked_fill's gradient for its value"
+    return only(Rule(sent=Call("place_masked", (g, Var("mask", "m")), "", (tuple(o["self"]),),
+                               "where m holds, 0 elsewhere"),
+                     symbol="ḡ", note=recorded(f"ḡ's elements where the mask m holds ({computed})")))
+
+
+@entry("MaskedScatterBackward0", options=("source_sym_sizes",))
+def _masked_scatter(o):
+    computed = "masked_select's gradient: ḡ written where the mask m holds, into zeros"
+    return {"self": Rule(sent=Call("zero_masked", (g, Var("mask", "m")), "", (), "0 where m holds"),
+                         note=recorded(computed) + "; the zeros written over get no gradient"),
+            "source": Rule(sent=Call("read_masked", (g, Var("mask", "m")), "", (tuple(o["source_sym_sizes"]),),
+                                     "read where m holds"), symbol="ḡ",
+                           note=recorded(computed) + ": reading those elements back is the gradient")}
+
+
+@register("zero_masked")
+def _zero_masked(grad, mask):
+    grad = np.array(grad, np.float64)
+    grad[np.broadcast_to(np.asarray(mask, bool), grad.shape)] = 0
+    return grad
+
+
+@register("read_masked")
+def _read_masked(grad, mask, sizes):
+    grad = np.asarray(grad, np.float64)
+    picked = grad[np.broadcast_to(np.asarray(mask, bool), grad.shape)]
+    return np.concatenate([picked, np.zeros(int(np.prod(sizes)) - picked.size)]).reshape(sizes)
+
+
+@register("place_masked")
+def _place_masked(grad, mask, sizes):
+    """``grad`` put back where the mask (broadcast with the input) holds; summed over broadcast rows."""
+    mask = np.asarray(mask, bool)
+    shape = np.broadcast_shapes(sizes, mask.shape)
+    out = np.zeros(shape)
+    out[np.broadcast_to(mask, shape)] = np.asarray(grad, np.float64)
+    lead = len(shape) - len(sizes)
+    out = out.sum(axis=tuple(range(lead))) if lead else out
+    stretched = tuple(i for i, size in enumerate(sizes) if size == 1 and out.shape[i] != 1)
+    return out.sum(axis=stretched, keepdims=True) if stretched else out
 
 
 @entry("BinaryCrossEntropyBackwardBackward0", options=("reduction",), present=("self", "weight"))
