@@ -104,6 +104,19 @@ EXTRA = {
     "unbind, one slice unused": (lambda x: (lambda a, b, c: a * b)(*x.unbind(0)), [values(3, 2)]),
     "unbind dim 1, a slice used twice": (lambda x: (lambda a, b: a * a + b)(*x.unbind(-1)), [values(3, 2)]),
 }
+# nn activations and losses: the options that change the formula
+EXTRA.update({
+    "leaky relu, default slope": (lambda x: F.leaky_relu(x), [np.array([-1.0, -0.2, 0.3, 1.1])]),
+    "elu, alpha 1": (lambda x: F.elu(x), [values(2, 3)]),
+    "softplus, beta 1, threshold": (lambda x: F.softplus(x * 10, threshold=5.0), [values(2, 3)]),
+    "relu6": (lambda x: F.relu6(x * 5), [values(2, 3)]),
+    "smooth l1, mean and none": (lambda x, t: F.smooth_l1_loss(x, t) + F.smooth_l1_loss(x, t, reduction="none"),
+                                 [values(2, 3), values(2, 3)]),
+    "huber, sum and weight": (lambda x, t: F.huber_loss(x, t, reduction="sum") + F.huber_loss(
+        x, t, weight=gv.tensor(positive(2, 3), dtype=gv.float64)), [values(2, 3), values(2, 3)]),
+    "l1 and kl": (lambda x, t: F.l1_loss(x, t) + F.kl_div(x, t.softmax(1), reduction="batchmean")
+                  + F.kl_div(x, t, reduction="sum", log_target=True), [values(2, 3), values(2, 3)]),
+})
 
 
 def _gradient_of(f, x):

@@ -164,6 +164,19 @@ CASES = {
     "WhereBackward0": (lambda a, b: gv.where(gv.tensor([True, False, True]), a, b), [values(3), values(3)]),
     "ZeroBackward0": (lambda x: (x * 1).zero_() + x * x, [values(3)]),
 }
+# nn activations, losses and layers
+CASES.update({
+    "EluBackward0": (lambda x: F.elu(x, 0.7), [values(2, 3)]),
+    "GeluBackward0": (lambda x: F.gelu(x) + F.gelu(x, approximate="tanh"), [values(2, 3)]),
+    "HardtanhBackward0": (lambda x: F.hardtanh(x, -0.5, 0.8), [np.array([-1.0, -0.2, 0.3, 1.1])]),
+    "HuberLossBackward0": (lambda x, t: F.huber_loss(x, t, delta=0.5), [values(2, 3), values(2, 3)]),
+    "LeakyReluBackward0": (lambda x: F.leaky_relu(x, 0.2), [np.array([-1.0, -0.2, 0.3, 1.1])]),
+    "SiluBackward0": (lambda x: F.silu(x), [values(2, 3)]),
+    "SmoothL1LossBackward0": (lambda x, t: F.smooth_l1_loss(x, t, beta=0.7, reduction="sum"), [values(2, 3), values(2, 3)]),
+    "SoftplusBackward0": (lambda x: F.softplus(x) + F.softplus(x * 3, beta=2, threshold=4), [values(2, 3)]),
+})
+
+
 def _view_of_changed_base(x):
     """A view whose base changed in place after it was made: its grad_fn becomes AsStridedBackward0."""
     base = x * 1

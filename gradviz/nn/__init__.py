@@ -4,9 +4,12 @@
 graphs carry PyTorch's node names (``AddmmBackward0``, ``ReluBackward0``, ...).
 """
 from gradviz.nn import functional, init
-from gradviz.nn.modules import (BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Flatten, Identity, Linear, LogSoftmax,
-                                Module, MSELoss, NLLLoss, Parameter, ReLU, Sequential, Sigmoid, Softmax, Tanh)
+from gradviz.nn.modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU, Flatten, GELU, Hardtanh,
+                                HuberLoss, Identity, KLDivLoss, L1Loss, LeakyReLU, Linear, LogSoftmax, Module, MSELoss,
+                                NLLLoss, Parameter, ReLU, ReLU6, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax,
+                                Softplus, Tanh)
 
 __all__ = ["functional", "init", "Module", "Parameter", "Linear", "Sequential", "Identity", "Flatten", "Dropout",
            "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MSELoss", "BCEWithLogitsLoss", "NLLLoss",
-           "CrossEntropyLoss"]
+           "CrossEntropyLoss", "LeakyReLU", "GELU", "SiLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "BCELoss", "L1Loss",
+           "SmoothL1Loss", "HuberLoss", "KLDivLoss"]

@@ -13,14 +13,17 @@ import warnings
 from gradviz.grad_mode import no_grad
 from gradviz.ops import activation
 from gradviz.ops.linalg import addmm, matmul
-from gradviz.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, mse_loss,
-                              nll_loss)
+from gradviz.ops.activation import elu as _elu, gelu, hardtanh as _hardtanh, leaky_relu as _leaky_relu, silu as _silu
+from gradviz.ops.activation import softplus
+from gradviz.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
+                              l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from gradviz.ops.shape import reshape, t
 from gradviz.ops.unary import relu, sigmoid, tanh
 from gradviz.tensor import zeros, zeros_like
 
-__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "linear",
-           "log_softmax", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax", "tanh"]
+__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "elu", "gelu",
+           "hardtanh", "huber_loss", "kl_div", "l1_loss", "leaky_relu", "linear", "log_softmax", "mse_loss", "nll_loss",
+           "relu", "relu6", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "tanh"]
 
 
 def linear(input, weight, bias=None):
@@ -71,3 +74,30 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
             mask = zeros_like(input).bernoulli_(1 - p)
             mask.div_(1 - p)
     return input.mul_(mask) if inplace else input * mask
+
+
+# -- elementwise activations: one node each (LeakyReluBackward0, ...). ``inplace=True`` is accepted for
+# -- compatibility but computes out of place (a new tensor; the input is left unchanged).
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    """``x`` where positive, ``negative_slope * x`` elsewhere (LeakyReluBackward0)."""
+    return _leaky_relu(input, negative_slope)
+
+
+def silu(input, inplace: bool = False):
+    """``x * sigmoid(x)`` (SiluBackward0)."""
+    return _silu(input)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere (EluBackward0)."""
+    return _elu(input, alpha)
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    """``x`` clamped to ``[min_val, max_val]`` (HardtanhBackward0)."""
+    return _hardtanh(input, min_val, max_val)
+
+
+def relu6(input, inplace: bool = False):
+    """``min(max(x, 0), 6)``: PyTorch records it as ``hardtanh(x, 0, 6)`` (HardtanhBackward0)."""
+    return _hardtanh(input, 0, 6)

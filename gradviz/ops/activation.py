@@ -1,10 +1,13 @@
-"""Softmax and log-softmax along one dimension.
+"""Activation functions: softmax and log-softmax along one dimension, and the elementwise ones
+that ``nn`` layers apply (leaky ReLU, GELU, SiLU, ELU, softplus, hardtanh/ReLU6).
 
-Both subtract the row's maximum before exponentiating (the result is the same, and ``exp``
-cannot overflow). Both save their own result: the backward formulas need only that.
+Softmax and log-softmax subtract the row's maximum before exponentiating (the result is the same,
+and ``exp`` cannot overflow), and save their own result: the backward formulas need only that.
+The elementwise ones save their input, as PyTorch does, and compute as PyTorch's CPU kernels do.
 """
 from __future__ import annotations
 
+from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, saved_dim, wrap_dim
 
@@ -78,3 +81,179 @@ def log_softmax(input, dim=None, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     return LogSoftmaxBackward0.apply(input, _dim(dim, "log_softmax"))
+
+
+# -- elementwise activations ---------------------------------------------------------------------------
+def _floating(self, kernel: str):
+    """The input's data; PyTorch's kernels for these functions exist for floating point only."""
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[self.dtype.name]}\'')
+    return self._data
+
+
+class LeakyReluBackward0(OpFunction):
+    """``x`` where ``x > 0``, else ``negative_slope · x``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("leaky_relu_backward(grad, self, negative_slope, false)",
+                            r"\bar{y}\,([x > 0] + \alpha\,[x \le 0])")}
+
+    def forward(ctx, self, negative_slope=0.01):
+        x = _floating(self, "leaky_relu_cpu")
+        ctx.save(negative_slope=negative_slope, self=self)
+        backend = self._backend
+        return backend.where(backend.gt(x, 0), x, backend.mul(x, negative_slope))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, slope = ctx.saved("self", "negative_slope")
+        return backend.where(backend.gt(x, 0), grad, backend.mul(grad, slope))
+
+
+GELU_SQRT_2_OVER_PI = 0.7978845608028654  # √(2/π), PyTorch's kBeta for the tanh form
+GELU_KAPPA = 0.044715
+GELU_PDF_SCALE = 0.3989422804014327  # 1/√(2π): the normal density's constant
+
+
+class GeluBackward0(OpFunction):
+    """``x · Φ(x)``, Φ the standard normal CDF; ``approximate='tanh'`` uses
+    ``Φ(x) ≈ (1 + tanh(√(2/π) (x + 0.044715 x³))) / 2``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("gelu_backward(grad, self, approximate)", r"\bar{y}\,(\Phi(x) + x\,\varphi(x))")}
+
+    def forward(ctx, self, approximate="none"):
+        x = _floating(self, "GeluKernelImpl")
+        ctx.save(approximate=approximate, self=self)
+        backend = self._backend
+        if approximate == "tanh":
+            inner = backend.mul(backend.add(x, backend.mul(backend.mul(backend.mul(x, x), x), GELU_KAPPA)),
+                                GELU_SQRT_2_OVER_PI)
+            return backend.mul(backend.mul(x, 0.5), backend.add(backend.tanh(inner), 1.0))
+        return backend.mul(x, backend.normal_cdf(x))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, approximate = ctx.saved("self", "approximate")
+        if approximate == "tanh":
+            square = backend.mul(x, x)
+            inner = backend.mul(backend.add(x, backend.mul(backend.mul(square, x), GELU_KAPPA)), GELU_SQRT_2_OVER_PI)
+            tanh_inner = backend.tanh(inner)
+            left_derivative = backend.mul(backend.add(tanh_inner, 1.0), 0.5)
+            inner_derivative = backend.mul(backend.add(backend.mul(square, 3 * GELU_KAPPA), 1.0), GELU_SQRT_2_OVER_PI)
+            right_derivative = backend.mul(backend.mul(backend.mul(x, 0.5),
+                                                       backend.sub(1.0, backend.mul(tanh_inner, tanh_inner))),
+                                           inner_derivative)
+            return backend.mul(grad, backend.add(left_derivative, right_derivative))
+        density = backend.mul(backend.exp(backend.mul(backend.mul(x, x), -0.5)), GELU_PDF_SCALE)
+        return backend.mul(grad, backend.add(backend.normal_cdf(x), backend.mul(x, density)))
+
+
+class SiluBackward0(OpFunction):
+    """``x · σ(x)`` (also called swish)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("silu_backward(grad, self)", r"\bar{y}\,\sigma(x)\,(1 + x\,(1 - \sigma(x)))")}
+
+    def forward(ctx, self):
+        x = _floating(self, "silu_cpu")
+        ctx.save(self=self)
+        return self._backend.mul(x, self._backend.sigmoid(x))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x = ctx.saved("self")
+        sigmoid = backend.sigmoid(x)
+        local = backend.mul(sigmoid, backend.add(backend.mul(x, backend.sub(1.0, sigmoid)), 1.0))
+        return backend.mul(grad, local)
+
+
+class EluBackward0(OpFunction):
+    """``x`` where ``x > 0``, else ``alpha · (eˣ - 1)`` (PyTorch's ``scale`` and ``input_scale`` are 1 here)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("elu_backward(grad, alpha, scale, input_scale, false, self)",
+                            r"\bar{y}\,([x > 0] + \alpha e^{x}\,[x \le 0])")}
+
+    def forward(ctx, self, alpha=1.0):
+        x = _floating(self, "elu_cpu")
+        ctx.save(alpha=alpha, input_scale=1, scale=1, self=self)
+        backend = self._backend
+        return backend.where(backend.gt(x, 0), x, backend.mul(backend.sub(backend.exp(x), 1.0), alpha))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, alpha = ctx.saved("self", "alpha")
+        return backend.where(backend.gt(x, 0), grad, backend.mul(grad, backend.mul(backend.exp(x), alpha)))
+
+
+class SoftplusBackward0(OpFunction):
+    """``log(1 + e^(beta·x)) / beta``, and ``x`` itself where ``beta · x > threshold`` (no overflow)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("softplus_backward(grad, self, beta, threshold)",
+                            r"\bar{y}\,\sigma(\beta x)\ (1 \text{ where } \beta x > \text{threshold})")}
+
+    def forward(ctx, self, beta=1, threshold=20):
+        x = _floating(self, "softplus_cpu")
+        ctx.save(beta=beta, self=self, threshold=threshold)
+        backend = self._backend
+        scaled = backend.mul(x, beta)
+        soft = backend.div(backend.log1p(backend.exp(scaled)), beta)
+        return backend.where(backend.gt(scaled, threshold), x, soft)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, beta, threshold = ctx.saved("self", "beta", "threshold")
+        scaled = backend.mul(x, beta)
+        z = backend.exp(scaled)
+        return backend.where(backend.gt(scaled, threshold), grad, backend.div(backend.mul(grad, z), backend.add(z, 1.0)))
+
+
+class HardtanhBackward0(OpFunction):
+    """``x`` clamped to ``[min_val, max_val]`` (ReLU6 is ``hardtanh(x, 0, 6)``); the gradient passes
+    strictly inside the bounds."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("hardtanh_backward(grad, self, min_val, max_val)",
+                            r"\bar{y}\,[\min < x < \max]")}
+
+    def forward(ctx, self, min_val=-1.0, max_val=1.0):
+        ctx.save(max_val=max_val, min_val=min_val, self=self)
+        backend = self._backend
+        clamped = backend.minimum(backend.maximum(self._data, min_val), max_val)
+        return clamped if self.dtype.is_floating_point else backend.astype(clamped, self.dtype)  # ints stay ints
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, low, high = ctx.saved("self", "min_val", "max_val")
+        inside = backend.logical_and(backend.gt(x, low), backend.lt(x, high))
+        return backend.where(inside, grad, backend.mul(grad, 0))
+
+
+def leaky_relu(input, negative_slope=0.01):
+    return LeakyReluBackward0.apply(input, negative_slope)
+
+
+def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return GeluBackward0.apply(input, approximate)
+
+
+def silu(input):
+    return SiluBackward0.apply(input)
+
+
+def elu(input, alpha=1.0):
+    return EluBackward0.apply(input, alpha)
+
+
+def softplus(input, beta=1, threshold=20):
+    return SoftplusBackward0.apply(input, beta, threshold)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return HardtanhBackward0.apply(input, min_val, max_val)

@@ -18,6 +18,7 @@ first-order op) and that op's saved values, and their note says what the node co
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -674,6 +675,73 @@ def _copy_slices(o):
                          note="an in-place op changed a view of this tensor: its formula runs on the view's part"),
             "other": Rule(sent=Call("copy_slices", context, "", (), "the in-place op's gradient"),
                           symbol="y", note="the in-place op's other input")}
+
+
+# ------------------------------------------------------------------ nn: activations, losses and layers
+@entry("LeakyReluBackward0", options=("negative_slope",))
+def _leaky_relu(o):
+    return only(Rule(local=indicator(x, ">", 0) + Num(o["negative_slope"]) * indicator(x, "≤", 0),
+                     note="the gradient passes where x is positive, scaled by the negative slope elsewhere"))
+
+
+register("Phi")(lambda value: (1.0 + np.vectorize(math.erf, otypes=[np.float64])(np.asarray(value) / math.sqrt(2))) / 2)
+register("phi")(lambda value: np.exp(-np.square(value) / 2) / math.sqrt(2 * math.pi))
+GELU_C = 0.7978845608028654  # √(2/π)
+GELU_K = 0.044715
+
+
+@entry("GeluBackward0", options=("approximate",))
+def _gelu(o):
+    if o["approximate"] == "tanh":
+        th = Call("tanh", (Num(GELU_C) * (x + Num(GELU_K) * x ** 3),), "tanh")
+        local = (1 + th) / 2 + x / 2 * (1 - th ** 2) * Num(GELU_C) * (1 + Num(3 * GELU_K) * x ** 2)
+        return only(Rule(local=local, note="the tanh approximation x·(1 + tanh(√(2/π)(x + 0.044715x³)))/2, "
+                                           "differentiated by the product rule"))
+    return only(Rule(local=Call("Phi", (x,), "Φ") + x * Call("phi", (x,), "φ"),
+                     note="gelu(x) = x·Φ(x), Φ the standard normal CDF and φ its density"))
+
+
+entry("SiluBackward0")(lambda o: only(Rule(local=sigmoid(x) * (1 + x * (1 - sigmoid(x))),
+                                           note="silu(x) = x·σ(x), by the product rule")))
+
+
+@entry("EluBackward0", options=("alpha",))
+def _elu(o):
+    alpha = o["alpha"]
+    scaled = exp(x) if alpha == 1 else Num(alpha) * exp(x)
+    return only(Rule(local=indicator(x, ">", 0) + scaled * indicator(x, "≤", 0)))
+
+
+@entry("SoftplusBackward0", options=("beta", "threshold"))
+def _softplus(o):
+    beta, threshold = o["beta"], o["threshold"]
+    bx = x if beta == 1 else Num(beta) * x
+    return only(Rule(local=sigmoid(bx) * indicator(bx, "≤", Num(threshold)) + indicator(bx, ">", Num(threshold)),
+                     note=f"softplus is linear (the input itself) where {'x' if beta == 1 else 'βx'} > {threshold}"))
+
+
+entry("HardtanhBackward0", options=("min_val", "max_val"))(lambda o: only(Rule(
+    local=Both(indicator(Num(o["min_val"]), "<", x), indicator(x, "<", Num(o["max_val"]))),
+    note="the gradient passes only strictly inside the bounds")))
+
+
+register("clamp")(lambda value, low, high: np.clip(value, low, high))
+
+
+def _distance_loss(o, bound: float, scaled: bool) -> dict:
+    """SmoothL1 (``(x − t)/β`` clamped to ±1) and Huber (``x − t`` clamped to ±δ), both ways."""
+    difference = (x - t) / Num(bound) if scaled else x - t
+    low, high = (-1, 1) if scaled else (-bound, bound)
+    slope = Call("clamp", (difference,), "clamp", (low, high), f"to [{low}, {high}]")
+    o = dict(o, weight=None)
+    (d_self, note), (d_target, _) = _loss_scale(o, o["self"], slope), _loss_scale(o, o["self"], Neg(slope))
+    return {"self": Rule(local=d_self, note=note), "target": Rule(local=d_target, note=note, symbol="t")}
+
+
+entry("SmoothL1LossBackward0", options=("reduction", "beta"), present=("self",))(
+    lambda o: _distance_loss(o, o["beta"], scaled=True))
+entry("HuberLossBackward0", options=("reduction", "delta"), present=("self",))(
+    lambda o: _distance_loss(o, o["delta"], scaled=False))
 
 
 # ------------------------------------------------------------------ ops a backward pass records (create_graph=True)
