@@ -3,6 +3,7 @@ containers, Embedding, LayerNorm and the functional helpers. Each case runs the 
 libraries (``tests/parity.py``) and compares values, grads, the whole grad_fn graph and printed text."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -81,3 +82,96 @@ def test_module_reprs_match_torch():
                              nn.KLDivLoss(reduction="batchmean"))
 
     assert repr(build(gradviz)) == repr(build(torch))
+
+
+# -- containers -----------------------------------------------------------------------------------------
+def _containers(lib):
+    nn = lib.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(2, 2) for _ in range(3)])
+            self.layers.append(nn.ReLU())
+            self.heads = nn.ModuleDict({"score": nn.Linear(2, 1), "act": nn.Tanh()})
+            self.scales = nn.ParameterList([nn.Parameter(lib.ones(2)), lib.zeros(3, 2)])
+            self.extra = nn.ParameterDict({"shift": nn.Parameter(lib.zeros(1))})
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return self.heads["act"](self.heads["score"](x * self.scales[0])) + self.extra["shift"]
+
+    return Net()
+
+
+def test_containers_register_print_and_save_like_torch():
+    torch = pytest.importorskip("torch")
+    import gradviz
+
+    ours, theirs = _containers(gradviz), _containers(torch)
+    assert repr(ours) == repr(theirs)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert [n for n, _ in ours.named_modules()] == [n for n, _ in theirs.named_modules()]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    state = {name: gradviz.tensor(value.detach().numpy()) for name, value in theirs.state_dict().items()}
+    ours.load_state_dict(state)
+    x = [[0.5, -1.0], [2.0, 0.25]]
+    out_ours, out_theirs = ours(gradviz.tensor(x)), theirs(torch.tensor(x))
+    out_ours.sum().backward()
+    out_theirs.sum().backward()
+    np.testing.assert_allclose(out_ours.detach().numpy(), out_theirs.detach().numpy(), rtol=1e-6)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        if q.grad is None:
+            assert p.grad is None, name
+        else:
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-7, err_msg=name)
+
+
+CONTAINER_PROGRAMS = [
+    "m = torch.nn.ModuleList([torch.nn.ReLU(), torch.nn.Tanh(), torch.nn.Tanh()])\nprint(m, len(m), m[-1], m[1:])\n"
+    "m.insert(1, torch.nn.Sigmoid())\ndel m[0]\nprint(m)\nprint(m.pop(-1), m)\nm += [torch.nn.ReLU()]\nprint(m + m)\n"
+    "m[0] = torch.nn.ELU()\nprint(m, [type(x).__name__ for x in m])\nprint(torch.nn.ModuleList())\n",
+    "d = torch.nn.ModuleDict([('a', torch.nn.ReLU()), ('b', torch.nn.GELU())])\nprint(d, len(d), 'a' in d, list(d))\n"
+    "d['c'] = torch.nn.SiLU()\nprint(d.pop('a'), list(d.keys()), [type(v).__name__ for v in d.values()])\n"
+    "d.update({'e': torch.nn.Tanh()})\nprint(d)\nd.clear()\nprint(d, torch.nn.ModuleDict())\n",
+    "p = torch.nn.ParameterList([torch.ones(2), torch.nn.Parameter(torch.zeros(3, 2))])\nprint(p, len(p))\n"
+    "p.append(torch.ones(1, dtype=torch.float64))\nprint(p, [type(v).__name__ for v in p], p[0].requires_grad)\n"
+    "print(p[1:], torch.nn.ParameterList(), list(dict(p.named_parameters())))\n",
+    "q = torch.nn.ParameterDict({'w': torch.ones(2)})\nq['b'] = torch.nn.Parameter(torch.zeros(1))\n"
+    "print(q, len(q), 'w' in q, list(q.keys()), list(q.state_dict()))\nprint(q.pop('w'))\nprint(q)\n",
+]
+
+
+@pytest.mark.parametrize("code", CONTAINER_PROGRAMS)
+def test_container_methods_print_like_torch(code):
+    from parity import mask, run_both
+
+    (_, printed_torch), (_, printed_ours) = run_both(code)
+    assert mask(printed_ours) == mask(printed_torch)
+
+
+CONTAINER_ERRORS = [
+    "torch.nn.ModuleList([torch.nn.ReLU()])[3]", "torch.nn.ModuleList().extend(3)", "torch.nn.ModuleDict().update(3)",
+    "torch.nn.ModuleDict().update([('a', torch.nn.ReLU(), 1)])", "torch.nn.ModuleDict()['x']",
+    "torch.nn.ParameterList([torch.ones(1)])[-2]", "torch.nn.ParameterDict().update(3)",
+]
+
+
+@pytest.mark.parametrize("expression", CONTAINER_ERRORS)
+def test_container_errors_match_torch(expression):
+    assert_same_error(f"y = {expression}\n")
+
+
+def test_widget_frames_follow_container_paths():
+    """``gv.show(loss, model=model)``: parameters named by their container paths, nodes grouped by them."""
+    import gradviz
+    from gradviz.snapshot import graph_of
+
+    model = _containers(gradviz)
+    loss = model(gradviz.tensor([[0.5, -1.0]])).sum()
+    graph = graph_of(loss, model=model)
+    labels = {node.label for node in graph.nodes}
+    assert {"layers.0.weight", "heads.score.bias", "scales.0", "extra.shift"} <= labels
+    groups = {node.module for node in graph.nodes if node.module}
+    assert {"layers.0", "layers.2", "heads.score"} <= groups

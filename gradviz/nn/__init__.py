@@ -5,11 +5,12 @@ graphs carry PyTorch's node names (``AddmmBackward0``, ``ReluBackward0``, ...).
 """
 from gradviz.nn import functional, init
 from gradviz.nn.modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU, Flatten, GELU, Hardtanh,
-                                HuberLoss, Identity, KLDivLoss, L1Loss, LeakyReLU, Linear, LogSoftmax, Module, MSELoss,
+                                HuberLoss, Identity, KLDivLoss, L1Loss, LeakyReLU, Linear, LogSoftmax, Module, ModuleDict,
+                                ModuleList, MSELoss, ParameterDict, ParameterList,
                                 NLLLoss, Parameter, ReLU, ReLU6, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax,
                                 Softplus, Tanh)
 
 __all__ = ["functional", "init", "Module", "Parameter", "Linear", "Sequential", "Identity", "Flatten", "Dropout",
            "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MSELoss", "BCEWithLogitsLoss", "NLLLoss",
            "CrossEntropyLoss", "LeakyReLU", "GELU", "SiLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "BCELoss", "L1Loss",
-           "SmoothL1Loss", "HuberLoss", "KLDivLoss"]
+           "SmoothL1Loss", "HuberLoss", "KLDivLoss", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]

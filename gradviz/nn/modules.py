@@ -7,7 +7,9 @@ A Module keeps its Parameters and sub-modules in ordered dicts as they are assig
 from __future__ import annotations
 
 import math
+import operator
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 
 from gradviz import _dtype
 from gradviz.grad_mode import no_grad
@@ -81,12 +83,12 @@ class Module:
         if isinstance(value, Parameter):
             if parameters is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep=parameters)
             parameters[name] = value
         elif isinstance(value, Module):
             if parameters is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep=self._modules)
             self._modules[name] = value
         elif parameters is not None and name in parameters:
             if value is not None:
@@ -103,10 +105,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, keep=None) -> None:
+        """Drop ``name`` from the attributes and every table but ``keep``, the table it is being
+        assigned in: there a reassigned name keeps its place (``model[0] = layer``), as in PyTorch."""
         self.__dict__.pop(name, None)
         for table in (self._parameters, self._buffers, self._modules):
-            table.pop(name, None)
+            if table is not keep:
+                table.pop(name, None)
 
     def __getattr__(self, name: str):
         # only called when normal lookup fails: parameters, buffers and modules live in the tables
@@ -133,7 +138,7 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{_torch_type_name(param)}' object to parameter '{name}' "
                             "(torch.nn.Parameter or None required)")
-        self._forget(name)
+        self._forget(name, keep=self._parameters)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, value: Tensor | None, persistent: bool = True) -> None:
@@ -146,7 +151,7 @@ class Module:
             self._non_persistent_buffers.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
-        self._forget(name)
+        self._forget(name, keep=self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -740,3 +745,279 @@ class KLDivLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+# -- containers: lists and dicts of modules and parameters, registered so that named_parameters,
+# -- state_dict, the optimizer and the widget's module frames see what they hold ------------------------
+def _absolute_index(container, index) -> str:
+    """``index`` (negative counts from the end) as the string key the container stores it under."""
+    index = operator.index(index)
+    if not -len(container) <= index < len(container):
+        raise IndexError(f"index {index} is out of range")
+    return str(index + len(container) if index < 0 else index)
+
+
+class ModuleList(Module):
+    """Modules held in a list and registered as children ``0``, ``1``, ... (it has no ``forward``:
+    the owner decides how they run)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return type(self)(list(self._modules.values())[index])
+        return self._modules[_absolute_index(self, index)]
+
+    def __setitem__(self, index, module) -> None:
+        setattr(self, _absolute_index(self, index), module)
+
+    def __delitem__(self, index) -> None:
+        if isinstance(index, slice):
+            for position in range(len(self._modules))[index]:
+                delattr(self, str(position))
+        else:
+            delattr(self, _absolute_index(self, index))
+        object.__setattr__(self, "_modules", OrderedDict((str(i), m) for i, m in enumerate(self._modules.values())))
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __add__(self, other):
+        combined = ModuleList()
+        for index, module in enumerate(list(self) + list(other)):
+            combined.add_module(str(index), module)
+        return combined
+
+    def insert(self, index: int, module: Module) -> None:
+        for position in range(len(self._modules), index, -1):
+            self._modules[str(position)] = self._modules[str(position - 1)]
+        self._modules[str(index)] = module
+
+    def append(self, module: Module) -> ModuleList:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules) -> ModuleList:
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got " + type(modules).__name__)
+        offset = len(self)
+        for index, module in enumerate(modules):
+            self.add_module(str(offset + index), module)
+        return self
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def __repr__(self) -> str:
+        """One line per run of equal children, ``(0-2): 3 x Linear(...)``, as PyTorch prints a ModuleList."""
+        reprs = [repr(module) for module in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs = []  # [first index, last index, repr]
+        for index, text in enumerate(reprs):
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = index
+            else:
+                runs.append([index, index, text])
+        lines = [_add_indent(f"({first}): {text}" if first == last else f"({first}-{last}): {last - first + 1} x {text}", 2)
+                 for first, last, text in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+class ModuleDict(Module):
+    """Modules held by name, in insertion order, registered as children under their keys."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key) -> bool:
+        return key in self._modules
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        value = self[key]
+        del self[key]
+        return value
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def update(self, modules) -> None:
+        _update_by_name(self, modules, "ModuleDict")
+
+
+def _update_by_name(container, entries, kind: str) -> None:
+    """``container[key] = value`` for a mapping's items or an iterable of pairs (PyTorch's checks and words)."""
+    if not isinstance(entries, Iterable):
+        raise TypeError(f"{kind}.update should be called with an iterable of key/value pairs, but got "
+                        + type(entries).__name__)
+    if isinstance(entries, (Mapping, ModuleDict, ParameterDict)):
+        for key, value in entries.items():
+            container[key] = value
+        return
+    for position, pair in enumerate(entries):
+        if not isinstance(pair, Iterable):
+            raise TypeError(f"{kind} update sequence element #{position} should be Iterable; is" + type(pair).__name__)
+        if len(pair) != 2:
+            raise ValueError(f"{kind} update sequence element #{position} has length {len(pair)}; 2 is required")
+        container[pair[0]] = pair[1]
+
+
+def _as_parameter(value):
+    """A tensor put in a ParameterList or ParameterDict becomes a Parameter (a Parameter stays itself)."""
+    return Parameter(value) if isinstance(value, Tensor) and not isinstance(value, Parameter) else value
+
+
+class ParameterList(Module):
+    """Parameters held in a list, registered as ``0``, ``1``, ... (plain tensors become Parameters)."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        object.__setattr__(self, "_size", 0)
+        if values is not None:
+            self += values
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return type(self)([self[i] for i in range(len(self))[index]])
+        return getattr(self, _absolute_index(self, index))
+
+    def __setitem__(self, index, value) -> None:
+        key = _absolute_index(self, index)
+        value = _as_parameter(value)
+        if isinstance(value, Parameter):
+            self.register_parameter(key, value)
+        else:
+            object.__setattr__(self, key, value)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self):
+        return iter(self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def append(self, value) -> ParameterList:
+        object.__setattr__(self, "_size", self._size + 1)
+        self[self._size - 1] = value
+        return self
+
+    def extend(self, values) -> ParameterList:
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got "
+                            + type(values).__name__)
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        lines = []
+        for index, value in enumerate(self):
+            if isinstance(value, Tensor):
+                kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+                size = "x".join(str(s) for s in value.shape)
+                device = f" ({value.device})" if value.device.type == "cuda" else ""
+                lines.append(f"  ({index}): {kind} containing: [{value.dtype} of size {size}{device}]")
+            else:
+                lines.append(f"  ({index}): Object of type: {type(value).__name__}")
+        return "\n".join(lines)
+
+
+class ParameterDict(Module):
+    """Parameters held by name, in insertion order (plain tensors become Parameters)."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        object.__setattr__(self, "_keys", {})
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value) -> None:
+        self._keys[key] = None
+        value = _as_parameter(value)
+        if isinstance(value, Parameter):
+            self.register_parameter(key, value)
+        else:
+            object.__setattr__(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((key, self[key]) for key in self._keys)
+
+    def values(self):
+        return (self[key] for key in self._keys)
+
+    def pop(self, key: str):
+        value = self[key]
+        del self[key]
+        return value
+
+    def update(self, parameters) -> None:
+        _update_by_name(self, parameters, "ParametersDict")
+
+    def extra_repr(self) -> str:
+        lines = []
+        for key, value in self.items():
+            if isinstance(value, Tensor):
+                kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+                size = "x".join(str(s) for s in value.shape)
+                lines.append(f"  ({key}): {kind} containing: [{_torch_type_name(value)} of size {size}]")
+            else:
+                lines.append(f"  ({key}): Object of type: {type(value).__name__}")
+        return "\n".join(lines)
