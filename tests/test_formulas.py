@@ -116,6 +116,11 @@ EXTRA.update({
         x, t, weight=gv.tensor(positive(2, 3), dtype=gv.float64)), [values(2, 3), values(2, 3)]),
     "l1 and kl": (lambda x, t: F.l1_loss(x, t) + F.kl_div(x, t.softmax(1), reduction="batchmean")
                   + F.kl_div(x, t, reduction="sum", log_target=True), [values(2, 3), values(2, 3)]),
+    "embedding, padding and frequency": (lambda w: F.embedding(gv.tensor([0, 2, 2, 1]), w, padding_idx=1,
+                                                               scale_grad_by_freq=True), [values(4, 3)]),
+    "layer norm, no affine, two dims": (lambda x: F.layer_norm(x, (2, 3)), [values(2, 2, 3)]),
+    "layer norm, weight only": (lambda x, w: F.layer_norm(x, (3,), w), [values(2, 3), values(3)]),
+    "cosine similarity": (lambda x, y: F.cosine_similarity(x, y), [values(2, 3), values(2, 3)]),
 })
 
 
@@ -324,6 +329,24 @@ def _torch_second_order(torch):
     a, _, c = gradient.split([1, 2, 1], dim=-1)
     first, _, third = gradient.unbind(0)
     return (a * c).sum() + (first * third).sum() + gradient.split(2)[1].sum()
+
+
+def _torch_nn_layers(torch):
+    """The nn activations, losses and layers, on torch's own nodes."""
+    F = torch.nn.functional
+    x = torch.tensor(values(2, 3), requires_grad=True)
+    table = torch.tensor(values(4, 3), requires_grad=True)
+    w, b = torch.tensor(values(3), requires_grad=True), torch.tensor(values(3), requires_grad=True)
+    rows = F.embedding(torch.tensor([[0, 2], [2, 3]]), table, padding_idx=3, scale_grad_by_freq=True).sum(1)
+    h = F.layer_norm(rows + x, (3,), w, b)
+    h = F.gelu(h) + F.gelu(h, approximate="tanh") + F.silu(h) + F.leaky_relu(h, 0.2) + F.elu(h, 0.5)
+    h = F.softplus(h, beta=2, threshold=1) + F.hardtanh(h, -0.5, 0.5) + F.relu6(h * 5)
+    target = torch.tensor(values(2, 4), requires_grad=True)
+    padded = F.pad(h, (1, 0, 0, 0), value=0.5)
+    return F.smooth_l1_loss(padded, target, beta=0.5) + F.huber_loss(padded, target, delta=0.3, reduction="sum")
+
+
+TORCH_PROGRAMS["nn activations, losses and layers"] = _torch_nn_layers
 
 
 @pytest.mark.parametrize("name", sorted(TORCH_PROGRAMS))

@@ -174,6 +174,9 @@ CASES.update({
     "SiluBackward0": (lambda x: F.silu(x), [values(2, 3)]),
     "SmoothL1LossBackward0": (lambda x, t: F.smooth_l1_loss(x, t, beta=0.7, reduction="sum"), [values(2, 3), values(2, 3)]),
     "SoftplusBackward0": (lambda x: F.softplus(x) + F.softplus(x * 3, beta=2, threshold=4), [values(2, 3)]),
+    "EmbeddingBackward0": (lambda w: F.embedding(gv.tensor([[0, 2], [2, 3]]), w), [values(4, 3)]),
+    "NativeLayerNormBackward0": (lambda x, w, b: F.layer_norm(x, (3,), w, b), [values(2, 3), values(3), values(3)]),
+    "ConstantPadNdBackward0": (lambda x: F.pad(x, (1, -1, 2, 0), value=0.5), [values(2, 3)]),
 })
 
 

@@ -64,11 +64,6 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("expression", ERRORS)
-def test_errors_match_torch(expression):
-    assert_same_error(f"i = torch.tensor([1, -2, 3])\ny = {expression}\n")
-
-
 def test_module_reprs_match_torch():
     torch = pytest.importorskip("torch")
     import gradviz
@@ -175,3 +170,85 @@ def test_widget_frames_follow_container_paths():
     assert {"layers.0.weight", "heads.score.bias", "scales.0", "extra.shift"} <= labels
     groups = {node.module for node in graph.nodes if node.module}
     assert {"layers.0", "layers.2", "heads.score"} <= groups
+
+
+# -- embedding, one_hot, layer_norm, pad, normalize, cosine_similarity --------------------------------------
+E = "E = torch.tensor([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6], [0.7, -0.8, 0.9], [1.0, 1.1, -1.2]], requires_grad=True)\n"
+LAYERS = [
+    E + weighted("F.embedding(torch.tensor([[0, 2], [2, 3]]), E)"),
+    E + weighted("F.embedding(torch.tensor([0, 2, 2, 1]), E, padding_idx=2)"),
+    E + weighted("F.embedding(torch.tensor([0, 2, 2, 1]), E, padding_idx=-1, scale_grad_by_freq=True)"),
+    E + weighted("F.embedding(torch.tensor([1, 3], dtype=torch.int32), E * 2)"),
+    E + "W = E.detach().clone()\n" + weighted("F.embedding(torch.tensor([3, 1, 3]), W, max_norm=1.0) * E[0]"),
+    X + weighted("F.layer_norm(x, (3,))"),
+    X + "w = torch.tensor([1.5, -0.5, 2.0], requires_grad=True)\nb = torch.tensor([0.1, 0.2, 0.3], requires_grad=True)\n"
+    + weighted("F.layer_norm(x, [3], w, b, eps=1e-3)"),
+    X + weighted("F.layer_norm(x * 3, x.shape)"),
+    X + "w = torch.tensor([1.5, -0.5, 2.0], requires_grad=True)\n" + weighted("F.layer_norm(x.unsqueeze(0), (3,), w)"),
+    X + weighted("F.pad(x, (1, 2))"),
+    X + weighted("F.pad(x, (1, 2, 0, 1), value=3.0)"),
+    X + weighted("F.pad(x, (-1, 1, 1, -1))"),
+    X + weighted("F.pad(x, [0, 0, 2, 0])"),
+    X + weighted("F.cosine_similarity(x, x * x - 1)"),
+    X + "v = torch.tensor([0.3, -1.0, 2.0], requires_grad=True)\n" + weighted("F.cosine_similarity(x, v, dim=-1)"),
+    X + weighted("F.cosine_similarity(x, x * x, dim=0, eps=0.5)"),
+    "i = torch.tensor([[0, 2], [1, 1]])\ny = F.one_hot(i)\nz = F.one_hot(i, 4)\nprint(y, z.dtype)\n",
+]
+
+
+@pytest.mark.parametrize("code", LAYERS)
+def test_layers_match_torch(code):
+    assert_same(code)
+
+
+def test_normalize_values_and_gradients_match_torch():
+    """Only the clamp node's name differs (see ``F.normalize``): values and gradients are PyTorch's."""
+    from parity import assert_values, run_both
+
+    code = X + "y = F.normalize(x) + F.normalize(x, p=1, dim=0) * 2\n(y * y).sum().backward()\ng = x.grad\n"
+    (torch_scope, _), (our_scope, _) = run_both(code)
+    for name in ("y", "g"):
+        assert_values(torch_scope[name], our_scope[name], name)
+
+
+LAYER_ERRORS = [
+    "F.one_hot(torch.tensor([1.0]))", "F.one_hot(torch.tensor([3]), 2)", "F.one_hot(torch.tensor([-1]))",
+    "F.one_hot(torch.tensor([], dtype=torch.int64))", "F.embedding(torch.tensor([5]), torch.ones(3, 2))",
+    "F.embedding(torch.tensor([1.0]), torch.ones(3, 2))", "F.embedding(torch.tensor([1]), torch.ones(3, 2), padding_idx=3)",
+    "F.layer_norm(torch.ones(2, 3), (2,))", "F.layer_norm(torch.ones(2, 3), (3,), torch.ones(2))",
+    "F.pad(torch.ones(2), (1,))", "F.pad(torch.ones(2), (1, 1, 1, 1, 1, 1))", "F.pad(torch.ones(2), (-2, -1))",
+    "torch.nn.Embedding(3, 2, padding_idx=5)", "torch.nn.Embedding.from_pretrained(torch.ones(3))",
+]
+
+
+@pytest.mark.parametrize("expression", ERRORS + LAYER_ERRORS)
+def test_errors_match_torch(expression):
+    assert_same_error(f"i = torch.tensor([1, -2, 3])\ny = {expression}\n")
+
+
+def test_embedding_and_layer_norm_modules_match_torch():
+    torch = pytest.importorskip("torch")
+    import gradviz
+
+    def build(lib):
+        lib.manual_seed(0)
+        nn = lib.nn
+        return nn.Sequential(nn.Embedding(6, 4, padding_idx=1), nn.LayerNorm(4), nn.GELU(), nn.Linear(4, 2),
+                             nn.LayerNorm(2, elementwise_affine=False), nn.Embedding(5, 3, max_norm=1.0, sparse=True),
+                             nn.LayerNorm((2, 3), bias=False), nn.Embedding(5, 3, scale_grad_by_freq=True, norm_type=1.0))
+
+    ours, theirs = build(gradviz), build(torch)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-6, err_msg=name)  # the seeded init
+    indices = [[0, 1, 5], [2, 2, 1]]
+    head_ours, head_theirs = ours[:4], theirs[:4]
+    out_ours, out_theirs = head_ours(gradviz.tensor(indices)), head_theirs(torch.tensor(indices))
+    out_ours.pow(2).sum().backward()
+    out_theirs.pow(2).sum().backward()
+    np.testing.assert_allclose(out_ours.detach().numpy(), out_theirs.detach().numpy(), rtol=1e-5, atol=1e-6)
+    for (name, p), (_, q) in zip(head_ours.named_parameters(), head_theirs.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+    pretrained = gradviz.nn.Embedding.from_pretrained(gradviz.ones(3, 2))
+    assert not pretrained.weight.requires_grad and repr(pretrained) == "Embedding(3, 2)"

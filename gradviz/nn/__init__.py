@@ -4,7 +4,8 @@
 graphs carry PyTorch's node names (``AddmmBackward0``, ``ReluBackward0``, ...).
 """
 from gradviz.nn import functional, init
-from gradviz.nn.modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU, Flatten, GELU, Hardtanh,
+from gradviz.nn.modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU, Embedding, Flatten, GELU,
+                                Hardtanh, LayerNorm,
                                 HuberLoss, Identity, KLDivLoss, L1Loss, LeakyReLU, Linear, LogSoftmax, Module, ModuleDict,
                                 ModuleList, MSELoss, ParameterDict, ParameterList,
                                 NLLLoss, Parameter, ReLU, ReLU6, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax,
@@ -13,4 +14,5 @@ from gradviz.nn.modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dr
 __all__ = ["functional", "init", "Module", "Parameter", "Linear", "Sequential", "Identity", "Flatten", "Dropout",
            "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MSELoss", "BCEWithLogitsLoss", "NLLLoss",
            "CrossEntropyLoss", "LeakyReLU", "GELU", "SiLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "BCELoss", "L1Loss",
-           "SmoothL1Loss", "HuberLoss", "KLDivLoss", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+           "SmoothL1Loss", "HuberLoss", "KLDivLoss", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+           "Embedding", "LayerNorm"]

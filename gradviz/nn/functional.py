@@ -15,6 +15,9 @@ from gradviz.ops import activation
 from gradviz.ops.linalg import addmm, matmul
 from gradviz.ops.activation import elu as _elu, gelu, hardtanh as _hardtanh, leaky_relu as _leaky_relu, silu as _silu
 from gradviz.ops.activation import softplus
+from gradviz.ops.embedding import embedding, one_hot
+from gradviz.ops.normalization import layer_norm
+from gradviz.ops.padding import pad
 from gradviz.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
                               l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from gradviz.ops.shape import reshape, t
@@ -23,7 +26,8 @@ from gradviz.tensor import zeros, zeros_like
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "elu", "gelu",
            "hardtanh", "huber_loss", "kl_div", "l1_loss", "leaky_relu", "linear", "log_softmax", "mse_loss", "nll_loss",
-           "relu", "relu6", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "tanh"]
+           "relu", "relu6", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "tanh", "embedding", "one_hot",
+           "layer_norm", "pad", "normalize", "cosine_similarity"]
 
 
 def linear(input, weight, bias=None):
@@ -101,3 +105,31 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
 def relu6(input, inplace: bool = False):
     """``min(max(x, 0), 6)``: PyTorch records it as ``hardtanh(x, 0, 6)`` (HardtanhBackward0)."""
     return _hardtanh(input, 0, 6)
+
+
+# -- vectors: PyTorch's composites, node for node --------------------------------------------------------
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    """``input / max(‖input‖_p, eps)`` along ``dim``.
+
+    PyTorch clamps the norm with ``clamp_min`` (ClampMinBackward0); gradviz has no ``clamp_min`` op
+    yet and records ``clamp(min=eps)`` (ClampBackward1), the same numbers and gradients."""
+    if out is not None:
+        raise NotImplementedError("gradviz's normalize has no out= argument: use the returned tensor")
+    denominator = input.norm(p, dim, keepdim=True).clamp(min=eps).expand_as(input)
+    return input / denominator
+
+
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+    """``Σ (x1/‖x1‖)(x2/‖x2‖)`` along ``dim``, as PyTorch computes it: each norm is cloned and clamped
+    at ``eps`` in place without recording (the graph shows CloneBackward0 over each norm)."""
+    if tuple(x1.shape) != tuple(x2.shape):
+        from gradviz.ops._util import broadcast_shapes
+
+        shape = broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+        x1, x2 = x1.expand(shape), x2.expand(shape)  # PyTorch's expand_outplace expands both
+    norm1 = x1.norm(2, dim, keepdim=True).clone()
+    norm2 = x2.norm(2, dim, keepdim=True).clone()
+    with no_grad():
+        norm1.clamp_(min=eps)
+        norm2.clamp_(min=eps)
+    return ((x1 / norm1) * (x2 / norm2)).sum(dim)

@@ -744,6 +744,81 @@ entry("HuberLossBackward0", options=("reduction", "delta"), present=("self",))(
     lambda o: _distance_loss(o, o["delta"], scaled=False))
 
 
+@entry("EmbeddingBackward0", options=("padding_idx", "scale_grad_by_freq", "weight_sym_argsize_0"))
+def _embedding(o):
+    padding = signed(o["padding_idx"])
+    rows, by_frequency = o["weight_sym_argsize_0"], o["scale_grad_by_freq"]
+    notes = ["each row of the table gets the gradients of the outputs that read it, added up"]
+    if padding >= 0:
+        notes.append(f"row {padding} is padding: it gets none")
+    if by_frequency:
+        notes.append("scale_grad_by_freq: each is divided by how often the batch read that row")
+    return only(Rule(sent=Call("rows_added", (g, Var("indices", "i")), "", (rows, padding, by_frequency),
+                               "added into the rows i"), note="; ".join(notes), symbol="W"), "weight")
+
+
+@register("rows_added")
+def _rows_added(grad, indices, rows, padding, by_frequency):
+    grad, flat = np.asarray(grad, np.float64), np.asarray(indices).astype(np.int64).reshape(-1)
+    pieces = grad.reshape(-1, grad.shape[-1]) * (flat != padding)[:, None]
+    if by_frequency:
+        pieces = pieces / np.bincount(flat, minlength=rows)[flat][:, None]
+    return _place(pieces, (rows, grad.shape[-1]), (flat,))
+
+
+@entry("NativeLayerNormBackward0", options=("normalized_shape",), present=("weight", "bias"))
+def _layer_norm(o):
+    count = len(o["normalized_shape"])
+    over = "the last dim" if count == 1 else f"the last {count} dims"
+    mean, inv_std = Var("result1", "μ"), Var("result2", "1/σ")
+    x_hat = (Var("input", "x") - mean) * inv_std
+    scaled = g * Var("weight", "γ") if o["weight"] is not None else g
+
+    def average(expr):
+        return Call("mean_last", (expr,), "mean", (count,), f"over {over}")
+
+    note = f"x̂ = (x − μ)/σ is the normalized input, μ and σ the mean and standard deviation over {over}"
+    rules = {"input": Rule(sent=inv_std * (scaled - average(scaled) - x_hat * average(scaled * x_hat)), note=note)}
+    batch = Call("sum_leading", (g * x_hat,), "Σ", (count,), "over the batch")
+    rules["weight"] = Rule(sent=batch, note=note, symbol="γ")
+    rules["bias"] = Rule(sent=Call("sum_leading", (g,), "Σ", (count,), "over the batch"), symbol="β",
+                         note="the bias is added to every row: its gradient is the sum of theirs")
+    return rules
+
+
+@register("mean_last")
+def _mean_last(value, count):
+    value = np.asarray(value, np.float64)
+    return value.mean(axis=tuple(range(value.ndim - count, value.ndim)), keepdims=True)
+
+
+@register("sum_leading")
+def _sum_leading(value, count):
+    value = np.asarray(value, np.float64)
+    return value.sum(axis=tuple(range(value.ndim - count)))
+
+
+@entry("ConstantPadNdBackward0", options=("pad",))
+def _constant_pad(o):
+    pad = tuple(signed(p) for p in o["pad"])
+    return only(Rule(sent=Call("unpad", (g,), "", (pad,), "with the padding cut off"),
+                     note="the padding is constant: only the elements that came from x send a gradient back"))
+
+
+@register("unpad")
+def _unpad(grad, pad):
+    from gradviz.ops.padding import padded_regions
+
+    grad = np.asarray(grad, np.float64)
+    shape = list(grad.shape)
+    for position in range(len(pad) // 2):
+        shape[len(shape) - 1 - position] -= pad[2 * position] + pad[2 * position + 1]
+    _, out_key, in_key = padded_regions(tuple(shape), pad)
+    result = np.zeros(shape)
+    result[in_key] = grad[out_key]
+    return result
+
+
 # ------------------------------------------------------------------ ops a backward pass records (create_graph=True)
 def recorded(computed: str) -> str:
     """The note of a node only a backward pass records: what its forward computed."""
