@@ -121,6 +121,10 @@ EXTRA.update({
     "layer norm, no affine, two dims": (lambda x: F.layer_norm(x, (2, 3)), [values(2, 2, 3)]),
     "layer norm, weight only": (lambda x, w: F.layer_norm(x, (3,), w), [values(2, 3), values(3)]),
     "cosine similarity": (lambda x, y: F.cosine_similarity(x, y), [values(2, 3), values(2, 3)]),
+    "silu, leaky relu, relu6 and pad twice": (lambda x: _gradient_of(lambda z: (F.silu(z) * F.leaky_relu(z, 0.3)
+                                                                              + F.relu6(z * 4) ** 2).sum()
+                                                                    + (F.pad(z, (1, -1)) ** 3).sum(), x),
+                                              [values(2, 3)]),
 })
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import gradviz as gv
 import gradviz.nn.functional as F
-from gradviz.ops import double_backward, registry
+from gradviz.ops import activation, double_backward, registry
 from gradviz.ops.arithmetic import SubBackward1
 
 RNG = np.random.default_rng(0)
@@ -177,6 +177,10 @@ CASES.update({
     "EmbeddingBackward0": (lambda w: F.embedding(gv.tensor([[0, 2], [2, 3]]), w), [values(4, 3)]),
     "NativeLayerNormBackward0": (lambda x, w, b: F.layer_norm(x, (3,), w, b), [values(2, 3), values(3), values(3)]),
     "ConstantPadNdBackward0": (lambda x: F.pad(x, (1, -1, 2, 0), value=0.5), [values(2, 3)]),
+    "LeakyReluBackwardBackward0": (lambda g, x: activation.LeakyReluBackwardBackward0.apply(g, x, 0.2),
+                                   [values(2, 3), np.array([[-1.0, 0.5, 2.0], [0.3, -0.2, 1.1]])]),
+    "HardtanhBackwardBackward0": (lambda g, x: activation.HardtanhBackwardBackward0.apply(g, x, -0.5, 0.8),
+                                  [values(4), np.array([-1.0, -0.2, 0.3, 1.1])]),
 })
 
 

@@ -252,3 +252,14 @@ def test_embedding_and_layer_norm_modules_match_torch():
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
     pretrained = gradviz.nn.Embedding.from_pretrained(gradviz.ones(3, 2))
     assert not pretrained.weight.requires_grad and repr(pretrained) == "Embedding(3, 2)"
+
+
+# -- second order: create_graph=True records these backward passes as PyTorch does ------------------------
+SECOND_ORDER = ["F.silu(x)", "F.leaky_relu(x, 0.2)", "F.hardtanh(x, -1.0, 1.5)", "F.relu6(x * 3)",
+                "F.pad(x, (1, -1, 0, 2), value=2.0)", "F.leaky_relu(x * x) * F.silu(x * 2)"]
+
+
+@pytest.mark.parametrize("expression", SECOND_ORDER)
+def test_second_order_graphs_match_torch(expression):
+    assert_same(X + f"out = ({expression} ** 2).sum()\ng, = torch.autograd.grad(out, x, create_graph=True)\nprint(g)\n"
+                "(g * torch.arange(1.0, g.numel() + 1.0).reshape(g.shape)).sum().backward()\n")

@@ -107,7 +107,47 @@ class LeakyReluBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         x, slope = ctx.saved("self", "negative_slope")
-        return backend.where(backend.gt(x, 0), grad, backend.mul(grad, slope))
+        return _leaky_relu_backward(backend, grad, x, slope)
+
+    def backward_graph(ctx, grad):
+        return LeakyReluBackwardBackward0.apply(grad, *ctx.saved_graph("self", "negative_slope"))
+
+
+def _leaky_relu_backward(backend, grad, x, slope):
+    """``grad`` where ``x > 0``, ``slope · grad`` elsewhere."""
+    return backend.where(backend.gt(x, 0), grad, backend.mul(grad, slope))
+
+
+class LeakyReluBackwardBackward0(OpFunction):
+    """``leaky_relu_backward(grad_output, self, negative_slope)``, the op a recorded backward pass of leaky_relu
+    makes: linear in ``grad_output``; ``self`` only decides where the slope applies (its gradient is 0)."""
+
+    inputs = ("grad_output", "self")
+    derivatives = {"grad_output": ("leaky_relu_backward(grad, self, negative_slope, false)",
+                                   r"\bar{z}\,([x > 0] + \alpha\,[x \le 0])"),
+                   "self": ("zeros_like(grad)", "0")}
+
+    def forward(ctx, grad_output, self, negative_slope):
+        ctx.save(negative_slope=negative_slope, self=self)
+        return _leaky_relu_backward(grad_output._backend, grad_output._data, self._data, negative_slope)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, slope = ctx.saved("self", "negative_slope")
+        return (_leaky_relu_backward(backend, grad, x, slope),
+                backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None)
+
+    def backward_graph(ctx, grad):
+        self, slope = ctx.saved_graph("self", "negative_slope")
+        return (LeakyReluBackwardBackward0.apply(grad, self, slope) if ctx.needs_input_grad[0] else None,
+                _zeros_like(ctx, grad) if ctx.needs_input_grad[1] else None)
+
+
+def _zeros_like(ctx, grad):
+    """PyTorch's ``zeros_like(grad)``: a zero gradient with no history."""
+    from gradviz.tensor import Tensor
+
+    return Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
 
 
 GELU_SQRT_2_OVER_PI = 0.7978845608028654  # √(2/π), PyTorch's kBeta for the tanh form
@@ -166,6 +206,16 @@ class SiluBackward0(OpFunction):
         sigmoid = backend.sigmoid(x)
         local = backend.mul(sigmoid, backend.add(backend.mul(x, backend.sub(1.0, sigmoid)), 1.0))
         return backend.mul(grad, local)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``infinitely_differentiable_silu_backward``, op for op:
+        ``grad * σ(x) * (1 + x * (1 - σ(x)))``."""
+        from gradviz.ops.arithmetic import AddBackward1, SubBackward0
+
+        x = ctx.saved_graph("self")
+        sigmoid = x.sigmoid()
+        inner = AddBackward1.apply(x * SubBackward0.apply(1.0, sigmoid), 1.0)
+        return grad * sigmoid * inner
 
 
 class EluBackward0(OpFunction):
@@ -227,8 +277,40 @@ class HardtanhBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         x, low, high = ctx.saved("self", "min_val", "max_val")
-        inside = backend.logical_and(backend.gt(x, low), backend.lt(x, high))
-        return backend.where(inside, grad, backend.mul(grad, 0))
+        return _hardtanh_backward(backend, grad, x, low, high)
+
+    def backward_graph(ctx, grad):
+        return HardtanhBackwardBackward0.apply(grad, *ctx.saved_graph("self", "min_val", "max_val"))
+
+
+def _hardtanh_backward(backend, grad, x, low, high):
+    """``grad`` where ``low < x < high``, 0 elsewhere."""
+    inside = backend.logical_and(backend.gt(x, low), backend.lt(x, high))
+    return backend.where(inside, grad, 0.0)
+
+
+class HardtanhBackwardBackward0(OpFunction):
+    """``hardtanh_backward(grad_output, self, min_val, max_val)``, the op a recorded backward pass of hardtanh
+    (and ReLU6) makes: ``grad_output`` passes inside the bounds; ``self``'s gradient is 0."""
+
+    inputs = ("grad_output", "self")
+    derivatives = {"grad_output": ("hardtanh_backward(grad, self, min_val, max_val)", r"\bar{z}\,[\min < x < \max]"),
+                   "self": ("zeros_like(grad)", "0")}
+
+    def forward(ctx, grad_output, self, min_val, max_val):
+        ctx.save(max_val=max_val, min_val=min_val, self=self)
+        return _hardtanh_backward(grad_output._backend, grad_output._data, self._data, min_val, max_val)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, low, high = ctx.saved("self", "min_val", "max_val")
+        return (_hardtanh_backward(backend, grad, x, low, high),
+                backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None)
+
+    def backward_graph(ctx, grad):
+        self, low, high = ctx.saved_graph("self", "min_val", "max_val")
+        return (HardtanhBackwardBackward0.apply(grad, self, low, high) if ctx.needs_input_grad[0] else None,
+                _zeros_like(ctx, grad) if ctx.needs_input_grad[1] else None)
 
 
 def leaky_relu(input, negative_slope=0.01):

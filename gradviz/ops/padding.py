@@ -43,6 +43,16 @@ class ConstantPadNdBackward0(OpFunction):
         result = backend.full(shape, 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
         return backend.assign(result, backend.getitem(grad, out_key), in_key)
 
+    def backward_graph(ctx, grad):
+        """Cutting the padding off is padding by minus the same counts: PyTorch records another
+        ConstantPadNdBackward0."""
+        negated = tuple(-_signed(count) for count in ctx.saved("pad"))
+        return ConstantPadNdBackward0.apply(grad, negated, 0)
+
+
+def _signed(count: int) -> int:
+    return count - 2**64 if count >= 2**63 else count
+
 
 def pad(input, pad, mode: str = "constant", value=None):
     """``input`` with ``value`` (0 by default) added around its last dims; PyTorch's ``mode='constant'``."""

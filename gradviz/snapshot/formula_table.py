@@ -1001,6 +1001,24 @@ def _bce_twice(o):
             "target": Rule(local=d_target, note=note, symbol="t")}
 
 
+@entry("LeakyReluBackwardBackward0", options=("negative_slope",))
+def _leaky_relu_twice(o):
+    slope = o["negative_slope"]
+    computed = f"leaky_relu's gradient ḡ·([x > 0] + {slope}·[x ≤ 0]), ḡ being the gradient that arrived and x the input"
+    return {"grad_output": Rule(local=indicator(x, ">", 0) + Num(slope) * indicator(x, "≤", 0), symbol="ḡ",
+                                note=recorded(computed)),
+            "self": Rule(local=Num(0), note=recorded(computed) + "; x only decides which slope applies: its gradient is 0")}
+
+
+@entry("HardtanhBackwardBackward0", options=("min_val", "max_val"))
+def _hardtanh_twice(o):
+    low, high = o["min_val"], o["max_val"]
+    computed = f"hardtanh's gradient ḡ·[{low} < x < {high}], ḡ being the gradient that arrived and x the input"
+    return {"grad_output": Rule(local=Both(indicator(Num(low), "<", x), indicator(x, "<", Num(high))), symbol="ḡ",
+                                note=recorded(computed)),
+            "self": Rule(local=Num(0), note=recorded(computed) + "; x only decides where ḡ passes: its gradient is 0")}
+
+
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
