@@ -263,3 +263,20 @@ SECOND_ORDER = ["F.silu(x)", "F.leaky_relu(x, 0.2)", "F.hardtanh(x, -1.0, 1.5)",
 def test_second_order_graphs_match_torch(expression):
     assert_same(X + f"out = ({expression} ** 2).sum()\ng, = torch.autograd.grad(out, x, create_graph=True)\nprint(g)\n"
                 "(g * torch.arange(1.0, g.numel() + 1.0).reshape(g.shape)).sum().backward()\n")
+
+
+@pytest.mark.parametrize("library", ["gradviz", "torch"])
+def test_embedding_and_layer_norm_are_drawn_in_their_own_frames(library):
+    """An embedding's indices have no edge, yet the LayerNorm reading its rows is the LayerNorm's, not the
+    Embedding's: the same frames for a gradviz model and a torch one."""
+    import importlib
+
+    from gradviz.snapshot import graph_of
+
+    lib = importlib.import_module(library)
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Embedding(10, 4), lib.nn.LayerNorm(4), lib.nn.GELU(), lib.nn.Linear(4, 1))
+    loss = lib.nn.functional.smooth_l1_loss(model(lib.tensor([[1, 2, 3]])).squeeze(-1), lib.zeros(1, 3))
+    modules = {node.name: node.module for node in graph_of(loss, model=model).nodes if node.kind != "leaf"}
+    assert modules["EmbeddingBackward0"] == "0" and modules["NativeLayerNormBackward0"] == "1"
+    assert modules["AddmmBackward0"] == "3" and modules["SmoothL1LossBackward0"] is None

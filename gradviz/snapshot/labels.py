@@ -105,6 +105,11 @@ def shape_label(tensor: Any) -> str:
     return "tensor(" + ", ".join(str(d) for d in shape) + ")" if shape else "tensor(scalar)"
 
 
+# Ops whose data input has no edge at all in PyTorch's graph (an embedding's integer indices): they
+# consume their module's parameter, but their output is data, not parameter-only.
+READS_DATA_WITHOUT_EDGE = frozenset({"EmbeddingBackward0"})
+
+
 def module_paths(root: Any, param_owner: dict) -> dict:
     """Group nodes by the ``nn.Module`` that owns the parameters they touch.
 
@@ -147,7 +152,7 @@ def module_paths(root: Any, param_owner: dict) -> dict:
                 first = child_pure
         owner_of[id(node)] = first
         same = child_owners and all(o is not None and o == child_owners[0] for o in child_owners)
-        pure[id(node)] = child_owners[0] if same else None
+        pure[id(node)] = child_owners[0] if same and node.name() not in READS_DATA_WITHOUT_EDGE else None
     return _enclosed(order, owner_of)
 
 
