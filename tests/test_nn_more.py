@@ -280,3 +280,67 @@ def test_embedding_and_layer_norm_are_drawn_in_their_own_frames(library):
     modules = {node.name: node.module for node in graph_of(loss, model=model).nodes if node.kind != "leaf"}
     assert modules["EmbeddingBackward0"] == "0" and modules["NativeLayerNormBackward0"] == "1"
     assert modules["AddmmBackward0"] == "3" and modules["SmoothL1LossBackward0"] is None
+
+
+# -- whole tutorial-style programs: seeded init, data, training loop, schedule ------------------------------
+TINY_LANGUAGE_MODEL = """
+torch.manual_seed(0)
+vocab, dim = 12, 8
+
+
+class TinyLM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, dim, padding_idx=0)
+        self.blocks = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.LayerNorm(dim), torch.nn.Linear(dim, dim),
+                                                               torch.nn.GELU()) for _ in range(2)])
+        self.head = torch.nn.Linear(dim, vocab)
+
+    def forward(self, tokens):
+        h = self.embed(tokens)
+        for block in self.blocks:
+            h = h + block(h)
+        return self.head(h)
+
+
+model = TinyLM()
+print(model)
+optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=20)
+tokens = torch.randint(0, vocab, (4, 6))
+for step in range(20):
+    logits = model(tokens[:, :-1])
+    loss = F.cross_entropy(logits.reshape(-1, vocab), tokens[:, 1:].reshape(-1))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    if step % 5 == 0:
+        print(f"{step} {loss.item():.4f} {scheduler.get_last_lr()[0]:.6f}")
+weights = list(model.parameters())
+"""
+
+REGRESSION = """
+torch.manual_seed(1)
+model = torch.nn.Sequential(torch.nn.Linear(3, 16), torch.nn.LeakyReLU(0.1), torch.nn.Linear(16, 16),
+                            torch.nn.Softplus(), torch.nn.Linear(16, 16), torch.nn.ELU(), torch.nn.Linear(16, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10, gamma=0.5)
+x = torch.randn(64, 3)
+y = (x[:, :1] * 2 - x[:, 1:2] * x[:, 2:]).tanh()
+loss_fn = torch.nn.SmoothL1Loss(beta=0.5)
+for epoch in range(30):
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    if epoch % 10 == 0:
+        print(f"{epoch} {loss.item():.4f} {scheduler.get_last_lr()}")
+weights = list(model.parameters())
+"""
+
+
+@pytest.mark.parametrize("program", [TINY_LANGUAGE_MODEL, REGRESSION], ids=["tiny language model", "regression"])
+def test_tutorial_programs_train_like_torch(program):
+    assert_same(program)
