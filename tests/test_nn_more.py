@@ -52,6 +52,19 @@ def test_losses_match_torch(expression):
     assert_same(X + TARGETS + weighted(expression))
 
 
+IN_PLACE = ["F.leaky_relu(h, 0.2, inplace=True)", "F.elu(h, inplace=True)", "F.elu(h, 0.5, True)",
+            "F.hardtanh(h, inplace=True)", "F.relu6(h, inplace=True)", "F.silu(h, inplace=True)", "F.relu(h, inplace=True)",
+            "torch.nn.ReLU(inplace=True)(h)", "torch.nn.LeakyReLU(0.1, True)(h)", "torch.nn.ELU(inplace=True)(h)",
+            "torch.nn.ReLU6(True)(h)", "torch.nn.SiLU(True)(h)", "torch.nn.Hardtanh(-0.5, 0.5, True)(h)"]
+
+
+@pytest.mark.parametrize("expression", IN_PLACE)
+def test_in_place_activations_match_torch(expression):
+    """``inplace=True`` overwrites the input and records PyTorch's in-place node (LeakyReluBackward1, ...)."""
+    assert_same(X + f"h = x * 2\ny = {expression}\nsame = y is h\n"
+                "(y * torch.arange(1.0, 7.0).reshape(2, 3)).sum().backward()\nprint(same, h)\n")
+
+
 def test_integer_hardtanh_and_relu6_stay_integer_like_torch():
     assert_same("i = torch.tensor([1, -2, 3])\ny = F.hardtanh(i)\nz = F.relu6(i * 4)\n")
 
@@ -61,6 +74,9 @@ ERRORS = [
     "F.hardtanh(i.float(), 2, 1)", "torch.nn.Hardtanh(1, 0)", "F.smooth_l1_loss(i.float(), i.float(), beta=-1.0)",
     "F.huber_loss(i.float(), i.float(), delta=0)", "F.l1_loss(torch.ones(2), torch.ones(3))",
     "torch.nn.HuberLoss(delta='a')", "F.huber_loss(i.float(), i.float(), weight=torch.ones(2))",
+    "F.leaky_relu(torch.ones(2, requires_grad=True), inplace=True)", "F.relu(torch.ones(2, requires_grad=True), True)",
+    "F.leaky_relu(torch.ones(2, requires_grad=True) * 1, -0.1, inplace=True).sum().backward()",
+    "F.hardtanh(i.float(), 2, 1, inplace=True)",
 ]
 
 

@@ -21,7 +21,7 @@ from gradviz.ops.padding import pad
 from gradviz.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
                               l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from gradviz.ops.shape import reshape, t
-from gradviz.ops.unary import relu, sigmoid, tanh
+from gradviz.ops.unary import relu as _relu, sigmoid, tanh
 from gradviz.tensor import zeros, zeros_like
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "elu", "gelu",
@@ -80,31 +80,40 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     return input.mul_(mask) if inplace else input * mask
 
 
-# -- elementwise activations: one node each (LeakyReluBackward0, ...). ``inplace=True`` is accepted for
-# -- compatibility but computes out of place (a new tensor; the input is left unchanged).
+# -- elementwise activations: one node each (LeakyReluBackward0, ...); ``inplace=True`` writes the result
+# -- into the input, recorded as PyTorch's in-place variant.
+def relu(input, inplace: bool = False):
+    """``max(x, 0)`` (ReluBackward0); ``inplace=True`` writes it into ``input``."""
+    return input.relu_() if inplace else _relu(input)
+
+
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
-    """``x`` where positive, ``negative_slope * x`` elsewhere (LeakyReluBackward0)."""
-    return _leaky_relu(input, negative_slope)
+    """``x`` where positive, ``negative_slope * x`` elsewhere (LeakyReluBackward0; in place LeakyReluBackward1)."""
+    return activation.leaky_relu_(input, negative_slope) if inplace else _leaky_relu(input, negative_slope)
 
 
 def silu(input, inplace: bool = False):
-    """``x * sigmoid(x)`` (SiluBackward0)."""
-    return _silu(input)
+    """``x * sigmoid(x)`` (SiluBackward0, in place too)."""
+    return activation.in_place(_silu, input) if inplace else _silu(input)
 
 
 def elu(input, alpha: float = 1.0, inplace: bool = False):
-    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere (EluBackward0)."""
-    return _elu(input, alpha)
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere (EluBackward0; in place EluBackward1)."""
+    return activation.elu_(input, alpha) if inplace else _elu(input, alpha)
 
 
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
-    """``x`` clamped to ``[min_val, max_val]`` (HardtanhBackward0)."""
+    """``x`` clamped to ``[min_val, max_val]`` (HardtanhBackward0, in place too)."""
+    if inplace:
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        return activation.in_place(_hardtanh, input, min_val, max_val)
     return _hardtanh(input, min_val, max_val)
 
 
 def relu6(input, inplace: bool = False):
     """``min(max(x, 0), 6)``: PyTorch records it as ``hardtanh(x, 0, 6)`` (HardtanhBackward0)."""
-    return _hardtanh(input, 0, 6)
+    return hardtanh(input, 0, 6, inplace)
 
 
 # -- vectors: PyTorch's composites, node for node --------------------------------------------------------

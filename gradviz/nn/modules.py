@@ -457,7 +457,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.relu(input)
+        return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
@@ -595,7 +595,7 @@ class CrossEntropyLoss(_WeightedLoss):
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
-# -- more activations (``inplace`` is kept and printed, as in PyTorch; the result is computed out of place) ---
+# -- more activations (``inplace=True`` writes the result into the input, as in PyTorch) ----------------------
 class LeakyReLU(Module):
     """``x`` where positive, ``negative_slope * x`` elsewhere."""
 

@@ -339,3 +339,72 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return HardtanhBackward0.apply(input, min_val, max_val)
+
+
+# -- in place (``inplace=True``): the ops that keep only their output, as PyTorch's in-place variants do ------
+class LeakyReluBackward1(OpFunction):
+    """``leaky_relu_`` (in place): the input is overwritten, so the backward reads the output, whose sign is
+    the input's (for a positive slope)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("leaky_relu_backward(grad, result, negative_slope, true)",
+                            r"\bar{y}\,([y > 0] + \alpha\,[y \le 0])")}
+
+    def forward(ctx, self, negative_slope=0.01):
+        x = _floating(self, "leaky_relu_cpu")
+        ctx.save(negative_slope=negative_slope)
+        ctx.save_result()
+        backend = self._backend
+        return backend.where(backend.gt(x, 0), x, backend.mul(x, negative_slope))
+
+    def backward(ctx, grad):
+        result, slope = ctx.saved("result", "negative_slope")
+        if slope < 0:  # the output's sign no longer tells where the input was positive
+            raise RuntimeError(
+                "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. "
+                "This is caused by calling in-place forward function with a negative slope, please call out-of-place "
+                "version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting "
+                "in-place leakRelu backward calculation with negative slope")
+        return _leaky_relu_backward(ctx.backend, grad, result, slope)
+
+
+class EluBackward1(OpFunction):
+    """``elu_`` (in place): the backward reads the output; where it is negative, ``alpha · eˣ = y + alpha``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("elu_backward(grad, alpha, scale, input_scale, true, result)",
+                            r"\bar{y}\,([y > 0] + (y + \alpha)\,[y \le 0])")}
+
+    def forward(ctx, self, alpha=1.0):
+        x = _floating(self, "elu_cpu")
+        ctx.save(alpha=alpha, input_scale=1, scale=1)
+        ctx.save_result()
+        backend = self._backend
+        return backend.where(backend.gt(x, 0), x, backend.mul(backend.sub(backend.exp(x), 1.0), alpha))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        result, alpha = ctx.saved("result", "alpha")
+        return backend.where(backend.gt(result, 0), grad, backend.mul(grad, backend.add(result, alpha)))
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """``leaky_relu`` written into ``input`` (LeakyReluBackward1)."""
+    from gradviz.ops.inplace import apply_
+
+    return apply_(input, LeakyReluBackward1.apply, negative_slope)
+
+
+def elu_(input, alpha=1.0):
+    """``elu`` written into ``input`` (EluBackward1)."""
+    from gradviz.ops.inplace import apply_
+
+    return apply_(input, EluBackward1.apply, alpha)
+
+
+def in_place(function, *args):
+    """``function(input, *args)`` written into ``input``, recorded as that op (``silu_``, ``hardtanh_``:
+    PyTorch's in-place node is the out-of-place one, saving a copy of the old input)."""
+    from gradviz.ops.inplace import apply_
+
+    return apply_(args[0], function, *args[1:])

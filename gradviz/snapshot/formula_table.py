@@ -684,6 +684,20 @@ def _leaky_relu(o):
                      note="the gradient passes where x is positive, scaled by the negative slope elsewhere"))
 
 
+@entry("LeakyReluBackward1", options=("negative_slope",))
+def _leaky_relu_in_place(o):
+    y_ = result("y")
+    return only(Rule(local=indicator(y_, ">", 0) + Num(o["negative_slope"]) * indicator(y_, "≤", 0),
+                     note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)"))
+
+
+@entry("EluBackward1", options=("alpha",))
+def _elu_in_place(o):
+    y_ = result("y")
+    return only(Rule(local=indicator(y_, ">", 0) + (y_ + Num(o["alpha"])) * indicator(y_, "≤", 0),
+                     note="in place: x was overwritten, so the output decides; where y = α(eˣ − 1), α·eˣ = y + α"))
+
+
 register("Phi")(lambda value: (1.0 + np.vectorize(math.erf, otypes=[np.float64])(np.asarray(value) / math.sqrt(2))) / 2)
 register("phi")(lambda value: np.exp(-np.square(value) / 2) / math.sqrt(2 * math.pi))
 GELU_C = 0.7978845608028654  # √(2/π)
