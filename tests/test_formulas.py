@@ -121,6 +121,14 @@ EXTRA.update({
     "layer norm, no affine, two dims": (lambda x: F.layer_norm(x, (2, 3)), [values(2, 2, 3)]),
     "layer norm, weight only": (lambda x, w: F.layer_norm(x, (3,), w), [values(2, 3), values(3)]),
     "cosine similarity": (lambda x, y: F.cosine_similarity(x, y), [values(2, 3), values(2, 3)]),
+    "batch norm, eval, no affine": (lambda x: F.batch_norm(x, gv.tensor([0.1, -0.2, 0.3], dtype=gv.float64),
+                                                           gv.tensor([1.5, 0.5, 2.0], dtype=gv.float64)),
+                                    [values(4, 3)]),
+    "batch norm, eval, affine, 3-d": (lambda x, w, b: F.batch_norm(
+        x, gv.tensor([0.1, -0.2, 0.3], dtype=gv.float64), gv.tensor([1.5, 0.5, 2.0], dtype=gv.float64), w, b),
+        [values(2, 3, 2), values(3), values(3)]),
+    "batch norm, training, weight only": (lambda x, w: F.batch_norm(x, None, None, w, training=True),
+                                          [values(5, 3), values(3)]),
     "silu, leaky relu, relu6 and pad twice": (lambda x: _gradient_of(lambda z: (F.silu(z) * F.leaky_relu(z, 0.3)
                                                                               + F.relu6(z * 4) ** 2).sum()
                                                                     + (F.pad(z, (1, -1)) ** 3).sum(), x),
@@ -346,6 +354,7 @@ def _torch_nn_layers(torch):
     h = F.gelu(h) + F.gelu(h, approximate="tanh") + F.silu(h) + F.leaky_relu(h, 0.2) + F.elu(h, 0.5)
     h = F.softplus(h, beta=2, threshold=1) + F.hardtanh(h, -0.5, 0.5) + F.relu6(h * 5)
     target = torch.tensor(values(2, 4), requires_grad=True)
+    h = torch.nn.functional.batch_norm(h, None, None, w, b, training=True)
     padded = F.pad(h, (1, 0, 0, 0), value=0.5)
     return F.smooth_l1_loss(padded, target, beta=0.5) + F.huber_loss(padded, target, delta=0.3, reduction="sum")
 

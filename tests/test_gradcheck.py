@@ -177,6 +177,8 @@ CASES.update({
     "EmbeddingBackward0": (lambda w: F.embedding(gv.tensor([[0, 2], [2, 3]]), w), [values(4, 3)]),
     "NativeLayerNormBackward0": (lambda x, w, b: F.layer_norm(x, (3,), w, b), [values(2, 3), values(3), values(3)]),
     "ConstantPadNdBackward0": (lambda x: F.pad(x, (1, -1, 2, 0), value=0.5), [values(2, 3)]),
+    "NativeBatchNormBackward0": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+                                 [values(4, 3, 2), values(3), values(3)]),
     "LeakyReluBackward1": (lambda x: F.leaky_relu(x * 1, 0.2, inplace=True), [np.array([-1.0, -0.2, 0.3, 1.1])]),
     "EluBackward1": (lambda x: F.elu(x * 1, 0.7, inplace=True), [values(2, 3)]),
     "LeakyReluBackwardBackward0": (lambda g, x: activation.LeakyReluBackwardBackward0.apply(g, x, 0.2),

@@ -360,3 +360,34 @@ weights = list(model.parameters())
 @pytest.mark.parametrize("program", [TINY_LANGUAGE_MODEL, REGRESSION], ids=["tiny language model", "regression"])
 def test_tutorial_programs_train_like_torch(program):
     assert_same(program)
+
+
+# -- batch normalization ------------------------------------------------------------------------------------
+BATCH_NORM = [
+    "bn = torch.nn.BatchNorm1d(3)\ny = bn(x)\n",
+    "bn = torch.nn.BatchNorm1d(3, momentum=None, eps=1e-3)\ny = bn(x)\ny = bn(x * 2) + y\n",
+    "bn = torch.nn.BatchNorm1d(3)\nbn(x * 3)\nbn.eval()\ny = bn(x)\n",
+    "bn = torch.nn.BatchNorm1d(3, affine=False)\ny = bn(x)\n",
+    "bn = torch.nn.BatchNorm1d(3, track_running_stats=False)\nbn.eval()\ny = bn(x)\n",
+    "bn = torch.nn.BatchNorm1d(3, bias=False)\ny = bn(x.unsqueeze(-1).expand(4, 3, 2) * torch.tensor([1.0, -2.0]))\n",
+    "bn = torch.nn.BatchNorm2d(3)\ny = bn(x.reshape(2, 2, 3).permute(0, 2, 1).unsqueeze(-1) * torch.tensor([1.0, 3.0]))\n",
+]
+BATCH = "x = torch.tensor([[0.5, -1.5, 2.0], [1.2, 0.3, -0.7], [0.1, 0.9, -1.1], [2.0, -0.4, 0.6]], requires_grad=True)\n"
+
+
+@pytest.mark.parametrize("code", BATCH_NORM)
+def test_batch_norm_matches_torch(code):
+    """Graph (NativeBatchNormBackward0 with torch's saved values), output, grads, running statistics."""
+    assert_same(BATCH + code + "(y * torch.arange(1.0, y.numel() + 1.0).reshape(y.shape)).sum().backward()\n"
+                "stats = [b for b in bn.buffers()]\nprint(bn, list(bn.state_dict()))\n")
+
+
+BATCH_NORM_ERRORS = [
+    "torch.nn.BatchNorm1d(3)(torch.ones(1, 3))", "torch.nn.BatchNorm1d(3)(torch.ones(2, 4))",
+    "torch.nn.BatchNorm1d(3)(torch.ones(2, 3, 4, 5))", "torch.nn.BatchNorm2d(3)(torch.ones(2, 3))",
+]
+
+
+@pytest.mark.parametrize("expression", BATCH_NORM_ERRORS)
+def test_batch_norm_errors_match_torch(expression):
+    assert_same_error(f"y = {expression}\n")

@@ -4,7 +4,7 @@
 graphs carry PyTorch's node names (``AddmmBackward0``, ``ReluBackward0``, ...).
 """
 from gradviz.nn import functional, init
-from gradviz.nn.modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU, Embedding, Flatten, GELU,
+from gradviz.nn.modules import (BatchNorm1d, BatchNorm2d, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU, Embedding, Flatten, GELU,
                                 Hardtanh, LayerNorm,
                                 HuberLoss, Identity, KLDivLoss, L1Loss, LeakyReLU, Linear, LogSoftmax, Module, ModuleDict,
                                 ModuleList, MSELoss, ParameterDict, ParameterList,
@@ -15,4 +15,4 @@ __all__ = ["functional", "init", "Module", "Parameter", "Linear", "Sequential", 
            "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MSELoss", "BCEWithLogitsLoss", "NLLLoss",
            "CrossEntropyLoss", "LeakyReLU", "GELU", "SiLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "BCELoss", "L1Loss",
            "SmoothL1Loss", "HuberLoss", "KLDivLoss", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-           "Embedding", "LayerNorm"]
+           "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d"]

@@ -16,7 +16,7 @@ from gradviz.ops.linalg import addmm, matmul
 from gradviz.ops.activation import elu as _elu, gelu, hardtanh as _hardtanh, leaky_relu as _leaky_relu, silu as _silu
 from gradviz.ops.activation import softplus
 from gradviz.ops.embedding import embedding, one_hot
-from gradviz.ops.normalization import layer_norm
+from gradviz.ops.normalization import batch_norm, layer_norm
 from gradviz.ops.padding import pad
 from gradviz.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
                               l1_loss, mse_loss, nll_loss, smooth_l1_loss)
@@ -27,7 +27,7 @@ from gradviz.tensor import zeros, zeros_like
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "elu", "gelu",
            "hardtanh", "huber_loss", "kl_div", "l1_loss", "leaky_relu", "linear", "log_softmax", "mse_loss", "nll_loss",
            "relu", "relu6", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "tanh", "embedding", "one_hot",
-           "layer_norm", "pad", "normalize", "cosine_similarity"]
+           "layer_norm", "batch_norm", "pad", "normalize", "cosine_similarity"]
 
 
 def linear(input, weight, bias=None):

@@ -812,6 +812,46 @@ def _sum_leading(value, count):
     return value.sum(axis=tuple(range(value.ndim - count)))
 
 
+@entry("NativeBatchNormBackward0", options=("training", "eps"), present=("input", "weight", "bias"))
+def _batch_norm(o):
+    ndim = len(o["input"])
+
+    def per_channel(name: str, shown: str) -> Call:
+        return Call("per_channel", (Var(name, shown),), "", (ndim,), "")
+
+    if o["training"]:
+        mean, inv_std = per_channel("result1", "μ"), per_channel("result2", "1/σ")
+        where = "μ and σ the batch's mean and standard deviation of each channel"
+    else:
+        mean = per_channel("running_mean", "μ")
+        inv_std = 1 / sqrt(per_channel("running_var", "σ²") + Num(o["eps"]))
+        where = "μ and σ² the running mean and variance (eval mode: fixed numbers)"
+    x_hat = (Var("input", "x") - mean) * inv_std
+    if o["training"]:
+        def average(expr):
+            return Call("mean_batch", (expr,), "mean", (), "over the batch")
+
+        sent = inv_std * (g - average(g) - x_hat * average(g * x_hat))
+    else:
+        sent = g * inv_std
+    if o["weight"] is not None:
+        sent = sent * per_channel("weight", "γ")
+    note = f"x̂ = (x − μ)/σ is the normalized input, {where}"
+    return {"input": Rule(sent=sent, note=note),
+            "weight": Rule(sent=Call("sum_batch", (g * x_hat,), "Σ", (), "over the batch"), note=note, symbol="γ"),
+            "bias": Rule(sent=Call("sum_batch", (g,), "Σ", (), "over the batch"), symbol="β",
+                         note="the bias is added to every element of its channel: its gradient is the sum of theirs")}
+
+
+def _batch_axes(value) -> tuple:
+    return (0,) + tuple(range(2, np.ndim(value)))
+
+
+register("per_channel")(lambda value, ndim: np.asarray(value, np.float64).reshape((1, -1) + (1,) * (ndim - 2)))
+register("mean_batch")(lambda value: np.asarray(value, np.float64).mean(axis=_batch_axes(value), keepdims=True))
+register("sum_batch")(lambda value: np.asarray(value, np.float64).sum(axis=_batch_axes(value)))
+
+
 @entry("ConstantPadNdBackward0", options=("pad",))
 def _constant_pad(o):
     pad = tuple(signed(p) for p in o["pad"])
