@@ -391,3 +391,32 @@ BATCH_NORM_ERRORS = [
 @pytest.mark.parametrize("expression", BATCH_NORM_ERRORS)
 def test_batch_norm_errors_match_torch(expression):
     assert_same_error(f"y = {expression}\n")
+
+
+# -- nn.utils ------------------------------------------------------------------------------------------------
+CLIPPING = "a = torch.tensor([[3.0, -4.0], [1.0, 2.0]], requires_grad=True)\nb = torch.tensor([0.5, -12.0], requires_grad=True)\n" \
+           "c = torch.tensor([1.0], requires_grad=True)\n((a * a).sum() + (b ** 3).sum()).backward()\n"
+UTILS = [
+    CLIPPING + "total = torch.nn.utils.clip_grad_norm_([a, b, c], max_norm=5.0)\n",
+    CLIPPING + "total = torch.nn.utils.clip_grad_norm_((p for p in [a, b]), 1000.0)\n",
+    CLIPPING + "total = torch.nn.utils.clip_grad_norm_([a, b], 2.0, norm_type=1)\n",
+    CLIPPING + "total = torch.nn.utils.clip_grad_norm_(b, 3.0, norm_type=float('inf'))\n",
+    CLIPPING + "total = torch.nn.utils.clip_grad_norm_([c], 1.0)\n",
+    CLIPPING + "torch.nn.utils.clip_grad_value_([a, b, c], 1.5)\n",
+    CLIPPING + "v = torch.nn.utils.parameters_to_vector([a, b])\n(v * v).sum().backward()\n",
+    CLIPPING + "with torch.no_grad():\n    torch.nn.utils.vector_to_parameters(torch.arange(6.0), [a, b])\n",
+]
+
+
+@pytest.mark.parametrize("code", UTILS)
+def test_nn_utils_match_torch(code):
+    assert_same(code)
+
+
+def test_clip_grad_norm_errors_and_warnings_match_torch():
+    assert_same_error(CLIPPING + "b.grad[0] = float('inf')\ntorch.nn.utils.clip_grad_norm_([a, b], 1.0, error_if_nonfinite=True)\n")
+    import gradviz
+
+    with pytest.warns(UserWarning, match="`parameters` is an empty generator, no gradient clipping will occur."):
+        total = gradviz.nn.utils.clip_grad_norm_((p for p in []), 1.0)
+    assert total.item() == 0.0

@@ -3,7 +3,7 @@
 ``gv.nn.Linear``, ``gv.nn.Sequential`` and friends are built from ``gv.nn.functional``, so their
 graphs carry PyTorch's node names (``AddmmBackward0``, ``ReluBackward0``, ...).
 """
-from gradviz.nn import functional, init
+from gradviz.nn import functional, init, utils
 from gradviz.nn.modules import (BatchNorm1d, BatchNorm2d, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU, Embedding, Flatten, GELU,
                                 Hardtanh, LayerNorm,
                                 HuberLoss, Identity, KLDivLoss, L1Loss, LeakyReLU, Linear, LogSoftmax, Module, ModuleDict,
@@ -11,7 +11,7 @@ from gradviz.nn.modules import (BatchNorm1d, BatchNorm2d, BCELoss, BCEWithLogits
                                 NLLLoss, Parameter, ReLU, ReLU6, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax,
                                 Softplus, Tanh)
 
-__all__ = ["functional", "init", "Module", "Parameter", "Linear", "Sequential", "Identity", "Flatten", "Dropout",
+__all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "Sequential", "Identity", "Flatten", "Dropout",
            "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MSELoss", "BCEWithLogitsLoss", "NLLLoss",
            "CrossEntropyLoss", "LeakyReLU", "GELU", "SiLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "BCELoss", "L1Loss",
            "SmoothL1Loss", "HuberLoss", "KLDivLoss", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
