@@ -25,6 +25,8 @@ SCHEDULES = [
     ("LambdaLR", {"lr_lambda": [lambda epoch: 1.0 / (epoch + 1), lambda epoch: 0.5 ** (epoch // 3)]}),
     ("CosineAnnealingLR", {"T_max": 4}),
     ("CosineAnnealingLR", {"T_max": 5, "eta_min": 0.01}),
+    ("LinearLR", {}),
+    ("LinearLR", {"start_factor": 0.5, "end_factor": 0.1, "total_iters": 6}),
 ]
 
 
@@ -135,3 +137,31 @@ def test_lambda_state_keeps_callable_objects_like_torch():
         other.load_state_dict(state)
         states.append((state, other.lr_lambdas[0].steps))
     assert states[0] == states[1] and states[0][1] == 4
+
+
+@pytest.mark.parametrize("settings", [{}, {"patience": 1, "factor": 0.5}, {"mode": "max", "patience": 0, "cooldown": 2},
+                                      {"threshold_mode": "abs", "threshold": 0.05, "patience": 1, "min_lr": [0.02, 0.0]}])
+def test_reduce_on_plateau_matches_torch(settings):
+    losses = [1.0, 0.9, 0.95, 0.91, 0.9, 0.89, 0.92, 0.93, 0.5, 0.6, 0.61, 0.62, 0.63, 0.2, 0.3, 0.3, 0.3]
+    runs = []
+    for lib in (gv, torch):
+        first, second = lib.nn.Parameter(lib.ones(2)), lib.nn.Parameter(lib.ones(1))
+        optimizer = lib.optim.SGD([{"params": [first]}, {"params": [second], "lr": 0.05}], lr=0.1)
+        scheduler = lib.optim.lr_scheduler.ReduceLROnPlateau(optimizer, **settings)
+        rates = []
+        for loss in losses:
+            optimizer.step()
+            scheduler.step(lib.tensor(loss))
+            rates.append(scheduler.get_last_lr())
+        runs.append((rates, scheduler.state_dict()))
+    assert runs[0] == runs[1]
+
+
+def test_reduce_on_plateau_errors_match_torch():
+    from parity import assert_same_error
+
+    optimizer = "torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1)"
+    for arguments in ("factor=1.0", "mode='up'", "threshold_mode='x'", "min_lr=[0.1, 0.2]"):
+        assert_same_error(f"y = torch.optim.lr_scheduler.ReduceLROnPlateau({optimizer}, {arguments})\n")
+    for arguments in ("start_factor=0", "end_factor=1.5"):
+        assert_same_error(f"y = torch.optim.lr_scheduler.LinearLR({optimizer}, {arguments})\n")
