@@ -129,6 +129,10 @@ EXTRA.update({
         [values(2, 3, 2), values(3), values(3)]),
     "batch norm, training, weight only": (lambda x, w: F.batch_norm(x, None, None, w, training=True),
                                           [values(5, 3), values(3)]),
+    "gelu, elu and softplus twice": (lambda x: _gradient_of(lambda z: (F.gelu(z) * F.elu(z, 0.5)
+                                                                      + F.gelu(z, approximate="tanh") ** 2
+                                                                      + F.softplus(z * 3, beta=2, threshold=4) ** 2).sum(),
+                                                            x), [values(2, 3)]),
     "silu, leaky relu, relu6 and pad twice": (lambda x: _gradient_of(lambda z: (F.silu(z) * F.leaky_relu(z, 0.3)
                                                                               + F.relu6(z * 4) ** 2).sum()
                                                                     + (F.pad(z, (1, -1)) ** 3).sum(), x),

@@ -181,6 +181,11 @@ CASES.update({
                                  [values(4, 3, 2), values(3), values(3)]),
     "LeakyReluBackward1": (lambda x: F.leaky_relu(x * 1, 0.2, inplace=True), [np.array([-1.0, -0.2, 0.3, 1.1])]),
     "EluBackward1": (lambda x: F.elu(x * 1, 0.7, inplace=True), [values(2, 3)]),
+    "GeluBackwardBackward0": (lambda g, x: activation.GeluBackwardBackward0.apply(g, x, "none")
+                              + activation.GeluBackwardBackward0.apply(g, x, "tanh"), [values(2, 3), values(2, 3)]),
+    "EluBackwardBackward0": (lambda g, x: activation.EluBackwardBackward0.apply(g, x, 0.7), [values(2, 3), values(2, 3)]),
+    "SoftplusBackwardBackward0": (lambda g, x: activation.SoftplusBackwardBackward0.apply(g, x, 2, 1.5),
+                                  [values(2, 3), values(2, 3)]),
     "LeakyReluBackwardBackward0": (lambda g, x: activation.LeakyReluBackwardBackward0.apply(g, x, 0.2),
                                    [values(2, 3), np.array([[-1.0, 0.5, 2.0], [0.3, -0.2, 1.1]])]),
     "HardtanhBackwardBackward0": (lambda g, x: activation.HardtanhBackwardBackward0.apply(g, x, -0.5, 0.8),

@@ -173,20 +173,47 @@ class GeluBackward0(OpFunction):
         return backend.mul(x, backend.normal_cdf(x))
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        x, approximate = ctx.saved("self", "approximate")
-        if approximate == "tanh":
-            square = backend.mul(x, x)
-            inner = backend.mul(backend.add(x, backend.mul(backend.mul(square, x), GELU_KAPPA)), GELU_SQRT_2_OVER_PI)
-            tanh_inner = backend.tanh(inner)
-            left_derivative = backend.mul(backend.add(tanh_inner, 1.0), 0.5)
-            inner_derivative = backend.mul(backend.add(backend.mul(square, 3 * GELU_KAPPA), 1.0), GELU_SQRT_2_OVER_PI)
-            right_derivative = backend.mul(backend.mul(backend.mul(x, 0.5),
-                                                       backend.sub(1.0, backend.mul(tanh_inner, tanh_inner))),
-                                           inner_derivative)
-            return backend.mul(grad, backend.add(left_derivative, right_derivative))
-        density = backend.mul(backend.exp(backend.mul(backend.mul(x, x), -0.5)), GELU_PDF_SCALE)
-        return backend.mul(grad, backend.add(backend.normal_cdf(x), backend.mul(x, density)))
+        return _gelu_backward(ctx.backend, grad, *ctx.saved("self", "approximate"))
+
+    def backward_graph(ctx, grad):
+        return GeluBackwardBackward0.apply(grad, *ctx.saved_graph("self", "approximate"))
+
+
+def _gelu_tanh_parts(backend, x):
+    """``x²``, ``tanh(u)`` and ``u'`` for the tanh form, ``u = √(2/π) (x + 0.044715 x³)``."""
+    square = backend.mul(x, x)
+    inner = backend.mul(backend.add(x, backend.mul(backend.mul(square, x), GELU_KAPPA)), GELU_SQRT_2_OVER_PI)
+    inner_derivative = backend.mul(backend.add(backend.mul(square, 3 * GELU_KAPPA), 1.0), GELU_SQRT_2_OVER_PI)
+    return square, backend.tanh(inner), inner_derivative
+
+
+def _gelu_density(backend, x):
+    """φ(x), the standard normal density."""
+    return backend.mul(backend.exp(backend.mul(backend.mul(x, x), -0.5)), GELU_PDF_SCALE)
+
+
+def _gelu_backward(backend, grad, x, approximate):
+    """``grad · (Φ(x) + x φ(x))``, or the tanh form's ``grad · (½(1 + t) + ½x(1 - t²)u')``."""
+    if approximate == "tanh":
+        _, tanh_inner, inner_derivative = _gelu_tanh_parts(backend, x)
+        left_derivative = backend.mul(backend.add(tanh_inner, 1.0), 0.5)
+        right_derivative = backend.mul(backend.mul(backend.mul(x, 0.5),
+                                                   backend.sub(1.0, backend.mul(tanh_inner, tanh_inner))),
+                                       inner_derivative)
+        return backend.mul(grad, backend.add(left_derivative, right_derivative))
+    return backend.mul(grad, backend.add(backend.normal_cdf(x), backend.mul(x, _gelu_density(backend, x))))
+
+
+def _gelu_curvature(backend, x, approximate):
+    """gelu''(x): ``φ(x)(2 - x²)``, or the tanh form's ``(1 - t²)(u' + ½x(u'' - 2t u'²))``."""
+    if approximate == "tanh":
+        _, tanh_inner, inner_derivative = _gelu_tanh_parts(backend, x)
+        inner_second = backend.mul(x, 6 * GELU_KAPPA * GELU_SQRT_2_OVER_PI)
+        bend = backend.sub(inner_second, backend.mul(backend.mul(tanh_inner, 2.0),
+                                                     backend.mul(inner_derivative, inner_derivative)))
+        return backend.mul(backend.sub(1.0, backend.mul(tanh_inner, tanh_inner)),
+                           backend.add(inner_derivative, backend.mul(backend.mul(x, 0.5), bend)))
+    return backend.mul(_gelu_density(backend, x), backend.sub(2.0, backend.mul(x, x)))
 
 
 class SiluBackward0(OpFunction):
@@ -232,9 +259,20 @@ class EluBackward0(OpFunction):
         return backend.where(backend.gt(x, 0), x, backend.mul(backend.sub(backend.exp(x), 1.0), alpha))
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        x, alpha = ctx.saved("self", "alpha")
-        return backend.where(backend.gt(x, 0), grad, backend.mul(grad, backend.mul(backend.exp(x), alpha)))
+        return _elu_backward(ctx.backend, grad, *ctx.saved("self", "alpha"))
+
+    def backward_graph(ctx, grad):
+        return EluBackwardBackward0.apply(grad, *ctx.saved_graph("self", "alpha"))
+
+
+def _elu_backward(backend, grad, x, alpha):
+    """``grad`` where ``x > 0``, ``grad · alpha · eˣ`` elsewhere."""
+    return backend.where(backend.gt(x, 0), grad, backend.mul(grad, backend.mul(backend.exp(x), alpha)))
+
+
+def _elu_curvature(backend, x, alpha):
+    """elu''(x): 0 where ``x > 0``, ``alpha · eˣ`` elsewhere."""
+    return backend.where(backend.gt(x, 0), 0.0, backend.mul(backend.exp(x), alpha))
 
 
 class SoftplusBackward0(OpFunction):
@@ -253,11 +291,25 @@ class SoftplusBackward0(OpFunction):
         return backend.where(backend.gt(scaled, threshold), x, soft)
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        x, beta, threshold = ctx.saved("self", "beta", "threshold")
-        scaled = backend.mul(x, beta)
-        z = backend.exp(scaled)
-        return backend.where(backend.gt(scaled, threshold), grad, backend.div(backend.mul(grad, z), backend.add(z, 1.0)))
+        return _softplus_backward(ctx.backend, grad, *ctx.saved("self", "beta", "threshold"))
+
+    def backward_graph(ctx, grad):
+        return SoftplusBackwardBackward0.apply(grad, *ctx.saved_graph("self", "beta", "threshold"))
+
+
+def _softplus_backward(backend, grad, x, beta, threshold):
+    """``grad · σ(βx)`` (as ``grad · z / (z + 1)``, ``z = e^(βx)``), and ``grad`` where ``βx > threshold``."""
+    scaled = backend.mul(x, beta)
+    z = backend.exp(scaled)
+    return backend.where(backend.gt(scaled, threshold), grad, backend.div(backend.mul(grad, z), backend.add(z, 1.0)))
+
+
+def _softplus_curvature(backend, x, beta, threshold):
+    """softplus''(x): ``β σ(βx)(1 - σ(βx))`` where ``βx < threshold``, else 0 (PyTorch's strict ``<``)."""
+    scaled = backend.mul(x, beta)
+    sigmoid = backend.sigmoid(scaled)
+    bend = backend.mul(backend.mul(sigmoid, backend.sub(1.0, sigmoid)), beta)
+    return backend.where(backend.lt(scaled, threshold), bend, 0.0)
 
 
 class HardtanhBackward0(OpFunction):
@@ -408,3 +460,65 @@ def in_place(function, *args):
     from gradviz.ops.inplace import apply_
 
     return apply_(args[0], function, *args[1:])
+
+
+# -- second order: the ops a recorded backward pass of gelu, elu and softplus makes ---------------------------
+class _ActivationBackwardBackward(OpFunction):
+    """``f_backward(grad_output, x, *parameters) = grad_output · f'(x)``: its gradient for ``grad_output`` is
+    ``grad · f'(x)`` (the first-order formula again), for ``x`` it is ``grad · grad_output · f''(x)``."""
+
+    parameters: tuple = ()  # the saved names of the function's settings, in call order
+    first: staticmethod   # (backend, grad, x, *parameters) -> grad · f'(x)
+    second: staticmethod  # (backend, x, *parameters) -> f''(x)
+
+    @classmethod
+    def _run(cls, ctx, grad_output, self, *parameters):
+        """The forward of each subclass (``ctx`` may be the no-op one, so the class is named explicitly)."""
+        ctx.save(grad_output=grad_output, **{cls.inputs[1]: self}, **dict(zip(cls.parameters, parameters)))
+        return cls.first(grad_output._backend, grad_output._data, self._data, *parameters)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, x = ctx.saved("grad_output", ctx.inputs[1])
+        parameters = [ctx.saved(name) for name in ctx.parameters]
+        needs = ctx.needs_input_grad
+        return (ctx.first(backend, grad, x, *parameters) if needs[0] else None,
+                backend.mul(backend.mul(grad, grad_output), ctx.second(backend, x, *parameters)) if needs[1] else None)
+
+
+class GeluBackwardBackward0(_ActivationBackwardBackward):
+    inputs = ("grad_output", "self")
+    parameters = ("approximate",)
+    derivatives = {"grad_output": ("gelu_backward(grad, self, approximate)", r"\bar{z}\,(\Phi(x) + x\,\varphi(x))"),
+                   "self": ("gelu_double_backward(grad, grad_output, self, approximate)",
+                            r"\bar{z}\,\bar{y}\,\varphi(x)\,(2 - x^{2})")}
+    first, second = staticmethod(_gelu_backward), staticmethod(_gelu_curvature)
+
+    def forward(ctx, grad_output, self, approximate):
+        return GeluBackwardBackward0._run(ctx, grad_output, self, approximate)
+
+
+class EluBackwardBackward0(_ActivationBackwardBackward):
+    inputs = ("grad_output", "self_or_result")
+    parameters = ("alpha",)
+    derivatives = {"grad_output": ("elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result)",
+                                   r"\bar{z}\,([x > 0] + \alpha e^{x}\,[x \le 0])"),
+                   "self_or_result": ("elu_double_backward(grad, grad_output, alpha, scale, input_scale, is_result, "
+                                      "self_or_result)", r"\bar{z}\,\bar{y}\,\alpha e^{x}\,[x \le 0]")}
+    first, second = staticmethod(_elu_backward), staticmethod(_elu_curvature)
+
+    def forward(ctx, grad_output, self, alpha):
+        ctx.save(input_scale=1, is_result=False, scale=1)
+        return EluBackwardBackward0._run(ctx, grad_output, self, alpha)
+
+
+class SoftplusBackwardBackward0(_ActivationBackwardBackward):
+    inputs = ("grad_output", "self")
+    parameters = ("beta", "threshold")
+    derivatives = {"grad_output": ("softplus_backward(grad, self, beta, threshold)", r"\bar{z}\,\sigma(\beta x)"),
+                   "self": ("softplus_double_backward(grad * grad_output, self, beta, threshold)",
+                            r"\bar{z}\,\bar{y}\,\beta\,\sigma(\beta x)(1 - \sigma(\beta x))")}
+    first, second = staticmethod(_softplus_backward), staticmethod(_softplus_curvature)
+
+    def forward(ctx, grad_output, self, beta, threshold):
+        return SoftplusBackwardBackward0._run(ctx, grad_output, self, beta, threshold)

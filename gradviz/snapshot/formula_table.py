@@ -1073,6 +1073,47 @@ def _hardtanh_twice(o):
             "self": Rule(local=Num(0), note=recorded(computed) + "; x only decides where ḡ passes: its gradient is 0")}
 
 
+def _activation_twice(first: Expr, second: Expr, computed: str, input_name: str = "self") -> dict:
+    """The second-order node of an elementwise activation f: ``grad_output · f'(x)``, whose gradients are
+    ``f'(x)`` for ḡ and ``ḡ · f''(x)`` for x."""
+    note = recorded(f"{computed}, ḡ being the gradient that arrived and x the input")
+    return {"grad_output": Rule(local=first, symbol="ḡ", note=note), input_name: Rule(local=g_bar * second, note=note)}
+
+
+@entry("GeluBackwardBackward0", options=("approximate",))
+def _gelu_twice(o):
+    if o["approximate"] == "tanh":
+        c, k = Num(GELU_C), Num(GELU_K)
+        u1 = c * (1 + Num(3 * GELU_K) * x ** 2)
+        th = Call("tanh", (c * (x + k * x ** 3),), "tanh")
+        first = (1 + th) / 2 + x / 2 * (1 - th ** 2) * u1
+        second = (1 - th ** 2) * (u1 + x / 2 * (Num(6 * GELU_K * GELU_C) * x - 2 * th * u1 ** 2))
+        return _activation_twice(first, second, "gelu's gradient ḡ·gelu′(x) (the tanh approximation)")
+    density = Call("phi", (x,), "φ")
+    return _activation_twice(Call("Phi", (x,), "Φ") + x * density, density * (2 - x ** 2),
+                             "gelu's gradient ḡ·(Φ(x) + x·φ(x))")
+
+
+x_or_result = Var("self_or_result", "x")  # elu's second-order node names its input so (it may be the output)
+
+
+@entry("EluBackwardBackward0", options=("alpha",))
+def _elu_twice(o):
+    alpha = Num(o["alpha"])
+    return _activation_twice(indicator(x_or_result, ">", 0) + alpha * exp(x_or_result) * indicator(x_or_result, "≤", 0),
+                             alpha * exp(x_or_result) * indicator(x_or_result, "≤", 0),
+                             f"elu's gradient ḡ·([x > 0] + {o['alpha']}·eˣ·[x ≤ 0])", "self_or_result")
+
+
+@entry("SoftplusBackwardBackward0", options=("beta", "threshold"))
+def _softplus_twice(o):
+    beta, threshold = o["beta"], o["threshold"]
+    bx = x if beta == 1 else Num(beta) * x
+    first = sigmoid(bx) * indicator(bx, "≤", Num(threshold)) + indicator(bx, ">", Num(threshold))
+    second = Num(beta) * sigmoid(bx) * (1 - sigmoid(bx)) * indicator(bx, "<", Num(threshold))
+    return _activation_twice(first, second, "softplus's gradient ḡ·σ(βx)")
+
+
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
