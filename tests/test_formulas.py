@@ -129,6 +129,11 @@ EXTRA.update({
         [values(2, 3, 2), values(3), values(3)]),
     "batch norm, training, weight only": (lambda x, w: F.batch_norm(x, None, None, w, training=True),
                                           [values(5, 3), values(3)]),
+    "selu, celu and in-place selu": (lambda x: F.selu(x) + F.celu(x) + F.selu(x * 1, inplace=True) * 2,
+                                     [values(2, 3)]),
+    "selu and celu twice": (lambda x: _gradient_of(lambda z: (F.selu(z) ** 2 + F.celu(z, 0.5) ** 2).sum(), x),
+                            [values(2, 3)]),
+    "prelu, one slope, 3-d": (lambda x, a: F.prelu(x, a), [values(2, 3, 2), positive(1)]),
     "gelu, elu and softplus twice": (lambda x: _gradient_of(lambda z: (F.gelu(z) * F.elu(z, 0.5)
                                                                       + F.gelu(z, approximate="tanh") ** 2
                                                                       + F.softplus(z * 3, beta=2, threshold=4) ** 2).sum(),
@@ -357,6 +362,8 @@ def _torch_nn_layers(torch):
     h = F.layer_norm(rows + x, (3,), w, b)
     h = F.gelu(h) + F.gelu(h, approximate="tanh") + F.silu(h) + F.leaky_relu(h, 0.2) + F.elu(h, 0.5)
     h = F.softplus(h, beta=2, threshold=1) + F.hardtanh(h, -0.5, 0.5) + F.relu6(h * 5)
+    h = F.selu(h) + F.celu(h, 0.5) + F.logsigmoid(h) + F.mish(h) + F.hardswish(h * 4) + F.hardsigmoid(h * 4)
+    h = F.prelu(h, torch.tensor(values(3), requires_grad=True)) + F.elu(h * 1, inplace=True)
     target = torch.tensor(values(2, 4), requires_grad=True)
     h = torch.nn.functional.batch_norm(h, None, None, w, b, training=True)
     padded = F.pad(h, (1, 0, 0, 0), value=0.5)

@@ -179,6 +179,13 @@ CASES.update({
     "ConstantPadNdBackward0": (lambda x: F.pad(x, (1, -1, 2, 0), value=0.5), [values(2, 3)]),
     "NativeBatchNormBackward0": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
                                  [values(4, 3, 2), values(3), values(3)]),
+    "CeluBackward0": (lambda x: F.celu(x, 0.6), [values(2, 3)]),
+    "CeluBackward1": (lambda x: F.celu(x * 1, 0.6, inplace=True), [values(2, 3)]),
+    "LogSigmoidBackward0": (lambda x: F.logsigmoid(x * 3), [values(2, 3)]),
+    "MishBackward0": (lambda x: F.mish(x * 2), [values(2, 3)]),
+    "HardswishBackward0": (lambda x: F.hardswish(x * 3), [np.array([-4.0, -1.1, 0.4, 2.5, 3.6])]),
+    "HardsigmoidBackward0": (lambda x: F.hardsigmoid(x * 3), [np.array([-4.0, -1.1, 0.4, 2.5, 3.6])]),
+    "PreluKernelBackward0": (lambda x, a: F.prelu(x, a), [values(4, 3), positive(3)]),
     "LeakyReluBackward1": (lambda x: F.leaky_relu(x * 1, 0.2, inplace=True), [np.array([-1.0, -0.2, 0.3, 1.1])]),
     "EluBackward1": (lambda x: F.elu(x * 1, 0.7, inplace=True), [values(2, 3)]),
     "GeluBackwardBackward0": (lambda g, x: activation.GeluBackwardBackward0.apply(g, x, "none")

@@ -25,6 +25,14 @@ ACTIVATIONS = [
     "F.elu(x, 0.5)", "F.softplus(x)", "F.softplus(x, beta=2, threshold=1)", "F.relu6(x * 4)", "F.hardtanh(x)",
     "F.hardtanh(x, -0.5, 0.5)", "torch.nn.ReLU6()(x * 4)", "torch.nn.Softplus()(x)", "torch.nn.GELU('tanh')(x)",
     "torch.nn.LeakyReLU(0.3)(x)", "torch.nn.SiLU()(x)", "torch.nn.ELU(alpha=0.3)(x)", "torch.nn.Hardtanh(-2, 0.5)(x)",
+    "F.selu(x)", "F.celu(x)", "F.celu(x, 0.5)", "F.logsigmoid(x * 30)", "F.softsign(x)", "F.mish(x)", "F.mish(x * 30)",
+    "F.hardswish(x * 2)", "F.hardsigmoid(x * 3)", "F.tanhshrink(x)", "F.softmin(x, 1)", "F.softmin(x, dim=0)",
+    "torch.nn.PReLU()(x)", "F.prelu(x, torch.tensor([0.1, 0.2, 0.3], requires_grad=True))",
+    "F.prelu(x.unsqueeze(-1).expand(2, 3, 2) * torch.tensor([1.0, -2.0]), torch.tensor([0.1, 0.2, 0.3], requires_grad=True))",
+    "F.prelu(x[0], torch.tensor([0.5], requires_grad=True))", "torch.nn.SELU()(x)", "torch.nn.CELU(0.7)(x)",
+    "torch.nn.Mish()(x)", "torch.nn.Hardswish()(x)", "torch.nn.Hardsigmoid()(x)", "torch.nn.LogSigmoid()(x)",
+    "torch.nn.Softsign()(x)", "torch.nn.Tanhshrink()(x)", "torch.nn.Softmin(dim=1)(x)",
+    "torch.nn.CosineSimilarity(dim=0)(x, x * x + 1)", "torch.nn.Unflatten(1, (3, 1))(x)",
 ]
 
 
@@ -55,7 +63,9 @@ def test_losses_match_torch(expression):
 IN_PLACE = ["F.leaky_relu(h, 0.2, inplace=True)", "F.elu(h, inplace=True)", "F.elu(h, 0.5, True)",
             "F.hardtanh(h, inplace=True)", "F.relu6(h, inplace=True)", "F.silu(h, inplace=True)", "F.relu(h, inplace=True)",
             "torch.nn.ReLU(inplace=True)(h)", "torch.nn.LeakyReLU(0.1, True)(h)", "torch.nn.ELU(inplace=True)(h)",
-            "torch.nn.ReLU6(True)(h)", "torch.nn.SiLU(True)(h)", "torch.nn.Hardtanh(-0.5, 0.5, True)(h)"]
+            "torch.nn.ReLU6(True)(h)", "torch.nn.SiLU(True)(h)", "torch.nn.Hardtanh(-0.5, 0.5, True)(h)",
+            "F.selu(h, True)", "F.celu(h, 0.5, True)", "F.mish(h, True)", "F.hardswish(h, True)", "F.hardsigmoid(h, True)",
+            "torch.nn.SELU(True)(h)", "torch.nn.CELU(2.0, True)(h)"]
 
 
 @pytest.mark.parametrize("expression", IN_PLACE)
@@ -76,7 +86,8 @@ ERRORS = [
     "torch.nn.HuberLoss(delta='a')", "F.huber_loss(i.float(), i.float(), weight=torch.ones(2))",
     "F.leaky_relu(torch.ones(2, requires_grad=True), inplace=True)", "F.relu(torch.ones(2, requires_grad=True), True)",
     "F.leaky_relu(torch.ones(2, requires_grad=True) * 1, -0.1, inplace=True).sum().backward()",
-    "F.hardtanh(i.float(), 2, 1, inplace=True)",
+    "F.hardtanh(i.float(), 2, 1, inplace=True)", "F.celu(i.float(), 0.0)", "F.mish(i)", "F.prelu(i.float(), torch.ones(2))",
+    "F.prelu(i.float(), torch.ones(1, 1))", "F.logsigmoid(i)",
 ]
 
 
@@ -90,7 +101,9 @@ def test_module_reprs_match_torch():
                              nn.SiLU(True), nn.ELU(), nn.ELU(0.5, True), nn.Softplus(), nn.Softplus(2, 10), nn.ReLU6(),
                              nn.ReLU6(True), nn.Hardtanh(), nn.Hardtanh(-2, 2, True), nn.Identity(), nn.BCELoss(),
                              nn.L1Loss(), nn.SmoothL1Loss(beta=0.5), nn.HuberLoss(delta=2.0),
-                             nn.KLDivLoss(reduction="batchmean"))
+                             nn.KLDivLoss(reduction="batchmean"), nn.SELU(), nn.SELU(True), nn.CELU(0.5), nn.LogSigmoid(),
+                             nn.Softsign(), nn.Mish(), nn.Hardswish(True), nn.Hardsigmoid(), nn.PReLU(), nn.PReLU(3, 0.1),
+                             nn.Tanhshrink(), nn.Softmin(1), nn.CosineSimilarity(), nn.Unflatten(1, (3, 1)))
 
     assert repr(build(gradviz)) == repr(build(torch))
 
@@ -271,7 +284,7 @@ def test_embedding_and_layer_norm_modules_match_torch():
 
 
 # -- second order: create_graph=True records these backward passes as PyTorch does ------------------------
-SECOND_ORDER = ["F.gelu(x)", "F.gelu(x, approximate='tanh')", "F.elu(x, 0.5)", "F.softplus(x, 2, 1)",
+SECOND_ORDER = ["F.selu(x)", "F.celu(x, 0.5)", "F.gelu(x)", "F.gelu(x, approximate='tanh')", "F.elu(x, 0.5)", "F.softplus(x, 2, 1)",
                 "F.softplus(x * 3) * F.gelu(x)", "F.silu(x)", "F.leaky_relu(x, 0.2)", "F.hardtanh(x, -1.0, 1.5)", "F.relu6(x * 3)",
                 "F.pad(x, (1, -1, 0, 2), value=2.0)", "F.leaky_relu(x * x) * F.silu(x * 2)"]
 

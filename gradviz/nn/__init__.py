@@ -4,7 +4,9 @@
 graphs carry PyTorch's node names (``AddmmBackward0``, ``ReluBackward0``, ...).
 """
 from gradviz.nn import functional, init, utils
-from gradviz.nn.modules import (BatchNorm1d, BatchNorm2d, BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU, Embedding, Flatten, GELU,
+from gradviz.nn.modules import (CELU, SELU, BatchNorm1d, BatchNorm2d, BCELoss, BCEWithLogitsLoss, CosineSimilarity,
+                                Hardsigmoid, Hardswish, LogSigmoid, Mish, PReLU, Softmin, Softsign, Tanhshrink,
+                                Unflatten, CrossEntropyLoss, Dropout, ELU, Embedding, Flatten, GELU,
                                 Hardtanh, LayerNorm,
                                 HuberLoss, Identity, KLDivLoss, L1Loss, LeakyReLU, Linear, LogSoftmax, Module, ModuleDict,
                                 ModuleList, MSELoss, ParameterDict, ParameterList,
@@ -15,4 +17,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "Sequ
            "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MSELoss", "BCEWithLogitsLoss", "NLLLoss",
            "CrossEntropyLoss", "LeakyReLU", "GELU", "SiLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "BCELoss", "L1Loss",
            "SmoothL1Loss", "HuberLoss", "KLDivLoss", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-           "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d"]
+           "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
+           "SELU", "CELU", "LogSigmoid", "Softsign", "Mish", "Hardswish", "Hardsigmoid", "PReLU", "Tanhshrink", "Softmin",
+           "CosineSimilarity", "Unflatten"]

@@ -14,7 +14,8 @@ from gradviz.grad_mode import no_grad
 from gradviz.ops import activation
 from gradviz.ops.linalg import addmm, matmul
 from gradviz.ops.activation import elu as _elu, gelu, hardtanh as _hardtanh, leaky_relu as _leaky_relu, silu as _silu
-from gradviz.ops.activation import softplus
+from gradviz.ops.activation import hardsigmoid as _hardsigmoid, hardswish as _hardswish, logsigmoid, mish as _mish
+from gradviz.ops.activation import prelu, softplus
 from gradviz.ops.embedding import embedding, one_hot
 from gradviz.ops.normalization import batch_norm, layer_norm
 from gradviz.ops.padding import pad
@@ -27,7 +28,8 @@ from gradviz.tensor import zeros, zeros_like
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "elu", "gelu",
            "hardtanh", "huber_loss", "kl_div", "l1_loss", "leaky_relu", "linear", "log_softmax", "mse_loss", "nll_loss",
            "relu", "relu6", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "tanh", "embedding", "one_hot",
-           "layer_norm", "batch_norm", "pad", "normalize", "cosine_similarity"]
+           "layer_norm", "batch_norm", "pad", "normalize", "cosine_similarity", "selu", "celu", "logsigmoid",
+           "softsign", "mish", "hardswish", "hardsigmoid", "prelu", "tanhshrink", "softmin"]
 
 
 def linear(input, weight, bias=None):
@@ -109,6 +111,53 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
             raise ValueError("min_val cannot be greater than max_val")
         return activation.in_place(_hardtanh, input, min_val, max_val)
     return _hardtanh(input, min_val, max_val)
+
+
+def selu(input, inplace: bool = False):
+    """``scale · elu(x, alpha)`` with PyTorch's fixed alpha and scale (EluBackward0; in place EluBackward1)."""
+    alpha, scale = activation.SELU_ALPHA, activation.SELU_SCALE
+    return activation.elu_(input, alpha, scale, 1) if inplace else activation.selu(input)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):
+    """``x`` where positive, ``alpha · (exp(x/alpha) - 1)`` elsewhere (CeluBackward0; in place CeluBackward1)."""
+    if inplace:
+        if alpha == 0:
+            raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+        return activation.celu_(input, alpha)
+    return activation.celu(input, alpha)
+
+
+def mish(input, inplace: bool = False):
+    """``x · tanh(softplus(x))`` (MishBackward0, in place too)."""
+    return activation.in_place(_mish, input) if inplace else _mish(input)
+
+
+def hardswish(input, inplace: bool = False):
+    """``x · relu6(x + 3) / 6`` (HardswishBackward0, in place too)."""
+    return activation.in_place(_hardswish, input) if inplace else _hardswish(input)
+
+
+def hardsigmoid(input, inplace: bool = False):
+    """``relu6(x + 3) / 6`` (HardsigmoidBackward0, in place too)."""
+    return activation.in_place(_hardsigmoid, input) if inplace else _hardsigmoid(input)
+
+
+def softsign(input):
+    """``x / (1 + |x|)``: PyTorch's composite (DivBackward0 over AddBackward0 over AbsBackward0)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    """``x - tanh(x)``: PyTorch's composite (SubBackward0)."""
+    return input - input.tanh()
+
+
+def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """``softmax(-x)`` along ``dim``: PyTorch's composite (SoftmaxBackward0 over NegBackward0)."""
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim, _stacklevel)
+    return activation.softmax(-input, dim, dtype=dtype)
 
 
 def relu6(input, inplace: bool = False):

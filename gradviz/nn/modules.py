@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from gradviz import _dtype
 from gradviz.grad_mode import no_grad
 from gradviz.nn import functional as F, init
+from gradviz.nn import init as init_module  # PReLU has an attribute named init
 from gradviz.tensor import Tensor, empty, ones, tensor, zeros
 
 
@@ -1201,3 +1202,152 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+# -- the rarer activations, and modules over functions ------------------------------------------------------
+class _Elementwise(Module):
+    """An activation with nothing to configure: ``forward`` is ``function(input)``."""
+
+    function = None
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input)
+
+
+class _ElementwiseInPlace(Module):
+    """An activation whose only setting is ``inplace`` (printed only when True)."""
+
+    function = None
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class SELU(_ElementwiseInPlace):
+    """``scale · elu(x, alpha)`` with alpha ≈ 1.6733 and scale ≈ 1.0507 (self-normalizing)."""
+
+    function = staticmethod(F.selu)
+
+
+class Mish(_ElementwiseInPlace):
+    """``x · tanh(softplus(x))``."""
+
+    function = staticmethod(F.mish)
+
+
+class Hardswish(_ElementwiseInPlace):
+    """``x · relu6(x + 3) / 6`` (PyTorch prints it without its ``inplace`` setting)."""
+
+    function = staticmethod(F.hardswish)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class Hardsigmoid(Hardswish):
+    """``relu6(x + 3) / 6``."""
+
+    function = staticmethod(F.hardsigmoid)
+
+
+class LogSigmoid(_Elementwise):
+    """``log(sigmoid(x))``, computed without overflow."""
+
+    function = staticmethod(F.logsigmoid)
+
+
+class Softsign(_Elementwise):
+    """``x / (1 + |x|)``."""
+
+    function = staticmethod(F.softsign)
+
+
+class Tanhshrink(_Elementwise):
+    """``x - tanh(x)``."""
+
+    function = staticmethod(F.tanhshrink)
+
+
+class CELU(Module):
+    """``x`` where positive, ``alpha · (exp(x/alpha) - 1)`` elsewhere."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class PReLU(Module):
+    """A leaky ReLU whose negative slope is learned: one for all channels, or one per channel (dim 1)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        self.num_parameters = num_parameters
+        super().__init__()
+        self.init = init
+        self.weight = Parameter(empty((num_parameters,), device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init_module.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class Softmin(Module):
+    """``softmax(-x)`` along ``dim``."""
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim, _stacklevel=4)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class CosineSimilarity(Module):
+    """The cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class Unflatten(Module):
+    """Splits dim ``dim`` into ``unflattened_size`` (the inverse of Flatten), as a view."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        dim = self.dim % input.ndim if input.ndim else 0
+        shape = tuple(input.shape[:dim]) + tuple(self.unflattened_size) + tuple(input.shape[dim + 1:])
+        return input.view(shape)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, saved_dim, wrap_dim
+from gradviz.tensor import Tensor
 
 
 def _log_softmax(backend, values, axis):
@@ -145,8 +146,6 @@ class LeakyReluBackwardBackward0(OpFunction):
 
 def _zeros_like(ctx, grad):
     """PyTorch's ``zeros_like(grad)``: a zero gradient with no history."""
-    from gradviz.tensor import Tensor
-
     return Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
 
 
@@ -246,33 +245,69 @@ class SiluBackward0(OpFunction):
 
 
 class EluBackward0(OpFunction):
-    """``x`` where ``x > 0``, else ``alpha · (eˣ - 1)`` (PyTorch's ``scale`` and ``input_scale`` are 1 here)."""
+    """``scale · x`` where ``x > 0``, else ``scale · alpha · (e^(input_scale·x) - 1)``: ELU (scales 1) and SELU
+    (PyTorch's fixed alpha and scale, below)."""
 
     inputs = ("self",)
     derivatives = {"self": ("elu_backward(grad, alpha, scale, input_scale, false, self)",
                             r"\bar{y}\,([x > 0] + \alpha e^{x}\,[x \le 0])")}
 
-    def forward(ctx, self, alpha=1.0):
+    def forward(ctx, self, alpha=1.0, scale=1, input_scale=1):
         x = _floating(self, "elu_cpu")
-        ctx.save(alpha=alpha, input_scale=1, scale=1, self=self)
-        backend = self._backend
-        return backend.where(backend.gt(x, 0), x, backend.mul(backend.sub(backend.exp(x), 1.0), alpha))
+        ctx.save(alpha=alpha, input_scale=input_scale, scale=scale, self=self)
+        return _elu(self._backend, x, alpha, scale, input_scale)
 
     def backward(ctx, grad):
-        return _elu_backward(ctx.backend, grad, *ctx.saved("self", "alpha"))
+        return _elu_backward(ctx.backend, grad, *ctx.saved("self", "alpha", "scale", "input_scale"))
 
     def backward_graph(ctx, grad):
-        return EluBackwardBackward0.apply(grad, *ctx.saved_graph("self", "alpha"))
+        return EluBackwardBackward0.apply(grad, *ctx.saved_graph("self", "alpha", "scale", "input_scale"))
 
 
-def _elu_backward(backend, grad, x, alpha):
-    """``grad`` where ``x > 0``, ``grad · alpha · eˣ`` elsewhere."""
-    return backend.where(backend.gt(x, 0), grad, backend.mul(grad, backend.mul(backend.exp(x), alpha)))
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _elu_curvature(backend, x, alpha):
-    """elu''(x): 0 where ``x > 0``, ``alpha · eˣ`` elsewhere."""
-    return backend.where(backend.gt(x, 0), 0.0, backend.mul(backend.exp(x), alpha))
+class CeluBackward0(OpFunction):
+    """``x`` where ``x > 0``, else ``alpha · (e^(x/alpha) - 1)``: an ELU whose negative side is scaled
+    to stay continuously differentiable at 0 for any alpha."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("elu_backward(grad, alpha, 1, 1.0/alpha, false, self)",
+                            r"\bar{y}\,([x > 0] + e^{x/\alpha}\,[x \le 0])")}
+
+    def forward(ctx, self, alpha=1.0):
+        x = _floating(self, "elu_cpu")
+        ctx.save(alpha=alpha, self=self)
+        return _elu(self._backend, x, alpha, 1, 1.0 / alpha)
+
+    def backward(ctx, grad):
+        alpha = ctx.saved("alpha")
+        return _elu_backward(ctx.backend, grad, ctx.saved("self"), alpha, 1, 1.0 / alpha)
+
+    def backward_graph(ctx, grad):
+        self, alpha = ctx.saved_graph("self", "alpha")
+        return EluBackwardBackward0.apply(grad, self, alpha, 1, 1.0 / alpha)
+
+
+def _elu(backend, x, alpha, scale=1, input_scale=1):
+    """PyTorch's ELU kernel: ``x · scale`` where ``x > 0``, ``(e^(x · input_scale) - 1) · alpha · scale`` elsewhere."""
+    exponent = backend.exp(x if input_scale == 1 else backend.mul(x, input_scale))
+    negative = backend.mul(backend.sub(exponent, 1.0), alpha * scale)
+    return backend.where(backend.gt(x, 0), x if scale == 1 else backend.mul(x, scale), negative)
+
+
+def _elu_backward(backend, grad, x, alpha, scale=1, input_scale=1):
+    """``grad · scale`` where ``x > 0``, ``grad · alpha · scale · input_scale · e^(x · input_scale)`` elsewhere."""
+    exponent = backend.exp(x if input_scale == 1 else backend.mul(x, input_scale))
+    positive = grad if scale == 1 else backend.mul(grad, scale)
+    return backend.where(backend.gt(x, 0), positive, backend.mul(grad, backend.mul(exponent, alpha * scale * input_scale)))
+
+
+def _elu_curvature(backend, x, alpha, scale=1, input_scale=1):
+    """elu''(x): 0 where ``x > 0``, ``alpha · scale · input_scale² · e^(x · input_scale)`` elsewhere."""
+    exponent = backend.exp(x if input_scale == 1 else backend.mul(x, input_scale))
+    return backend.where(backend.gt(x, 0), 0.0, backend.mul(exponent, alpha * scale * input_scale * input_scale))
 
 
 class SoftplusBackward0(OpFunction):
@@ -365,6 +400,152 @@ class HardtanhBackwardBackward0(OpFunction):
                 _zeros_like(ctx, grad) if ctx.needs_input_grad[1] else None)
 
 
+class LogSigmoidBackward0(OpFunction):
+    """``log σ(x) = min(x, 0) - log(1 + e^-|x|)``, never overflowing; PyTorch saves ``buffer = e^-|x|``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("log_sigmoid_backward(grad, self, buffer)", r"\bar{y}\,(1 - \sigma(x))")}
+
+    def forward(ctx, self):
+        x = _floating(self, "log_sigmoid_cpu")
+        backend = self._backend
+        buffer = backend.exp(backend.neg(backend.abs(x)))
+        ctx.save(buffer=Tensor._make(buffer, backend=backend), self=self)
+        return backend.sub(backend.minimum(x, 0.0), backend.log1p(buffer))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, buffer = ctx.saved("self", "buffer")
+        negative = backend.lt(x, 0)
+        share = backend.div(buffer, backend.add(buffer, 1.0))  # σ(-|x|)
+        local = backend.where(negative, backend.sub(1.0, share), share)
+        return backend.mul(grad, local)
+
+
+class MishBackward0(OpFunction):
+    """``x · tanh(softplus(x))``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("mish_backward(grad, self)",
+                            r"\bar{y}\,(\tanh s + x\,\sigma(x)\,(1 - \tanh^{2} s)),\ s = \mathrm{softplus}(x)")}
+
+    def forward(ctx, self):
+        x = _floating(self, "mish_cpu")
+        ctx.save(self=self)
+        return self._backend.mul(x, self._backend.tanh(_softplus_of(self._backend, x)))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x = ctx.saved("self")
+        tanh_softplus = backend.tanh(_softplus_of(backend, x))
+        slope = backend.mul(backend.mul(x, backend.sigmoid(x)), backend.sub(1.0, backend.mul(tanh_softplus, tanh_softplus)))
+        return backend.mul(grad, backend.add(tanh_softplus, slope))
+
+
+def _softplus_of(backend, x):
+    """``log(1 + eˣ)`` computed without overflow: ``max(x, 0) + log(1 + e^-|x|)``."""
+    return backend.add(backend.maximum(x, 0.0), backend.softplus_neg(backend.abs(x)))
+
+
+class HardswishBackward0(OpFunction):
+    """``x · relu6(x + 3) / 6``: 0 below -3, ``x`` above 3, a parabola between."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("hardswish_backward(grad, self)", r"\bar{y}\,(x/3 + 1/2)\ \text{on}\ (-3, 3)")}
+
+    def forward(ctx, self):
+        x = _floating(self, "hardswish_cpu")
+        ctx.save(self=self)
+        backend = self._backend
+        return backend.div(backend.mul(x, backend.minimum(backend.maximum(backend.add(x, 3.0), 0.0), 6.0)), 6.0)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x = ctx.saved("self")
+        middle = backend.mul(grad, backend.add(backend.div(x, 3.0), 0.5))
+        return backend.where(backend.le(x, -3.0), 0.0, backend.where(backend.lt(x, 3.0), middle, grad))
+
+
+class HardsigmoidBackward0(OpFunction):
+    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("hardsigmoid_backward(grad, self)", r"\bar{y}\,[-3 < x < 3] / 6")}
+
+    def forward(ctx, self):
+        x = _floating(self, "hardsigmoid_cpu")
+        ctx.save(self=self)
+        backend = self._backend
+        return backend.div(backend.minimum(backend.maximum(backend.add(x, 3.0), 0.0), 6.0), 6.0)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x = ctx.saved("self")
+        inside = backend.logical_and(backend.gt(x, -3.0), backend.lt(x, 3.0))
+        return backend.where(inside, backend.div(grad, 6.0), 0.0)
+
+
+class PreluKernelBackward0(OpFunction):
+    """``x`` where positive, ``weight · x`` elsewhere, with a learned slope per channel (``weight`` is
+    viewed to broadcast along dim 1)."""
+
+    inputs = ("self", "weight")
+    derivatives = {"self": ("_prelu_kernel_backward(grad, self, weight)[0]", r"\bar{y}\,([x > 0] + a\,[x \le 0])"),
+                   "weight": ("_prelu_kernel_backward(grad, self, weight)[1]", r"\bar{y}\,x\,[x \le 0]")}
+
+    def forward(ctx, self, weight):
+        ctx.save(self=self, weight=weight)
+        ctx.weight_shape = tuple(weight.shape)
+        backend = self._backend
+        x = self._data
+        return backend.where(backend.gt(x, 0), x, backend.mul(weight._data, x))
+
+    def backward(ctx, grad):
+        from gradviz.ops._util import sum_to
+
+        backend = ctx.backend
+        x, weight = ctx.saved("self", "weight")
+        positive = backend.gt(x, 0)
+        needs = ctx.needs_input_grad
+        grad_input = backend.where(positive, grad, backend.mul(weight, grad)) if needs[0] else None
+        grad_weight = sum_to(backend, backend.where(positive, 0.0, backend.mul(x, grad)), ctx.weight_shape) \
+            if needs[1] else None
+        return grad_input, grad_weight
+
+
+def prelu(input, weight):
+    """PReLU: the slope ``weight`` (one, or one per channel) is viewed to ``(1, C, 1, ...)`` first."""
+    count = weight.numel()
+    if count != 1:
+        if input.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.ndim > 1 else 1
+        if channels != count:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{count} and channel size = {channels}.")
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
+    if input.ndim > 1:
+        weight = weight.reshape((1, count) + (1,) * (input.ndim - 2))
+    return PreluKernelBackward0.apply(input, weight)
+
+
+def logsigmoid(input):
+    return LogSigmoidBackward0.apply(input)
+
+
+def mish(input):
+    return MishBackward0.apply(input)
+
+
+def hardswish(input):
+    return HardswishBackward0.apply(input)
+
+
+def hardsigmoid(input):
+    return HardsigmoidBackward0.apply(input)
+
+
 def leaky_relu(input, negative_slope=0.01):
     return LeakyReluBackward0.apply(input, negative_slope)
 
@@ -381,6 +562,16 @@ def silu(input):
 
 def elu(input, alpha=1.0):
     return EluBackward0.apply(input, alpha)
+
+
+def selu(input):
+    return EluBackward0.apply(input, SELU_ALPHA, SELU_SCALE, 1)
+
+
+def celu(input, alpha=1.0):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return CeluBackward0.apply(input, alpha)
 
 
 def softplus(input, beta=1, threshold=20):
@@ -421,23 +612,48 @@ class LeakyReluBackward1(OpFunction):
 
 
 class EluBackward1(OpFunction):
-    """``elu_`` (in place): the backward reads the output; where it is negative, ``alpha · eˣ = y + alpha``."""
+    """``elu_`` and ``selu_`` (in place): the backward reads the output; where it is not positive,
+    the slope is ``input_scale · (y + alpha · scale)``."""
 
     inputs = ("self",)
     derivatives = {"self": ("elu_backward(grad, alpha, scale, input_scale, true, result)",
                             r"\bar{y}\,([y > 0] + (y + \alpha)\,[y \le 0])")}
 
-    def forward(ctx, self, alpha=1.0):
+    def forward(ctx, self, alpha=1.0, scale=1, input_scale=1):
         x = _floating(self, "elu_cpu")
-        ctx.save(alpha=alpha, input_scale=1, scale=1)
+        ctx.save(alpha=alpha, input_scale=input_scale, scale=scale)
         ctx.save_result()
-        backend = self._backend
-        return backend.where(backend.gt(x, 0), x, backend.mul(backend.sub(backend.exp(x), 1.0), alpha))
+        return _elu(self._backend, x, alpha, scale, input_scale)
 
     def backward(ctx, grad):
-        backend = ctx.backend
+        result, alpha, scale, input_scale = ctx.saved("result", "alpha", "scale", "input_scale")
+        return _elu_backward_from_result(ctx.backend, grad, result, alpha, scale, input_scale)
+
+
+class CeluBackward1(OpFunction):
+    """``celu_`` (in place): ELU with ``input_scale = 1/alpha``, read from the output."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("elu_backward(grad, alpha, 1, 1.0/alpha, true, result)",
+                            r"\bar{y}\,([y > 0] + (y/\alpha + 1)\,[y \le 0])")}
+
+    def forward(ctx, self, alpha=1.0):
+        x = _floating(self, "elu_cpu")
+        ctx.save(alpha=alpha)
+        ctx.save_result()
+        return _elu(self._backend, x, alpha, 1, 1.0 / alpha)
+
+    def backward(ctx, grad):
         result, alpha = ctx.saved("result", "alpha")
-        return backend.where(backend.gt(result, 0), grad, backend.mul(grad, backend.add(result, alpha)))
+        return _elu_backward_from_result(ctx.backend, grad, result, alpha, 1, 1.0 / alpha)
+
+
+def _elu_backward_from_result(backend, grad, result, alpha, scale, input_scale):
+    positive = grad if scale == 1 else backend.mul(grad, scale)
+    slope = backend.add(result, alpha * scale)
+    if input_scale != 1:
+        slope = backend.mul(slope, input_scale)
+    return backend.where(backend.gt(result, 0), positive, backend.mul(grad, slope))
 
 
 def leaky_relu_(input, negative_slope=0.01):
@@ -447,11 +663,18 @@ def leaky_relu_(input, negative_slope=0.01):
     return apply_(input, LeakyReluBackward1.apply, negative_slope)
 
 
-def elu_(input, alpha=1.0):
-    """``elu`` written into ``input`` (EluBackward1)."""
+def elu_(input, alpha=1.0, scale=1, input_scale=1):
+    """``elu`` (or ``selu``: its alpha and scale) written into ``input`` (EluBackward1)."""
     from gradviz.ops.inplace import apply_
 
-    return apply_(input, EluBackward1.apply, alpha)
+    return apply_(input, EluBackward1.apply, alpha, scale, input_scale)
+
+
+def celu_(input, alpha=1.0):
+    """``celu`` written into ``input`` (CeluBackward1)."""
+    from gradviz.ops.inplace import apply_
+
+    return apply_(input, CeluBackward1.apply, alpha)
 
 
 def in_place(function, *args):
@@ -500,16 +723,16 @@ class GeluBackwardBackward0(_ActivationBackwardBackward):
 
 class EluBackwardBackward0(_ActivationBackwardBackward):
     inputs = ("grad_output", "self_or_result")
-    parameters = ("alpha",)
+    parameters = ("alpha", "scale", "input_scale")
     derivatives = {"grad_output": ("elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result)",
                                    r"\bar{z}\,([x > 0] + \alpha e^{x}\,[x \le 0])"),
                    "self_or_result": ("elu_double_backward(grad, grad_output, alpha, scale, input_scale, is_result, "
                                       "self_or_result)", r"\bar{z}\,\bar{y}\,\alpha e^{x}\,[x \le 0]")}
     first, second = staticmethod(_elu_backward), staticmethod(_elu_curvature)
 
-    def forward(ctx, grad_output, self, alpha):
-        ctx.save(input_scale=1, is_result=False, scale=1)
-        return EluBackwardBackward0._run(ctx, grad_output, self, alpha)
+    def forward(ctx, grad_output, self, alpha, scale=1, input_scale=1):
+        ctx.save(is_result=False)
+        return EluBackwardBackward0._run(ctx, grad_output, self, alpha, scale, input_scale)
 
 
 class SoftplusBackwardBackward0(_ActivationBackwardBackward):

@@ -691,11 +691,23 @@ def _leaky_relu_in_place(o):
                      note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)"))
 
 
-@entry("EluBackward1", options=("alpha",))
+@entry("EluBackward1", options=("alpha", "scale", "input_scale"))
 def _elu_in_place(o):
+    return only(_elu_from_output(o["alpha"], o["scale"], o["input_scale"]))
+
+
+entry("CeluBackward1", options=("alpha",))(lambda o: only(_elu_from_output(o["alpha"], 1, 1 / o["alpha"])))
+
+
+def _elu_from_output(alpha: float, scale: float, input_scale: float) -> Rule:
+    """In place, ELU's slope read from its output y: where ``y ≤ 0`` it is ``input_scale · (y + alpha · scale)``."""
     y_ = result("y")
-    return only(Rule(local=indicator(y_, ">", 0) + (y_ + Num(o["alpha"])) * indicator(y_, "≤", 0),
-                     note="in place: x was overwritten, so the output decides; where y = α(eˣ − 1), α·eˣ = y + α"))
+    negative = y_ + Num(alpha * scale)
+    if input_scale != 1:
+        negative = Num(input_scale) * negative
+    positive = indicator(y_, ">", 0) if scale == 1 else Num(scale) * indicator(y_, ">", 0)
+    return Rule(local=positive + negative * indicator(y_, "≤", 0),
+                note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)")
 
 
 register("Phi")(lambda value: (1.0 + np.vectorize(math.erf, otypes=[np.float64])(np.asarray(value) / math.sqrt(2))) / 2)
@@ -719,11 +731,26 @@ entry("SiluBackward0")(lambda o: only(Rule(local=sigmoid(x) * (1 + x * (1 - sigm
                                            note="silu(x) = x·σ(x), by the product rule")))
 
 
-@entry("EluBackward0", options=("alpha",))
+def _elu_slopes(value: Expr, alpha: float, scale: float, input_scale: float) -> tuple:
+    """ELU's f'(x) and f''(x) for ``scale · (x or alpha(e^(input_scale·x) - 1))``, each constant shown only
+    when it is not 1 (so plain ELU reads α·eˣ, SELU shows its scale, CELU its e^(x/α))."""
+    exponent = exp(value if input_scale == 1 else Num(input_scale) * value)
+    negative_coefficient, curve_coefficient = alpha * scale * input_scale, alpha * scale * input_scale ** 2
+
+    def times(coefficient, expr):
+        return expr if coefficient == 1 else Num(coefficient) * expr
+
+    first = times(scale, indicator(value, ">", 0)) + times(negative_coefficient, exponent) * indicator(value, "≤", 0)
+    return first, times(curve_coefficient, exponent) * indicator(value, "≤", 0)
+
+
+@entry("EluBackward0", options=("alpha", "scale", "input_scale"))
 def _elu(o):
-    alpha = o["alpha"]
-    scaled = exp(x) if alpha == 1 else Num(alpha) * exp(x)
-    return only(Rule(local=indicator(x, ">", 0) + scaled * indicator(x, "≤", 0)))
+    first, _ = _elu_slopes(x, o["alpha"], o["scale"], o["input_scale"])
+    return only(Rule(local=first))
+
+
+entry("CeluBackward0", options=("alpha",))(lambda o: only(Rule(local=_elu_slopes(x, o["alpha"], 1, 1 / o["alpha"])[0])))
 
 
 @entry("SoftplusBackward0", options=("beta", "threshold"))
@@ -737,6 +764,32 @@ def _softplus(o):
 entry("HardtanhBackward0", options=("min_val", "max_val"))(lambda o: only(Rule(
     local=Both(indicator(Num(o["min_val"]), "<", x), indicator(x, "<", Num(o["max_val"]))),
     note="the gradient passes only strictly inside the bounds")))
+
+
+entry("LogSigmoidBackward0")(lambda o: only(Rule(local=1 - sigmoid(x), note="d/dx log σ(x) = 1 − σ(x)")))
+
+
+@entry("MishBackward0")
+def _mish(o):
+    t_ = Call("tanh", (ln(1 + exp(x)),), "tanh")
+    return only(Rule(local=t_ + x * sigmoid(x) * (1 - t_ ** 2), note="mish(x) = x·tanh(softplus(x)), softplus(x) = ln(1 + eˣ)"))
+
+
+entry("HardswishBackward0")(lambda o: only(Rule(
+    local=Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) * (x / 3 + Num(0.5)) + indicator(x, "≥", Num(3)),
+    note="hardswish is 0 up to −3, x·(x + 3)/6 between −3 and 3, and x from 3 on")))
+entry("HardsigmoidBackward0")(lambda o: only(Rule(
+    local=Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) / 6,
+    note="hardsigmoid rises linearly from 0 to 1 between −3 and 3, and is flat elsewhere")))
+
+
+@entry("PreluKernelBackward0")
+def _prelu(o):
+    a = Var("weight", "a")
+    return {"self": Rule(local=indicator(x, ">", 0) + a * indicator(x, "≤", 0),
+                         note="a is the learned slope (one per channel, or one for all)"),
+            "weight": Rule(local=x * indicator(x, "≤", 0), symbol="a",
+                           note="each slope gets the gradients of the negative inputs it scaled, added up")}
 
 
 register("clamp")(lambda value, low, high: np.clip(value, low, high))
@@ -1097,12 +1150,10 @@ def _gelu_twice(o):
 x_or_result = Var("self_or_result", "x")  # elu's second-order node names its input so (it may be the output)
 
 
-@entry("EluBackwardBackward0", options=("alpha",))
+@entry("EluBackwardBackward0", options=("alpha", "scale", "input_scale"))
 def _elu_twice(o):
-    alpha = Num(o["alpha"])
-    return _activation_twice(indicator(x_or_result, ">", 0) + alpha * exp(x_or_result) * indicator(x_or_result, "≤", 0),
-                             alpha * exp(x_or_result) * indicator(x_or_result, "≤", 0),
-                             f"elu's gradient ḡ·([x > 0] + {o['alpha']}·eˣ·[x ≤ 0])", "self_or_result")
+    first, second = _elu_slopes(x_or_result, o["alpha"], o["scale"], o["input_scale"])
+    return _activation_twice(first, second, "elu's gradient ḡ·elu′(x)", "self_or_result")
 
 
 @entry("SoftplusBackwardBackward0", options=("beta", "threshold"))
