@@ -291,9 +291,13 @@ class CeluBackward0(OpFunction):
 
 
 def _elu(backend, x, alpha, scale=1, input_scale=1):
-    """PyTorch's ELU kernel: ``x · scale`` where ``x > 0``, ``(e^(x · input_scale) - 1) · alpha · scale`` elsewhere."""
-    exponent = backend.exp(x if input_scale == 1 else backend.mul(x, input_scale))
-    negative = backend.mul(backend.sub(exponent, 1.0), alpha * scale)
+    """PyTorch's ELU kernel: ``x · scale`` where ``x > 0``, ``expm1(x · input_scale) · alpha · scale`` elsewhere.
+
+    ``eᶻ - 1`` loses every digit for small z (it is 0 for z = -1e-20, and 0.1% off at -1e-5 in float32), so
+    PyTorch uses ``expm1``; here it is ``tanh(z/2) · (eᶻ + 1)``, the same number to a few ulps."""
+    z = x if input_scale == 1 else backend.mul(x, input_scale)
+    expm1 = backend.mul(backend.tanh(backend.mul(z, 0.5)), backend.add(backend.exp(z), 1.0))
+    negative = backend.mul(expm1, alpha * scale)
     return backend.where(backend.gt(x, 0), x if scale == 1 else backend.mul(x, scale), negative)
 
 
@@ -305,9 +309,10 @@ def _elu_backward(backend, grad, x, alpha, scale=1, input_scale=1):
 
 
 def _elu_curvature(backend, x, alpha, scale=1, input_scale=1):
-    """elu''(x): 0 where ``x > 0``, ``alpha · scale · input_scale² · e^(x · input_scale)`` elsewhere."""
+    """elu''(x): ``alpha · scale · input_scale² · e^(x · input_scale)`` where ``x < 0``, else 0 (0 at x = 0 too,
+    as PyTorch's ``elu_double_backward`` has it)."""
     exponent = backend.exp(x if input_scale == 1 else backend.mul(x, input_scale))
-    return backend.where(backend.gt(x, 0), 0.0, backend.mul(exponent, alpha * scale * input_scale * input_scale))
+    return backend.where(backend.lt(x, 0), backend.mul(exponent, alpha * scale * input_scale * input_scale), 0.0)
 
 
 class SoftplusBackward0(OpFunction):
@@ -482,7 +487,10 @@ class HardsigmoidBackward0(OpFunction):
         backend = ctx.backend
         x = ctx.saved("self")
         inside = backend.logical_and(backend.gt(x, -3.0), backend.lt(x, 3.0))
-        return backend.where(inside, backend.div(grad, 6.0), 0.0)
+        return backend.where(inside, backend.mul(grad, HARDSIGMOID_SLOPE), 0.0)
+
+
+HARDSIGMOID_SLOPE = 0.1666666716337204  # PyTorch's kernel multiplies by 1/6 rounded to float32, even for doubles
 
 
 class PreluKernelBackward0(OpFunction):
@@ -727,7 +735,7 @@ class EluBackwardBackward0(_ActivationBackwardBackward):
     derivatives = {"grad_output": ("elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result)",
                                    r"\bar{z}\,([x > 0] + \alpha e^{x}\,[x \le 0])"),
                    "self_or_result": ("elu_double_backward(grad, grad_output, alpha, scale, input_scale, is_result, "
-                                      "self_or_result)", r"\bar{z}\,\bar{y}\,\alpha e^{x}\,[x \le 0]")}
+                                      "self_or_result)", r"\bar{z}\,\bar{y}\,\alpha e^{x}\,[x < 0]")}
     first, second = staticmethod(_elu_backward), staticmethod(_elu_curvature)
 
     def forward(ctx, grad_output, self, alpha, scale=1, input_scale=1):

@@ -741,7 +741,7 @@ def _elu_slopes(value: Expr, alpha: float, scale: float, input_scale: float) -> 
         return expr if coefficient == 1 else Num(coefficient) * expr
 
     first = times(scale, indicator(value, ">", 0)) + times(negative_coefficient, exponent) * indicator(value, "≤", 0)
-    return first, times(curve_coefficient, exponent) * indicator(value, "≤", 0)
+    return first, times(curve_coefficient, exponent) * indicator(value, "<", 0)
 
 
 @entry("EluBackward0", options=("alpha", "scale", "input_scale"))
@@ -779,8 +779,9 @@ entry("HardswishBackward0")(lambda o: only(Rule(
     local=Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) * (x / 3 + Num(0.5)) + indicator(x, "≥", Num(3)),
     note="hardswish is 0 up to −3, x·(x + 3)/6 between −3 and 3, and x from 3 on")))
 entry("HardsigmoidBackward0")(lambda o: only(Rule(
-    local=Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) / 6,
-    note="hardsigmoid rises linearly from 0 to 1 between −3 and 3, and is flat elsewhere")))
+    local=Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) * Num(0.1666666716337204),
+    note="hardsigmoid rises linearly from 0 to 1 between −3 and 3 (slope 1/6, which PyTorch rounds to float32), "
+         "and is flat elsewhere")))
 
 
 @entry("PreluKernelBackward0")
