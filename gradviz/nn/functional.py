@@ -96,7 +96,7 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
 
 def silu(input, inplace: bool = False):
     """``x * sigmoid(x)`` (SiluBackward0, in place too)."""
-    return activation.in_place(_silu, input) if inplace else _silu(input)
+    return activation.apply_in_place(_silu, input) if inplace else _silu(input)
 
 
 def elu(input, alpha: float = 1.0, inplace: bool = False):
@@ -109,7 +109,7 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
     if inplace:
         if min_val > max_val:
             raise ValueError("min_val cannot be greater than max_val")
-        return activation.in_place(_hardtanh, input, min_val, max_val)
+        return activation.apply_in_place(_hardtanh, input, min_val, max_val)
     return _hardtanh(input, min_val, max_val)
 
 
@@ -130,17 +130,17 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
 
 def mish(input, inplace: bool = False):
     """``x · tanh(softplus(x))`` (MishBackward0, in place too)."""
-    return activation.in_place(_mish, input) if inplace else _mish(input)
+    return activation.apply_in_place(_mish, input) if inplace else _mish(input)
 
 
 def hardswish(input, inplace: bool = False):
     """``x · relu6(x + 3) / 6`` (HardswishBackward0, in place too)."""
-    return activation.in_place(_hardswish, input) if inplace else _hardswish(input)
+    return activation.apply_in_place(_hardswish, input) if inplace else _hardswish(input)
 
 
 def hardsigmoid(input, inplace: bool = False):
     """``relu6(x + 3) / 6`` (HardsigmoidBackward0, in place too)."""
-    return activation.in_place(_hardsigmoid, input) if inplace else _hardsigmoid(input)
+    return activation.apply_in_place(_hardsigmoid, input) if inplace else _hardsigmoid(input)
 
 
 def softsign(input):

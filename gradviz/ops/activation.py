@@ -1,9 +1,12 @@
 """Activation functions: softmax and log-softmax along one dimension, and the elementwise ones
-that ``nn`` layers apply (leaky ReLU, GELU, SiLU, ELU, softplus, hardtanh/ReLU6).
+that ``nn`` layers apply (leaky ReLU, GELU, SiLU, ELU/SELU/CELU, softplus, hardtanh/ReLU6,
+log-sigmoid, mish, hardswish, hardsigmoid, PReLU).
 
 Softmax and log-softmax subtract the row's maximum before exponentiating (the result is the same,
 and ``exp`` cannot overflow), and save their own result: the backward formulas need only that.
-The elementwise ones save their input, as PyTorch does, and compute as PyTorch's CPU kernels do.
+The elementwise ones save their input, as PyTorch does, and compute as PyTorch's CPU kernels do;
+their in-place variants (``leaky_relu_``, ``elu_``, ``celu_``) save their output instead, and the
+second-order nodes a recorded backward pass makes (``GeluBackwardBackward0``, ...) are at the end.
 """
 from __future__ import annotations
 
@@ -685,7 +688,7 @@ def celu_(input, alpha=1.0):
     return apply_(input, CeluBackward1.apply, alpha)
 
 
-def in_place(function, *args):
+def apply_in_place(function, *args):
     """``function(input, *args)`` written into ``input``, recorded as that op (``silu_``, ``hardtanh_``:
     PyTorch's in-place node is the out-of-place one, saving a copy of the old input)."""
     from gradviz.ops.inplace import apply_
