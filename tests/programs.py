@@ -1,12 +1,19 @@
 """Random straight-line programs over two leaves, for the engine's property-based tests.
 
 A program is a list of ``(op, operand indices)``; ``run_program`` runs it in torch or in gradviz
-(both have the same function names), so one drawn program is compared across the libraries.
+(both have the same function names; ``F.<name>`` is ``nn.functional``'s), so one drawn program is
+compared across the libraries.
 """
 from hypothesis import strategies as st
 
 UNARY = ["exp", "sin", "cos", "tanh", "sigmoid", "relu", "neg"]
 BINARY = ["add", "mul", "sub"]
+# nn.functional's activations whose backward pass is recorded too (so programs can be differentiated twice).
+# F.softsign (x / (|x| + 1)) joins once DivBackward0's recorded form creates its nodes in PyTorch's order:
+# with both operands depending on x, the second backward's step order differs from torch's today.
+ACTIVATIONS = ["F.gelu", "F.silu", "F.elu", "F.softplus", "F.leaky_relu", "F.hardtanh", "F.selu", "F.celu",
+               "F.tanhshrink"]
+UNARY = UNARY + ACTIVATIONS
 
 
 @st.composite
@@ -27,5 +34,6 @@ def run_program(lib, steps, x, y):
     values = [x, y]
     for op, args in steps:
         operands = [values[i] for i in args]
-        values.append(getattr(lib, op)(*operands) if op != "neg" else -operands[0])
+        function = getattr(lib.nn.functional, op[2:]) if op.startswith("F.") else getattr(lib, op, None)
+        values.append(function(*operands) if op != "neg" else -operands[0])
     return sum(v.sum() for v in values[2:]) if len(values) > 2 else values[0].sum()

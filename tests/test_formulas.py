@@ -104,6 +104,45 @@ EXTRA = {
     "unbind, one slice unused": (lambda x: (lambda a, b, c: a * b)(*x.unbind(0)), [values(3, 2)]),
     "unbind dim 1, a slice used twice": (lambda x: (lambda a, b: a * a + b)(*x.unbind(-1)), [values(3, 2)]),
 }
+# nn activations and losses: the options that change the formula
+EXTRA.update({
+    "leaky relu, default slope": (lambda x: F.leaky_relu(x), [np.array([-1.0, -0.2, 0.3, 1.1])]),
+    "elu, alpha 1": (lambda x: F.elu(x), [values(2, 3)]),
+    "softplus, beta 1, threshold": (lambda x: F.softplus(x * 10, threshold=5.0), [values(2, 3)]),
+    "relu6": (lambda x: F.relu6(x * 5), [values(2, 3)]),
+    "smooth l1, mean and none": (lambda x, t: F.smooth_l1_loss(x, t) + F.smooth_l1_loss(x, t, reduction="none"),
+                                 [values(2, 3), values(2, 3)]),
+    "huber, sum and weight": (lambda x, t: F.huber_loss(x, t, reduction="sum") + F.huber_loss(
+        x, t, weight=gv.tensor(positive(2, 3), dtype=gv.float64)), [values(2, 3), values(2, 3)]),
+    "l1 and kl": (lambda x, t: F.l1_loss(x, t) + F.kl_div(x, t.softmax(1), reduction="batchmean")
+                  + F.kl_div(x, t, reduction="sum", log_target=True), [values(2, 3), values(2, 3)]),
+    "embedding, padding and frequency": (lambda w: F.embedding(gv.tensor([0, 2, 2, 1]), w, padding_idx=1,
+                                                               scale_grad_by_freq=True), [values(4, 3)]),
+    "layer norm, no affine, two dims": (lambda x: F.layer_norm(x, (2, 3)), [values(2, 2, 3)]),
+    "layer norm, weight only": (lambda x, w: F.layer_norm(x, (3,), w), [values(2, 3), values(3)]),
+    "cosine similarity": (lambda x, y: F.cosine_similarity(x, y), [values(2, 3), values(2, 3)]),
+    "batch norm, eval, no affine": (lambda x: F.batch_norm(x, gv.tensor([0.1, -0.2, 0.3], dtype=gv.float64),
+                                                           gv.tensor([1.5, 0.5, 2.0], dtype=gv.float64)),
+                                    [values(4, 3)]),
+    "batch norm, eval, affine, 3-d": (lambda x, w, b: F.batch_norm(
+        x, gv.tensor([0.1, -0.2, 0.3], dtype=gv.float64), gv.tensor([1.5, 0.5, 2.0], dtype=gv.float64), w, b),
+        [values(2, 3, 2), values(3), values(3)]),
+    "batch norm, training, weight only": (lambda x, w: F.batch_norm(x, None, None, w, training=True),
+                                          [values(5, 3), values(3)]),
+    "selu, celu and in-place selu": (lambda x: F.selu(x) + F.celu(x) + F.selu(x * 1, inplace=True) * 2,
+                                     [values(2, 3)]),
+    "selu and celu twice": (lambda x: _gradient_of(lambda z: (F.selu(z) ** 2 + F.celu(z, 0.5) ** 2).sum(), x),
+                            [values(2, 3)]),
+    "prelu, one slope, 3-d": (lambda x, a: F.prelu(x, a), [values(2, 3, 2), positive(1)]),
+    "gelu, elu and softplus twice": (lambda x: _gradient_of(lambda z: (F.gelu(z) * F.elu(z, 0.5)
+                                                                      + F.gelu(z, approximate="tanh") ** 2
+                                                                      + F.softplus(z * 3, beta=2, threshold=4) ** 2).sum(),
+                                                            x), [values(2, 3)]),
+    "silu, leaky relu, relu6 and pad twice": (lambda x: _gradient_of(lambda z: (F.silu(z) * F.leaky_relu(z, 0.3)
+                                                                              + F.relu6(z * 4) ** 2).sum()
+                                                                    + (F.pad(z, (1, -1)) ** 3).sum(), x),
+                                              [values(2, 3)]),
+})
 
 
 def _gradient_of(f, x):
@@ -311,6 +350,27 @@ def _torch_second_order(torch):
     a, _, c = gradient.split([1, 2, 1], dim=-1)
     first, _, third = gradient.unbind(0)
     return (a * c).sum() + (first * third).sum() + gradient.split(2)[1].sum()
+
+
+def _torch_nn_layers(torch):
+    """The nn activations, losses and layers, on torch's own nodes."""
+    F = torch.nn.functional
+    x = torch.tensor(values(2, 3), requires_grad=True)
+    table = torch.tensor(values(4, 3), requires_grad=True)
+    w, b = torch.tensor(values(3), requires_grad=True), torch.tensor(values(3), requires_grad=True)
+    rows = F.embedding(torch.tensor([[0, 2], [2, 3]]), table, padding_idx=3, scale_grad_by_freq=True).sum(1)
+    h = F.layer_norm(rows + x, (3,), w, b)
+    h = F.gelu(h) + F.gelu(h, approximate="tanh") + F.silu(h) + F.leaky_relu(h, 0.2) + F.elu(h, 0.5)
+    h = F.softplus(h, beta=2, threshold=1) + F.hardtanh(h, -0.5, 0.5) + F.relu6(h * 5)
+    h = F.selu(h) + F.celu(h, 0.5) + F.logsigmoid(h) + F.mish(h) + F.hardswish(h * 4) + F.hardsigmoid(h * 4)
+    h = F.prelu(h, torch.tensor(values(3), requires_grad=True)) + F.elu(h * 1, inplace=True)
+    target = torch.tensor(values(2, 4), requires_grad=True)
+    h = torch.nn.functional.batch_norm(h, None, None, w, b, training=True)
+    padded = F.pad(h, (1, 0, 0, 0), value=0.5)
+    return F.smooth_l1_loss(padded, target, beta=0.5) + F.huber_loss(padded, target, delta=0.3, reduction="sum")
+
+
+TORCH_PROGRAMS["nn activations, losses and layers"] = _torch_nn_layers
 
 
 @pytest.mark.parametrize("name", sorted(TORCH_PROGRAMS))

@@ -11,7 +11,7 @@ import pytest
 
 import gradviz as gv
 import gradviz.nn.functional as F
-from gradviz.ops import double_backward, registry
+from gradviz.ops import activation, double_backward, registry
 from gradviz.ops.arithmetic import SubBackward1
 from gradviz.ops.loss import LogitBackward0
 
@@ -173,6 +173,42 @@ CASES = {
     "WhereBackward0": (lambda a, b: gv.where(gv.tensor([True, False, True]), a, b), [values(3), values(3)]),
     "ZeroBackward0": (lambda x: (x * 1).zero_() + x * x, [values(3)]),
 }
+# nn activations, losses and layers
+CASES.update({
+    "EluBackward0": (lambda x: F.elu(x, 0.7), [values(2, 3)]),
+    "GeluBackward0": (lambda x: F.gelu(x) + F.gelu(x, approximate="tanh"), [values(2, 3)]),
+    "HardtanhBackward0": (lambda x: F.hardtanh(x, -0.5, 0.8), [np.array([-1.0, -0.2, 0.3, 1.1])]),
+    "HuberLossBackward0": (lambda x, t: F.huber_loss(x, t, delta=0.5), [values(2, 3), values(2, 3)]),
+    "LeakyReluBackward0": (lambda x: F.leaky_relu(x, 0.2), [np.array([-1.0, -0.2, 0.3, 1.1])]),
+    "SiluBackward0": (lambda x: F.silu(x), [values(2, 3)]),
+    "SmoothL1LossBackward0": (lambda x, t: F.smooth_l1_loss(x, t, beta=0.7, reduction="sum"), [values(2, 3), values(2, 3)]),
+    "SoftplusBackward0": (lambda x: F.softplus(x) + F.softplus(x * 3, beta=2, threshold=4), [values(2, 3)]),
+    "EmbeddingBackward0": (lambda w: F.embedding(gv.tensor([[0, 2], [2, 3]]), w), [values(4, 3)]),
+    "NativeLayerNormBackward0": (lambda x, w, b: F.layer_norm(x, (3,), w, b), [values(2, 3), values(3), values(3)]),
+    "ConstantPadNdBackward0": (lambda x: F.pad(x, (1, -1, 2, 0), value=0.5), [values(2, 3)]),
+    "NativeBatchNormBackward0": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+                                 [values(4, 3, 2), values(3), values(3)]),
+    "CeluBackward0": (lambda x: F.celu(x, 0.6), [values(2, 3)]),
+    "CeluBackward1": (lambda x: F.celu(x * 1, 0.6, inplace=True), [values(2, 3)]),
+    "LogSigmoidBackward0": (lambda x: F.logsigmoid(x * 3), [values(2, 3)]),
+    "MishBackward0": (lambda x: F.mish(x * 2), [values(2, 3)]),
+    "HardswishBackward0": (lambda x: F.hardswish(x * 3), [np.array([-4.0, -1.1, 0.4, 2.5, 3.6])]),
+    "HardsigmoidBackward0": (lambda x: F.hardsigmoid(x * 3), [np.array([-4.0, -1.1, 0.4, 2.5, 3.6])]),
+    "PreluKernelBackward0": (lambda x, a: F.prelu(x, a), [values(4, 3), positive(3)]),
+    "LeakyReluBackward1": (lambda x: F.leaky_relu(x * 1, 0.2, inplace=True), [np.array([-1.0, -0.2, 0.3, 1.1])]),
+    "EluBackward1": (lambda x: F.elu(x * 1, 0.7, inplace=True), [values(2, 3)]),
+    "GeluBackwardBackward0": (lambda g, x: activation.GeluBackwardBackward0.apply(g, x, "none")
+                              + activation.GeluBackwardBackward0.apply(g, x, "tanh"), [values(2, 3), values(2, 3)]),
+    "EluBackwardBackward0": (lambda g, x: activation.EluBackwardBackward0.apply(g, x, 0.7), [values(2, 3), values(2, 3)]),
+    "SoftplusBackwardBackward0": (lambda g, x: activation.SoftplusBackwardBackward0.apply(g, x, 2, 1.5),
+                                  [values(2, 3), values(2, 3)]),
+    "LeakyReluBackwardBackward0": (lambda g, x: activation.LeakyReluBackwardBackward0.apply(g, x, 0.2),
+                                   [values(2, 3), np.array([[-1.0, 0.5, 2.0], [0.3, -0.2, 1.1]])]),
+    "HardtanhBackwardBackward0": (lambda g, x: activation.HardtanhBackwardBackward0.apply(g, x, -0.5, 0.8),
+                                  [values(4), np.array([-1.0, -0.2, 0.3, 1.1])]),
+})
+
+
 def _view_of_changed_base(x):
     """A view whose base changed in place after it was made: its grad_fn becomes AsStridedBackward0."""
     base = x * 1

@@ -168,6 +168,8 @@ CASES = [
     ("RMSprop", {"lr": 0.01}),
     ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.9, "weight_decay": 0.1}),
     ("RMSprop", {"lr": 0.01, "alpha": 0.3, "centered": True, "maximize": True}),
+    ("Adagrad", {"lr": 0.1}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.05, "weight_decay": 0.1, "initial_accumulator_value": 0.5, "maximize": True}),
 ]
 
 
@@ -244,10 +246,11 @@ def test_order_of_operations_is_torchs_bit_for_bit():
             assert numpy_same, key
 
 
-@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop"])
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
 def test_load_state_dict_resumes_exactly(name):
     settings = {"SGD": {"lr": 0.1, "momentum": 0.9}, "Adam": {"lr": 0.01, "amsgrad": True},
-                "AdamW": {"lr": 0.01}, "RMSprop": {"lr": 0.01, "centered": True, "momentum": 0.5}}[name]
+                "AdamW": {"lr": 0.01}, "RMSprop": {"lr": 0.01, "centered": True, "momentum": 0.5},
+                "Adagrad": {"lr": 0.1, "lr_decay": 0.1}}[name]
     rng = np.random.default_rng(0)
     start = [rng.standard_normal(shape).astype("float32") for shape in ((5, 3), (7,))]
     grads = [[rng.standard_normal(array.shape).astype("float32") for array in start] for _ in range(6)]
@@ -290,6 +293,8 @@ def test_load_state_dict_errors_match_torch():
     ("Adam", {"lr": -1.0}), ("Adam", {"eps": -1.0}), ("Adam", {"betas": (1.0, 0.9)}), ("Adam", {"betas": (0.9, -0.1)}),
     ("Adam", {"weight_decay": -1.0}), ("AdamW", {"lr": -0.5}), ("RMSprop", {"alpha": -1.0}),
     ("RMSprop", {"momentum": -1.0}), ("RMSprop", {"eps": -1e-8}), ("RMSprop", {"weight_decay": -1.0}),
+    ("Adagrad", {"lr": -1.0}), ("Adagrad", {"lr_decay": -1.0}), ("Adagrad", {"weight_decay": -1.0}),
+    ("Adagrad", {"initial_accumulator_value": -1.0}), ("Adagrad", {"eps": -1.0}),
 ])
 def test_bad_adam_and_rmsprop_settings_raise_like_torch(name, arguments):
     torch = torch_or_skip()
@@ -301,7 +306,7 @@ def test_bad_adam_and_rmsprop_settings_raise_like_torch(name, arguments):
     assert messages[0] == messages[1]
 
 
-@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop"])
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adagrad"])
 def test_optimizers_skip_params_without_grad_and_zero_grad_like_torch(name):
     torch = torch_or_skip()
     results = []

@@ -5,6 +5,8 @@ turns them back into arrays so that a 0-d tensor can still be modified in place.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gradviz.backends import numpy_ranges
@@ -238,6 +240,15 @@ def sigmoid_backward(grad, result):
 def softplus_neg(x):
     """``log(1 + e^-x)`` as ``max(-x, 0) + log1p(e^-|x|)``: no overflow for large ``|x|``."""
     return _arr(np.maximum(np.negative(x), 0.0) + np.log1p(np.exp(np.negative(np.abs(x)))))
+
+
+_erf_each = np.frompyfunc(math.erf, 1, 1)  # math.erf element by element (numpy has no erf)
+
+
+def normal_cdf(x):
+    """``(1 + erf(x / √2)) / 2`` (numpy has no erf: the C library's, one element at a time, in double)."""
+    scaled = np.multiply(x, np.sqrt(0.5, dtype=x.dtype))
+    return _arr(((_erf_each(scaled.astype(np.float64)).astype(np.float64) + 1.0) * 0.5).astype(x.dtype))
 
 
 maximum = _elementwise(np.maximum, "maximum")

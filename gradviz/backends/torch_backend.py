@@ -130,6 +130,11 @@ def softplus_neg(x):
     """``log(1 + e^-x)`` as ``max(-x, 0) + log1p(e^-|x|)``: the numpy backend's formula, op for op."""
     return torch.add(maximum(torch.neg(x), 0.0), torch.log1p(torch.exp(torch.neg(torch.abs(x)))))
 
+
+def normal_cdf(x):
+    """``(1 + erf(x / √2)) / 2``, as PyTorch's GELU kernel computes it."""
+    return torch.mul(torch.add(torch.erf(torch.mul(x, 0.7071067811865476)), 1.0), 0.5)
+
 gt, ge, lt, le, eq = torch.gt, torch.ge, torch.lt, torch.le, torch.eq
 matmul = torch.matmul
 

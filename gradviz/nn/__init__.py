@@ -3,10 +3,20 @@
 ``gv.nn.Linear``, ``gv.nn.Sequential`` and friends are built from ``gv.nn.functional``, so their
 graphs carry PyTorch's node names (``AddmmBackward0``, ``ReluBackward0``, ...).
 """
-from gradviz.nn import functional, init
-from gradviz.nn.modules import (BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Flatten, Identity, Linear, LogSoftmax,
-                                Module, MSELoss, NLLLoss, Parameter, ReLU, Sequential, Sigmoid, Softmax, Tanh)
+from gradviz.nn import functional, init, utils
+from gradviz.nn.modules import (CELU, SELU, BatchNorm1d, BatchNorm2d, BCELoss, BCEWithLogitsLoss, CosineSimilarity,
+                                Hardsigmoid, Hardswish, LogSigmoid, Mish, PReLU, Softmin, Softsign, Tanhshrink,
+                                Unflatten, CrossEntropyLoss, Dropout, ELU, Embedding, Flatten, GELU,
+                                Hardtanh, LayerNorm,
+                                HuberLoss, Identity, KLDivLoss, L1Loss, LeakyReLU, Linear, LogSoftmax, Module, ModuleDict,
+                                ModuleList, MSELoss, ParameterDict, ParameterList,
+                                NLLLoss, Parameter, ReLU, ReLU6, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax,
+                                Softplus, Tanh)
 
-__all__ = ["functional", "init", "Module", "Parameter", "Linear", "Sequential", "Identity", "Flatten", "Dropout",
+__all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "Sequential", "Identity", "Flatten", "Dropout",
            "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MSELoss", "BCEWithLogitsLoss", "NLLLoss",
-           "CrossEntropyLoss"]
+           "CrossEntropyLoss", "LeakyReLU", "GELU", "SiLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "BCELoss", "L1Loss",
+           "SmoothL1Loss", "HuberLoss", "KLDivLoss", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+           "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
+           "SELU", "CELU", "LogSigmoid", "Softsign", "Mish", "Hardswish", "Hardsigmoid", "PReLU", "Tanhshrink", "Softmin",
+           "CosineSimilarity", "Unflatten"]

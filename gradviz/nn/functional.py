@@ -13,14 +13,23 @@ import warnings
 from gradviz.grad_mode import no_grad
 from gradviz.ops import activation
 from gradviz.ops.linalg import addmm, matmul
-from gradviz.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, mse_loss,
-                              nll_loss)
+from gradviz.ops.activation import elu as _elu, gelu, hardtanh as _hardtanh, leaky_relu as _leaky_relu, silu as _silu
+from gradviz.ops.activation import hardsigmoid as _hardsigmoid, hardswish as _hardswish, logsigmoid, mish as _mish
+from gradviz.ops.activation import prelu, softplus
+from gradviz.ops.embedding import embedding, one_hot
+from gradviz.ops.normalization import batch_norm, layer_norm
+from gradviz.ops.padding import pad
+from gradviz.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
+                              l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from gradviz.ops.shape import reshape, t
-from gradviz.ops.unary import relu, sigmoid, tanh
+from gradviz.ops.unary import relu as _relu, sigmoid, tanh
 from gradviz.tensor import zeros, zeros_like
 
-__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "linear",
-           "log_softmax", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax", "tanh"]
+__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout", "elu", "gelu",
+           "hardtanh", "huber_loss", "kl_div", "l1_loss", "leaky_relu", "linear", "log_softmax", "mse_loss", "nll_loss",
+           "relu", "relu6", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "tanh", "embedding", "one_hot",
+           "layer_norm", "batch_norm", "pad", "normalize", "cosine_similarity", "selu", "celu", "logsigmoid",
+           "softsign", "mish", "hardswish", "hardsigmoid", "prelu", "tanhshrink", "softmin"]
 
 
 def linear(input, weight, bias=None):
@@ -71,3 +80,114 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
             mask = zeros_like(input).bernoulli_(1 - p)
             mask.div_(1 - p)
     return input.mul_(mask) if inplace else input * mask
+
+
+# -- elementwise activations: one node each (LeakyReluBackward0, ...); ``inplace=True`` writes the result
+# -- into the input, recorded as PyTorch's in-place variant.
+def relu(input, inplace: bool = False):
+    """``max(x, 0)`` (ReluBackward0); ``inplace=True`` writes it into ``input``."""
+    return input.relu_() if inplace else _relu(input)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    """``x`` where positive, ``negative_slope * x`` elsewhere (LeakyReluBackward0; in place LeakyReluBackward1)."""
+    return activation.leaky_relu_(input, negative_slope) if inplace else _leaky_relu(input, negative_slope)
+
+
+def silu(input, inplace: bool = False):
+    """``x * sigmoid(x)`` (SiluBackward0, in place too)."""
+    return activation.apply_in_place(_silu, input) if inplace else _silu(input)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere (EluBackward0; in place EluBackward1)."""
+    return activation.elu_(input, alpha) if inplace else _elu(input, alpha)
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    """``x`` clamped to ``[min_val, max_val]`` (HardtanhBackward0, in place too)."""
+    if inplace:
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        return activation.apply_in_place(_hardtanh, input, min_val, max_val)
+    return _hardtanh(input, min_val, max_val)
+
+
+def selu(input, inplace: bool = False):
+    """``scale · elu(x, alpha)`` with PyTorch's fixed alpha and scale (EluBackward0; in place EluBackward1)."""
+    alpha, scale = activation.SELU_ALPHA, activation.SELU_SCALE
+    return activation.elu_(input, alpha, scale, 1) if inplace else activation.selu(input)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):
+    """``x`` where positive, ``alpha · (exp(x/alpha) - 1)`` elsewhere (CeluBackward0; in place CeluBackward1)."""
+    if inplace:
+        if alpha == 0:
+            raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+        return activation.celu_(input, alpha)
+    return activation.celu(input, alpha)
+
+
+def mish(input, inplace: bool = False):
+    """``x · tanh(softplus(x))`` (MishBackward0, in place too)."""
+    return activation.apply_in_place(_mish, input) if inplace else _mish(input)
+
+
+def hardswish(input, inplace: bool = False):
+    """``x · relu6(x + 3) / 6`` (HardswishBackward0, in place too)."""
+    return activation.apply_in_place(_hardswish, input) if inplace else _hardswish(input)
+
+
+def hardsigmoid(input, inplace: bool = False):
+    """``relu6(x + 3) / 6`` (HardsigmoidBackward0, in place too)."""
+    return activation.apply_in_place(_hardsigmoid, input) if inplace else _hardsigmoid(input)
+
+
+def softsign(input):
+    """``x / (1 + |x|)``: PyTorch's composite (DivBackward0 over AddBackward0 over AbsBackward0)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    """``x - tanh(x)``: PyTorch's composite (SubBackward0)."""
+    return input - input.tanh()
+
+
+def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """``softmax(-x)`` along ``dim``: PyTorch's composite (SoftmaxBackward0 over NegBackward0)."""
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim, _stacklevel)
+    return activation.softmax(-input, dim, dtype=dtype)
+
+
+def relu6(input, inplace: bool = False):
+    """``min(max(x, 0), 6)``: PyTorch records it as ``hardtanh(x, 0, 6)`` (HardtanhBackward0)."""
+    return hardtanh(input, 0, 6, inplace)
+
+
+# -- vectors: PyTorch's composites, node for node --------------------------------------------------------
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    """``input / max(‖input‖_p, eps)`` along ``dim``.
+
+    PyTorch clamps the norm with ``clamp_min`` (ClampMinBackward0); gradviz has no ``clamp_min`` op
+    yet and records ``clamp(min=eps)`` (ClampBackward1), the same numbers and gradients."""
+    if out is not None:
+        raise NotImplementedError("gradviz's normalize has no out= argument: use the returned tensor")
+    denominator = input.norm(p, dim, keepdim=True).clamp(min=eps).expand_as(input)
+    return input / denominator
+
+
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+    """``Σ (x1/‖x1‖)(x2/‖x2‖)`` along ``dim``, as PyTorch computes it: each norm is cloned and clamped
+    at ``eps`` in place without recording (the graph shows CloneBackward0 over each norm)."""
+    if tuple(x1.shape) != tuple(x2.shape):
+        from gradviz.ops._util import broadcast_shapes
+
+        shape = broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+        x1, x2 = x1.expand(shape), x2.expand(shape)  # PyTorch's expand_outplace expands both
+    norm1 = x1.norm(2, dim, keepdim=True).clone()
+    norm2 = x2.norm(2, dim, keepdim=True).clone()
+    with no_grad():
+        norm1.clamp_(min=eps)
+        norm2.clamp_(min=eps)
+    return ((x1 / norm1) * (x2 / norm2)).sum(dim)

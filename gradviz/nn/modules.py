@@ -7,13 +7,16 @@ A Module keeps its Parameters and sub-modules in ordered dicts as they are assig
 from __future__ import annotations
 
 import math
+import operator
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 
 from gradviz import _dtype
 from gradviz.autograd.node import _sequence
 from gradviz.grad_mode import no_grad
 from gradviz.nn import functional as F, init
-from gradviz.tensor import Tensor, empty, tensor
+from gradviz.nn import init as init_module  # PReLU has an attribute named init
+from gradviz.tensor import Tensor, empty, ones, tensor, zeros
 
 
 class Parameter(Tensor):
@@ -110,12 +113,12 @@ class Module:
         if isinstance(value, Parameter):
             if parameters is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep=parameters)
             parameters[name] = value
         elif isinstance(value, Module):
             if parameters is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep=self._modules)
             self._modules[name] = value
         elif parameters is not None and name in parameters:
             if value is not None:
@@ -132,10 +135,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, keep=None) -> None:
+        """Drop ``name`` from the attributes and every table but ``keep``, the table it is being
+        assigned in: there a reassigned name keeps its place (``model[0] = layer``), as in PyTorch."""
         self.__dict__.pop(name, None)
         for table in (self._parameters, self._buffers, self._modules):
-            table.pop(name, None)
+            if table is not keep:
+                table.pop(name, None)
 
     def __getattr__(self, name: str):
         # only called when normal lookup fails: parameters, buffers and modules live in the tables
@@ -162,7 +168,7 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{_torch_type_name(param)}' object to parameter '{name}' "
                             "(torch.nn.Parameter or None required)")
-        self._forget(name)
+        self._forget(name, keep=self._parameters)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, value: Tensor | None, persistent: bool = True) -> None:
@@ -175,7 +181,7 @@ class Module:
             self._non_persistent_buffers.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
-        self._forget(name)
+        self._forget(name, keep=self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -481,7 +487,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.relu(input)
+        return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
@@ -617,3 +623,760 @@ class CrossEntropyLoss(_WeightedLoss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+# -- more activations (``inplace=True`` writes the result into the input, as in PyTorch) ----------------------
+class LeakyReLU(Module):
+    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+
+    def __init__(self, negative_slope: float = 1e-2, inplace: bool = False):
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class GELU(Module):
+    """``x * Φ(x)`` (Φ the standard normal CDF), or its tanh approximation."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """``x * sigmoid(x)``."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.silu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class ELU(Module):
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``: a smooth ReLU."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Hardtanh(Module):
+    """``x`` clamped to ``[min_val, max_val]``."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        if max_val <= min_val:
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
+
+class ReLU6(Hardtanh):
+    """``min(max(x, 0), 6)``: a Hardtanh from 0 to 6."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+# -- more losses ----------------------------------------------------------------------------------------
+class BCELoss(_WeightedLoss):
+    """Binary cross-entropy on probabilities (each log clamped at -100, as PyTorch does)."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """Mean (or sum) of absolute differences."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Squared error below ``beta``, absolute error above it."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Squared error below ``delta``, ``delta`` times the absolute error above it."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence of log-probabilities ``input`` from the target distribution."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+# -- containers: lists and dicts of modules and parameters, registered so that named_parameters,
+# -- state_dict, the optimizer and the widget's module frames see what they hold ------------------------
+def _absolute_index(container, index) -> str:
+    """``index`` (negative counts from the end) as the string key the container stores it under."""
+    index = operator.index(index)
+    if not -len(container) <= index < len(container):
+        raise IndexError(f"index {index} is out of range")
+    return str(index + len(container) if index < 0 else index)
+
+
+class ModuleList(Module):
+    """Modules held in a list and registered as children ``0``, ``1``, ... (it has no ``forward``:
+    the owner decides how they run)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return type(self)(list(self._modules.values())[index])
+        return self._modules[_absolute_index(self, index)]
+
+    def __setitem__(self, index, module) -> None:
+        setattr(self, _absolute_index(self, index), module)
+
+    def __delitem__(self, index) -> None:
+        if isinstance(index, slice):
+            for position in range(len(self._modules))[index]:
+                delattr(self, str(position))
+        else:
+            delattr(self, _absolute_index(self, index))
+        object.__setattr__(self, "_modules", OrderedDict((str(i), m) for i, m in enumerate(self._modules.values())))
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __add__(self, other):
+        combined = ModuleList()
+        for index, module in enumerate(list(self) + list(other)):
+            combined.add_module(str(index), module)
+        return combined
+
+    def insert(self, index: int, module: Module) -> None:
+        for position in range(len(self._modules), index, -1):
+            self._modules[str(position)] = self._modules[str(position - 1)]
+        self._modules[str(index)] = module
+
+    def append(self, module: Module) -> ModuleList:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules) -> ModuleList:
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got " + type(modules).__name__)
+        offset = len(self)
+        for index, module in enumerate(modules):
+            self.add_module(str(offset + index), module)
+        return self
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def __repr__(self) -> str:
+        """One line per run of equal children, ``(0-2): 3 x Linear(...)``, as PyTorch prints a ModuleList."""
+        reprs = [repr(module) for module in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs = []  # [first index, last index, repr]
+        for index, text in enumerate(reprs):
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = index
+            else:
+                runs.append([index, index, text])
+        lines = [_add_indent(f"({first}): {text}" if first == last else f"({first}-{last}): {last - first + 1} x {text}", 2)
+                 for first, last, text in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+class ModuleDict(Module):
+    """Modules held by name, in insertion order, registered as children under their keys."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key) -> bool:
+        return key in self._modules
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        value = self[key]
+        del self[key]
+        return value
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def update(self, modules) -> None:
+        _update_by_name(self, modules, "ModuleDict")
+
+
+def _update_by_name(container, entries, kind: str) -> None:
+    """``container[key] = value`` for a mapping's items or an iterable of pairs (PyTorch's checks and words)."""
+    if not isinstance(entries, Iterable):
+        raise TypeError(f"{kind}.update should be called with an iterable of key/value pairs, but got "
+                        + type(entries).__name__)
+    if isinstance(entries, (Mapping, ModuleDict, ParameterDict)):
+        for key, value in entries.items():
+            container[key] = value
+        return
+    for position, pair in enumerate(entries):
+        if not isinstance(pair, Iterable):
+            raise TypeError(f"{kind} update sequence element #{position} should be Iterable; is" + type(pair).__name__)
+        if len(pair) != 2:
+            raise ValueError(f"{kind} update sequence element #{position} has length {len(pair)}; 2 is required")
+        container[pair[0]] = pair[1]
+
+
+def _as_parameter(value):
+    """A tensor put in a ParameterList or ParameterDict becomes a Parameter (a Parameter stays itself)."""
+    return Parameter(value) if isinstance(value, Tensor) and not isinstance(value, Parameter) else value
+
+
+class ParameterList(Module):
+    """Parameters held in a list, registered as ``0``, ``1``, ... (plain tensors become Parameters)."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        object.__setattr__(self, "_size", 0)
+        if values is not None:
+            self += values
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return type(self)([self[i] for i in range(len(self))[index]])
+        return getattr(self, _absolute_index(self, index))
+
+    def __setitem__(self, index, value) -> None:
+        key = _absolute_index(self, index)
+        value = _as_parameter(value)
+        if isinstance(value, Parameter):
+            self.register_parameter(key, value)
+        else:
+            object.__setattr__(self, key, value)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self):
+        return iter(self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def append(self, value) -> ParameterList:
+        object.__setattr__(self, "_size", self._size + 1)
+        self[self._size - 1] = value
+        return self
+
+    def extend(self, values) -> ParameterList:
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got "
+                            + type(values).__name__)
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        lines = []
+        for index, value in enumerate(self):
+            if isinstance(value, Tensor):
+                kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+                size = "x".join(str(s) for s in value.shape)
+                device = f" ({value.device})" if value.device.type == "cuda" else ""
+                lines.append(f"  ({index}): {kind} containing: [{value.dtype} of size {size}{device}]")
+            else:
+                lines.append(f"  ({index}): Object of type: {type(value).__name__}")
+        return "\n".join(lines)
+
+
+class ParameterDict(Module):
+    """Parameters held by name, in insertion order (plain tensors become Parameters)."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        object.__setattr__(self, "_keys", {})
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value) -> None:
+        self._keys[key] = None
+        value = _as_parameter(value)
+        if isinstance(value, Parameter):
+            self.register_parameter(key, value)
+        else:
+            object.__setattr__(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((key, self[key]) for key in self._keys)
+
+    def values(self):
+        return (self[key] for key in self._keys)
+
+    def pop(self, key: str):
+        value = self[key]
+        del self[key]
+        return value
+
+    def update(self, parameters) -> None:
+        _update_by_name(self, parameters, "ParametersDict")
+
+    def extra_repr(self) -> str:
+        lines = []
+        for key, value in self.items():
+            if isinstance(value, Tensor):
+                kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+                size = "x".join(str(s) for s in value.shape)
+                lines.append(f"  ({key}): {kind} containing: [{_torch_type_name(value)} of size {size}]")
+            else:
+                lines.append(f"  ({key}): Object of type: {type(value).__name__}")
+        return "\n".join(lines)
+
+
+# -- lookup tables and normalization ---------------------------------------------------------------------
+class Embedding(Module):
+    """A table of ``num_embeddings`` vectors of size ``embedding_dim``, looked up by integer index.
+
+    Initialised ``normal_(0, 1)`` as PyTorch does (the same numbers after a seed), with the
+    ``padding_idx`` row zeroed: that row gets no gradient."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, max_norm=None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
+                 _freeze: bool = False, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        if padding_idx is not None:
+            if padding_idx >= num_embeddings or padding_idx < -num_embeddings:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            if padding_idx < 0:
+                padding_idx += num_embeddings
+        self.padding_idx = padding_idx
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        if _weight is None:
+            self.weight = Parameter(empty((num_embeddings, embedding_dim), device=device, dtype=dtype),
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+        self.sparse = sparse
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
+
+    def extra_repr(self) -> str:
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            text += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        if self.sparse is not False:
+            text += ", sparse=True"
+        return text
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, padding_idx=None, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Embedding:
+        """An Embedding whose table is ``embeddings`` (trained further only with ``freeze=False``)."""
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, _weight=embeddings,
+                   _freeze=freeze)
+
+
+class LayerNorm(Module):
+    """Normalizes over the last dims (``normalized_shape``) to mean 0 and variance 1, then scales by
+    ``weight`` (ones) and shifts by ``bias`` (zeros), learned elementwise."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
+                 device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
+
+
+class _BatchNorm(Module):
+    """Normalizes each channel over the batch: with the batch's statistics in training (moving the running
+    mean and variance toward them), with the running statistics in eval mode (``model.eval()``)."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(empty((num_features,), device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty((num_features,), device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=_dtype.int64, device=device))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            # momentum=None: a plain average of every batch seen so far
+            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        keep = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if keep else None, self.running_var if keep else None,
+                            self.weight, self.bias, use_batch, factor, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of ``(N, C)`` or ``(N, C, L)`` inputs, per channel C."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of ``(N, C, H, W)`` inputs, per channel C."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+# -- the rarer activations, and modules over functions ------------------------------------------------------
+class _Elementwise(Module):
+    """An activation with nothing to configure: ``forward`` is ``function(input)``."""
+
+    function = None
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input)
+
+
+class _ElementwiseInPlace(Module):
+    """An activation whose only setting is ``inplace`` (printed only when True)."""
+
+    function = None
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class SELU(_ElementwiseInPlace):
+    """``scale · elu(x, alpha)`` with alpha ≈ 1.6733 and scale ≈ 1.0507 (self-normalizing)."""
+
+    function = staticmethod(F.selu)
+
+
+class Mish(_ElementwiseInPlace):
+    """``x · tanh(softplus(x))``."""
+
+    function = staticmethod(F.mish)
+
+
+class Hardswish(_ElementwiseInPlace):
+    """``x · relu6(x + 3) / 6`` (PyTorch prints it without its ``inplace`` setting)."""
+
+    function = staticmethod(F.hardswish)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class Hardsigmoid(Hardswish):
+    """``relu6(x + 3) / 6``."""
+
+    function = staticmethod(F.hardsigmoid)
+
+
+class LogSigmoid(_Elementwise):
+    """``log(sigmoid(x))``, computed without overflow."""
+
+    function = staticmethod(F.logsigmoid)
+
+
+class Softsign(_Elementwise):
+    """``x / (1 + |x|)``."""
+
+    function = staticmethod(F.softsign)
+
+
+class Tanhshrink(_Elementwise):
+    """``x - tanh(x)``."""
+
+    function = staticmethod(F.tanhshrink)
+
+
+class CELU(Module):
+    """``x`` where positive, ``alpha · (exp(x/alpha) - 1)`` elsewhere."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class PReLU(Module):
+    """A leaky ReLU whose negative slope is learned: one for all channels, or one per channel (dim 1)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        self.num_parameters = num_parameters
+        super().__init__()
+        self.init = init
+        self.weight = Parameter(empty((num_parameters,), device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init_module.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class Softmin(Module):
+    """``softmax(-x)`` along ``dim``."""
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim, _stacklevel=4)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class CosineSimilarity(Module):
+    """The cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class Unflatten(Module):
+    """Splits dim ``dim`` into ``unflattened_size`` (the inverse of Flatten), as a view."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        dim = self.dim % input.ndim if input.ndim else 0
+        shape = tuple(input.shape[:dim]) + tuple(self.unflattened_size) + tuple(input.shape[dim + 1:])
+        return input.view(shape)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

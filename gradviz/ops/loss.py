@@ -341,6 +341,73 @@ def _scatter_classes(backend, x, target, values, ignore_index):
     return backend.where(backend.ne(picked, 0), backend.mul(picked, expanded), 0.0)
 
 
+class SmoothL1LossBackward0(OpFunction):
+    """``½ d² / beta`` where ``|d| < beta``, else ``|d| - ½ beta``, with ``d = x - t``: quadratic near 0,
+    linear (like L1) further out."""
+
+    inputs = ("self", "target")
+    derivatives = {"self": ("smooth_l1_loss_backward(grad, self, target, reduction, beta)",
+                            r"\bar{y}\,\mathrm{clamp}((x - t) / \beta, -1, 1)"),
+                   "target": ("smooth_l1_loss_backward(grad, self, target, reduction, beta) * -1",
+                              r"-\bar{y}\,\mathrm{clamp}((x - t) / \beta, -1, 1)")}
+
+    def forward(ctx, self, target, reduction=1, beta=1.0):
+        if beta < 0:
+            raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+        ctx.save(beta=beta, reduction=reduction, self=self, target=target)
+        backend = self._backend
+        x, t = promote(self, target)
+        distance = backend.abs(backend.sub(x, t))
+        quadratic = backend.div(backend.mul(backend.mul(distance, distance), 0.5), beta)
+        loss = backend.where(backend.lt(distance, beta), quadratic, backend.sub(distance, 0.5 * beta))
+        return _reduce(backend, loss, reduction)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, t, reduction, beta = ctx.saved("self", "target", "reduction", "beta")
+        difference = backend.sub(x, t)
+        slope = backend.where(backend.le(difference, -beta), -1.0,
+                              backend.where(backend.ge(difference, beta), 1.0, backend.div(difference, beta)))
+        return _both_ways(ctx, backend.mul(_unreduce(backend, grad, x.shape, reduction), slope))
+
+
+class HuberLossBackward0(OpFunction):
+    """``½ d²`` where ``|d| < delta``, else ``delta (|d| - ½ delta)``, with ``d = x - t`` (smooth L1 times delta)."""
+
+    inputs = ("self", "target")
+    derivatives = {"self": ("huber_loss_backward(grad, self, target, reduction, delta)",
+                            r"\bar{y}\,\mathrm{clamp}(x - t, -\delta, \delta)"),
+                   "target": ("huber_loss_backward(grad * -1, self, target, reduction, delta)",
+                              r"-\bar{y}\,\mathrm{clamp}(x - t, -\delta, \delta)")}
+
+    def forward(ctx, self, target, reduction=1, delta=1.0):
+        if delta <= 0:
+            raise RuntimeError("huber_loss does not support non-positive values for delta.")
+        ctx.save(delta=delta, reduction=reduction, self=self, target=target)
+        backend = self._backend
+        x, t = promote(self, target)
+        distance = backend.abs(backend.sub(x, t))
+        quadratic = backend.mul(backend.mul(distance, distance), 0.5)
+        loss = backend.where(backend.lt(distance, delta), quadratic,
+                             backend.mul(backend.sub(distance, 0.5 * delta), delta))
+        return _reduce(backend, loss, reduction)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        x, t, reduction, delta = ctx.saved("self", "target", "reduction", "delta")
+        difference = backend.sub(x, t)
+        slope = backend.where(backend.le(difference, -delta), -delta,
+                              backend.where(backend.ge(difference, delta), delta, difference))
+        return _both_ways(ctx, backend.mul(_unreduce(backend, grad, x.shape, reduction), slope))
+
+
+def _both_ways(ctx, grad_self):
+    """A loss of ``x - t``: the target's gradient is minus the input's (each only where needed)."""
+    needs = ctx.needs_input_grad
+    return (grad_self if needs[0] else None,
+            ctx.backend.neg(grad_self) if needs[1] else None)
+
+
 # -- the functions gradviz.nn.functional exports ---------------------------------------------------------
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction: str = "mean", pos_weight=None):
@@ -361,19 +428,26 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
-    if tuple(target.shape) != tuple(input.shape):
-        # PyTorch warns, then broadcasts both (the graph shows the ExpandBackward0 of each that grew)
-        import warnings
-
-        from gradviz.ops.shape import expand
-
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
-                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
-                      "same size.", UserWarning, stacklevel=2)
-        shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
-        input = input if tuple(input.shape) == shape else expand(input, shape)
-        target = target if tuple(target.shape) == shape else expand(target, shape)
+    input, target = _broadcast_pair(input, target, stacklevel=3)
     return MseLossBackward0.apply(input, target, reduction=_reduction(reduction))
+
+
+def _broadcast_pair(input, target, stacklevel: int):
+    """PyTorch's regression losses on mismatched sizes: warn, then broadcast both (the graph shows the
+    ExpandBackward0 of each that grew). ``stacklevel`` points the warning at the caller's line."""
+    if tuple(target.shape) == tuple(input.shape):
+        return input, target
+    import warnings
+
+    from gradviz.ops.shape import expand
+
+    warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                  "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                  "same size.", UserWarning, stacklevel=stacklevel)
+    shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    input = input if tuple(input.shape) == shape else expand(input, shape)
+    target = target if tuple(target.shape) == shape else expand(target, shape)
+    return input, target
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
@@ -457,3 +531,82 @@ def _with_label_smoothing(loss, log_probabilities, target, weight, reduction: st
     elif reduction == "sum":
         smooth = smooth.sum()
     return MulBackward1.apply(loss, 1 - label_smoothing) + MulBackward1.apply(smooth, label_smoothing / classes)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    """PyTorch's composite: ``(input - target).abs()``, then ``mean()`` or ``sum()`` (no node of its own)."""
+    input, target = _broadcast_pair(input, target, stacklevel=3)
+    return _l1(input, target, reduction, weight)
+
+
+def _l1(input, target, reduction: str, weight=None):
+    _reduction(reduction)
+    errors = (input - target).abs()
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        errors = errors * weight
+        if reduction == "mean":
+            return errors.sum() / weight.sum()
+    return errors.mean() if reduction == "mean" else errors.sum() if reduction == "sum" else errors
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+    """One node (SmoothL1LossBackward0); with ``beta=0`` it is exactly the L1 loss, as PyTorch computes it."""
+    input, target = _broadcast_pair(input, target, stacklevel=3)
+    if beta == 0.0:
+        return _l1(input, target, reduction)
+    return SmoothL1LossBackward0.apply(input, target, _reduction(reduction), beta)
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
+    """One node (HuberLossBackward0); a ``weight`` multiplies the unreduced loss, which is then reduced."""
+    input, target = _broadcast_pair(input, target, stacklevel=3)
+    if weight is None:
+        return HuberLossBackward0.apply(input, target, _reduction(reduction), delta)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    weighted = HuberLossBackward0.apply(input, target, 0, delta) * weight
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    return weighted.mean() if reduction == "mean" else weighted.sum() if reduction == "sum" else weighted
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
+    """PyTorch's composite, node for node: ``target · (log target - input)``, written as
+    ``xlogy(target, target) - target * input`` (or ``exp(target) * (target - input)`` for a log target),
+    then reduced; ``'batchmean'`` sums and divides by the batch size (the mathematical KL divergence)."""
+    import warnings
+
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    inner = "sum" if reduction == "batchmean" else reduction
+    _reduction(inner)
+    if log_target:
+        pointwise = target.exp() * (target - input)
+    else:
+        pointwise = _xlogy_self(target) - target * input
+    loss = pointwise.mean() if inner == "mean" else pointwise.sum() if inner == "sum" else pointwise
+    if reduction == "batchmean" and input.ndim != 0:
+        loss = loss / input.shape[0]
+    return loss
+
+
+def _xlogy_self(target):
+    """``target · log(target)``, 0 where the target is 0 (PyTorch's ``xlogy(target, target)``).
+
+    A target that needs no gradient (the usual case) gives a constant, as in PyTorch's graph; one that
+    does is recorded with ``where``/``log``/``mul`` (PyTorch records one XlogyBackward0 node there)."""
+    from gradviz.grad_mode import no_grad
+    from gradviz.ops.comparison import where
+
+    def compute():
+        return where(target == 0, 0.0, target * target.log())
+
+    if not target.requires_grad:
+        with no_grad():
+            return compute()
+    return compute()

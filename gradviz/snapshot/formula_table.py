@@ -18,6 +18,7 @@ first-order op) and that op's saved values, and their note says what the node co
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -686,6 +687,256 @@ def _copy_slices(o):
                           symbol="y", note="the in-place op's other input")}
 
 
+# ------------------------------------------------------------------ nn: activations, losses and layers
+@entry("LeakyReluBackward0", options=("negative_slope",))
+def _leaky_relu(o):
+    return only(Rule(local=indicator(x, ">", 0) + Num(o["negative_slope"]) * indicator(x, "≤", 0),
+                     note="the gradient passes where x is positive, scaled by the negative slope elsewhere"))
+
+
+@entry("LeakyReluBackward1", options=("negative_slope",))
+def _leaky_relu_in_place(o):
+    y_ = result("y")
+    return only(Rule(local=indicator(y_, ">", 0) + Num(o["negative_slope"]) * indicator(y_, "≤", 0),
+                     note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)"))
+
+
+@entry("EluBackward1", options=("alpha", "scale", "input_scale"))
+def _elu_in_place(o):
+    return only(_elu_from_output(o["alpha"], o["scale"], o["input_scale"]))
+
+
+entry("CeluBackward1", options=("alpha",))(lambda o: only(_elu_from_output(o["alpha"], 1, 1 / o["alpha"])))
+
+
+def _elu_from_output(alpha: float, scale: float, input_scale: float) -> Rule:
+    """In place, ELU's slope read from its output y: where ``y ≤ 0`` it is ``input_scale · (y + alpha · scale)``."""
+    y_ = result("y")
+    negative = y_ + Num(alpha * scale)
+    if input_scale != 1:
+        negative = Num(input_scale) * negative
+    positive = indicator(y_, ">", 0) if scale == 1 else Num(scale) * indicator(y_, ">", 0)
+    return Rule(local=positive + negative * indicator(y_, "≤", 0),
+                note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)")
+
+
+register("Phi")(lambda value: (1.0 + np.vectorize(math.erf, otypes=[np.float64])(np.asarray(value) / math.sqrt(2))) / 2)
+register("phi")(lambda value: np.exp(-np.square(value) / 2) / math.sqrt(2 * math.pi))
+GELU_C = 0.7978845608028654  # √(2/π)
+GELU_K = 0.044715
+
+
+@entry("GeluBackward0", options=("approximate",))
+def _gelu(o):
+    if o["approximate"] == "tanh":
+        th = Call("tanh", (Num(GELU_C) * (x + Num(GELU_K) * x ** 3),), "tanh")
+        local = (1 + th) / 2 + x / 2 * (1 - th ** 2) * Num(GELU_C) * (1 + Num(3 * GELU_K) * x ** 2)
+        return only(Rule(local=local, note="the tanh approximation x·(1 + tanh(√(2/π)(x + 0.044715x³)))/2, "
+                                           "differentiated by the product rule"))
+    return only(Rule(local=Call("Phi", (x,), "Φ") + x * Call("phi", (x,), "φ"),
+                     note="gelu(x) = x·Φ(x), Φ the standard normal CDF and φ its density"))
+
+
+entry("SiluBackward0")(lambda o: only(Rule(local=sigmoid(x) * (1 + x * (1 - sigmoid(x))),
+                                           note="silu(x) = x·σ(x), by the product rule")))
+
+
+def _elu_slopes(value: Expr, alpha: float, scale: float, input_scale: float) -> tuple:
+    """ELU's f'(x) and f''(x) for ``scale · (x or alpha(e^(input_scale·x) - 1))``, each constant shown only
+    when it is not 1 (so plain ELU reads α·eˣ, SELU shows its scale, CELU its e^(x/α))."""
+    exponent = exp(value if input_scale == 1 else Num(input_scale) * value)
+    negative_coefficient, curve_coefficient = alpha * scale * input_scale, alpha * scale * input_scale ** 2
+
+    def times(coefficient, expr):
+        return expr if coefficient == 1 else Num(coefficient) * expr
+
+    first = times(scale, indicator(value, ">", 0)) + times(negative_coefficient, exponent) * indicator(value, "≤", 0)
+    return first, times(curve_coefficient, exponent) * indicator(value, "<", 0)
+
+
+@entry("EluBackward0", options=("alpha", "scale", "input_scale"))
+def _elu(o):
+    first, _ = _elu_slopes(x, o["alpha"], o["scale"], o["input_scale"])
+    return only(Rule(local=first))
+
+
+entry("CeluBackward0", options=("alpha",))(lambda o: only(Rule(local=_elu_slopes(x, o["alpha"], 1, 1 / o["alpha"])[0])))
+
+
+@entry("SoftplusBackward0", options=("beta", "threshold"))
+def _softplus(o):
+    beta, threshold = o["beta"], o["threshold"]
+    bx = x if beta == 1 else Num(beta) * x
+    return only(Rule(local=sigmoid(bx) * indicator(bx, "≤", Num(threshold)) + indicator(bx, ">", Num(threshold)),
+                     note=f"softplus is linear (the input itself) where {'x' if beta == 1 else 'βx'} > {threshold}"))
+
+
+entry("HardtanhBackward0", options=("min_val", "max_val"))(lambda o: only(Rule(
+    local=Both(indicator(Num(o["min_val"]), "<", x), indicator(x, "<", Num(o["max_val"]))),
+    note="the gradient passes only strictly inside the bounds")))
+
+
+entry("LogSigmoidBackward0")(lambda o: only(Rule(local=1 - sigmoid(x), note="d/dx log σ(x) = 1 − σ(x)")))
+
+
+@entry("MishBackward0")
+def _mish(o):
+    t_ = Call("tanh", (ln(1 + exp(x)),), "tanh")
+    return only(Rule(local=t_ + x * sigmoid(x) * (1 - t_ ** 2), note="mish(x) = x·tanh(softplus(x)), softplus(x) = ln(1 + eˣ)"))
+
+
+entry("HardswishBackward0")(lambda o: only(Rule(
+    local=Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) * (x / 3 + Num(0.5)) + indicator(x, "≥", Num(3)),
+    note="hardswish is 0 up to −3, x·(x + 3)/6 between −3 and 3, and x from 3 on")))
+entry("HardsigmoidBackward0")(lambda o: only(Rule(
+    local=Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) * Num(0.1666666716337204),
+    note="hardsigmoid rises linearly from 0 to 1 between −3 and 3 (slope 1/6, which PyTorch rounds to float32), "
+         "and is flat elsewhere")))
+
+
+@entry("PreluKernelBackward0")
+def _prelu(o):
+    a = Var("weight", "a")
+    return {"self": Rule(local=indicator(x, ">", 0) + a * indicator(x, "≤", 0),
+                         note="a is the learned slope (one per channel, or one for all)"),
+            "weight": Rule(local=x * indicator(x, "≤", 0), symbol="a",
+                           note="each slope gets the gradients of the negative inputs it scaled, added up")}
+
+
+register("clamp")(lambda value, low, high: np.clip(value, low, high))
+
+
+def _distance_loss(o, bound: float, scaled: bool) -> dict:
+    """SmoothL1 (``(x − t)/β`` clamped to ±1) and Huber (``x − t`` clamped to ±δ), both ways."""
+    difference = (x - t) / Num(bound) if scaled else x - t
+    low, high = (-1, 1) if scaled else (-bound, bound)
+    slope = Call("clamp", (difference,), "clamp", (low, high), f"to [{low}, {high}]")
+    o = dict(o, weight=None)
+    (d_self, note), (d_target, _) = _loss_scale(o, o["self"], slope), _loss_scale(o, o["self"], Neg(slope))
+    return {"self": Rule(local=d_self, note=note), "target": Rule(local=d_target, note=note, symbol="t")}
+
+
+entry("SmoothL1LossBackward0", options=("reduction", "beta"), present=("self",))(
+    lambda o: _distance_loss(o, o["beta"], scaled=True))
+entry("HuberLossBackward0", options=("reduction", "delta"), present=("self",))(
+    lambda o: _distance_loss(o, o["delta"], scaled=False))
+
+
+@entry("EmbeddingBackward0", options=("padding_idx", "scale_grad_by_freq", "weight_sym_argsize_0"))
+def _embedding(o):
+    padding = signed(o["padding_idx"])
+    rows, by_frequency = o["weight_sym_argsize_0"], o["scale_grad_by_freq"]
+    notes = ["each row of the table gets the gradients of the outputs that read it, added up"]
+    if padding >= 0:
+        notes.append(f"row {padding} is padding: it gets none")
+    if by_frequency:
+        notes.append("scale_grad_by_freq: each is divided by how often the batch read that row")
+    return only(Rule(sent=Call("rows_added", (g, Var("indices", "i")), "", (rows, padding, by_frequency),
+                               "added into the rows i"), note="; ".join(notes), symbol="W"), "weight")
+
+
+@register("rows_added")
+def _rows_added(grad, indices, rows, padding, by_frequency):
+    grad, flat = np.asarray(grad, np.float64), np.asarray(indices).astype(np.int64).reshape(-1)
+    pieces = grad.reshape(-1, grad.shape[-1]) * (flat != padding)[:, None]
+    if by_frequency:
+        pieces = pieces / np.bincount(flat, minlength=rows)[flat][:, None]
+    return _place(pieces, (rows, grad.shape[-1]), (flat,))
+
+
+@entry("NativeLayerNormBackward0", options=("normalized_shape",), present=("weight", "bias"))
+def _layer_norm(o):
+    count = len(o["normalized_shape"])
+    over = "the last dim" if count == 1 else f"the last {count} dims"
+    mean, inv_std = Var("result1", "μ"), Var("result2", "1/σ")
+    x_hat = (Var("input", "x") - mean) * inv_std
+    scaled = g * Var("weight", "γ") if o["weight"] is not None else g
+
+    def average(expr):
+        return Call("mean_last", (expr,), "mean", (count,), f"over {over}")
+
+    note = f"x̂ = (x − μ)/σ is the normalized input, μ and σ the mean and standard deviation over {over}"
+    rules = {"input": Rule(sent=inv_std * (scaled - average(scaled) - x_hat * average(scaled * x_hat)), note=note)}
+    batch = Call("sum_leading", (g * x_hat,), "Σ", (count,), "over the batch")
+    rules["weight"] = Rule(sent=batch, note=note, symbol="γ")
+    rules["bias"] = Rule(sent=Call("sum_leading", (g,), "Σ", (count,), "over the batch"), symbol="β",
+                         note="the bias is added to every row: its gradient is the sum of theirs")
+    return rules
+
+
+@register("mean_last")
+def _mean_last(value, count):
+    value = np.asarray(value, np.float64)
+    return value.mean(axis=tuple(range(value.ndim - count, value.ndim)), keepdims=True)
+
+
+@register("sum_leading")
+def _sum_leading(value, count):
+    value = np.asarray(value, np.float64)
+    return value.sum(axis=tuple(range(value.ndim - count)))
+
+
+@entry("NativeBatchNormBackward0", options=("training", "eps"), present=("input", "weight", "bias"))
+def _batch_norm(o):
+    ndim = len(o["input"])
+
+    def per_channel(name: str, shown: str) -> Call:
+        return Call("per_channel", (Var(name, shown),), "", (ndim,), "")
+
+    if o["training"]:
+        mean, inv_std = per_channel("result1", "μ"), per_channel("result2", "1/σ")
+        where = "μ and σ the batch's mean and standard deviation of each channel"
+    else:
+        mean = per_channel("running_mean", "μ")
+        inv_std = 1 / sqrt(per_channel("running_var", "σ²") + Num(o["eps"]))
+        where = "μ and σ² the running mean and variance (eval mode: fixed numbers)"
+    x_hat = (Var("input", "x") - mean) * inv_std
+    if o["training"]:
+        def average(expr):
+            return Call("mean_batch", (expr,), "mean", (), "over the batch")
+
+        sent = inv_std * (g - average(g) - x_hat * average(g * x_hat))
+    else:
+        sent = g * inv_std
+    if o["weight"] is not None:
+        sent = sent * per_channel("weight", "γ")
+    note = f"x̂ = (x − μ)/σ is the normalized input, {where}"
+    return {"input": Rule(sent=sent, note=note),
+            "weight": Rule(sent=Call("sum_batch", (g * x_hat,), "Σ", (), "over the batch"), note=note, symbol="γ"),
+            "bias": Rule(sent=Call("sum_batch", (g,), "Σ", (), "over the batch"), symbol="β",
+                         note="the bias is added to every element of its channel: its gradient is the sum of theirs")}
+
+
+def _batch_axes(value) -> tuple:
+    return (0,) + tuple(range(2, np.ndim(value)))
+
+
+register("per_channel")(lambda value, ndim: np.asarray(value, np.float64).reshape((1, -1) + (1,) * (ndim - 2)))
+register("mean_batch")(lambda value: np.asarray(value, np.float64).mean(axis=_batch_axes(value), keepdims=True))
+register("sum_batch")(lambda value: np.asarray(value, np.float64).sum(axis=_batch_axes(value)))
+
+
+@entry("ConstantPadNdBackward0", options=("pad",))
+def _constant_pad(o):
+    pad = tuple(signed(p) for p in o["pad"])
+    return only(Rule(sent=Call("unpad", (g,), "", (pad,), "with the padding cut off"),
+                     note="the padding is constant: only the elements that came from x send a gradient back"))
+
+
+@register("unpad")
+def _unpad(grad, pad):
+    from gradviz.ops.padding import padded_regions
+
+    grad = np.asarray(grad, np.float64)
+    shape = list(grad.shape)
+    for position in range(len(pad) // 2):
+        shape[len(shape) - 1 - position] -= pad[2 * position] + pad[2 * position + 1]
+    _, out_key, in_key = padded_regions(tuple(shape), pad)
+    result = np.zeros(shape)
+    result[in_key] = grad[out_key]
+    return result
+
+
 # ------------------------------------------------------------------ ops a backward pass records (create_graph=True)
 def recorded(computed: str) -> str:
     """The note of a node only a backward pass records: what its forward computed."""
@@ -919,6 +1170,63 @@ def _bce_twice(o):
                     "loss") + (f"; {scale}" if scale else "")
     return {"grad_output": Rule(local=d_grad, note=note, symbol="ḡ"), "self": Rule(local=d_self, note=note),
             "target": Rule(local=d_target, note=note, symbol="t")}
+
+
+@entry("LeakyReluBackwardBackward0", options=("negative_slope",))
+def _leaky_relu_twice(o):
+    slope = o["negative_slope"]
+    computed = f"leaky_relu's gradient ḡ·([x > 0] + {slope}·[x ≤ 0]), ḡ being the gradient that arrived and x the input"
+    return {"grad_output": Rule(local=indicator(x, ">", 0) + Num(slope) * indicator(x, "≤", 0), symbol="ḡ",
+                                note=recorded(computed)),
+            "self": Rule(local=Num(0), note=recorded(computed) + "; x only decides which slope applies: its gradient is 0")}
+
+
+@entry("HardtanhBackwardBackward0", options=("min_val", "max_val"))
+def _hardtanh_twice(o):
+    low, high = o["min_val"], o["max_val"]
+    computed = f"hardtanh's gradient ḡ·[{low} < x < {high}], ḡ being the gradient that arrived and x the input"
+    return {"grad_output": Rule(local=Both(indicator(Num(low), "<", x), indicator(x, "<", Num(high))), symbol="ḡ",
+                                note=recorded(computed)),
+            "self": Rule(local=Num(0), note=recorded(computed) + "; x only decides where ḡ passes: its gradient is 0")}
+
+
+def _activation_twice(first: Expr, second: Expr, computed: str, input_name: str = "self") -> dict:
+    """The second-order node of an elementwise activation f: ``grad_output · f'(x)``, whose gradients are
+    ``f'(x)`` for ḡ and ``ḡ · f''(x)`` for x."""
+    note = recorded(f"{computed}, ḡ being the gradient that arrived and x the input")
+    return {"grad_output": Rule(local=first, symbol="ḡ", note=note), input_name: Rule(local=g_bar * second, note=note)}
+
+
+@entry("GeluBackwardBackward0", options=("approximate",))
+def _gelu_twice(o):
+    if o["approximate"] == "tanh":
+        c, k = Num(GELU_C), Num(GELU_K)
+        u1 = c * (1 + Num(3 * GELU_K) * x ** 2)
+        th = Call("tanh", (c * (x + k * x ** 3),), "tanh")
+        first = (1 + th) / 2 + x / 2 * (1 - th ** 2) * u1
+        second = (1 - th ** 2) * (u1 + x / 2 * (Num(6 * GELU_K * GELU_C) * x - 2 * th * u1 ** 2))
+        return _activation_twice(first, second, "gelu's gradient ḡ·gelu′(x) (the tanh approximation)")
+    density = Call("phi", (x,), "φ")
+    return _activation_twice(Call("Phi", (x,), "Φ") + x * density, density * (2 - x ** 2),
+                             "gelu's gradient ḡ·(Φ(x) + x·φ(x))")
+
+
+x_or_result = Var("self_or_result", "x")  # elu's second-order node names its input so (it may be the output)
+
+
+@entry("EluBackwardBackward0", options=("alpha", "scale", "input_scale"))
+def _elu_twice(o):
+    first, second = _elu_slopes(x_or_result, o["alpha"], o["scale"], o["input_scale"])
+    return _activation_twice(first, second, "elu's gradient ḡ·elu′(x)", "self_or_result")
+
+
+@entry("SoftplusBackwardBackward0", options=("beta", "threshold"))
+def _softplus_twice(o):
+    beta, threshold = o["beta"], o["threshold"]
+    bx = x if beta == 1 else Num(beta) * x
+    first = sigmoid(bx) * indicator(bx, "≤", Num(threshold)) + indicator(bx, ">", Num(threshold))
+    second = Num(beta) * sigmoid(bx) * (1 - sigmoid(bx)) * indicator(bx, "<", Num(threshold))
+    return _activation_twice(first, second, "softplus's gradient ḡ·σ(βx)")
 
 
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")

@@ -108,6 +108,11 @@ def shape_label(tensor: Any) -> str:
     return "tensor(" + ", ".join(str(d) for d in shape) + ")" if shape else "tensor(scalar)"
 
 
+# Ops whose data input has no edge at all in PyTorch's graph (an embedding's integer indices): they
+# consume their module's parameter, but their output is data, not parameter-only.
+READS_DATA_WITHOUT_EDGE = frozenset({"EmbeddingBackward0"})
+
+
 def module_paths(root: Any, param_owner: dict, module_path: dict | None = None) -> dict:
     """Group nodes by ``nn.Module``.
 
@@ -157,7 +162,7 @@ def module_paths(root: Any, param_owner: dict, module_path: dict | None = None) 
                 first = child_pure
         owner_of[id(node)] = first
         same = child_owners and all(o is not None and o == child_owners[0] for o in child_owners)
-        pure[id(node)] = child_owners[0] if same else None
+        pure[id(node)] = child_owners[0] if same and node.name() not in READS_DATA_WITHOUT_EDGE else None
     recorded = recorded_modules(order, module_path or {})
     if recorded is not None:
         return {key: (recorded.get(key) if key in recorded else owner) for key, owner in owner_of.items()}
