@@ -9,10 +9,8 @@ from hypothesis import strategies as st
 UNARY = ["exp", "sin", "cos", "tanh", "sigmoid", "relu", "neg"]
 BINARY = ["add", "mul", "sub"]
 # nn.functional's activations whose backward pass is recorded too (so programs can be differentiated twice).
-# F.softsign (x / (|x| + 1)) joins once DivBackward0's recorded form creates its nodes in PyTorch's order:
-# with both operands depending on x, the second backward's step order differs from torch's today.
 ACTIVATIONS = ["F.gelu", "F.silu", "F.elu", "F.softplus", "F.leaky_relu", "F.hardtanh", "F.selu", "F.celu",
-               "F.tanhshrink"]
+               "F.tanhshrink", "F.softsign"]
 UNARY = UNARY + ACTIVATIONS
 
 
