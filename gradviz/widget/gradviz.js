@@ -1280,7 +1280,7 @@ class GraphView {
    * @param {HTMLElement} host
    */
   constructor(model, host) {
-    this.model = model;
+    this.model = decodingModel(model);
     this.host = host;
     this.listeners = [];
     this.selection = null; // a clicked node's id, shown in the panel until the next step
@@ -1519,6 +1519,32 @@ export function createModel(state) {
     },
     save_changes() {},
     send() {},
+  };
+}
+
+const ENCODED_TRAITS = new Set(["graph", "graph_layout", "trace"]);
+const DECODED = new WeakMap(); // a trait's buffer -> its parsed value, shared by the views of a model
+
+/**
+ * The model as the views read it. The kernel sends the big traits (graph, graph_layout, trace)
+ * as one buffer of JSON text each (`_json_buffer` in widget/widget.py), which arrives as a
+ * DataView; `get` parses each buffer once. A plain value (the HTML export's state) passes through.
+ * @param {Model} model
+ * @returns {Model}
+ */
+function decodingModel(model) {
+  return {
+    get(name) {
+      const raw = model.get(name);
+      if (!ENCODED_TRAITS.has(name) || !(raw instanceof ArrayBuffer || ArrayBuffer.isView(raw))) return raw;
+      if (!DECODED.has(raw)) DECODED.set(raw, JSON.parse(new TextDecoder().decode(raw)));
+      return DECODED.get(raw);
+    },
+    set: (name, value) => model.set(name, value),
+    on: (event, callback) => model.on(event, callback),
+    off: (event, callback) => model.off(event, callback),
+    save_changes: () => model.save_changes(),
+    send: (content) => model.send(content),
   };
 }
 

@@ -11,6 +11,7 @@ ImportError that says what to install, and everything else (``gv.export_html``) 
 """
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import sys
@@ -48,10 +49,19 @@ def _shipped(name: str):
     return path if hot_reload else path.read_text(encoding="utf-8")
 
 
-def _plain_json(value: Any, _widget: Any) -> Any:
-    """The big traits are plain JSON already (no widget inside): send them as they are, instead
-    of ipywidgets' default, which walks every dict and list of a 20,000-node graph again."""
-    return value
+ENCODED_TRAITS = ("graph", "graph_layout", "trace")
+"""The big traits, sent to the front end as one buffer of UTF-8 JSON each (``_json_buffer``)."""
+
+
+def _json_buffer(value: Any, _widget: Any) -> bytes:
+    """A big trait as one buffer of JSON text, which ``gradviz.js`` parses (``decodingModel``).
+
+    ipywidgets looks for binary buffers in every dict and list of the state it sends (a 20,000-node
+    graph is half a million of them, about a second), and the kernel's session writes the rest as
+    JSON again; a buffer is one value to both, sent as it is. The trait itself stays the dict or
+    list in Python (``widget.graph["nodes"]``). ASCII-only JSON, so any label round-trips.
+    """
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
 class GraphWidget(anywidget.AnyWidget):
@@ -66,9 +76,9 @@ class GraphWidget(anywidget.AnyWidget):
     _esm = _shipped("gradviz.js")
     _css = _shipped("gradviz.css")
 
-    graph = traitlets.Dict().tag(sync=True, to_json=_plain_json)
-    graph_layout = traitlets.Dict().tag(sync=True, to_json=_plain_json)
-    trace = traitlets.List().tag(sync=True, to_json=_plain_json)
+    graph = traitlets.Dict().tag(sync=True, to_json=_json_buffer)
+    graph_layout = traitlets.Dict().tag(sync=True, to_json=_json_buffer)
+    trace = traitlets.List().tag(sync=True, to_json=_json_buffer)
     step_index = traitlets.Int(0).tag(sync=True)
     note = traitlets.Unicode("").tag(sync=True)
     show_saved = traitlets.Bool(OPTIONS["show_saved"]).tag(sync=True)
@@ -255,13 +265,18 @@ class GraphWidget(anywidget.AnyWidget):
         return {**data, "text/html": fallback}, metadata
 
     def _get_embed_state(self, drop_defaults: bool = False) -> dict:
-        """Keep the module and CSS in ``ipywidgets.embed`` output even with ``drop_defaults``.
+        """Keep the module and CSS in ``ipywidgets.embed`` output even with ``drop_defaults``, and
+        the big traits as readable JSON there rather than base64 of their buffers.
 
-        They are class defaults, so standard embedding would drop them and leave the page's
-        anywidget loader with nothing to run.
+        The module and CSS are class defaults, so standard embedding would drop them and leave the
+        page's anywidget loader with nothing to run.
         """
         state = super()._get_embed_state(drop_defaults=drop_defaults)
         state["state"].update(self.get_state(["_esm", "_css", "_anywidget_id"]))
+        state["state"].update({name: getattr(self, name) for name in ENCODED_TRAITS})
+        buffers = [buffer for buffer in state.pop("buffers", []) if buffer["path"][0] not in ENCODED_TRAITS]
+        if buffers:
+            state["buffers"] = buffers
         return state
 
     def close(self) -> None:
