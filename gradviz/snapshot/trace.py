@@ -28,8 +28,9 @@ from gradviz.snapshot.formulas import full_values, step_numbers
 from gradviz.snapshot.model import Graph, summarize
 
 
-def step_to_dict(step, graph: Graph, leaves: dict | None = None) -> dict:
+def step_to_dict(step, graph: Graph, leaves: dict | None = None, summaries: "Summaries | None" = None) -> dict:
     node = step.node
+    summary = summaries if summaries is not None else Summaries()
     targets = [graph.id_of(fn) if fn is not None else None for fn, _ in node.next_functions]
     leaf = None
     if step.is_accumulate:
@@ -38,32 +39,53 @@ def step_to_dict(step, graph: Graph, leaves: dict | None = None) -> dict:
         "index": step.index,
         "node": graph.id_of(node),
         "name": step.name,
-        "grad_outputs": [_summary(g) for g in step.grad_outputs],
-        "grad_inputs": [_summary(g, whole=True) for g in step.grad_inputs],
+        "grad_outputs": [summary(g) for g in step.grad_outputs],
+        "grad_inputs": [summary(g, whole=True) for g in step.grad_inputs],
         "targets": targets,
         "contributions": [
-            [{"from": graph.id_of(sender) if sender is not None else None, "value": _summary(g)}
+            [{"from": graph.id_of(sender) if sender is not None else None, "value": summary(g)}
              for sender, g in pieces]
             for pieces in step.contributions
         ],
         "leaf": leaf,
-        "grad_before": _summary(step.grad_before),
-        "grad_after": _summary(step.grad_after),
+        "grad_before": summary(step.grad_before),
+        "grad_after": summary(step.grad_after),
         "numbers": step_numbers(step),
     }
 
 
 def trace_to_dict(steps: Iterable, graph: Graph) -> list:
+    steps = tuple(steps)  # held while the trace is made: Summaries keys on the arrays' ids
     leaves = leaf_ids(graph)
-    return [step_to_dict(step, graph, leaves) for step in steps]
+    summaries = Summaries()
+    return [step_to_dict(step, graph, leaves, summaries) for step in steps]
+
+
+class Summaries:
+    """Summary dicts of a trace's gradients, each array summarised once and the dict shared.
+
+    The gradient a step sends is the one the next step receives and the piece it sums, so a
+    trace names each array two or three times; the same dict stands for it each time (dicts of a
+    trace are never changed in place). Keyed on ``id(array)``: only for arrays the Steps hold,
+    which outlive the trace's making.
+    """
+
+    def __init__(self):
+        self.known: dict = {}
+
+    def __call__(self, array, whole: bool = False):
+        """A summary dict; ``whole``: with ``full``, every value, when the tensor is small."""
+        if array is None:
+            return None
+        key = (id(array), whole)
+        data = self.known.get(key)
+        if data is None:
+            data = self.known[key] = _summary(array, whole)
+        return data
 
 
 def _summary(array, whole: bool = False):
-    """A summary dict; ``whole``: with ``full``, every value, when the tensor is small."""
-    summary = summarize(array)
-    if summary is None:
-        return None
-    data = summary.to_dict()
+    data = summarize(array).to_dict()
     if whole:
         full = full_values(array)
         if full is not None:
