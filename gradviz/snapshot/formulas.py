@@ -152,6 +152,8 @@ def _saved_tensor_or_value(node: Any, name: str):
 def _float64(value, exact: bool = True):
     if value is None:
         raise ValueError("a value the formula needs was not saved")
+    if type(value) is np.ndarray and not exact and value.dtype.kind in "fiu":  # most, for display
+        return value
     if is_gradviz_tensor(value):
         value = value._data  # its backend array: numpy, or torch's for the torch backend
     if isinstance(value, (bool, int, float)):

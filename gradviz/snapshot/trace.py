@@ -77,20 +77,12 @@ class Summaries:
         """A summary dict; ``whole``: with ``full``, every value, when the tensor is small."""
         if array is None:
             return None
-        key = (id(array), whole)
-        data = self.known.get(key)
-        if data is None:
-            data = self.known[key] = _summary(array, whole)
-        return data
-
-
-def _summary(array, whole: bool = False):
-    data = summarize(array).to_dict()
-    if whole:
-        full = full_values(array)
-        if full is not None:
-            data["full"] = full
-    return data
+        known = self.known.get(id(array))
+        if known is None:
+            plain = summarize(array).to_dict()
+            full = full_values(array)
+            known = self.known[id(array)] = (plain, plain if full is None else {**plain, "full": full})
+        return known[1] if whole else known[0]
 
 
 def leaf_ids(graph: Graph) -> dict:
