@@ -81,6 +81,7 @@ class GraphWidget(anywidget.AnyWidget):
     trace = traitlets.List().tag(sync=True, to_json=_json_buffer)
     step_index = traitlets.Int(0).tag(sync=True)
     note = traitlets.Unicode("").tag(sync=True)
+    grad_updates = traitlets.Dict().tag(sync=True)
     show_saved = traitlets.Bool(OPTIONS["show_saved"]).tag(sync=True)
     speed = traitlets.Float(OPTIONS["speed"]).tag(sync=True)
     height = traitlets.Int(OPTIONS["height"]).tag(sync=True)
@@ -194,26 +195,33 @@ class GraphWidget(anywidget.AnyWidget):
                 self.graph_layout = with_node_text(self.graph_layout, graph)
             self.graph = payload
             self.trace = list(steps)
+            self.grad_updates = {}
             self.note = note
             self.step_index = min(self.step_index, len(self.trace))
         self._graph = graph
 
     def _set_grads(self, graph: Graph, trace: list, changed: tuple) -> None:
-        """Send the nodes in ``changed`` again (their ``.grad`` moved), and the new trace."""
-        position = {node.id: i for i, node in enumerate(graph.nodes) if node.id in changed}
-        nodes = list(self.graph["nodes"])
-        text = dict(self.graph_layout.get("text", {}))
-        boxes = self.graph_layout["nodes"]
-        for node_id, i in position.items():
-            node = graph.nodes[i]
+        """Show the new ``.grad`` of the leaves in ``changed``, sending only what changed.
+
+        The leaves' nodes, their text and the AccumulateGrad steps that fill them are replaced in
+        the ``graph``, ``graph_layout`` and ``trace`` values in place (Python reads them current,
+        and nothing re-sends those big traits) and sent in the small ``grad_updates`` trait, which
+        the front end lays over them; the next full snapshot (``_set_graph``) clears it.
+        """
+        nodes, text, boxes = self.graph["nodes"], self.graph_layout.get("text", {}), self.graph_layout["nodes"]
+        updates = {"nodes": {}, "text": {}, "steps": {}, **self.grad_updates}
+        updates = {part: dict(updates[part]) for part in ("nodes", "text", "steps")}
+        for i, node in enumerate(graph.nodes):
+            if node.id not in changed:
+                continue
             # the formula stays an index into the graph's shared ``formulas`` (Graph.to_dict)
-            nodes[i] = {**node.to_dict(), "formula": nodes[i]["formula"]}
-            if node_id in boxes:
-                text[node_id] = fitted_lines(node, boxes[node_id][2])
-        with self.hold_sync():
-            self.graph_layout = {**self.graph_layout, "text": text}
-            self.graph = {**self.graph, "nodes": nodes}
-            self.trace = trace
+            nodes[i] = updates["nodes"][node.id] = {**node.to_dict(), "formula": nodes[i]["formula"]}
+            if node.id in boxes:
+                text[node.id] = updates["text"][node.id] = fitted_lines(node, boxes[node.id][2])
+        for index, (old, new) in enumerate(zip(self.trace, trace)):
+            if old is not new:
+                self.trace[index] = updates["steps"][str(index)] = new
+        self.grad_updates = updates
         self._graph = graph
 
     # -- on screen or not: what the front end reports, for the live refresh (widget/live.py) -----
@@ -298,3 +306,4 @@ class GraphWidget(anywidget.AnyWidget):
         self.set_trait("graph", {})
         self.set_trait("graph_layout", {})
         self.set_trait("trace", [])
+        self.set_trait("grad_updates", {})
