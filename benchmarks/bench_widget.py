@@ -7,7 +7,8 @@
    uses of one tensor, a scalar RNN unrolled 60 and 200 steps, chains of 20,000, 66,666 and
    100,000 nodes (gradviz tensors, as a lesson writes them), and the 2,000-layer torch model of
    ``bench_torch_graphs.py`` (18,000 nodes): ``gv.show`` (with the message ipywidgets sends:
-   its scan of the state for binary buffers, then the JSON the kernel's session writes) and
+   its scan of the state for binary buffers, then the JSON the kernel's session writes, as
+   ``bench_refresh.sent_as_by_a_kernel`` counts it) and
    ``gv.export_html`` time, the layout engine chosen, the HTML size, and torchviz on the same
    graph built with torch, where it finishes within ``--dot-timeout``.
 3. What an empty notebook cell costs after 200 widgets were shown and deleted, and with one open
@@ -152,30 +153,22 @@ def cpu_s() -> float:
     return times.user + times.system + times.children_user + times.children_system
 
 
-def comm_message(widget) -> str:
-    """The widget's state as the comm sends it: ipywidgets takes binary buffers out of the state
-    (walking all of it), then the kernel's session writes the rest as JSON."""
-    from ipywidgets.widgets.widget import _remove_buffers
-
-    state, _paths, _buffers = _remove_buffers(widget.get_state())
-    return json.dumps(state)
-
-
 def measure_shape(name: str, workdir: pathlib.Path, dot_timeout: float | None) -> dict:
     """Show and export time, engine and HTML size in gradviz; torchviz on the torch twin
     (not run when ``dot_timeout`` is None)."""
     import torch
 
     import gradviz as gv
+    from bench_refresh import sent_as_by_a_kernel
 
     output, names = shape_case(name, gv)
     start, start_cpu = time.perf_counter(), cpu_s()
-    widget = gv.show(output, names=names)
-    payload = comm_message(widget)  # what the comm sends when the widget is displayed
+    with sent_as_by_a_kernel():
+        widget = gv.show(output, names=names)
     show_s, show_cpu = time.perf_counter() - start, cpu_s() - start_cpu
     engine, nodes = widget.graph_layout["engine"], len(widget.graph["nodes"])
     widget.close()
-    del widget, payload
+    del widget
     page = workdir / "shape.html"
     start, start_cpu = time.perf_counter(), cpu_s()
     gv.export_html(output, page, names=names)
