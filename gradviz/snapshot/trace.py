@@ -18,7 +18,8 @@ derivative's value at this step and whether broadcasting summed the gradient bac
 (``grad_outputs``, ``grad_before``) and the node's ``saved`` tensors in the Graph. A summary of a
 small tensor among ``grad_inputs`` and ``local`` also carries ``full``, all its values (13 to 36
 of them; ``preview`` already shows 12 or fewer whole); the arriving gradient is the one a
-previous step sent.
+previous step sent. Each gradient is summarised once, and its summary dict is shared by every
+entry that names it (``Summaries``), so the entries of a trace are never changed in place.
 """
 from __future__ import annotations
 
