@@ -4,14 +4,20 @@
    and HTML size, and in-browser first render and per-step time; beside each, torchviz
    ``make_dot`` + Graphviz render on the same torch graph, as a ratio.
 2. Shapes that stress layout and export (``tests/fixtures/shapes.py``): fan-out of 100 and 1,000
-   uses of one tensor, a scalar RNN unrolled 60 and 200 steps, chains of 20,000 and 100,000 nodes
-   (gradviz tensors, as a lesson writes them), and the 2,000-layer torch model of
-   ``bench_torch_graphs.py`` (18,000 nodes): ``gv.show`` (the widget's state, serialized as the
-   comm sends it) and ``gv.export_html`` time, the layout engine chosen, the HTML size, and
-   torchviz on the same graph built with torch, where it finishes within ``--dot-timeout``.
+   uses of one tensor, a scalar RNN unrolled 60 and 200 steps, chains of 20,000, 66,666 and
+   100,000 nodes (gradviz tensors, as a lesson writes them), and the 2,000-layer torch model of
+   ``bench_torch_graphs.py`` (18,000 nodes): ``gv.show`` (with the message ipywidgets sends:
+   its scan of the state for binary buffers, then the JSON the kernel's session writes, as
+   ``bench_refresh.sent_as_by_a_kernel`` counts it) and
+   ``gv.export_html`` time, the layout engine chosen, the HTML size, and torchviz on the same
+   graph built with torch, where it finishes within ``--dot-timeout``.
+3. What an empty notebook cell costs after 200 widgets were shown and deleted, and with one open
+   20,000-node widget (``bench_refresh.py``, run here too).
 
-Run: ``python benchmarks/bench_widget.py [--sizes ...] [--shapes ...] [--skip-mlp]`` (needs
-torch, torchviz, anywidget, playwright and Chromium). It uses only public entry points
+Run: ``python benchmarks/bench_widget.py [--sizes ...] [--shapes ...] [--skip-mlp] [--skip-refresh]
+[--no-torchviz]`` (needs torch, torchviz, anywidget, playwright and Chromium). Show and export
+times are wall seconds with CPU seconds in brackets (this process and its ``dot`` children): on a
+machine shared with other work, the CPU time is close to what the wall time is on an idle one. It uses only public entry points
 (``gv.show``, ``gv.export_html``), so the same script measures an older checkout for a
 before/after. Browser times are measured inside the page with ``performance.now()``. Targets
 (DESIGN.md): 1,000 nodes first render <= 2 s, one step <= 16 ms; show or export of any
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import sys
 import tempfile
@@ -122,7 +129,8 @@ def browser_side(browser, page_path: pathlib.Path, steps: int) -> dict:
     return {"first_render_ms": first_ms, "step_median_ms": stepping["median"], "step_max_ms": stepping["max"]}
 
 
-SHAPES = ("fan-out 100", "fan-out 1000", "rnn 60", "rnn 200", "chain 20000", "chain 100000", "torch 2000 layers")
+SHAPES = ("fan-out 100", "fan-out 1000", "rnn 60", "rnn 200", "chain 20000", "chain 66666", "chain 100000",
+          "torch 2000 layers")
 
 
 def shape_case(name: str, lib):
@@ -138,26 +146,39 @@ def shape_case(name: str, lib):
     return make(size, lib=lib), {}
 
 
-def measure_shape(name: str, workdir: pathlib.Path, dot_timeout: float) -> dict:
-    """Show and export time, engine and HTML size in gradviz; torchviz on the torch twin."""
+def cpu_s() -> float:
+    """CPU seconds of this process and its finished children (``dot``): on a machine shared with
+    other work, what the wall time would be if this process had a core to itself."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def measure_shape(name: str, workdir: pathlib.Path, dot_timeout: float | None) -> dict:
+    """Show and export time, engine and HTML size in gradviz; torchviz on the torch twin
+    (not run when ``dot_timeout`` is None)."""
     import torch
 
     import gradviz as gv
+    from bench_refresh import sent_as_by_a_kernel
 
     output, names = shape_case(name, gv)
-    start = time.perf_counter()
-    widget = gv.show(output, names=names)
-    payload = json.dumps(widget.get_state())  # what the comm sends when the widget is displayed
-    show_s = time.perf_counter() - start
+    start, start_cpu = time.perf_counter(), cpu_s()
+    with sent_as_by_a_kernel():
+        widget = gv.show(output, names=names)
+    show_s, show_cpu = time.perf_counter() - start, cpu_s() - start_cpu
     engine, nodes = widget.graph_layout["engine"], len(widget.graph["nodes"])
     widget.close()
-    del widget, payload
+    del widget
     page = workdir / "shape.html"
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), cpu_s()
     gv.export_html(output, page, names=names)
-    export_s = time.perf_counter() - start
+    export_s, export_cpu = time.perf_counter() - start, cpu_s() - start_cpu
     row = {"case": name, "nodes": nodes, "engine": engine, "show_s": show_s, "export_s": export_s,
+           "show_cpu_s": show_cpu, "export_cpu_s": export_cpu,
            "html_mb": page.stat().st_size / 1e6}
+    if dot_timeout is None:
+        row["torchviz"] = "not run"
+        return row
     twin, twin_names = (output, names) if name.startswith("torch") else shape_case(name, torch)
     row["torchviz"] = torchviz_render(twin, twin_names, workdir, dot_timeout)
     return row
@@ -184,36 +205,46 @@ def torchviz_render(output, names: dict, workdir: pathlib.Path, dot_timeout: flo
     return f"{time.perf_counter() - start:.2f}"
 
 
-SHAPE_HEADER = ("case", "nodes", "engine", "show s", "export s", "html MB", "torchviz s")
+SHAPE_HEADER = ("case", "nodes", "engine", "show s (cpu)", "export s (cpu)", "html MB", "torchviz s")
 
 
 def shape_line(row: dict) -> str:
-    return " | ".join([row["case"], str(row["nodes"]), row["engine"], f"{row['show_s']:.2f}",
-                       f"{row['export_s']:.2f}", f"{row['html_mb']:.1f}", row["torchviz"]])
+    return " | ".join([row["case"], str(row["nodes"]), row["engine"], f"{row['show_s']:.2f} ({row['show_cpu_s']:.2f})",
+                       f"{row['export_s']:.2f} ({row['export_cpu_s']:.2f})", f"{row['html_mb']:.1f}", row["torchviz"]])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     parser.add_argument("--shapes", nargs="*", default=list(SHAPES), help=f"any of {SHAPES}")
-    parser.add_argument("--skip-mlp", action="store_true", help="only the shapes table")
+    parser.add_argument("--skip-mlp", action="store_true", help="no MLP table")
+    parser.add_argument("--skip-refresh", action="store_true", help="no per-cell refresh table")
+    parser.add_argument("--no-torchviz", action="store_true", help="shapes without torchviz beside them")
     parser.add_argument("--dot-timeout", type=float, default=60.0, help="seconds torchviz's Graphviz render may take")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args()
 
     import gradviz.widget.widget  # noqa: F401 - anywidget's import is not part of the first show's time
 
+    print(f"load average at the start: {os.getloadavg()}", file=sys.stderr if args.json else sys.stdout)
     shape_rows = []
+    dot_timeout = None if args.no_torchviz else args.dot_timeout
     if not args.json:
         print(" | ".join(SHAPE_HEADER))
         print(" | ".join("---" for _ in SHAPE_HEADER))
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.shapes:
-            shape_rows.append(measure_shape(name, pathlib.Path(tmp), args.dot_timeout))
+            shape_rows.append(measure_shape(name, pathlib.Path(tmp), dot_timeout))
             if not args.json:
                 print(shape_line(shape_rows[-1]), flush=True)  # each row as soon as it is measured
     if args.json:
         print(json.dumps(shape_rows, indent=2))
+    if not args.skip_refresh:
+        import bench_refresh
+
+        print()
+        bench_refresh.report(bench_refresh.measure())
+    print(f"load average after the shapes: {os.getloadavg()}", file=sys.stderr if args.json else sys.stdout)
     if args.skip_mlp:
         return
     print()

@@ -291,13 +291,15 @@ def _place(layers, sizes, successors, predecessors, layer_gaps=None, above=0):
         order = range(1, len(layers)) if downward else range(len(layers) - 2, -1, -1)
         for layer_index in order:
             layer = layers[layer_index]
+            if len(layer) == 1:
+                linked = neighbours[layer[0]]
+                if linked:
+                    x[layer[0]] = sum(map(x.__getitem__, linked)) / len(linked)
+                continue
             wanted = []
             for node_id in layer:
                 linked = neighbours[node_id]
-                wanted.append(sum(x[other] for other in linked) / len(linked) if linked else x[node_id])
-            if len(layer) == 1:
-                x[layer[0]] = wanted[0]
-                continue
+                wanted.append(sum(map(x.__getitem__, linked)) / len(linked) if linked else x[node_id])
             gaps = [(sizes[a][0] + sizes[b][0]) / 2 + NODE_GAP for a, b in zip(layer, layer[1:])]
             for node_id, value in zip(layer, closest_spaced(wanted, gaps)):
                 x[node_id] = value

@@ -69,7 +69,7 @@ def node_size(node: GraphNode, lines: list | None = None) -> tuple[float, float]
     """Box size in px: wide enough for the longest line (up to ``MAX_CHARS``), one row per line;
     ``lines`` are ``node_lines(node)`` when the caller has them already."""
     lines = node_lines(node) if lines is None else lines
-    longest = min(max(len(line["text"]) for line in lines), MAX_CHARS)
+    longest = min(max([len(line["text"]) for line in lines]), MAX_CHARS)
     if node.kind == "leaf":
         longest = max(longest, LEAF_MIN_CHARS)
     width = max(MIN_WIDTH, round(longest * CHAR_WIDTH + PADDING_X))
@@ -93,11 +93,14 @@ def fitted_lines(node: GraphNode, width: float, lines: list | None = None) -> li
     limit = chars_fitting(width)
     shipped = []
     for line in node_lines(node) if lines is None else lines:
-        text = cut(line["text"], limit)
-        item = {"text": text, "cls": line["cls"]}
-        if text != line["text"]:
-            item["title"] = line["text"]
-        if line["cls"] == "gv-grad":
+        text, cls = line["text"], line["cls"]
+        if len(text) <= limit and cls != "gv-grad":  # most lines: shipped as they are
+            shipped.append(line)
+            continue
+        item = {"text": cut(text, limit), "cls": cls}
+        if item["text"] != text:
+            item["title"] = text
+        if cls == "gv-grad":
             item["max"] = limit
         shipped.append(item)
     return shipped

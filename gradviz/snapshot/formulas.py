@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from gradviz.ops import derivatives_for
-from gradviz.autograd.node import AccumulateGrad
+from gradviz.autograd.node import AccumulateGrad, Node, SavedTensor
 from gradviz._kinds import ACCUMULATE_GRAD, is_gradviz_tensor
 from gradviz.snapshot import formula_table
 from gradviz.snapshot.formula_table import INPUT_SHAPE, INPUT_SHAPES, NODE, SLOT, TABLE
@@ -133,23 +133,36 @@ def _saved_value(node: Any, name: str, exact: bool = True):
     if name == "grad_before":  # AccumulateGrad: the leaf's .grad before this pass (0 if None)
         grad = getattr(node.variable, "grad", None)
         return _float64(grad) if grad is not None else np.float64(0)
-    value = getattr(node, "_saved_" + name)
+    value = _saved_tensor_or_value(node, name)
     if isinstance(value, (tuple, list)):
         return tuple(None if v is None else _float64(v, exact) for v in value)
     return _float64(value, exact)
 
 
+def _saved_tensor_or_value(node: Any, name: str):
+    """``node._saved_<name>``, except that a gradviz node's saved tensor comes back as its array,
+    unpacked as backward unpacks it: making the Tensor that ``_saved_<name>`` returns would cost
+    more than the rest of a trace step."""
+    entry = node._packed.get(name) if isinstance(node, Node) and node._packed else None
+    if isinstance(entry, SavedTensor):
+        return entry.unpack()
+    return getattr(node, "_saved_" + name)
+
+
 def _float64(value, exact: bool = True):
     if value is None:
         raise ValueError("a value the formula needs was not saved")
+    if type(value) is np.ndarray and not exact and value.dtype.kind in "fiu":  # most, for display
+        return value
     if is_gradviz_tensor(value):
         value = value._data  # its backend array: numpy, or torch's for the torch backend
     if isinstance(value, (bool, int, float)):
         return np.float64(value)
     array = to_numpy(value.detach() if hasattr(value, "detach") else value)
-    if np.issubdtype(array.dtype, np.integer):
+    kind = array.dtype.kind
+    if kind in "iu":
         return array  # indices and class targets stay integers
-    if not exact and np.issubdtype(array.dtype, np.floating):
+    if not exact and kind == "f":
         return array
     if np.issubdtype(array.dtype, np.complexfloating):  # never cast to real: that drops the imaginary part
         return array.astype(np.complex128)
@@ -225,7 +238,9 @@ def _numbers(node, rule, slot, grad_output, sent) -> dict | None:
         local_shape = np.shape(value)
         if np.size(value) <= LARGEST_EVALUATED:
             local = summary_dict(value)
-    product = np.broadcast_shapes(tuple(grad_output.shape), local_shape)
+    grad_shape = tuple(grad_output.shape)
+    product = (grad_shape if local_shape in ((), grad_shape)
+               else np.broadcast_shapes(grad_shape, local_shape))
     return {"local": local, "summed": product != tuple(sent.shape)}
 
 

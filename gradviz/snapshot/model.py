@@ -62,6 +62,8 @@ def summarize(array: Any, max_elements: int = 12) -> ArraySummary | None:
     """
     if array is None:
         return None
+    if type(array) is np.ndarray:  # most summaries of a big graph: nothing to resolve first
+        return ArraySummary(array.shape, _dtype_name(array.dtype), preview_text(array, max_elements))
     dtype = _dtype_name(getattr(array, "dtype", None))
     try:
         values, prefix = _display_values(array)
@@ -95,7 +97,8 @@ def to_numpy(array: Any) -> np.ndarray:
 
 def _display_values(array: Any) -> tuple:
     """``(numpy values, preview prefix)``: a sparse tensor shows its stored values, so marked."""
-    if hasattr(array, "layout") and str(array.layout) != "torch.strided":
+    layout = getattr(array, "layout", None)  # only torch tensors have one (so torch is loaded)
+    if layout is not None and layout is not sys.modules["torch"].strided:
         tensor = array.detach()
         if str(tensor.layout) == "torch.sparse_coo":
             tensor = tensor.coalesce()
@@ -105,6 +108,10 @@ def _display_values(array: Any) -> tuple:
 
 def _torch_to_numpy(tensor: Any) -> np.ndarray:
     """numpy values of a strided torch tensor of any dtype (torch only touched here, when given one)."""
+    try:
+        return tensor.numpy()  # most tensors: on the CPU, a dtype numpy has, no conjugate or negative bit
+    except (TypeError, RuntimeError):
+        pass
     if tensor.is_quantized:
         tensor = tensor.dequantize()
     tensor = tensor.resolve_conj().resolve_neg().cpu()
@@ -136,6 +143,8 @@ def preview_text(values: np.ndarray, max_elements: int = 12) -> str:
 
 
 def _format_number(value) -> str:
+    if type(value) is float and (value == 0 or 1e-4 <= abs(value) < 1e8):  # most numbers: said first
+        return f"{value:.4f}".rstrip("0")
     if isinstance(value, (bool, int)):
         return str(value)
     if value != value or value in (float("inf"), float("-inf")):

@@ -18,7 +18,8 @@ derivative's value at this step and whether broadcasting summed the gradient bac
 (``grad_outputs``, ``grad_before``) and the node's ``saved`` tensors in the Graph. A summary of a
 small tensor among ``grad_inputs`` and ``local`` also carries ``full``, all its values (13 to 36
 of them; ``preview`` already shows 12 or fewer whole); the arriving gradient is the one a
-previous step sent.
+previous step sent. Each gradient is summarised once, and its summary dict is shared by every
+entry that names it (``Summaries``), so the entries of a trace are never changed in place.
 """
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ from gradviz.snapshot.formulas import full_values, step_numbers
 from gradviz.snapshot.model import Graph, summarize
 
 
-def step_to_dict(step, graph: Graph, leaves: dict | None = None) -> dict:
+def step_to_dict(step, graph: Graph, leaves: dict | None = None, summaries: "Summaries | None" = None) -> dict:
     node = step.node
+    summary = summaries if summaries is not None else Summaries()
     targets = [graph.id_of(fn) if fn is not None else None for fn, _ in node.next_functions]
     leaf = None
     if step.is_accumulate:
@@ -38,37 +40,50 @@ def step_to_dict(step, graph: Graph, leaves: dict | None = None) -> dict:
         "index": step.index,
         "node": graph.id_of(node),
         "name": step.name,
-        "grad_outputs": [_summary(g) for g in step.grad_outputs],
-        "grad_inputs": [_summary(g, whole=True) for g in step.grad_inputs],
+        "grad_outputs": [summary(g) for g in step.grad_outputs],
+        "grad_inputs": [summary(g, whole=True) for g in step.grad_inputs],
         "targets": targets,
         "contributions": [
-            [{"from": graph.id_of(sender) if sender is not None else None, "value": _summary(g)}
+            [{"from": graph.id_of(sender) if sender is not None else None, "value": summary(g)}
              for sender, g in pieces]
             for pieces in step.contributions
         ],
         "leaf": leaf,
-        "grad_before": _summary(step.grad_before),
-        "grad_after": _summary(step.grad_after),
+        "grad_before": summary(step.grad_before),
+        "grad_after": summary(step.grad_after),
         "numbers": step_numbers(step),
     }
 
 
 def trace_to_dict(steps: Iterable, graph: Graph) -> list:
+    steps = tuple(steps)  # held while the trace is made: Summaries keys on the arrays' ids
     leaves = leaf_ids(graph)
-    return [step_to_dict(step, graph, leaves) for step in steps]
+    summaries = Summaries()
+    return [step_to_dict(step, graph, leaves, summaries) for step in steps]
 
 
-def _summary(array, whole: bool = False):
-    """A summary dict; ``whole``: with ``full``, every value, when the tensor is small."""
-    summary = summarize(array)
-    if summary is None:
-        return None
-    data = summary.to_dict()
-    if whole:
-        full = full_values(array)
-        if full is not None:
-            data["full"] = full
-    return data
+class Summaries:
+    """Summary dicts of a trace's gradients, each array summarised once and the dict shared.
+
+    The gradient a step sends is the one the next step receives and the piece it sums, so a
+    trace names each array two or three times; the same dict stands for it each time (dicts of a
+    trace are never changed in place). Keyed on ``id(array)``: only for arrays the Steps hold,
+    which outlive the trace's making.
+    """
+
+    def __init__(self):
+        self.known: dict = {}
+
+    def __call__(self, array, whole: bool = False):
+        """A summary dict; ``whole``: with ``full``, every value, when the tensor is small."""
+        if array is None:
+            return None
+        known = self.known.get(id(array))
+        if known is None:
+            plain = summarize(array).to_dict()
+            full = full_values(array)
+            known = self.known[id(array)] = (plain, plain if full is None else {**plain, "full": full})
+        return known[1] if whole else known[0]
 
 
 def leaf_ids(graph: Graph) -> dict:

@@ -48,7 +48,8 @@
  *   derivative's value and whether broadcasting summed the gradient
  * @typedef {{graph: Graph, graph_layout: Layout, trace: TraceStep[], step_index: number,
  *   show_saved: boolean, speed: number, height: number, note: string,
- *   collapse: "auto"|boolean, predict: boolean}} Traits
+ *   collapse: "auto"|boolean, predict: boolean, grad_updates: object}} Traits
+ *   grad_updates: leaves whose .grad changed since, laid over graph, layout and trace (decodingModel);
  *   step_index: steps done, 0..trace.length; speed: steps per second while playing; height: px
  *   of the drawing area at most; collapse: start with the layout's groups collapsed (auto: when
  *   the graph has more than COLLAPSE_ABOVE nodes); predict: Next asks the learner for the
@@ -1306,7 +1307,7 @@ class GraphView {
    * @param {HTMLElement} host
    */
   constructor(model, host) {
-    this.model = model;
+    this.model = decodingModel(model);
     this.host = host;
     this.listeners = [];
     this.selection = null; // a clicked node's id, shown in the panel until the next step
@@ -1347,7 +1348,9 @@ class GraphView {
     });
 
     this.rebuild();
-    for (const name of ["graph", "graph_layout", "trace", "show_saved"]) this.on(`change:${name}`, () => this.rebuildSoon());
+    for (const name of ["graph", "graph_layout", "trace", "grad_updates", "show_saved"]) {
+      this.on(`change:${name}`, () => this.rebuildSoon());
+    }
     this.on("change:step_index", () => { if (!this.rebuildPending) this.showStep(this.model.get("step_index")); });
     this.on("change:speed", () => this.showOptions());
     this.on("change:note", () => this.showOptions());
@@ -1546,6 +1549,55 @@ export function createModel(state) {
     save_changes() {},
     send() {},
   };
+}
+
+const ENCODED_TRAITS = new Set(["graph", "graph_layout", "trace"]);
+const DECODED = new WeakMap(); // a trait's buffer -> its parsed value, shared by the views of a model
+const UPDATED = new WeakMap(); // a parsed trait -> [the grad_updates laid over it, the result]
+
+/**
+ * The model as the views read it. The kernel sends the big traits (graph, graph_layout, trace)
+ * as one buffer of JSON text each (`_json_buffer` in widget/widget.py), which arrives as a
+ * DataView; `get` parses each buffer once. A plain value (the HTML export's state) passes through.
+ * Leaves whose .grad changed since come in the small `grad_updates` trait (`_set_grads` in
+ * widget.py), laid over those three here: their nodes, their text, their AccumulateGrad steps.
+ * @param {Model} model
+ * @returns {Model}
+ */
+function decodingModel(model) {
+  return {
+    get(name) {
+      let value = model.get(name);
+      if (!ENCODED_TRAITS.has(name)) return value;
+      if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
+        if (!DECODED.has(value)) DECODED.set(value, JSON.parse(new TextDecoder().decode(value)));
+        value = DECODED.get(value);
+      }
+      const updates = model.get("grad_updates");
+      if (!value || !updates || !Object.keys(updates).length) return value;
+      const known = UPDATED.get(value);
+      if (known && known[0] === updates) return known[1];
+      const updated = withGradUpdates(name, value, updates);
+      UPDATED.set(value, [updates, updated]);
+      return updated;
+    },
+    set: (name, value) => model.set(name, value),
+    on: (event, callback) => model.on(event, callback),
+    off: (event, callback) => model.off(event, callback),
+    save_changes: () => model.save_changes(),
+    send: (content) => model.send(content),
+  };
+}
+
+/** `value` (the graph, layout or trace trait) with the `grad_updates` of its part laid over it. */
+function withGradUpdates(name, value, updates) {
+  if (name === "graph") {
+    const nodes = updates.nodes || {};
+    return { ...value, nodes: value.nodes.map((node) => nodes[node.id] || node) };
+  }
+  if (name === "graph_layout") return { ...value, text: { ...value.text, ...(updates.text || {}) } };
+  const steps = updates.steps || {};
+  return value.map((entry, index) => steps[index] || entry);
 }
 
 /**

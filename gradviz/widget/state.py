@@ -9,6 +9,9 @@ values, one per entry of ``STATE_KEYS``:
 * ``trace``: one dict per backward step, in PyTorch's engine order (``gradviz.snapshot.trace``)
 * ``step_index``: steps done, 0 (before the pass) to ``len(trace)``
 * ``note``: a message shown above the graph (why there is no graph, or why it cannot be stepped)
+* ``grad_updates``: leaves whose ``.grad`` changed since ``graph`` and ``trace`` were last sent,
+  ``{"nodes": {id: node}, "text": {id: lines}, "steps": {index: trace entry}}``, which the front
+  end lays over those three (``{}`` in a fresh state; see ``GraphWidget._set_grads``)
 * the ``OPTIONS`` a user may set, with their defaults.
 
 ``GraphWidget`` holds exactly these as synced traits; ``export_html`` writes them into the page.
@@ -36,7 +39,7 @@ boxes, ``"auto"`` when the graph is big (``COLLAPSE_ABOVE`` in ``gradviz.js``); 
 (predict, then reveal, for exercises) makes Next ask for the gradient the step will send, or
 the ``.grad`` it will leave, and say right or what the chain rule gives, before showing it."""
 
-STATE_KEYS = ("graph", "graph_layout", "trace", "step_index", "note", *OPTIONS)
+STATE_KEYS = ("graph", "graph_layout", "trace", "step_index", "note", "grad_updates", *OPTIONS)
 
 ACCEPTED = "a gradviz.Tensor or a torch.Tensor"
 
@@ -69,7 +72,7 @@ def view_state(tensor: Any, names: dict | None, model: Any = None, **options) ->
     check_options(options)
     graph, trace, note = snapshot_state(tensor, names, model=model)
     return {"graph": graph.to_dict(), "graph_layout": compute_layout(graph), "trace": trace,
-            "step_index": 0, "note": note, **OPTIONS, **options}
+            "step_index": 0, "note": note, "grad_updates": {}, **OPTIONS, **options}
 
 
 def state_of(view: Any) -> dict:

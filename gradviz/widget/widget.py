@@ -11,6 +11,7 @@ ImportError that says what to install, and everything else (``gv.export_html``) 
 """
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import sys
@@ -48,10 +49,19 @@ def _shipped(name: str):
     return path if hot_reload else path.read_text(encoding="utf-8")
 
 
-def _plain_json(value: Any, _widget: Any) -> Any:
-    """The big traits are plain JSON already (no widget inside): send them as they are, instead
-    of ipywidgets' default, which walks every dict and list of a 20,000-node graph again."""
-    return value
+ENCODED_TRAITS = ("graph", "graph_layout", "trace")
+"""The big traits, sent to the front end as one buffer of UTF-8 JSON each (``_json_buffer``)."""
+
+
+def _json_buffer(value: Any, _widget: Any) -> bytes:
+    """A big trait as one buffer of JSON text, which ``gradviz.js`` parses (``decodingModel``).
+
+    ipywidgets looks for binary buffers in every dict and list of the state it sends (a 20,000-node
+    graph is half a million of them, about a second), and the kernel's session writes the rest as
+    JSON again; a buffer is one value to both, sent as it is. The trait itself stays the dict or
+    list in Python (``widget.graph["nodes"]``). ASCII-only JSON, so any label round-trips.
+    """
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
 class GraphWidget(anywidget.AnyWidget):
@@ -66,11 +76,12 @@ class GraphWidget(anywidget.AnyWidget):
     _esm = _shipped("gradviz.js")
     _css = _shipped("gradviz.css")
 
-    graph = traitlets.Dict().tag(sync=True, to_json=_plain_json)
-    graph_layout = traitlets.Dict().tag(sync=True, to_json=_plain_json)
-    trace = traitlets.List().tag(sync=True, to_json=_plain_json)
+    graph = traitlets.Dict().tag(sync=True, to_json=_json_buffer)
+    graph_layout = traitlets.Dict().tag(sync=True, to_json=_json_buffer)
+    trace = traitlets.List().tag(sync=True, to_json=_json_buffer)
     step_index = traitlets.Int(0).tag(sync=True)
     note = traitlets.Unicode("").tag(sync=True)
+    grad_updates = traitlets.Dict().tag(sync=True)
     show_saved = traitlets.Bool(OPTIONS["show_saved"]).tag(sync=True)
     speed = traitlets.Float(OPTIONS["speed"]).tag(sync=True)
     height = traitlets.Int(OPTIONS["height"]).tag(sync=True)
@@ -184,26 +195,33 @@ class GraphWidget(anywidget.AnyWidget):
                 self.graph_layout = with_node_text(self.graph_layout, graph)
             self.graph = payload
             self.trace = list(steps)
+            self.grad_updates = {}
             self.note = note
             self.step_index = min(self.step_index, len(self.trace))
         self._graph = graph
 
     def _set_grads(self, graph: Graph, trace: list, changed: tuple) -> None:
-        """Send the nodes in ``changed`` again (their ``.grad`` moved), and the new trace."""
-        position = {node.id: i for i, node in enumerate(graph.nodes) if node.id in changed}
-        nodes = list(self.graph["nodes"])
-        text = dict(self.graph_layout.get("text", {}))
-        boxes = self.graph_layout["nodes"]
-        for node_id, i in position.items():
-            node = graph.nodes[i]
+        """Show the new ``.grad`` of the leaves in ``changed``, sending only what changed.
+
+        The leaves' nodes, their text and the AccumulateGrad steps that fill them are replaced in
+        the ``graph``, ``graph_layout`` and ``trace`` values in place (Python reads them current,
+        and nothing re-sends those big traits) and sent in the small ``grad_updates`` trait, which
+        the front end lays over them; the next full snapshot (``_set_graph``) clears it.
+        """
+        nodes, text, boxes = self.graph["nodes"], self.graph_layout.get("text", {}), self.graph_layout["nodes"]
+        updates = {"nodes": {}, "text": {}, "steps": {}, **self.grad_updates}
+        updates = {part: dict(updates[part]) for part in ("nodes", "text", "steps")}
+        for i, node in enumerate(graph.nodes):
+            if node.id not in changed:
+                continue
             # the formula stays an index into the graph's shared ``formulas`` (Graph.to_dict)
-            nodes[i] = {**node.to_dict(), "formula": nodes[i]["formula"]}
-            if node_id in boxes:
-                text[node_id] = fitted_lines(node, boxes[node_id][2])
-        with self.hold_sync():
-            self.graph_layout = {**self.graph_layout, "text": text}
-            self.graph = {**self.graph, "nodes": nodes}
-            self.trace = trace
+            nodes[i] = updates["nodes"][node.id] = {**node.to_dict(), "formula": nodes[i]["formula"]}
+            if node.id in boxes:
+                text[node.id] = updates["text"][node.id] = fitted_lines(node, boxes[node.id][2])
+        for index, (old, new) in enumerate(zip(self.trace, trace)):
+            if old is not new:
+                self.trace[index] = updates["steps"][str(index)] = new
+        self.grad_updates = updates
         self._graph = graph
 
     # -- on screen or not: what the front end reports, for the live refresh (widget/live.py) -----
@@ -255,13 +273,18 @@ class GraphWidget(anywidget.AnyWidget):
         return {**data, "text/html": fallback}, metadata
 
     def _get_embed_state(self, drop_defaults: bool = False) -> dict:
-        """Keep the module and CSS in ``ipywidgets.embed`` output even with ``drop_defaults``.
+        """Keep the module and CSS in ``ipywidgets.embed`` output even with ``drop_defaults``, and
+        the big traits as readable JSON there rather than base64 of their buffers.
 
-        They are class defaults, so standard embedding would drop them and leave the page's
-        anywidget loader with nothing to run.
+        The module and CSS are class defaults, so standard embedding would drop them and leave the
+        page's anywidget loader with nothing to run.
         """
         state = super()._get_embed_state(drop_defaults=drop_defaults)
         state["state"].update(self.get_state(["_esm", "_css", "_anywidget_id"]))
+        state["state"].update({name: getattr(self, name) for name in ENCODED_TRAITS})
+        buffers = [buffer for buffer in state.pop("buffers", []) if buffer["path"][0] not in ENCODED_TRAITS]
+        if buffers:
+            state["buffers"] = buffers
         return state
 
     def close(self) -> None:
@@ -283,3 +306,4 @@ class GraphWidget(anywidget.AnyWidget):
         self.set_trait("graph", {})
         self.set_trait("graph_layout", {})
         self.set_trait("trace", [])
+        self.set_trait("grad_updates", {})
