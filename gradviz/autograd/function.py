@@ -238,8 +238,10 @@ class OpFunction(Node):
                 # one shared tuple per pattern: fewer live objects mean fewer garbage-collector passes
                 needs = node.needs_input_grad = _NEEDS.setdefault(needs, needs)
                 if False in needs:  # an input without grad: kept (weakly, if a tensor) for the graph view
-                    node._constants = tuple([None if need else weakref.ref(arg) if isinstance(arg, Tensor) else arg
-                                             for arg, need in zip(args, needs)])
+                    constants = []
+                    for arg, need in zip(args, needs):
+                        constants.append(None if need else weakref.ref(arg) if isinstance(arg, Tensor) else arg)
+                    node._constants = tuple(constants)
                 backend = args[needs.index(True)]._backend
                 if backend is not numpy_backend:
                     node.backend = backend
