@@ -88,6 +88,14 @@ def _arithmetic_operator(function, op_class):
     return operator
 
 
+def _pow_operator(self, other):
+    """``x ** n``: a float, or an int that is not negative (which an integer tensor refuses), goes
+    straight to PowBackward0, as ``pow`` itself would send it; anything else takes ``pow``'s checks."""
+    if type(other) is float or (type(other) is int and other >= 0):
+        return arithmetic.PowBackward0.apply(self, other)
+    return _checked_pow(self, other)
+
+
 def _method(function):
     """A Tensor method over a binary function: ``x.add('a')`` names ``other`` as position 1, as PyTorch does."""
 
@@ -133,6 +141,8 @@ TENSOR_METHODS = {
     "masked_fill_": masked_fill_, "index_put_": index_put_,
 }
 TENSOR_METHODS.update({name: _operator(function) for name, function in OPERATORS.items()})
+_checked_pow = _operator(pow)
+TENSOR_METHODS["__pow__"] = _pow_operator
 TENSOR_METHODS.update({name: _arithmetic_operator(function, op_class) for name, function, op_class in (
     ("__add__", add, arithmetic.AddBackward0), ("__radd__", add, arithmetic.AddBackward0),
     ("__sub__", sub, arithmetic.SubBackward0), ("__mul__", mul, arithmetic.MulBackward0),
