@@ -69,7 +69,10 @@ def device_of(x):
 def strides(x):
     """Strides in elements, as PyTorch counts them (a transposed view has reversed strides)."""
     itemsize = x.itemsize
-    return tuple([stride // itemsize for stride in x.strides])
+    strides = x.strides
+    if len(strides) == 2:  # a matrix (what mm and addmm save), with no list to build
+        return (strides[0] // itemsize, strides[1] // itemsize)
+    return tuple([stride // itemsize for stride in strides])
 
 
 def can_view(x, shape):

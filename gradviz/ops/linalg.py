@@ -53,8 +53,10 @@ class MmBackward0(OpFunction):
         ctx.save(mat2=mat2 if needs_self else None, self=self if needs_mat2 else None,
                  mat2_sym_sizes=mat2_sizes, mat2_sym_strides=mat2_strides,
                  self_sym_sizes=self_sizes, self_sym_strides=self_strides)
-        ctx.metas = (meta(self), meta(mat2))
-        a, b = promote(self, mat2)
+        a, b = self._data, mat2._data
+        ctx.metas = ((a.shape, a.dtype), (b.shape, b.dtype))  # meta() of each, both being tensors
+        if a.dtype != b.dtype:
+            a, b = promote(self, mat2)
         return self._backend.matmul(a, b)
 
     def backward(ctx, grad):
