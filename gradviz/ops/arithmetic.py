@@ -254,7 +254,9 @@ class PowBackward0(OpFunction):
         self, exponent = ctx.saved("self", "exponent")
         if exponent == 0:
             return backend.mul(grad, 0.0)
-        return backend.mul(grad, backend.mul(backend.pow(self, exponent - 1), float(exponent)))
+        # x ** 1 is a copy of x (PyTorch's kernel), so for a square x itself gives the same numbers
+        power = self if exponent == 2 else backend.pow(self, exponent - 1)
+        return backend.mul(grad, backend.mul(power, float(exponent)))
 
     def backward_graph(ctx, grad):
         self, exponent = ctx.saved_graph("self", "exponent")
