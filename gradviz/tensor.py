@@ -193,7 +193,8 @@ class Tensor:
 
     @property
     def grad(self):
-        if self.grad_fn is not None and not self._retains_grad:
+        # a leaf that is not a view (every parameter): no grad_fn to look up, no warning
+        if (self._grad_fn is not None or self._base is not None) and self.grad_fn is not None and not self._retains_grad:
             warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 

@@ -303,16 +303,19 @@ class GraphTask:
 
     def _execute_plain(self) -> None:
         """``execute`` for a plain ``backward()`` (every node runs, no Steps, no dry run, no recorded
-        pass): ``evaluate_function`` written out as one loop, since on a graph of scalars the engine's
-        own bookkeeping costs more than the arithmetic. A node with hooks, and a node with other than
-        one output (GraphRoot, a custom Function), still goes through ``evaluate_function``, so the
-        order and every result are the same; only Python calls and temporaries are saved."""
+        pass): ``evaluate_function`` and ``send_on`` written out as one loop, since on a graph of
+        scalars the engine's own bookkeeping costs more than the arithmetic. A node with hooks, and a
+        node with other than one output (GraphRoot, a custom Function), still goes through
+        ``evaluate_function``, so the order and every result are the same; only Python calls and
+        temporaries are saved."""
         ready_queue = self.ready_queue
         heap = ready_queue.heap
         pop = ready_queue.pop
+        push = ready_queue.push
         evaluate_function = self.evaluate_function
         accumulate_grad = self.accumulate_grad
-        send_on = self.send_on
+        dependencies = self.dependencies
+        not_ready = self.not_ready
         release = not self.keep_graph
         run_hooks = self.run_hooks
         while heap:
@@ -337,7 +340,31 @@ class GraphTask:
                     grad_inputs = (grad_inputs,)
             if release:
                 node._release_variables()
-            send_on(node, next_functions, grad_inputs)
+            for (next_node, slot), grad in zip(next_functions, grad_inputs):  # send_on, written out
+                if next_node is None:
+                    continue
+                remaining = dependencies[next_node] - 1
+                dependencies[next_node] = remaining
+                next_buffer = not_ready.get(next_node)
+                if next_buffer is None:  # the first gradient for next_node
+                    if next_node._num_outputs == 1:  # the gradient is the buffer's one slot (None: none yet)
+                        next_buffer = InputBuffer((grad,))
+                    else:
+                        next_buffer = InputBuffer((None,) * next_node._num_outputs)
+                        next_buffer[slot] = grad
+                    if remaining:
+                        not_ready[next_node] = next_buffer
+                else:
+                    if not remaining:
+                        del not_ready[next_node]
+                    if grad is not None:
+                        accumulated = next_buffer[slot]
+                        next_buffer[slot] = grad if accumulated is None else accumulated + grad
+                if not remaining:
+                    if heap:
+                        push(next_node, next_buffer)
+                    else:  # ReadyQueue.push into an empty heap
+                        heap.append((next_node._sequence_nr, next_node, next_buffer))
 
     def steps(self):
         """Run the pass one node at a time, yielding a Step after each.

@@ -30,6 +30,7 @@ from __future__ import annotations
 import weakref
 
 from gradviz import _dtype
+from gradviz.backends import numpy_backend
 from gradviz._device import CPU
 from gradviz.autograd.node import _sequence, RELEASED, Node, SavedTensor
 from gradviz.grad_mode import _state as _grad_state
@@ -79,6 +80,7 @@ class OpFunction(Node):
 
     inputs: tuple = ()
     derivatives: dict = {}
+    backend = numpy_backend  # the backend of the op's data; a node on another backend sets its own
     needs_input_grad: tuple = ()
     _result_name = None
     _constants = None  # inputs without grad: a number, or a weak reference to a tensor
@@ -198,20 +200,70 @@ class OpFunction(Node):
 
         The first ``len(cls.inputs)`` positional arguments are the graph inputs (each gets an
         edge); later ones and keywords are parameters such as ``dim``. This is the one path every
-        op takes (operators, functions, methods, nn modules), so it is kept to a handful of
-        attribute reads when nothing is recorded.
+        op takes (operators, functions, methods, nn modules), so it is written out as one loop:
+        one pass over the inputs finds which need a gradient and where each one's gradient goes
+        (``gradient_edge``), and only then is the node made. A view that requires grad takes the
+        general path, ``_record`` (its grad_fn may have to be made, after the node, as PyTorch does).
         """
         if _grad_state.enabled:  # is_grad_enabled(), read directly: this runs for every op
-            graph_inputs = args[:len(cls.inputs)]
-            needs = ()
-            for arg in graph_inputs:
-                # a view requires grad when its base does (even one made under no_grad, as in PyTorch)
-                needs += ((type(arg) is Tensor or isinstance(arg, Tensor)) and (arg._requires_grad or (
-                    arg._base is not None and arg._base._requires_grad)),)
-            if True in needs:
-                # one shared tuple per pattern: every recorded node keeps its own otherwise, and
-                # fewer live objects mean fewer garbage-collector passes over a long graph
-                return cls._record(args, params, graph_inputs, _NEEDS.setdefault(needs, needs))
+            edges = []
+            needs = []
+            record = False
+            for arg in args[:len(cls.inputs)]:
+                if type(arg) is Tensor or isinstance(arg, Tensor):
+                    if arg._base is not None:
+                        if arg._requires_grad or arg._base._requires_grad:
+                            # a view requires grad when its base does (even one made under no_grad)
+                            graph_inputs = args[:len(cls.inputs)]
+                            needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in graph_inputs])
+                            return cls._record(args, params, graph_inputs, _NEEDS.setdefault(needs, needs))
+                    elif arg._requires_grad:  # gradient_edge(arg), written out for the two common cases
+                        grad_fn = arg._grad_fn
+                        if grad_fn is not None:  # an op's output
+                            edges.append((grad_fn, arg._output_nr))
+                        else:  # a leaf: its AccumulateGrad (one per leaf, held weakly by the tensor)
+                            accumulator = arg._accumulator
+                            accumulator = accumulator() if accumulator is not None else None
+                            edges.append((accumulator if accumulator is not None else arg._grad_accumulator(), 0))
+                        needs.append(True)
+                        record = True
+                        continue
+                edges.append(NO_EDGE)
+                needs.append(False)
+            if record:
+                node = cls.__new__(cls)
+                node._sequence_nr = next(_sequence)  # Node.__init__, inlined: one node per recorded op
+                node._next_functions = tuple(edges)
+                needs = tuple(needs)
+                # one shared tuple per pattern: fewer live objects mean fewer garbage-collector passes
+                needs = node.needs_input_grad = _NEEDS.setdefault(needs, needs)
+                if False in needs:  # an input without grad: kept (weakly, if a tensor) for the graph view
+                    constants = []
+                    for arg, need in zip(args, needs):
+                        constants.append(None if need else weakref.ref(arg) if isinstance(arg, Tensor) else arg)
+                    node._constants = tuple(constants)
+                backend = args[needs.index(True)]._backend
+                if backend is not numpy_backend:
+                    node.backend = backend
+                if _grad_state.backward_order:  # recorded by a create_graph backward pass (second order, ...)
+                    node._order = _grad_state.backward_order
+                out = _new_tensor(Tensor)  # Tensor._make, written out
+                out._data = node.forward(*args, **params)
+                out._backend = backend
+                out._requires_grad = True
+                out._grad = None
+                out._grad_fn = node
+                out._vc = [0]
+                out._output_nr = 0
+                out._accumulator = None
+                out._retains_grad = False
+                out._base = None
+                out._leaf_hooks = None
+                if node._result_name is not None:
+                    if node._packed is None:
+                        node._packed = {}
+                    node._packed[node._result_name] = SavedTensor(out, is_output=True)
+                return out
         return Tensor._make(cls.forward(_NO_RECORD, *args, **params))
 
     @classmethod
@@ -247,7 +299,8 @@ class OpFunction(Node):
             if constants is None:
                 constants = [None] * len(graph_inputs)
             constants[index] = weakref.ref(arg) if isinstance(arg, Tensor) else arg
-        node.backend = backend
+        if backend is not numpy_backend:
+            node.backend = backend
         node._next_functions = tuple(edges)
         if constants is not None:
             node._constants = tuple(constants)
@@ -281,4 +334,6 @@ def gradient_edge(tensor) -> tuple:
 
 
 from gradviz.tensor import Tensor  # noqa: E402  (tensor.py imports the ops that import this module)
+
+_new_tensor = object.__new__
 from gradviz.autograd.custom_function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401

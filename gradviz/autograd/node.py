@@ -55,15 +55,18 @@ class SavedTensor:
         # Saving happens once per op in every forward pass: keep it to plain attribute copies and
         # work out the texts that only an error message needs (description, output_name) lazily.
         self.data = tensor._data
-        self.version_counter = tensor._vc
-        self.saved_version = tensor._vc[0]
+        version_counter = self.version_counter = tensor._vc
+        self.saved_version = version_counter[0]
         self.is_output = is_output
         self._output_name = output_name
         self.requires_grad = tensor._requires_grad
         grad_fn = tensor._grad_fn if tensor._base is None else tensor.grad_fn  # a view's may need making
-        # A saved output must not keep its own node alive (that would be a cycle); an input may.
-        self.grad_fn_ref = weakref.ref(grad_fn) if is_output and grad_fn is not None else grad_fn
-        self.tensor = None if is_output else tensor  # an input is kept as PyTorch keeps it, until freed
+        if is_output:  # a saved output must not keep its own node alive (that would be a cycle)
+            self.grad_fn_ref = weakref.ref(grad_fn) if grad_fn is not None else None
+            self.tensor = None
+        else:  # an input is kept as PyTorch keeps it, until freed (and may keep its node alive)
+            self.grad_fn_ref = grad_fn
+            self.tensor = tensor
         # saved_tensors_hooks: (what pack_hook returned, unpack_hook), or None (one list read when none are set)
         self.hooks = (SAVED_TENSOR_HOOKS[-1][0](tensor), SAVED_TENSOR_HOOKS[-1][1]) if SAVED_TENSOR_HOOKS else None
 

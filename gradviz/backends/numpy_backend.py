@@ -71,7 +71,10 @@ def device_of(x):
 def strides(x):
     """Strides in elements, as PyTorch counts them (a transposed view has reversed strides)."""
     itemsize = x.itemsize
-    return tuple([stride // itemsize for stride in x.strides])
+    strides = x.strides
+    if len(strides) == 2:  # a matrix (what mm and addmm save), with no list to build
+        return (strides[0] // itemsize, strides[1] // itemsize)
+    return tuple([stride // itemsize for stride in strides])
 
 
 def can_view(x, shape):
@@ -152,14 +155,6 @@ mul = _elementwise(np.multiply, "mul")
 div = _elementwise(np.true_divide, "div")
 
 
-def reciprocal(a):
-    return _arr(np.reciprocal(a))
-
-
-def neg(a):
-    return _arr(np.negative(a))
-
-
 def pow(a, b):
     """``a ** b``; a number exponent as PyTorch's CPU kernel computes it (``x ** 3`` is ``x * x * x``)."""
     if type(b) is float or type(b) is int:
@@ -172,47 +167,36 @@ def pow(a, b):
     return _arr(np.power(a, b))
 
 
+def _unary(ufunc, name: str):
+    """An elementwise function of one array, always returning an array (``_arr`` written out: numpy
+    hands back a scalar for a 0-d input, and these run for every op of a scalar graph)."""
+
+    def apply(a):
+        result = ufunc(a)
+        return result if type(result) is ndarray else np.asarray(result)
+
+    apply.__name__ = name
+    return apply
+
+
+reciprocal = _unary(np.reciprocal, "reciprocal")
+neg = _unary(np.negative, "neg")
+exp = _unary(np.exp, "exp")
+log = _unary(np.log, "log")
+log1p = _unary(np.log1p, "log1p")
+sin = _unary(np.sin, "sin")
+cos = _unary(np.cos, "cos")
+tanh = _unary(np.tanh, "tanh")
+sqrt = _unary(np.sqrt, "sqrt")
+abs = _unary(np.abs, "abs")
+sign = _unary(np.sign, "sign")
+
+
 # PyTorch's pow_tensor_scalar kernel: these exponents are computed without pow(), so exactly so here
 _FLOAT_POWERS = {
     0: np.ones_like, 1: np.copy, 2: lambda x: x * x, 3: lambda x: x * x * x, -2: lambda x: 1 / (x * x),
     0.5: np.sqrt, -0.5: lambda x: 1 / np.sqrt(x), -1: lambda x: 1 / x,
 }
-
-
-def exp(a):
-    return _arr(np.exp(a))
-
-
-def log(a):
-    return _arr(np.log(a))
-
-
-def log1p(a):
-    return _arr(np.log1p(a))
-
-
-def sin(a):
-    return _arr(np.sin(a))
-
-
-def cos(a):
-    return _arr(np.cos(a))
-
-
-def tanh(a):
-    return _arr(np.tanh(a))
-
-
-def sqrt(a):
-    return _arr(np.sqrt(a))
-
-
-def abs(a):
-    return _arr(np.abs(a))
-
-
-def sign(a):
-    return _arr(np.sign(a))
 
 
 def sigmoid(a):
@@ -224,12 +208,14 @@ def sigmoid(a):
 # -- fused backward formulas: one call instead of three backend round trips ------------------
 def relu_backward(grad, result):
     """``grad`` where the ReLU's output is positive, else 0 (PyTorch's threshold_backward)."""
-    return _arr(grad * (result > 0))  # a multiply by the mask: np.where is ~10x slower on a random mask
+    out = grad * (result > 0)  # a multiply by the mask: np.where is ~10x slower on a random mask
+    return out if type(out) is ndarray else np.asarray(out)  # _arr, written out
 
 
 def tanh_backward(grad, result):
     """``grad * (1 - y^2)`` for ``y = tanh(x)``."""
-    return _arr(grad * (1 - result * result))
+    out = grad * (1 - result * result)
+    return out if type(out) is ndarray else np.asarray(out)  # _arr, written out
 
 
 def sigmoid_backward(grad, result):

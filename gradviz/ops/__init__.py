@@ -72,6 +72,30 @@ def _operator(function):
     return operator
 
 
+def _arithmetic_operator(function, op_class):
+    """``+ - * /`` (and the reflected ``+ *``): with a Tensor or a Python number on the other side,
+    straight to the op's node, as ``function`` itself would go (these are most of the ops in a
+    learner's code); anything else takes ``function``'s own checks."""
+    checked = _operator(function)
+
+    def operator(self, other):
+        if type(other) is Tensor or type(other) is float or type(other) is int:
+            return op_class.apply(self, other)
+        return checked(self, other)
+
+    operator.__name__ = function.__name__
+    operator.__doc__ = function.__doc__
+    return operator
+
+
+def _pow_operator(self, other):
+    """``x ** n``: a float, or an int that is not negative (which an integer tensor refuses), goes
+    straight to PowBackward0, as ``pow`` itself would send it; anything else takes ``pow``'s checks."""
+    if type(other) is float or (type(other) is int and other >= 0):
+        return arithmetic.PowBackward0.apply(self, other)
+    return _checked_pow(self, other)
+
+
 def _method(function):
     """A Tensor method over a binary function: ``x.add('a')`` names ``other`` as position 1, as PyTorch does."""
 
@@ -117,6 +141,12 @@ TENSOR_METHODS = {
     "masked_fill_": masked_fill_, "index_put_": index_put_,
 }
 TENSOR_METHODS.update({name: _operator(function) for name, function in OPERATORS.items()})
+_checked_pow = _operator(pow)
+TENSOR_METHODS["__pow__"] = _pow_operator
+TENSOR_METHODS.update({name: _arithmetic_operator(function, op_class) for name, function, op_class in (
+    ("__add__", add, arithmetic.AddBackward0), ("__radd__", add, arithmetic.AddBackward0),
+    ("__sub__", sub, arithmetic.SubBackward0), ("__mul__", mul, arithmetic.MulBackward0),
+    ("__rmul__", mul, arithmetic.MulBackward0), ("__truediv__", div, arithmetic.DivBackward0))})
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in {
     "cos": cos, "sin": sin, "exp": exp, "log": log, "neg": neg, "abs": abs, "sqrt": sqrt, "tanh": tanh,
     "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clamp, "pow": pow, "reciprocal": reciprocal,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from gradviz import _dtype
+from gradviz.backends import numpy_backend
 from gradviz.tensor import Tensor
 
 
@@ -26,8 +27,9 @@ def promote(a, b):
         target = _dtype.result_type((a, b))
         return _cast(a, target), _cast(b, target)
     tensor, scalar = (a, b) if a_is else (b, a)
-    # the common case (``x * 0.5``, ``x + 1`` on a float tensor): the tensor's dtype wins, no promotion table
-    if (type(scalar) is float or type(scalar) is int) and tensor.dtype.is_floating_point:
+    # the common case (``x * 0.5``, ``x ** 2`` on a float tensor): the tensor's dtype wins, no promotion table
+    if (type(scalar) is float or type(scalar) is int) and (
+            tensor._data.dtype.kind == "f" if tensor._backend is numpy_backend else tensor.dtype.is_floating_point):
         return (tensor._data, float(scalar)) if a_is else (float(scalar), tensor._data)
     if not isinstance(scalar, (int, float, bool)) and not hasattr(scalar, "__float__"):
         raise TypeError(f"unsupported operand type: {type(scalar).__name__}")
@@ -46,7 +48,7 @@ def _cast(tensor, target):
 
 def float_data(tensor):
     """Data as floating point: ``exp`` of an int tensor is float32, as in PyTorch."""
-    if tensor.dtype.is_floating_point:
+    if tensor._data.dtype.kind == "f" if tensor._backend is numpy_backend else tensor.dtype.is_floating_point:
         return tensor._data
     return tensor._backend.astype(tensor._data, _dtype.default_float)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 from gradviz import _dtype
-from gradviz._device import CPU
 from gradviz.autograd.function import OpFunction
+from gradviz.backends import numpy_backend
 from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
                                to_shape_and_dtype)
 from gradviz.tensor import Tensor, _is_operand
@@ -24,11 +24,10 @@ def _saved_operand(ctx, value, carrier):
     that tensor is made only when someone looks (see ``OpFunction.wrapped_numbers``): backward
     just multiplies by the number.
     """
-    if isinstance(value, Tensor) or value is None:
+    if value is None or isinstance(value, Tensor):
         return value
-    device = carrier.device
-    if device is not CPU:  # the class default; only a number beside CUDA data needs its own
-        ctx.number_device = device
+    if carrier._backend is not numpy_backend:  # numpy data is on the CPU, the class default
+        ctx.number_device = carrier.device
     return value
 
 
@@ -37,33 +36,45 @@ def _needs(ctx, index: int) -> bool:
     return ctx.needs_input_grad[index:index + 1] == (True,)
 
 
-def _record_binary(ctx, self, other) -> None:
-    """Check that the operands broadcast (with PyTorch's error) and note what each one's gradient
-    must look like (its shape and array dtype; a Python number gets none)."""
-    if isinstance(self, Tensor) and isinstance(other, Tensor):
+def _binary_operands(ctx, self, other) -> tuple:
+    """``(backend, x, y)``: the operands' data promoted to PyTorch's result dtype, after checking that
+    they broadcast (with PyTorch's error) and noting what each one's gradient must look like (its
+    shape and array dtype, one flat tuple per node; a Python number gets none).
+
+    The two common cases, two tensors of one dtype and a float tensor with a Python number, are
+    answered here with no promotion table: this runs for every ``+ - * /`` a learner writes.
+    """
+    if type(other) is float or type(other) is int:
+        if (type(self) is Tensor or isinstance(self, Tensor)) and self._backend is numpy_backend:
+            data = self._data
+            if data.dtype.kind == "f":  # a float tensor's dtype wins; the number stays a Python float
+                ctx.metas = (data.shape, data.dtype, (), None)
+                return numpy_backend, data, float(other)
+    elif isinstance(self, Tensor) and isinstance(other, Tensor):
         self_data, other_data = self._data, other._data
         self_shape, other_shape = self_data.shape, other_data.shape
         if self_shape != other_shape and not suffix_broadcasts(self_shape, other_shape):
             broadcast_shapes(self_shape, other_shape)
-        ctx.metas = (self_shape, self_data.dtype, other_shape, other_data.dtype)  # one flat tuple per node
-    else:
-        ctx.metas = meta(self) + meta(other)
+        ctx.metas = (self_shape, self_data.dtype, other_shape, other_data.dtype)
+        if self_data.dtype == other_data.dtype:
+            return self._backend, self_data, other_data
+        x, y = promote(self, other)
+        return self._backend, x, y
+    ctx.metas = meta(self) + meta(other)
+    x, y = promote(self, other)
+    return backend_of(self, other), x, y
 
 
-def _binary_grads(ctx, grad_self, grad_other):
-    """Run only the needed gradient formulas, each summed and cast back to its input (only when it
-    differs from it: on scalar graphs it almost never does, and this runs for every binary node)."""
+def _binary_grads(ctx, first, second):
+    """The gradients of the two inputs (None where not needed), each summed and cast back to its
+    input (only when it differs from it: on scalar graphs it almost never does, and this runs for
+    every binary node). Each op's backward computes only the gradients ``needs_input_grad`` asks for."""
     self_shape, self_dtype, other_shape, other_dtype = ctx.metas
-    needs = ctx.needs_input_grad
-    first = second = None
-    if needs[0]:
-        first = grad_self()
-        if first.shape != self_shape or (self_dtype is not None and first.dtype is not self_dtype):
-            first = to_shape_and_dtype(ctx.backend, first, self_shape, self_dtype)
-    if needs[1]:
-        second = grad_other()
-        if second.shape != other_shape or (other_dtype is not None and second.dtype is not other_dtype):
-            second = to_shape_and_dtype(ctx.backend, second, other_shape, other_dtype)
+    if first is not None and (first.shape != self_shape or (self_dtype is not None and first.dtype is not self_dtype)):
+        first = to_shape_and_dtype(ctx.backend, first, self_shape, self_dtype)
+    if second is not None and (second.shape != other_shape or (
+            other_dtype is not None and second.dtype is not other_dtype)):
+        second = to_shape_and_dtype(ctx.backend, second, other_shape, other_dtype)
     return first, second
 
 
@@ -89,15 +100,15 @@ class AddBackward0(OpFunction):
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("grad * alpha", r"\alpha\,\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
-        _record_binary(ctx, self, other)
+        backend, x, y = _binary_operands(ctx, self, other)
         ctx.save(alpha=alpha)
-        x, y = promote(self, other)
-        backend = backend_of(self, other)
         return backend.add(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
         alpha = ctx.saved("alpha")
-        return _binary_grads(ctx, lambda: grad, lambda: grad if alpha == 1 else ctx.backend.mul(grad, alpha))
+        needs = ctx.needs_input_grad
+        return _binary_grads(ctx, grad if needs[0] else None,
+                             (grad if alpha == 1 else ctx.backend.mul(grad, alpha)) if needs[1] else None)
 
     def backward_graph(ctx, grad):
         alpha = ctx.saved("alpha")
@@ -109,15 +120,14 @@ class SubBackward0(OpFunction):
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("-grad * alpha", r"-\alpha\,\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
-        _record_binary(ctx, self, other)
+        backend, x, y = _binary_operands(ctx, self, other)
         ctx.save(alpha=alpha)
-        x, y = promote(self, other)
-        backend = backend_of(self, other)
         return backend.sub(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
-        backend, alpha = ctx.backend, ctx.saved("alpha")
-        return _binary_grads(ctx, lambda: grad, lambda: backend.mul(grad, -alpha))
+        alpha = ctx.saved("alpha")
+        needs = ctx.needs_input_grad
+        return _binary_grads(ctx, grad if needs[0] else None, ctx.backend.mul(grad, -alpha) if needs[1] else None)
 
     def backward_graph(ctx, grad):
         alpha = ctx.saved("alpha")
@@ -148,18 +158,18 @@ class MulBackward0(OpFunction):
     derivatives = {"self": ("grad * other", r"\bar{y}\cdot b"), "other": ("grad * self", r"\bar{y}\cdot a")}
 
     def forward(ctx, self, other):
-        _record_binary(ctx, self, other)
+        backend, x, y = _binary_operands(ctx, self, other)
         carrier = self if isinstance(self, Tensor) else other
         needs = ctx.needs_input_grad
         ctx.save(other=_saved_operand(ctx, other, carrier) if needs[:1] == (True,) else None,
                  self=_saved_operand(ctx, self, carrier) if needs[1:2] == (True,) else None)
-        x, y = promote(self, other)
-        return carrier._backend.mul(x, y)
+        return backend.mul(x, y)
 
     def backward(ctx, grad):
         backend = ctx.backend
-        return _binary_grads(ctx, lambda: backend.mul(grad, ctx.saved("other")),
-                             lambda: backend.mul(grad, ctx.saved("self")))
+        needs = ctx.needs_input_grad
+        return _binary_grads(ctx, backend.mul(grad, ctx.saved("other")) if needs[0] else None,
+                             backend.mul(grad, ctx.saved("self")) if needs[1] else None)
 
     def backward_graph(ctx, grad):
         return _graph_grads(ctx, lambda: grad * ctx.saved_graph("other"), lambda: grad * ctx.saved_graph("self"))
@@ -172,10 +182,8 @@ class DivBackward0(OpFunction):
                    "other": ("-grad * self / (other * other)", r"-\bar{y}\,a / b^{2}")}
 
     def forward(ctx, self, other):
-        _record_binary(ctx, self, other)
+        backend, x, y = _binary_operands(ctx, self, other)
         ctx.save(self=self if _needs(ctx, 1) else None, other=_saved_operand(ctx, other, self))
-        x, y = promote(self, other)
-        backend = backend_of(self, other)
         if not _is_float(x if isinstance(self, Tensor) else y):
             # integer / integer is true division in the default float dtype
             x = backend.astype(x, _default_float()) if isinstance(self, Tensor) else float(x)
@@ -185,9 +193,11 @@ class DivBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         other = ctx.saved("other")
+        needs = ctx.needs_input_grad
         return _binary_grads(
-            ctx, lambda: backend.div(grad, other),
-            lambda: backend.neg(backend.div(backend.mul(grad, ctx.saved("self")), backend.mul(other, other))))
+            ctx, backend.div(grad, other) if needs[0] else None,
+            backend.neg(backend.div(backend.mul(grad, ctx.saved("self")), backend.mul(other, other))) if needs[1]
+            else None)
 
     def backward_graph(ctx, grad):
         other = ctx.saved_graph("other")
@@ -250,7 +260,9 @@ class PowBackward0(OpFunction):
         self, exponent = ctx.saved("self", "exponent")
         if exponent == 0:
             return backend.mul(grad, 0.0)
-        return backend.mul(grad, backend.mul(backend.pow(self, exponent - 1), float(exponent)))
+        # x ** 1 is a copy of x (PyTorch's kernel), so for a square x itself gives the same numbers
+        power = self if exponent == 2 else backend.pow(self, exponent - 1)
+        return backend.mul(grad, backend.mul(power, float(exponent)))
 
     def backward_graph(ctx, grad):
         self, exponent = ctx.saved_graph("self", "exponent")
@@ -268,24 +280,23 @@ class PowBackward1(OpFunction):
                    "exponent": ("grad * result * self.log()", r"\bar{y}\,y\,\ln a")}
 
     def forward(ctx, self, exponent):
-        _record_binary(ctx, self, exponent)
+        backend, x, n = _binary_operands(ctx, self, exponent)
         ctx.save(self=self, exponent=exponent)
         ctx.save_result()
-        x, n = promote(self, exponent)
-        return self._backend.pow(x, n)
+        return backend.pow(x, n)
 
     def backward(ctx, grad):
         backend = ctx.backend
         self, exponent = ctx.saved("self", "exponent")
-
-        def grad_exponent():
+        needs = ctx.needs_input_grad
+        grad_self = grad_exponent = None
+        if needs[0]:
+            grad_self = backend.mul(grad, backend.mul(exponent, backend.pow(self, backend.sub(exponent, 1))))
+        if needs[1]:
             # d(a**b)/db = a**b * ln(a); PyTorch takes the term as 0 where a == 0 and b >= 0
             log_self = backend.where(backend.eq(self, 0), 0.0, backend.log(self))
-            return backend.mul(grad, backend.mul(ctx.saved("result"), log_self))
-
-        return _binary_grads(
-            ctx, lambda: backend.mul(grad, backend.mul(exponent, backend.pow(self, backend.sub(exponent, 1)))),
-            grad_exponent)
+            grad_exponent = backend.mul(grad, backend.mul(ctx.saved("result"), log_self))
+        return _binary_grads(ctx, grad_self, grad_exponent)
 
     def backward_graph(ctx, grad):
         """PyTorch's ``pow_backward_self`` and ``pow_backward_exponent``: the same terms, with a 0-d zero

@@ -53,8 +53,10 @@ class MmBackward0(OpFunction):
         ctx.save(mat2=mat2 if needs_self else None, self=self if needs_mat2 else None,
                  mat2_sym_sizes=mat2_sizes, mat2_sym_strides=mat2_strides,
                  self_sym_sizes=self_sizes, self_sym_strides=self_strides)
-        ctx.metas = (meta(self), meta(mat2))
-        a, b = promote(self, mat2)
+        a, b = self._data, mat2._data
+        ctx.metas = ((a.shape, a.dtype), (b.shape, b.dtype))  # meta() of each, both being tensors
+        if a.dtype != b.dtype:
+            a, b = promote(self, mat2)
         return self._backend.matmul(a, b)
 
     def backward(ctx, grad):
@@ -210,9 +212,9 @@ class DotBackward0(OpFunction):
 
 
 def mm(input, mat2):
-    if input.ndim != 2:
+    if input._data.ndim != 2:
         raise RuntimeError("self must be a matrix")
-    if mat2.ndim != 2:
+    if mat2._data.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
     return MmBackward0.apply(input, mat2)
 
@@ -266,7 +268,7 @@ def matmul(input, other, *, out=None):
         from gradviz.ops.arithmetic import check_operands
 
         check_operands("matmul", input, other)
-    a_dim, b_dim = input.ndim, other.ndim
+    a_dim, b_dim = input._data.ndim, other._data.ndim
     if a_dim == 0 or b_dim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a_dim}D and {b_dim}D")
     if a_dim == 1 and b_dim == 1:

@@ -51,7 +51,7 @@ def _numel_of(shape) -> int:
 
 
 def _check_same_size(input, target, message: str) -> None:
-    if tuple(input.shape) != tuple(target.shape):
+    if input._data.shape != target._data.shape:  # the arrays' shapes: no Size objects to build
         raise ValueError(message.format(target=list(target.shape), input=list(input.shape)))
 
 
