@@ -122,6 +122,24 @@ TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, func
     "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clamp, "pow": pow, "reciprocal": reciprocal,
     "square": square}.items()})
 
+# -- the wider tensor API that tutorials use: more math, reductions, orderings, matrices -------------------
+from gradviz.ops import elementwise  # noqa: E402
+from gradviz.ops.elementwise import (acos, addcmul, asin, atan, atan2, ceil, clamp_max, clamp_min, cosh,  # noqa: E402
+                                     erf, expm1, floor, fmod, frac, hypot, isfinite, isinf, isnan, lerp, log1p,
+                                     log2, log10, nan_to_num, remainder, round, rsqrt, sign, sinh, trunc)
+
+MORE_MATH = {
+    "log1p": log1p, "expm1": expm1, "log2": log2, "log10": log10, "rsqrt": rsqrt, "erf": erf, "asin": asin,
+    "arcsin": asin, "acos": acos, "arccos": acos, "atan": atan, "arctan": atan, "sinh": sinh, "cosh": cosh,
+    "atan2": atan2, "arctan2": atan2, "floor": floor, "ceil": ceil, "trunc": trunc, "fix": trunc, "round": round,
+    "sign": sign, "frac": frac, "clamp_min": clamp_min, "clamp_max": clamp_max, "remainder": remainder,
+    "fmod": fmod, "lerp": lerp, "addcmul": addcmul, "hypot": hypot, "nan_to_num": nan_to_num,
+    "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "__mod__": _operator(remainder),
+}
+TENSOR_METHODS.update(MORE_MATH)
+TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
+                       if not name.startswith(("is", "__"))})
+
 for _name, _function in TENSOR_METHODS.items():
     setattr(Tensor, _name, _function)
 Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable

@@ -862,3 +862,47 @@ def _bce_twice(o):
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
                              note=".grad adds up: call .grad.zero_() (or optimizer.zero_grad()) between backward passes")}
+
+
+# ------------------------------------------------------------------ the wider tensor API (api3): more elementwise math
+register("sinh")(np.sinh)
+register("cosh")(np.cosh)
+register("floor")(np.floor)
+register("trunc")(np.trunc)
+register("finite")(lambda value: np.isfinite(value).astype(np.float64))
+FLAT_NOTE = "the output is flat between the jumps, so the gradient is 0"
+a_self, b_other = Var("self", "a"), Var("other", "b")
+
+entry("Log1PBackward0")(lambda o: only(Rule(local=1 / (1 + x))))
+entry("Expm1Backward0")(lambda o: only(Rule(local=result("eˣ − 1") + 1)))
+entry("Log2Backward0")(lambda o: only(Rule(local=1 / (x * ln(Num(2))))))
+entry("Log10Backward0")(lambda o: only(Rule(local=1 / (x * ln(Num(10))))))
+entry("RsqrtBackward0")(lambda o: only(Rule(local=Num(-0.5) * result("1/√x") ** 3)))
+entry("ErfBackward0")(lambda o: only(Rule(local=2 / sqrt(Num(np.pi)) * exp(-(x ** 2)))))
+entry("AsinBackward0")(lambda o: only(Rule(local=1 / sqrt(1 - x ** 2))))
+entry("AcosBackward0")(lambda o: only(Rule(local=-(1 / sqrt(1 - x ** 2)))))
+entry("AtanBackward0")(lambda o: only(Rule(local=1 / (1 + x ** 2))))
+entry("SinhBackward0")(lambda o: only(Rule(local=Call("cosh", (x,), "cosh"))))
+entry("CoshBackward0")(lambda o: only(Rule(local=Call("sinh", (x,), "sinh"))))
+entry("Atan2Backward0")(lambda o: {"self": Rule(local=b_other / (a_self ** 2 + b_other ** 2), symbol="a"),
+                                   "other": Rule(local=-a_self / (a_self ** 2 + b_other ** 2), symbol="b")})
+entry("FloorBackward0", "CeilBackward0", "TruncBackward0", "RoundBackward0", "RoundBackward1", "SignBackward0")(
+    lambda o: only(Rule(sent=Num(0), note=FLAT_NOTE)))
+entry("FracBackward0", "RemainderBackward0", "FmodBackward0")(lambda o: only(Rule(local=Num(1))))
+entry("ClampMinBackward0", options=("min",))(lambda o: only(Rule(
+    local=indicator(x, "≥", Num(o["min"])), note="the gradient passes only where the input was above the bound")))
+entry("ClampMaxBackward0", options=("max",))(lambda o: only(Rule(
+    local=indicator(x, "≤", Num(o["max"])), note="the gradient passes only where the input was below the bound")))
+entry("RemainderBackward1")(lambda o: {"self": Rule(local=Num(1), symbol="a"), "other": Rule(
+    local=-Call("floor", (a_self / b_other,), "floor"), symbol="b", note="a % b = a − ⌊a/b⌋·b")})
+entry("FmodBackward1")(lambda o: {"self": Rule(local=Num(1), symbol="a"), "other": Rule(
+    local=-Call("trunc", (a_self / b_other,), "trunc"), symbol="b", note="fmod(a, b) = a − trunc(a/b)·b")})
+entry("LerpBackward0", options=("weight",))(lambda o: {"self": Rule(local=Num(1 - o["weight"])),
+                                                       "end": Rule(local=Num(o["weight"]), symbol="e")})
+entry("AddcmulBackward0", options=("value",))(lambda o: {
+    "self": Rule(local=Num(1)), "tensor1": Rule(local=Num(o["value"]) * Var("tensor2", "b"), symbol="a"),
+    "tensor2": Rule(local=Num(o["value"]) * Var("tensor1", "a"), symbol="b")})
+entry("HypotBackward0")(lambda o: {"self": Rule(local=a_self / result("√(a²+b²)"), symbol="a"),
+                                   "other": Rule(local=b_other / result("√(a²+b²)"), symbol="b")})
+entry("NanToNumBackward0")(lambda o: only(Rule(local=Call("finite", (x,), "finite"),
+                                               note="NaN and ±∞ were replaced by numbers: their gradient is 0")))
