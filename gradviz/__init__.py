@@ -29,6 +29,9 @@ from gradviz.ops.pieces import chunk, split, unbind
 from gradviz.ops.elementwise import (acos, addcmul, asin, atan, atan2, ceil, clamp_max, clamp_min, cosh, erf,  # noqa: A004
                                      expm1, floor, fmod, frac, hypot, isfinite, isinf, isnan, lerp, log1p, log2, log10,
                                      nan_to_num, remainder, round, rsqrt, sign, sinh, trunc)
+from gradviz.ops.matrix import diag, diagonal, flip, fliplr, flipud, outer, roll, trace, tril, triu  # noqa: E402
+from gradviz.ops.statistics import amax, amin, cumprod, cumsum, logsumexp, min, prod, std, var  # noqa: E402,A004
+from gradviz.ops import return_types  # noqa: E402
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402
                             IntTensor, LongTensor, ShortTensor)
@@ -37,7 +40,7 @@ from gradviz.snapshot import graph  # noqa: E402
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 clip = clamp
-arcsin, arccos, arctan, arctan2, fix = asin, acos, atan, atan2, trunc
+arcsin, arccos, arctan, arctan2, fix, ger = asin, acos, atan, atan2, trunc, outer
 concat = concatenate = cat
 __version__ = "0.1.0"
 

@@ -277,3 +277,27 @@ CASES.update({
     "HypotBackward0": (lambda a, b: a.hypot(b), [values(2, 3), values(3)]),
     "NanToNumBackward0": (lambda x: x.nan_to_num() * x, [values(3)]),
 })
+
+
+# the wider tensor API (api3): reductions and layout
+CASES.update({
+    "MinBackward1": (lambda x: x.min(), [np.array([0.1, -0.9, 0.4])]),
+    "MinBackward0": (lambda x: x.min(1)[0], [np.array([[0.1, 0.9, -0.4], [1.3, 0.2, 0.8]])]),
+    "AmaxBackward0": (lambda x: x.amax((0, 2)), [values(2, 3, 2)]),
+    "AminBackward0": (lambda x: x.amin(-1, keepdim=True), [values(2, 3)]),
+    "VarBackward0": (lambda x: x.var(1) + x.var(), [values(2, 3)]),
+    "StdBackward0": (lambda x: x.std(0, correction=0) + x.std(), [values(2, 3)]),
+    "ProdBackward0": (lambda x: x.prod(), [values(2, 3)]),
+    "ProdBackward1": (lambda x: x.prod(1, keepdim=True), [values(2, 3)]),
+    "LogsumexpBackward0": (lambda x: x.logsumexp(-1), [values(2, 3)]),
+    "CumsumBackward0": (lambda x: x.cumsum(1), [values(2, 3)]),
+    "CumprodBackward0": (lambda x: x.cumprod(-1), [values(2, 3)]),
+    "FlipBackward0": (lambda x: x.flip((0, 1)), [values(2, 3)]),
+    "RollBackward0": (lambda x: x.roll((1, -1), (0, 1)) + x.roll(2), [values(2, 3)]),
+    "TrilBackward0": (lambda x: x.tril(), [values(3, 3)]),
+    "TriuBackward0": (lambda x: x.triu(-1), [values(3, 4)]),
+    "DiagonalBackward0": (lambda x: x.diagonal(1, 0, 2), [values(2, 3, 4)]),
+    "DiagonalBackward0_copy": (lambda x: x.diag(-1), [values(3, 3)]),
+    "DiagEmbedBackward0": (lambda x: x.diag(1), [values(3)]),
+    "TraceBackward0": (lambda x: x.trace(), [values(2, 3)]),
+})

@@ -74,7 +74,66 @@ MATH = {
                 "(z.sum() + w.sum()).backward()\n",
 }
 
-CASES = {**MATH}
+T = "t = torch.tensor([[[0.5, -1.5, 2.0, 0.1], [1.2, 0.3, -0.7, 0.9], [0.2, 1.1, -0.4, 0.6]], "\
+    "[[1.5, 0.5, -2.0, 0.3], [-1.2, 0.8, 0.7, 1.9], [0.6, -1.3, 0.4, 0.2]]], requires_grad=True)\n"
+REDUCTIONS = {
+    "min": X + backward("x.min()"),
+    "min_ties": "t = torch.tensor([3.0, 1.0, 1.0], requires_grad=True)\n" + backward("t.min()"),
+    "min_dim": X + "values, indices = x.min(1)\nvalues.sum().backward()\nprint(x.min(1))\n",
+    "min_dim_keep": X + "values, indices = torch.min(x, -2, keepdim=True)\n(values * 2).sum().backward()\n",
+    "min_dim_kw": X + "m = x.min(dim=0)\nvalues = m.values\nindices = m.indices\nvalues.sum().backward()\n",
+    "min_tensor": X + Y + backward("torch.min(x, y)"),
+    "amax": T + backward("t.amax(1)"),
+    "amax_all": X + backward("x.amax()"),
+    "amax_dims_keep": T + backward("torch.amax(t, (0, -1), keepdim=True)"),
+    "amin": T + backward("t.amin(-1)"),
+    "amax_ties": "t = torch.tensor([[3.0, 1.0, 3.0], [2.0, 2.0, 0.0]], requires_grad=True)\n" + backward("t.amax(1)"),
+    "var": X + backward("x.var()"),
+    "var_dim": T + backward("t.var(1)"),
+    "var_unbiased_false": X + backward("x.var(unbiased=False)"),
+    "var_dim_keep_correction": T + backward("t.var((0, 2), keepdim=True, correction=0)"),
+    "var_positional": X + backward("torch.var(x, 1, True, True)"),
+    "std": X + backward("x.std()"),
+    "std_dim": T + backward("t.std(-1)"),
+    "std_correction": T + backward("torch.std(t, dim=1, correction=2)"),
+    "std_vector_dim": V + backward("v.std(0)"),
+    "prod": X + backward("x.prod()"),
+    "prod_dim": T + backward("t.prod(1)"),
+    "prod_dim_keep": T + backward("t.prod(-1, keepdim=True)"),
+    "prod_zero": "t = torch.tensor([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5]], requires_grad=True)\n" + backward("t.prod(1)"),
+    "prod_all_zero": "t = torch.tensor([2.0, 0.0, 3.0], requires_grad=True)\n" + backward("t.prod()"),
+    "prod_int": I + "a = i.prod()\nb = i.prod(0)\nprint(a, b)\n",
+    "cumsum": X + backward("x.cumsum(1)"),
+    "cumsum_neg_dim": T + backward("torch.cumsum(t, -2)"),
+    "cumsum_int": I + "a = i.cumsum(0)\nprint(a)\n",
+    "cumprod": X + backward("x.cumprod(1)"),
+    "cumprod_zero": "t = torch.tensor([2.0, 0.0, 3.0, 0.5], requires_grad=True)\n" + backward("t.cumprod(0)"),
+    "logsumexp": X + backward("x.logsumexp(1)"),
+    "logsumexp_dims_keep": T + backward("torch.logsumexp(t, (0, 2), keepdim=True)"),
+    "logsumexp_large": "t = torch.tensor([[1000.0, 1000.0], [-1000.0, 5.0]], requires_grad=True)\n"
+                       + backward("t.logsumexp(-1)"),
+}
+LAYOUT = {
+    "flip": X + backward("x.flip(0)"),
+    "flip_dims": T + backward("torch.flip(t, (0, -1))"),
+    "fliplr": X + backward("x.fliplr()"),
+    "roll": X + backward("x.roll(1, 1)"),
+    "roll_flat": X + backward("torch.roll(x, 2)"),
+    "roll_dims": T + backward("t.roll((1, -1), (0, 2))"),
+    "tril": X + backward("x.tril()"),
+    "triu": T + backward("t.triu(1)"),
+    "tril_neg": X + backward("torch.tril(x, -1)"),
+    "diag_vector": V + backward("torch.diag(v)"),
+    "diag_vector_offset": V + backward("v.diag(1)"),
+    "diag_matrix": X + backward("x.diag()"),
+    "diagonal": X + backward("x.diagonal()"),
+    "diagonal_dims": T + backward("t.diagonal(1, 1, 2)"),
+    "trace": X + backward("x.trace()"),
+    "outer": V + "w = torch.tensor([1.5, -0.5], requires_grad=True)\n" + backward("torch.outer(v, w)"),
+    "outer_method": V + backward("v.outer(v)"),
+}
+
+CASES = {**MATH, **REDUCTIONS, **LAYOUT}
 BACKENDS = ("numpy", "torch")
 
 
@@ -107,6 +166,14 @@ SECOND_ORDER = {
     "lerp": "(x.lerp(y, 0.3) ** 2).sum()",
     "addcmul": "(torch.addcmul(y, x, x, value=0.5) * x).sum()",
     "hypot": "(x.hypot(y) * x).sum()",
+    "min_all_and_dim": "x.min() ** 2 + (x.min(1)[0] ** 3).sum()",
+    "amax_amin": "(x.amax(1) ** 2).sum() + (x.amin(0, keepdim=True) * x).sum()",
+    "var_std": "x.var() * y.sum() + (x.std(1) ** 2).sum() + (x.var(0, keepdim=True) * x).sum()",
+    "prod": "x.prod() + (x.prod(1) ** 2).sum() + (x.prod(0, keepdim=True) * y).sum()",
+    "logsumexp": "(x.logsumexp(1) ** 2).sum()",
+    "cumsum": "(x.cumsum(1) ** 2).sum()",
+    "layout": "(x.flip(1) * x).sum() + (x.roll(1, 0) ** 2).sum() + (x.tril() ** 3).sum() + (x.triu(1) * x).sum()",
+    "diag_outer": "(x[0].diag() ** 2).sum() + (torch.outer(x[1], x[0]) ** 2).sum()",
 }
 
 

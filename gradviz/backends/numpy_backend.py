@@ -572,10 +572,15 @@ def prod(a, axis, keepdims=False):
 
 
 def cumsum(a, axis):
+    """Accumulated in double for smaller floats, then rounded, as PyTorch's CPU kernel does."""
+    if a.dtype.kind == "f" and a.itemsize < 8:
+        return _arr(np.cumsum(a, axis=axis, dtype=np.float64).astype(a.dtype))
     return _arr(np.cumsum(a, axis=axis))
 
 
 def cumprod(a, axis):
+    if a.dtype.kind == "f" and a.itemsize < 8:
+        return _arr(np.cumprod(a, axis=axis, dtype=np.float64).astype(a.dtype))
     return _arr(np.cumprod(a, axis=axis))
 
 

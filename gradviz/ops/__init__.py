@@ -128,6 +128,10 @@ from gradviz.ops.elementwise import (acos, addcmul, asin, atan, atan2, ceil, cla
                                      erf, expm1, floor, fmod, frac, hypot, isfinite, isinf, isnan, lerp, log1p,
                                      log2, log10, nan_to_num, remainder, round, rsqrt, sign, sinh, trunc)
 
+IN_PLACE_TOO = ("log1p", "expm1", "log2", "log10", "rsqrt", "erf", "asin", "arcsin", "acos", "arccos", "atan", "arctan",
+                "sinh", "cosh", "atan2", "arctan2", "floor", "ceil", "trunc", "fix", "round", "sign", "frac", "clamp_min",
+                "clamp_max", "remainder", "fmod", "lerp", "addcmul", "hypot", "nan_to_num", "cumsum", "cumprod", "tril",
+                "triu")
 MORE_MATH = {
     "log1p": log1p, "expm1": expm1, "log2": log2, "log10": log10, "rsqrt": rsqrt, "erf": erf, "asin": asin,
     "arcsin": asin, "acos": acos, "arccos": acos, "atan": atan, "arctan": atan, "sinh": sinh, "cosh": cosh,
@@ -136,9 +140,19 @@ MORE_MATH = {
     "fmod": fmod, "lerp": lerp, "addcmul": addcmul, "hypot": hypot, "nan_to_num": nan_to_num,
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "__mod__": _operator(remainder),
 }
+from gradviz.ops import matrix, statistics  # noqa: E402
+from gradviz.ops.matrix import diag, diagonal, flip, fliplr, flipud, outer, roll, tril, triu, trace  # noqa: E402
+from gradviz.ops.statistics import amax, amin, cumprod, cumsum, logsumexp, min, prod, std, var  # noqa: E402
+
+MORE_MATH.update({
+    "min": min, "amax": amax, "amin": amin, "std": std, "var": var, "prod": prod, "logsumexp": logsumexp,
+    "cumsum": cumsum, "cumprod": cumprod,
+    "flip": flip, "fliplr": fliplr, "flipud": flipud, "roll": roll, "tril": tril, "triu": triu, "diag": diag,
+    "diagonal": diagonal, "trace": trace, "outer": outer, "ger": outer,
+})
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
-                       if not name.startswith(("is", "__"))})
+                       if name in IN_PLACE_TOO})
 
 for _name, _function in TENSOR_METHODS.items():
     setattr(Tensor, _name, _function)

@@ -906,3 +906,165 @@ entry("HypotBackward0")(lambda o: {"self": Rule(local=a_self / result("√(a²+b
                                    "other": Rule(local=b_other / result("√(a²+b²)"), symbol="b")})
 entry("NanToNumBackward0")(lambda o: only(Rule(local=Call("finite", (x,), "finite"),
                                                note="NaN and ±∞ were replaced by numbers: their gradient is 0")))
+
+
+# ------------------------------------------------------------------ the wider tensor API (api3): reductions and layout
+def _given_dims(dim, ndim: int) -> tuple:
+    """Saved dims (a number, a tuple, or None / () for all) as sorted non-negative dims."""
+    return _dims(dim if dim is None or isinstance(dim, (tuple, list)) else (dim,), ndim)
+
+
+def _spread_all(value, o, sizes) -> Expr:
+    return spread(value, _given_dims(o["dim"], len(sizes)), o["keepdim"], sizes)
+
+
+@entry("MinBackward1")
+def _min_all(o):
+    hit = indicator(x, "=", result("min x"))
+    return only(Rule(local=hit / Sum(hit, None, "i"),
+                     note="only the smallest element gets the gradient (shared evenly on a tie)"))
+
+
+@entry("MinBackward0", options=("dim", "keepdim", "self_sym_sizes"))
+def _min_dim(o):
+    sizes = o["self_sym_sizes"]
+    dim = _dims(o["dim"], len(sizes))[0]
+    return only(Rule(sent=Call("at_indices", (g, Var("indices", "i")), "", (dim, o["keepdim"], tuple(sizes)),
+                               f"at the smallest element along dim {dim}, 0 elsewhere")))
+
+
+def _extreme(word: str):
+    def build(o):
+        sizes = o["self"]
+        dims = _given_dims(o["dim"], len(sizes))
+        hit = indicator(x, "=", spread(result(f"{word} x"), dims, o["keepdim"], sizes))
+        return only(Rule(sent=spread(g, dims, o["keepdim"], sizes) * hit / Sum(hit, dims, "i"),
+                         note=f"only the {'largest' if word == 'max' else 'smallest'} elements get the gradient, "
+                              "shared evenly on a tie"))
+
+    return build
+
+
+entry("AmaxBackward0", options=("dim", "keepdim"), present=("self",))(_extreme("max"))
+entry("AminBackward0", options=("dim", "keepdim"), present=("self",))(_extreme("min"))
+
+
+def _deviation(o, sizes):
+    """``(x − x̄, n − c)``: the deviation from the mean over the reduced dims, and the degrees of freedom."""
+    dims = _given_dims(o["dim"], len(sizes))
+    n = _numel([sizes[d] for d in dims])
+    correction = 1 if o["correction"] is None else o["correction"]
+    return x - Sum(x, dims, "j") / Num(n), n - correction
+
+
+@entry("VarBackward0", options=("correction", "dim", "keepdim"), present=("self",))
+def _var(o):
+    sizes = o["self"]
+    deviation, dof = _deviation(o, sizes)
+    return only(Rule(sent=_spread_all(g, o, sizes) * 2 * deviation / Num(dof),
+                     note=f"x̄ is the mean; {dof} = n − correction"))
+
+
+@entry("StdBackward0", options=("correction", "dim", "keepdim"), present=("self",))
+def _std(o):
+    sizes = o["self"]
+    deviation, dof = _deviation(o, sizes)
+    return only(Rule(sent=_spread_all(g, o, sizes) * deviation / (Num(dof) * _spread_all(result("σ"), o, sizes)),
+                     note=f"σ is the output, x̄ the mean; {dof} = n − correction"))
+
+
+entry("ProdBackward0")(lambda o: only(Rule(local=result("∏x") / x, note="∏x / x is the product of the other elements")))
+
+
+@entry("ProdBackward1", options=("dim", "keepdim"), present=("self",))
+def _prod_dim(o):
+    sizes = o["self"]
+    return only(Rule(sent=_spread_all(g, o, sizes) * _spread_all(result("∏x"), o, sizes) / x,
+                     note="∏x / x is the product of the other elements"))
+
+
+@entry("LogsumexpBackward0", options=("dim", "keepdim"), present=("self",))
+def _logsumexp(o):
+    sizes = o["self"]
+    return only(Rule(sent=_spread_all(g, o, sizes) * exp(x - _spread_all(result("z"), o, sizes)),
+                     note="e^(x − z) is the softmax of x along the reduced dims"))
+
+
+@register("reverse_cumsum")
+def _reverse_cumsum(grad, dim):
+    grad = np.asarray(grad, dtype=np.float64)
+    return np.flip(np.cumsum(np.flip(grad, dim), dim), dim) if grad.ndim else grad
+
+
+@register("cumprod_grad")
+def _cumprod_grad(grad, values, dim):
+    grad, values = np.asarray(grad, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    if not values.ndim:
+        return grad
+    grad, values = np.moveaxis(grad, dim, -1), np.moveaxis(values, dim, -1)
+    out = np.zeros_like(values)
+    for i in range(values.shape[-1]):
+        without = values.copy()
+        without[..., i] = 1
+        out[..., i] = (np.cumprod(without, -1) * grad)[..., i:].sum(-1)
+    return np.moveaxis(out, -1, dim)
+
+
+entry("CumsumBackward0", options=("dim",))(lambda o: only(Rule(sent=Call(
+    "reverse_cumsum", (g,), "", (signed(o["dim"]),), f"summed from each position to the end along dim {signed(o['dim'])}"))))
+entry("CumprodBackward0", options=("dim",))(lambda o: only(Rule(
+    sent=Call("cumprod_grad", (g, x), "Σⱼ≥ᵢ", (signed(o["dim"]),), f"dim {signed(o['dim'])}"),
+    note="each xᵢ reaches every later output zⱼ, through the product of the other factors up to j")))
+
+register("flip")(lambda value, dims: np.flip(np.asarray(value, dtype=np.float64), dims))
+register("roll")(lambda value, shifts, dims: np.roll(np.asarray(value, dtype=np.float64), shifts, dims or None))
+register("tril")(lambda value, diagonal: np.tril(np.asarray(value, dtype=np.float64), diagonal))
+register("triu")(lambda value, diagonal: np.triu(np.asarray(value, dtype=np.float64), diagonal))
+register("diagonal")(lambda value, offset: np.diagonal(np.asarray(value, dtype=np.float64), offset, -2, -1))
+register("eye")(lambda rows, cols: np.eye(rows, cols))
+
+
+@register("onto_diagonal")
+def _onto_diagonal(grad, sizes, offset, dim1, dim2):
+    grad = np.asarray(grad, dtype=np.float64)
+    out = np.zeros(sizes)
+    moved = np.moveaxis(out, (dim1, dim2), (-2, -1))  # a view: writing it writes out
+    for k in range(grad.shape[-1]):
+        moved[..., max(-offset, 0) + k, max(offset, 0) + k] = grad[..., k]
+    return out
+
+
+entry("FlipBackward0", options=("dims",))(lambda o: only(Rule(sent=Call(
+    "flip", (g,), "flip", (tuple(signed(d) for d in o["dims"]),), "dims " + ", ".join(str(signed(d)) for d in o["dims"])),
+    note="the gradient flipped back")))
+
+
+@entry("RollBackward0", options=("shifts", "dims"))
+def _roll(o):
+    shifts = tuple(-signed(s) for s in o["shifts"])
+    dims = tuple(signed(d) for d in o["dims"])
+    return only(Rule(sent=Call("roll", (g,), "roll", (shifts, dims), "by " + ", ".join(map(str, shifts))),
+                     note="the gradient rolled back"))
+
+
+entry("TrilBackward0", options=("diagonal",))(lambda o: only(Rule(sent=Call(
+    "tril", (g,), "tril", (signed(o["diagonal"]),)), note="the lower triangle kept, 0 elsewhere")))
+entry("TriuBackward0", options=("diagonal",))(lambda o: only(Rule(sent=Call(
+    "triu", (g,), "triu", (signed(o["diagonal"]),)), note="the upper triangle kept, 0 elsewhere")))
+entry("DiagEmbedBackward0", options=("offset",))(lambda o: only(Rule(sent=Call(
+    "diagonal", (g,), "diag", (signed(o["offset"]),)), note="the gradient's diagonal")))
+
+
+@entry("DiagonalBackward0", "DiagonalBackward0_copy", options=("offset", "dim1", "dim2", "self_sym_sizes"))
+def _diagonal(o):
+    sizes = tuple(o["self_sym_sizes"])
+    dim1, dim2 = (signed(o[d]) % len(sizes) for d in ("dim1", "dim2"))
+    return only(Rule(sent=Call("onto_diagonal", (g,), "", (sizes, signed(o["offset"]), dim1, dim2),
+                               "on the diagonal, 0 elsewhere")))
+
+
+@entry("TraceBackward0", options=("self_sym_sizes",))
+def _trace(o):
+    rows, cols = o["self_sym_sizes"]
+    return only(Rule(sent=g * Call("eye", (), "I", (rows, cols), f"{rows}×{cols}"),
+                     note="the trace adds the diagonal: each diagonal element gets the gradient, the rest 0"))
