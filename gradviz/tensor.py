@@ -387,6 +387,36 @@ class Tensor:
             return _type_string(self)
         return self.to(getattr(dtype, "dtype", dtype) if not isinstance(dtype, str) else _dtype.from_type_string(dtype))
 
+    def type_as(self, other: Tensor) -> Tensor:
+        """This tensor converted to ``other``'s dtype (and device); itself when they already match."""
+        return self.to(other.device, other.dtype)
+
+    # -- new tensors like this one: the same dtype and device unless told otherwise --------------------
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad: builtins.bool = False) -> Tensor:
+        if isinstance(data, Tensor):
+            warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+                          "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+                          "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: builtins.bool = False) -> Tensor:
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad: builtins.bool = False, **keywords) -> Tensor:
+        return self._new_filled("new_zeros", 0, size, keywords, dtype, device, requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad: builtins.bool = False, **keywords) -> Tensor:
+        return self._new_filled("new_ones", 1, size, keywords, dtype, device, requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad: builtins.bool = False, **keywords) -> Tensor:
+        """Uninitialized memory in PyTorch; zeros here, which is one of its possible values."""
+        return self._new_filled("new_empty", 0, size, keywords, dtype, device, requires_grad)
+
+    def _new_filled(self, name: str, value, positional, keywords, dtype, device, requires_grad) -> Tensor:
+        return full(_keyword_size(name, positional, keywords), value, dtype=dtype or self.dtype,
+                    device=device or self.device, requires_grad=requires_grad)
+
     # -- in place --------------------------------------------------------------------------------
     # The new value is always written into the tensor's own memory, so every view of it (and the
     # tensor a view was made from) sees it; gradviz.ops.inplace records the history as PyTorch does.

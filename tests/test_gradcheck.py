@@ -301,3 +301,9 @@ CASES.update({
     "DiagEmbedBackward0": (lambda x: x.diag(1), [values(3)]),
     "TraceBackward0": (lambda x: x.trace(), [values(2, 3)]),
 })
+CASES.update({
+    "SortBackward0": (lambda x: x.sort(1, descending=True)[0] * gv.arange(3.0, dtype=gv.float64), [values(2, 3)]),
+    "SortBackward1": (lambda x: x.sort(0, stable=True)[0] * gv.arange(2.0, dtype=gv.float64).reshape(2, 1),
+                      [values(2, 3)]),
+    "TopkBackward0": (lambda x: x.topk(2)[0] * gv.tensor([1.0, 2.0], dtype=gv.float64), [values(2, 3)]),
+})

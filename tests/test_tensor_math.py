@@ -133,7 +133,30 @@ LAYOUT = {
     "outer_method": V + backward("v.outer(v)"),
 }
 
-CASES = {**MATH, **REDUCTIONS, **LAYOUT}
+ORDERING = {
+    "sort": X + "s = x.sort()\nvalues, indices = s\n(values * torch.tensor([1.0, 2.0, 3.0])).sum().backward()\nprint(s)\n",
+    "sort_dim_descending": T + "values, indices = torch.sort(t, 1, descending=True)\n"
+                           "(values * torch.arange(24.0).reshape(2, 3, 4)).sum().backward()\n",
+    "sort_stable": "t = torch.tensor([2.0, 1.0, 2.0, 1.0, 0.5], requires_grad=True)\n"
+                   "values, indices = t.sort(stable=True)\n(values * torch.arange(5.0)).sum().backward()\n",
+    "sort_descending_ties": "t = torch.tensor([2.0, 1.0, 2.0, 1.0, 0.5])\nvalues, indices = t.sort(descending=True, "
+                            "stable=True)\n",
+    "argsort": T + "a = t.argsort()\nb = torch.argsort(t, dim=0, descending=True)\nprint(a, b)\n",
+    "msort": X + backward("x.msort()"),
+    "topk": X + "top = x.topk(2)\nvalues, indices = top\n(values * torch.tensor([1.0, 2.0])).sum().backward()\n"
+                "print(top)\n",
+    "topk_smallest_dim0": T + "values, indices = torch.topk(t, 2, dim=1, largest=False)\n"
+                          "(values * torch.arange(16.0).reshape(2, 2, 4)).sum().backward()\n",
+}
+NEW = {
+    "type_as": X + "i = torch.tensor([1, 2, 3])\na = i.type_as(x)\nb = x.type_as(i)\nc = x.type_as(x)\n"
+               "d = x.type_as(torch.zeros(1, dtype=torch.float64))\nd.sum().backward()\n",
+    "new_factories": X + "a = x.new_zeros(2, 3)\nb = x.new_ones((4,))\nc = x.new_full((2, 2), 7.0)\n"
+                     "d = x.new_tensor([1, 2])\ne = x.new_empty(3).zero_()\nf = x.new_zeros(2, dtype=torch.int64)\n"
+                     "g = x.new_ones(size=(1, 2), requires_grad=True)\nprint(a, b, c, d, e, f, g)\n",
+}
+
+CASES = {**MATH, **REDUCTIONS, **LAYOUT, **ORDERING, **NEW}
 BACKENDS = ("numpy", "torch")
 
 
@@ -174,6 +197,7 @@ SECOND_ORDER = {
     "cumsum": "(x.cumsum(1) ** 2).sum()",
     "layout": "(x.flip(1) * x).sum() + (x.roll(1, 0) ** 2).sum() + (x.tril() ** 3).sum() + (x.triu(1) * x).sum()",
     "diag_outer": "(x[0].diag() ** 2).sum() + (torch.outer(x[1], x[0]) ** 2).sum()",
+    "sort_topk": "(x.sort(1)[0] ** 2 * y).sum() + (x.topk(2, 0)[0] ** 3).sum()",
 }
 
 

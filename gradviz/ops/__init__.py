@@ -150,6 +150,10 @@ MORE_MATH.update({
     "flip": flip, "fliplr": fliplr, "flipud": flipud, "roll": roll, "tril": tril, "triu": triu, "diag": diag,
     "diagonal": diagonal, "trace": trace, "outer": outer, "ger": outer,
 })
+from gradviz.ops import ordering  # noqa: E402
+from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
+
+MORE_MATH.update({"sort": sort, "argsort": argsort, "msort": msort, "topk": topk})
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
                        if name in IN_PLACE_TOO})

@@ -1068,3 +1068,12 @@ def _trace(o):
     rows, cols = o["self_sym_sizes"]
     return only(Rule(sent=g * Call("eye", (), "I", (rows, cols), f"{rows}×{cols}"),
                      note="the trace adds the diagonal: each diagonal element gets the gradient, the rest 0"))
+
+
+@entry("SortBackward0", "SortBackward1", "TopkBackward0", options=("dim", "self_sym_sizes"))
+def _sorted(o):
+    sizes = tuple(o["self_sym_sizes"])
+    dim = signed(o["dim"]) % max(len(sizes), 1)
+    return only(Rule(sent=Call("at_indices", (g, Var("indices", "i")), "", (dim, True, sizes),
+                               "back where each element came from, 0 elsewhere"),
+                     note="i holds where each output element was in the input"))
