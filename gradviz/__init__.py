@@ -33,6 +33,7 @@ from gradviz.ops.matrix import diag, diagonal, flip, fliplr, flipud, outer, roll
 from gradviz.ops.statistics import amax, amin, cumprod, cumsum, logsumexp, min, prod, std, var  # noqa: E402,A004
 from gradviz.ops import return_types  # noqa: E402
 from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
+from gradviz.ops.einsum import einsum  # noqa: E402
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402
                             IntTensor, LongTensor, ShortTensor)

@@ -307,3 +307,4 @@ CASES.update({
                       [values(2, 3)]),
     "TopkBackward0": (lambda x: x.topk(2)[0] * gv.tensor([1.0, 2.0], dtype=gv.float64), [values(2, 3)]),
 })
+CASES["ReshapeAliasBackward0"] = (lambda x: x.t().reshape(3, 1, 2), [values(2, 3)])

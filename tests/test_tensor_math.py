@@ -156,7 +156,38 @@ NEW = {
                      "g = x.new_ones(size=(1, 2), requires_grad=True)\nprint(a, b, c, d, e, f, g)\n",
 }
 
-CASES = {**MATH, **REDUCTIONS, **LAYOUT, **ORDERING, **NEW}
+A = "a = torch.tensor([[0.5, -1.5, 2.0], [1.2, 0.3, -0.7]], requires_grad=True)\n"
+B = "b = torch.tensor([[0.4, 0.8], [-1.1, 1.0], [2.0, 0.3]], requires_grad=True)\n"
+BATCH = ("p = torch.arange(12.0).reshape(2, 2, 3).requires_grad_()\n"
+         "q = (torch.arange(12.0).reshape(2, 3, 2) * 0.5).requires_grad_()\n")
+EINSUM = {
+    "einsum_matmul": A + B + backward("torch.einsum('ij,jk->ik', a, b)"),
+    "einsum_matmul_transposed": A + backward("torch.einsum('ij,kj->ik', a, a)"),
+    "einsum_batch_matmul": BATCH + backward("torch.einsum('bij,bjk->bik', p, q)"),
+    "einsum_outer": V + "w = torch.tensor([1.5, -0.5], requires_grad=True)\n" + backward("torch.einsum('i,j->ij', v, w)"),
+    "einsum_dot": V + backward("torch.einsum('i,i->', v, v * 2)"),
+    "einsum_trace": "s = torch.arange(9.0).reshape(3, 3).requires_grad_()\n" + backward("torch.einsum('ii->', s)"),
+    "einsum_diagonal": "s = torch.arange(9.0).reshape(3, 3).requires_grad_()\n" + backward("torch.einsum('ii->i', s)"),
+    "einsum_sum": A + backward("torch.einsum('ij->j', a)"),
+    "einsum_sum_all": A + backward("torch.einsum('ij->', a)"),
+    "einsum_transpose": A + backward("torch.einsum('ij->ji', a)"),
+    "einsum_matrix_vector": A + V + backward("torch.einsum('ij,j->i', a, v)"),
+    "einsum_elementwise_sum": A + backward("torch.einsum('ij,ij->', a, a)"),
+    "einsum_implicit": A + B + backward("torch.einsum('ij,jk', a, b)"),
+    "einsum_list": A + B + backward("torch.einsum('ik,kj->ij', [a, b])"),
+    "einsum_three": A + B + V + backward("torch.einsum('i,ij,jk->k', v, a.t(), b.t())"),
+    "einsum_batch_vector": BATCH + V + backward("torch.einsum('bik,k->bi', p, v)"),
+    "einsum_first_only": A + B + backward("torch.einsum('ij,jk->k', a, b)"),
+    "einsum_bilinear": "l = torch.tensor([[0.5, -1.0, 2.0]], requires_grad=True)\n" + BATCH
+                       + "r = torch.tensor([[1.0, 0.5]], requires_grad=True)\n"
+                       + backward("torch.einsum('bn,anm,bm->ba', l, q, r)"),
+    "einsum_alone_in_second": A + T + backward("torch.einsum('ij,ajkl->ia', a, t.reshape(1, 3, 2, 4))"),
+    "einsum_uppercase": A + B + backward("torch.einsum('Ij,jK->IK', a, b)"),
+    "einsum_repeated_and_other": "s = torch.arange(9.0).reshape(3, 3).requires_grad_()\n" + V
+                                 + backward("torch.einsum('ii,i->i', s, v)"),
+}
+
+CASES = {**MATH, **REDUCTIONS, **LAYOUT, **ORDERING, **NEW, **EINSUM}
 BACKENDS = ("numpy", "torch")
 
 
@@ -198,6 +229,7 @@ SECOND_ORDER = {
     "layout": "(x.flip(1) * x).sum() + (x.roll(1, 0) ** 2).sum() + (x.tril() ** 3).sum() + (x.triu(1) * x).sum()",
     "diag_outer": "(x[0].diag() ** 2).sum() + (torch.outer(x[1], x[0]) ** 2).sum()",
     "sort_topk": "(x.sort(1)[0] ** 2 * y).sum() + (x.topk(2, 0)[0] ** 3).sum()",
+    "einsum": "(torch.einsum('ij,kj->ik', x, y) ** 2).sum() + torch.einsum('ij,ij->', x, x) ** 2",
 }
 
 
@@ -211,6 +243,8 @@ ERRORS = {
     "round_decimals_int": I + "i.round(decimals=1)\n",
     "atan2_number": X + "torch.atan2(x, 2.0)\n",
     "leaf_in_place": X + "x.floor_()\n",
+    "einsum_sizes": X + Y + "torch.einsum('ij,jk->ik', x, y)\n",
+    "topk_too_many": X + "x.topk(4)\n",
 }
 
 

@@ -83,6 +83,11 @@ class ViewBackward0(_ReshapeBack):
         return self._backend.reshape(self._data, shape)
 
 
+class ReshapeAliasBackward0(ViewBackward0):
+    """``reshape`` of a tensor that is not contiguous but whose layout still allows the new shape:
+    PyTorch makes the view with ``_reshape_alias`` and records this node (same derivative as a view)."""
+
+
 class AliasBackward0(OpFunction):
     """``x[...]`` or ``x[:, :]``: a new view of all of ``x``; the gradient passes through."""
 
@@ -341,8 +346,11 @@ def reshape(input, *shape):
     """A view when the layout allows one; otherwise a copy, then a view of it (as PyTorch records)."""
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
     shape = _infer_shape(shape, input.numel())
-    if input._backend.can_view(input._data, shape):
-        return view(input, shape)
+    backend = input._backend
+    if backend.can_view(input._data, shape):
+        if backend.is_contiguous(input._data):
+            return view(input, shape)
+        return _view_of(ReshapeAliasBackward0.apply(input, shape), input)
     return unsafe_view(contiguous_copy(input), shape)
 
 
