@@ -10,7 +10,7 @@ from gradviz._device import device
 from gradviz._dtype import (bool, dtype, float16, float32, float64, int8, int16, int32, int64,  # noqa: A004
                             uint8)
 from gradviz._printing import get_printoptions, set_printoptions
-from gradviz.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from gradviz.grad_mode import enable_grad, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 from gradviz.tensor import (Size, Tensor, arange, as_tensor, bernoulli, empty, eye, from_numpy, full, full_like,
                             get_default_device, is_tensor, linspace, normal, ones, ones_like, rand, rand_like, randint,
                             randint_like, randn, randn_like, randperm, set_default_device, tensor, zeros, zeros_like)
@@ -34,6 +34,7 @@ from gradviz.ops.statistics import amax, amin, cumprod, cumsum, logsumexp, min, 
 from gradviz.ops import return_types  # noqa: E402
 from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
 from gradviz.ops.einsum import einsum  # noqa: E402
+from gradviz.autograd.inference import inference_mode  # noqa: E402
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402
                             IntTensor, LongTensor, ShortTensor)

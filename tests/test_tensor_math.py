@@ -251,3 +251,42 @@ ERRORS = {
 @pytest.mark.parametrize("name", sorted(ERRORS))
 def test_errors_match_torch(name):
     assert_same_error(ERRORS[name])
+
+
+INFERENCE = (
+    "with torch.inference_mode():\n"
+    "    made = torch.ones(2, 3)\n"
+    "    doubled = made * 2\n"
+    "    print(torch.is_inference_mode_enabled(), torch.is_grad_enabled(), made.is_inference(), doubled.is_inference())\n"
+    "w = torch.ones(3, requires_grad=True)\n"
+)
+
+
+def test_inference_mode_matches_torch():
+    assert_same(INFERENCE + "print(torch.is_inference_mode_enabled(), made.is_inference(), torch.ones(1).is_inference())\n"
+                "copy = made.clone()\nprint(copy.is_inference(), made[0].is_inference())\n"
+                "total = (copy * w).sum()\ntotal.backward()\nplain = made + w\n"
+                "with torch.inference_mode(False):\n    print(torch.is_inference_mode_enabled(), torch.ones(1).is_inference())\n")
+
+
+def test_inference_mode_as_a_decorator_matches_torch():
+    assert_same("w = torch.ones(3, requires_grad=True)\n"
+                "@torch.inference_mode()\ndef predict(x):\n    return x * 2\n"
+                "out = predict(w)\nprint(out.requires_grad, out.is_inference(), torch.is_grad_enabled())\n")
+
+
+@pytest.mark.parametrize("line", ["made.requires_grad_()", "made.requires_grad = True", "made.add_(1)", "made[0] = 3.",
+                                  "made._version", "(made * w).sum().backward()", "made.t().mul_(2)"])
+def test_inference_tensors_in_autograd_raise_torchs_errors(line):
+    assert_same_error(INFERENCE + line + "\n")
+
+
+def test_inference_mode_marks_nothing_once_left_even_after_an_error():
+    import gradviz
+
+    with pytest.raises(ValueError):
+        with gradviz.inference_mode():
+            with gradviz.inference_mode():
+                raise ValueError("inside")
+    assert not gradviz.is_inference_mode_enabled() and gradviz.is_grad_enabled()
+    assert not gradviz.ones(2).is_inference()
