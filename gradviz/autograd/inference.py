@@ -10,8 +10,6 @@ import functools
 import weakref
 
 from gradviz.grad_mode import _forget, _inference_depth, _set_enabled, inference_tensors, is_grad_enabled
-from gradviz.tensor import Tensor
-
 
 class inference_mode:
     """``no_grad``, and the tensors made inside are inference tensors: autograd may not save them or
@@ -57,6 +55,8 @@ class inference_mode:
 
 
 def _start_marking() -> None:
+    from gradviz.tensor import Tensor  # the circle tensor <-> autograd: closed inside a function
+
     plain = Tensor.__dict__["_make"].__func__
 
     def make_for_inference(cls, *args, **kwargs):
@@ -70,4 +70,6 @@ def _start_marking() -> None:
 
 
 def _stop_marking() -> None:
+    from gradviz.tensor import Tensor
+
     Tensor._make = classmethod(Tensor.__dict__["_make"].__func__.plain)
