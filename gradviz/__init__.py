@@ -29,7 +29,11 @@ from gradviz.ops.pieces import chunk, split, unbind
 from gradviz.ops.elementwise import (acos, addcmul, asin, atan, atan2, ceil, clamp_max, clamp_min, cosh, erf,  # noqa: A004
                                      expm1, floor, fmod, frac, hypot, isfinite, isinf, isnan, lerp, log1p, log2, log10,
                                      nan_to_num, remainder, round, rsqrt, sign, sinh, trunc)
-from gradviz.ops.matrix import diag, diagonal, flip, fliplr, flipud, outer, roll, trace, tril, triu  # noqa: E402
+from gradviz.ops.matrix import diag, diagonal, flip, fliplr, flipud, roll, trace, tril, triu  # noqa: E402
+from gradviz.ops.composites import (broadcast_to, movedim, outer, repeat_interleave, swapaxes, tile,  # noqa: E402
+                                    unflatten)
+from gradviz.ops.elementwise import exp2, isclose, sgn  # noqa: E402
+from gradviz.ops.selection import argwhere, count_nonzero, masked_select, nonzero  # noqa: E402
 from gradviz.ops.statistics import amax, amin, cumprod, cumsum, logsumexp, min, prod, std, var  # noqa: E402,A004
 from gradviz.ops import return_types  # noqa: E402
 from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
@@ -44,6 +48,20 @@ from gradviz.snapshot import graph  # noqa: E402
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 clip = clamp
 arcsin, arccos, arctan, arctan2, fix, ger = asin, acos, atan, atan2, trunc, outer
+moveaxis, swapdims, subtract, multiply, divide, negative, absolute = movedim, swapaxes, sub, mul, div, neg, abs
+
+
+def numel(input) -> int:
+    return input.numel()
+
+
+def is_floating_point(input) -> bool:
+    return input.is_floating_point()
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False):
+    """Uninitialized in PyTorch; zeros here, which is one of its possible values."""
+    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
 concat = concatenate = cat
 __version__ = "0.1.0"
 

@@ -308,3 +308,7 @@ CASES.update({
     "TopkBackward0": (lambda x: x.topk(2)[0] * gv.tensor([1.0, 2.0], dtype=gv.float64), [values(2, 3)]),
 })
 CASES["ReshapeAliasBackward0"] = (lambda x: x.t().reshape(3, 1, 2), [values(2, 3)])
+CASES.update({
+    "Exp2Backward0": (lambda x: x.exp2(), [values(3)]),
+    "MaskedSelectBackward0": (lambda x: x.masked_select(gv.tensor([True, False, True])), [values(2, 3)]),
+})

@@ -187,7 +187,34 @@ EINSUM = {
                                  + backward("torch.einsum('ii,i->i', s, v)"),
 }
 
-CASES = {**MATH, **REDUCTIONS, **LAYOUT, **ORDERING, **NEW, **EINSUM}
+MORE = {
+    "repeat_interleave": X + backward("x.repeat_interleave(2)"),
+    "repeat_interleave_dim": X + backward("torch.repeat_interleave(x, 3, dim=1)"),
+    "repeat_interleave_dim0": X + backward("x.repeat_interleave(2, 0)"),
+    "repeat_interleave_tensor": X + backward("x.repeat_interleave(torch.tensor([1, 2]), dim=0)"),
+    "tile": X + backward("x.tile((2,))"),
+    "tile_more_dims": X + backward("torch.tile(x, (2, 1, 2))"),
+    "broadcast_to": X + backward("torch.broadcast_to(x, (2, 2, 3))"),
+    "broadcast_to_method": V + backward("v.broadcast_to(2, 3)"),
+    "movedim": T + backward("t.movedim(0, -1)"),
+    "moveaxis_several": T + backward("torch.moveaxis(t, (0, 1), (2, 0))"),
+    "swapaxes": T + backward("t.swapaxes(0, 2)"),
+    "unflatten": X + backward("x.unflatten(1, (3, 1))"),
+    "exp2": X + backward("x.exp2()"),
+    "sgn": X + backward("x.sgn() * x"),
+    "masked_select": X + backward("x.masked_select(x > 0)"),
+    "masked_select_broadcast": X + backward("torch.masked_select(x, torch.tensor([True, False, True]))"),
+    "nonzero": X + "a = (x > 0).nonzero()\nb = torch.nonzero(x > 0, as_tuple=True)\nc = torch.argwhere(x < 0)\n"
+                   "d = torch.count_nonzero(x > 0)\ne = (x > 0).count_nonzero(dim=1)\nprint(a, b, c, d, e)\n",
+    "isclose": X + "a = torch.isclose(x, x + 1e-7)\nb = x.isclose(x * 1.1)\n"
+                   "c = torch.isclose(torch.tensor([float('nan'), 1.0]), torch.tensor([float('nan'), 1.0]), equal_nan=True)\n"
+                   "print(a, b, c)\n",
+    "aliases": X + Y + backward("torch.subtract(x, y) + x.multiply(y) - torch.divide(x, y + 3) + x.negative() + "
+                                "torch.absolute(x)"),
+    "functions": X + "print(torch.numel(x), torch.is_floating_point(x), torch.empty_like(x).shape)\n",
+}
+
+CASES = {**MATH, **REDUCTIONS, **LAYOUT, **ORDERING, **NEW, **EINSUM, **MORE}
 BACKENDS = ("numpy", "torch")
 
 
@@ -244,6 +271,8 @@ ERRORS = {
     "atan2_number": X + "torch.atan2(x, 2.0)\n",
     "leaf_in_place": X + "x.floor_()\n",
     "einsum_sizes": X + Y + "torch.einsum('ij,jk->ik', x, y)\n",
+    "masked_select_not_bool": X + "x.masked_select(torch.tensor([1, 0, 1]))\n",
+    "outer_matrix": X + V + "torch.outer(x, v)\n",
     "topk_too_many": X + "x.topk(4)\n",
 }
 

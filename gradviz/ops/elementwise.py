@@ -651,3 +651,40 @@ def hypot(input, other):
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     return NanToNumBackward0.apply(input, nan, posinf, neginf)
+
+
+class Exp2Backward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("grad * result.conj() * M_LN2", r"\bar{y}\,2^{x} \ln 2")}
+
+    def forward(ctx, self):
+        ctx.save_result()
+        return self._backend.pow(2.0, float_data(self))
+
+    def backward(ctx, grad):
+        return ctx.backend.mul(ctx.backend.mul(grad, ctx.saved("result")), LN2)
+
+    def backward_graph(ctx, grad):
+        return MulBackward1.apply(grad * ctx.saved_graph("result"), LN2)
+
+
+def exp2(input):
+    return Exp2Backward0.apply(input)
+
+
+def sgn(input):
+    """The sign, as ``sign`` computes it for real numbers, recorded as PyTorch's SgnBackward0."""
+    from gradviz.ops.double_backward import SgnBackward0
+
+    return SgnBackward0.apply(input)
+
+
+def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """``|input - other| <= atol + rtol * |other|`` elementwise (a bool tensor); NaNs equal only with ``equal_nan``."""
+    backend = input._backend
+    a, b = promote(input, other)
+    close = backend.le(backend.abs(backend.sub(a, b)), backend.add(backend.mul(backend.abs(b), rtol), atol))
+    close = backend.logical_or(close, backend.eq(a, b))  # equal infinities are close
+    if equal_nan:
+        close = backend.logical_or(close, backend.logical_and(backend.isnan(a), backend.isnan(b)))
+    return Tensor._make(close, backend=backend)

@@ -1,5 +1,5 @@
 """Ops on the layout of a matrix (or any tensor): ``flip``, ``roll``, ``tril``/``triu``, ``diag``,
-``diagonal``, ``trace``, ``outer``.
+``diagonal``, ``trace``.
 
 Each moves or masks elements without changing them, so each gradient moves or masks the incoming
 gradient the same way back: a flip flips it back, a roll rolls it back, a triangle keeps the same
@@ -219,11 +219,3 @@ def diag(input, diagonal: int = 0):
 
 def trace(input):
     return TraceBackward0.apply(input)
-
-
-def outer(input, vec2):
-    """``input[i] * vec2[j]``, as PyTorch computes it: ``input.reshape(-1, 1) * vec2``."""
-    if input.ndim != 1 or vec2.ndim != 1:
-        raise RuntimeError(f"outer: Expected 1-D argument self, but got {input.ndim}-D" if input.ndim != 1 else
-                           f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D")
-    return input.reshape(-1, 1) * vec2

@@ -1077,3 +1077,20 @@ def _sorted(o):
     return only(Rule(sent=Call("at_indices", (g, Var("indices", "i")), "", (dim, True, sizes),
                                "back where each element came from, 0 elsewhere"),
                      note="i holds where each output element was in the input"))
+entry("Exp2Backward0")(lambda o: only(Rule(local=result("2ˣ") * ln(Num(2)))))
+
+
+@register("put_at_mask")
+def _put_at_mask(grad, mask, sizes):
+    mask = np.asarray(mask, dtype=bool)
+    shape = np.broadcast_shapes(tuple(sizes), mask.shape)
+    out = np.zeros(shape)
+    out[np.broadcast_to(mask, shape)] = np.asarray(grad, dtype=np.float64)
+    lead = len(shape) - len(sizes)
+    out = out.sum(tuple(range(lead))) if lead else out
+    return out.sum(tuple(i for i, size in enumerate(sizes) if size == 1 and shape[lead + i] != 1), keepdims=True)
+
+
+entry("MaskedSelectBackward0", present=("self",))(lambda o: only(Rule(
+    sent=Call("put_at_mask", (g, Var("mask", "m")), "", (tuple(o["self"]),), "where m is true, 0 elsewhere"),
+    note="each selected element gets its gradient back")))
