@@ -6,6 +6,7 @@ A program is a list of ``(op, operand indices)``; ``run_program`` runs it in tor
 from hypothesis import strategies as st
 
 UNARY = ["exp", "sin", "cos", "tanh", "sigmoid", "relu", "neg"]
+UNARY += ["atan", "sinh", "erf", "expm1"]  # the wider tensor API: recorded backward forms too
 BINARY = ["add", "mul", "sub"]
 
 
