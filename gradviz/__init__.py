@@ -30,8 +30,9 @@ from gradviz.ops.elementwise import (acos, addcmul, asin, atan, atan2, ceil, cla
                                      expm1, floor, fmod, frac, hypot, isfinite, isinf, isnan, lerp, log1p, log2, log10,
                                      nan_to_num, remainder, round, rsqrt, sign, sinh, trunc)
 from gradviz.ops.matrix import diag, diagonal, flip, fliplr, flipud, roll, trace, tril, triu  # noqa: E402
-from gradviz.ops.composites import (broadcast_to, movedim, outer, repeat_interleave, swapaxes, tile,  # noqa: E402
-                                    unflatten)
+from gradviz.ops.composites import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to,  # noqa: E402
+                                    column_stack, diff, hstack, meshgrid, movedim, outer, repeat_interleave, swapaxes,
+                                    tile, unflatten, vstack)
 from gradviz.ops.elementwise import exp2, isclose, sgn  # noqa: E402
 from gradviz.ops.selection import argwhere, count_nonzero, masked_select, nonzero  # noqa: E402
 from gradviz.ops.statistics import amax, amin, cumprod, cumsum, logsumexp, min, prod, std, var  # noqa: E402,A004

@@ -212,6 +212,16 @@ MORE = {
     "aliases": X + Y + backward("torch.subtract(x, y) + x.multiply(y) - torch.divide(x, y + 3) + x.negative() + "
                                 "torch.absolute(x)"),
     "functions": X + "print(torch.numel(x), torch.is_floating_point(x), torch.empty_like(x).shape)\n",
+    "meshgrid_ij": V + "w = torch.tensor([1.5, -0.5], requires_grad=True)\ngx, gy = torch.meshgrid(v, w, indexing='ij')\n"
+                   "(gx * gy * torch.arange(6.0).reshape(3, 2)).sum().backward()\n",
+    "meshgrid_xy": V + "w = torch.tensor([1.5, -0.5], requires_grad=True)\ngx, gy = torch.meshgrid(v, w, indexing='xy')\n"
+                   "(gx * gy * torch.arange(6.0).reshape(2, 3)).sum().backward()\n",
+    "meshgrid_default": V + "w = torch.tensor([1.5, -0.5])\ngrids = torch.meshgrid([v, w])\n",
+    "broadcast_tensors": X + V + "a, b = torch.broadcast_tensors(x, v)\n(a * b).sum().backward()\n",
+    "stacks": V + X + "a = torch.vstack([v, v * 2])\nb = torch.hstack([v, v])\nc = torch.hstack([x, x])\n"
+                      "d = torch.column_stack([v, v])\ne = torch.atleast_2d(v)\n(a.sum() + b.sum() + c.sum() + d.sum()).backward()\n",
+    "diff": X + backward("torch.diff(x)"),
+    "diff_dim0_twice": X + backward("x.diff(n=1, dim=0) + 0") + "second = torch.diff(x[0], n=2)\n",
 }
 
 CASES = {**MATH, **REDUCTIONS, **LAYOUT, **ORDERING, **NEW, **EINSUM, **MORE}

@@ -155,8 +155,8 @@ from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
 
 MORE_MATH.update({"sort": sort, "argsort": argsort, "msort": msort, "topk": topk})
 from gradviz.ops import composites, selection  # noqa: E402
-from gradviz.ops.composites import (broadcast_to, movedim, outer, repeat_interleave, swapaxes, tile,  # noqa: E402
-                                    unflatten)
+from gradviz.ops.composites import (broadcast_to, diff, movedim, outer, repeat_interleave, swapaxes,  # noqa: E402
+                                    tile, unflatten)
 from gradviz.ops.elementwise import exp2, isclose, sgn  # noqa: E402
 from gradviz.ops.selection import argwhere, count_nonzero, masked_select, nonzero  # noqa: E402
 
@@ -165,7 +165,7 @@ MORE_MATH.update({
     "movedim": movedim, "moveaxis": movedim, "swapaxes": swapaxes, "swapdims": swapaxes, "unflatten": unflatten,
     "exp2": exp2, "sgn": sgn, "isclose": isclose, "masked_select": masked_select, "nonzero": nonzero,
     "argwhere": argwhere, "count_nonzero": count_nonzero, "subtract": _method(sub), "multiply": _method(mul),
-    "divide": _method(div), "negative": neg, "absolute": abs,
+    "divide": _method(div), "negative": neg, "absolute": abs, "diff": diff,
 })
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()

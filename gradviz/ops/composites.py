@@ -1,8 +1,10 @@
 """Tensor API functions that PyTorch itself writes with other ops, so that their graph is those ops'
 (no node of their own): ``repeat_interleave``, ``tile``, ``broadcast_to``, ``movedim``, ``swapaxes``,
-``unflatten``, and the aliases (``subtract``, ``multiply``, ``divide``, ``negative``, ``absolute``).
+``unflatten``, ``meshgrid``, ``broadcast_tensors``, ``vstack``/``hstack``/``column_stack``, ``diff``, and the aliases (``subtract``, ``multiply``, ``divide``, ``negative``, ``absolute``).
 """
 from __future__ import annotations
+
+import warnings
 
 from gradviz import _dtype
 from gradviz.ops._util import wrap_dim
@@ -84,3 +86,75 @@ def outer(input, vec2):
     if vec2.ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D")
     return input.reshape(-1, 1) * vec2
+
+
+def meshgrid(*tensors, indexing: str | None = None):
+    """Coordinate grids: output ``i`` holds ``tensors[i]`` along dim ``i``, repeated along the others
+    (``indexing='xy'`` swaps the first two dims, as for plotting). Each is a ``view`` then an ``expand``."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    swap = indexing == "xy" and len(tensors) >= 2
+    ordered = [tensors[1], tensors[0], *tensors[2:]] if swap else list(tensors)
+    shape = [t.numel() for t in ordered]
+    grids = []
+    for position, tensor in enumerate(ordered):
+        sizes = [1] * len(ordered)
+        sizes[position] = -1
+        grids.append(tensor.view(sizes).expand(shape))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def broadcast_tensors(*tensors):
+    """Every tensor expanded to their common broadcast shape (one that has it already is returned as is)."""
+    from gradviz.ops._util import broadcast_shapes
+
+    shape = ()
+    for tensor in tensors:
+        shape = broadcast_shapes(shape, tuple(tensor.shape))
+    return tuple(tensor if tuple(tensor.shape) == shape else tensor.expand(shape) for tensor in tensors)
+
+
+def atleast_1d(input):
+    return input.reshape(1) if input.ndim == 0 else input
+
+
+def atleast_2d(input):
+    return input.view(1, 1) if input.ndim == 0 else input.unsqueeze(0) if input.ndim == 1 else input
+
+
+def vstack(tensors):
+    """Stacked as rows: each 1-D tensor becomes a row (``atleast_2d``), then ``cat`` along dim 0."""
+    from gradviz.ops.combine import cat
+
+    return cat([atleast_2d(tensor) for tensor in tensors], 0)
+
+
+def hstack(tensors):
+    """Joined side by side: ``cat`` along dim 0 for vectors, dim 1 otherwise."""
+    from gradviz.ops.combine import cat
+
+    tensors = [atleast_1d(tensor) for tensor in tensors]
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def column_stack(tensors):
+    """Vectors as columns (each viewed as ``(n, 1)``), joined along dim 1."""
+    from gradviz.ops.combine import cat
+
+    return cat([tensor.view(tensor.numel(), 1) if tensor.ndim <= 1 else tensor for tensor in tensors], 1)
+
+
+def diff(input, n: int = 1, dim: int = -1):
+    """Differences of neighbours along ``dim`` (``n`` times): ``x[1:] - x[:-1]``, two ``narrow`` slices."""
+    for _ in range(n):
+        length = input.shape[wrap_dim(dim, input.ndim)]
+        input = input.narrow(dim, 1, length - 1) - input.narrow(dim, 0, length - 1)
+    return input
