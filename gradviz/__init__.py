@@ -39,6 +39,7 @@ from gradviz.ops.statistics import amax, amin, cumprod, cumsum, logsumexp, min, 
 from gradviz.ops import return_types  # noqa: E402
 from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
 from gradviz.ops.einsum import einsum  # noqa: E402
+from gradviz.ops.scatter import index_add, scatter, scatter_add  # noqa: E402
 from gradviz.autograd.inference import inference_mode  # noqa: E402
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402

@@ -312,3 +312,4 @@ CASES.update({
     "Exp2Backward0": (lambda x: x.exp2(), [values(3)]),
     "MaskedSelectBackward0": (lambda x: x.masked_select(gv.tensor([True, False, True])), [values(2, 3)]),
 })
+CASES["ScatterBackward1"] = (lambda x: x.scatter(1, gv.tensor([[2], [0]]), 0.5) * x, [values(2, 3)])

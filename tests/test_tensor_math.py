@@ -221,6 +221,15 @@ MORE = {
     "stacks": V + X + "a = torch.vstack([v, v * 2])\nb = torch.hstack([v, v])\nc = torch.hstack([x, x])\n"
                       "d = torch.column_stack([v, v])\ne = torch.atleast_2d(v)\n(a.sum() + b.sum() + c.sum() + d.sum()).backward()\n",
     "diff": X + backward("torch.diff(x)"),
+    "scatter_src": X + Y + backward("x.scatter(1, torch.tensor([[0, 1, 2], [2, 0, 1]]), y)"),
+    "scatter_smaller_index": X + Y + backward("torch.scatter(x, 0, torch.tensor([[1, 0]]), y[:1, :2])"),
+    "scatter_value": X + backward("x.scatter(1, torch.tensor([[2], [0]]), 2.0)"),
+    "one_hot_in_place": "labels = torch.tensor([2, 0, 1])\nhot = torch.zeros(3, 4).scatter_(1, labels.unsqueeze(1), 1)\n"
+                        "print(hot)\n",
+    "scatter_add": X + Y + backward("x.scatter_add(1, torch.tensor([[0, 0, 2], [1, 1, 1]]), y)"),
+    "scatter_add_in_place": X + Y + "z = x * 1\nz.scatter_add_(0, torch.tensor([[1, 0, 1]]), y[:1])\nz.sum().backward()\n",
+    "index_add": X + Y + backward("x.index_add(0, torch.tensor([1, 0]), y)"),
+    "index_add_alpha_repeat": X + Y + backward("torch.index_add(x, 1, torch.tensor([2, 2, 0]), y, alpha=2)"),
     "diff_dim0_twice": X + backward("x.diff(n=1, dim=0) + 0") + "second = torch.diff(x[0], n=2)\n",
 }
 
@@ -267,6 +276,7 @@ SECOND_ORDER = {
     "diag_outer": "(x[0].diag() ** 2).sum() + (torch.outer(x[1], x[0]) ** 2).sum()",
     "sort_topk": "(x.sort(1)[0] ** 2 * y).sum() + (x.topk(2, 0)[0] ** 3).sum()",
     "einsum": "(torch.einsum('ij,kj->ik', x, y) ** 2).sum() + torch.einsum('ij,ij->', x, x) ** 2",
+    "scatter": "(x.scatter(1, torch.tensor([[2, 0], [1, 2]]), (y * x)[:, :2]) ** 2).sum() + (x.scatter(0, torch.tensor([[1, 0, 1]]), 0.5) ** 3).sum()",
 }
 
 
@@ -283,6 +293,8 @@ ERRORS = {
     "einsum_sizes": X + Y + "torch.einsum('ij,jk->ik', x, y)\n",
     "masked_select_not_bool": X + "x.masked_select(torch.tensor([1, 0, 1]))\n",
     "outer_matrix": X + V + "torch.outer(x, v)\n",
+    "scatter_float_index": X + Y + "x.scatter(1, torch.tensor([[0.0]]), y)\n",
+    "scatter_src_larger_than_index": X + Y + backward("torch.scatter(x, 0, torch.tensor([[1, 0]]), y)"),
     "topk_too_many": X + "x.topk(4)\n",
 }
 

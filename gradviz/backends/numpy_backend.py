@@ -615,3 +615,11 @@ def argsort(a, axis, descending):
         return _arr(np.argsort(a, axis=axis, kind="stable"))
     order = np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis)
     return _arr(a.shape[axis] - 1 - order)
+
+
+def scatter(out, axis, index, values):
+    """``out[..., index[i], ...] = values[i]`` along ``axis`` (values may be a number)."""
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[axis] = index
+    out[tuple(grid)] = values if np.ndim(values) == 0 else values[tuple(slice(0, size) for size in index.shape)]
+    return out

@@ -409,3 +409,7 @@ def diagonal(a, offset, axis1, axis2):
 
 def argsort(a, axis, descending):
     return torch.sort(a, dim=axis, descending=descending, stable=True).indices
+
+
+def scatter(out, axis, index, values):
+    return out.scatter_(axis, index, values)

@@ -167,6 +167,11 @@ MORE_MATH.update({
     "argwhere": argwhere, "count_nonzero": count_nonzero, "subtract": _method(sub), "multiply": _method(mul),
     "divide": _method(div), "negative": neg, "absolute": abs, "diff": diff,
 })
+from gradviz.ops import scatter as _scatter_module  # noqa: E402
+from gradviz.ops.scatter import index_add, index_add_, scatter, scatter_, scatter_add, scatter_add_  # noqa: E402
+
+MORE_MATH.update({"scatter": scatter, "scatter_": scatter_, "scatter_add": scatter_add, "scatter_add_": scatter_add_,
+                  "index_add": index_add, "index_add_": index_add_})
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
                        if name in IN_PLACE_TOO})

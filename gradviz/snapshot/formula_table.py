@@ -1094,3 +1094,10 @@ def _put_at_mask(grad, mask, sizes):
 entry("MaskedSelectBackward0", present=("self",))(lambda o: only(Rule(
     sent=Call("put_at_mask", (g, Var("mask", "m")), "", (tuple(o["self"]),), "where m is true, 0 elsewhere"),
     note="each selected element gets its gradient back")))
+
+
+@entry("ScatterBackward1", options=("dim",), present=("index",))
+def _scatter_value(o):
+    dim = signed(o["dim"]) % max(len(o["index"]), 1)
+    return only(Rule(sent=Call("zero_along", (g, Var("index", "i")), "", (dim,), f"0 at i along dim {dim}"),
+                     note="the number written over the places i: they get no gradient, the rest pass it through"))
