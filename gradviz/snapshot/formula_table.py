@@ -832,12 +832,14 @@ def _zero_along(grad, index, dim):
     return out
 
 
-@entry("IndexAddBackward0", options=("dim", "source_dim"))
+@entry("IndexAddBackward0", options=("dim", "source_dim", "alpha"))
 def _index_add_twice(o):
     dim = signed(o["dim"]) % max(o["source_dim"], 1)
     computed = f"index_select's gradient along dim {dim}: ḡ's slices added at the index i, in zeros the size of x"
+    taken = Call("take_slices", (g, Var("index", "i")), "", (dim,), f"slices i along dim {dim}")
+    alpha = o["alpha"]
     return {"self": Rule(sent=g, note=recorded(computed) + "; the zeros it added into pass the gradient through"),
-            "source": Rule(sent=Call("take_slices", (g, Var("index", "i")), "", (dim,), f"slices i along dim {dim}"),
+            "source": Rule(sent=taken if alpha in (None, 1) else Num(alpha) * taken,
                            symbol="ḡ", note=recorded(computed) + ": reading those slices back is the gradient")}
 
 
