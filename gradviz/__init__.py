@@ -10,7 +10,7 @@ from gradviz._device import device
 from gradviz._dtype import (bool, dtype, float16, float32, float64, int8, int16, int32, int64,  # noqa: A004
                             uint8)
 from gradviz._printing import get_printoptions, set_printoptions
-from gradviz.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from gradviz.grad_mode import enable_grad, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 from gradviz.tensor import (Size, Tensor, arange, as_tensor, bernoulli, empty, eye, from_numpy, full, full_like,
                             get_default_device, is_tensor, linspace, normal, ones, ones_like, rand, rand_like, randint,
                             randint_like, randn, randn_like, randperm, set_default_device, tensor, zeros, zeros_like)
@@ -26,6 +26,21 @@ from gradviz.ops import (abs, add, addmm, all, allclose, any, argmax, argmin, bi
                          pow, reciprocal, relu, repeat, reshape, rsub, sigmoid, sin, softmax, sqrt, square, squeeze,
                          stack, sub, sum, t, tanh, transpose, unsqueeze, where)
 from gradviz.ops.pieces import chunk, split, unbind
+from gradviz.ops.elementwise import (acos, addcmul, asin, atan, atan2, ceil, clamp_max, clamp_min, cosh, erf,  # noqa: A004
+                                     expm1, floor, fmod, frac, hypot, isfinite, isinf, isnan, lerp, log1p, log2, log10,
+                                     nan_to_num, remainder, round, rsqrt, sign, sinh, trunc)
+from gradviz.ops.matrix import diag, diagonal, flip, fliplr, flipud, roll, trace, tril, triu  # noqa: E402
+from gradviz.ops.composites import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to,  # noqa: E402
+                                    column_stack, diff, hstack, meshgrid, movedim, outer, repeat_interleave, swapaxes,
+                                    tile, unflatten, vstack)
+from gradviz.ops.elementwise import exp2, isclose, sgn  # noqa: E402
+from gradviz.ops.selection import argwhere, count_nonzero, masked_select, nonzero  # noqa: E402
+from gradviz.ops.statistics import amax, amin, cumprod, cumsum, logsumexp, min, prod, std, var  # noqa: E402,A004
+from gradviz.ops import return_types  # noqa: E402
+from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
+from gradviz.ops.einsum import einsum  # noqa: E402
+from gradviz.ops.scatter import index_add, scatter, scatter_add  # noqa: E402
+from gradviz.autograd.inference import inference_mode  # noqa: E402
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402
                             IntTensor, LongTensor, ShortTensor)
@@ -34,6 +49,21 @@ from gradviz.snapshot import graph  # noqa: E402
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 clip = clamp
+arcsin, arccos, arctan, arctan2, fix, ger = asin, acos, atan, atan2, trunc, outer
+moveaxis, swapdims, subtract, multiply, divide, negative, absolute = movedim, swapaxes, sub, mul, div, neg, abs
+
+
+def numel(input) -> int:
+    return input.numel()
+
+
+def is_floating_point(input) -> bool:
+    return input.is_floating_point()
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False):
+    """Uninitialized in PyTorch; zeros here, which is one of its possible values."""
+    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
 concat = concatenate = cat
 __version__ = "0.1.0"
 

@@ -85,3 +85,45 @@ class set_grad_enabled(_GradModeSwitch):
                 return function(*args, **kwargs)
 
         return wrapper
+
+
+# -- inference mode: no_grad, and the tensors made inside are marked as made for inference ---------------
+INFERENCE_SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode "
+                   "in computation tracked by autograd. To work around this, you can make a clone to get a normal "
+                   "tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.")
+INFERENCE_IN_PLACE = ("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to "
+                      "get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
+                      "more details.")
+INFERENCE_REQUIRES_GRAD = "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
+INFERENCE_VERSION = "Inference tensors do not track version counter."
+
+# The tensors made in inference mode, by id (a weak reference tells a live one from a reused id). Empty
+# unless inference mode was used, so the checks that read it cost one test of an empty dict.
+inference_tensors: dict = {}
+_inference_depth = [0]
+
+
+def is_inference_mode_enabled() -> bool:
+    return _inference_depth[0] > 0
+
+
+def is_inference(tensor) -> bool:
+    """Whether ``tensor`` was made in inference mode (a view of such a tensor is one too)."""
+    if not inference_tensors:
+        return False
+    reference = inference_tensors.get(id(tensor))
+    if reference is not None and reference() is tensor:
+        return True
+    base = getattr(tensor, "_base", None)
+    return base is not None and is_inference(base)
+
+
+def _forget(key: int, reference) -> None:
+    if inference_tensors.get(key) is reference:  # not a newer tensor that reuses the id
+        del inference_tensors[key]
+
+
+def check_not_inference(tensor, message: str) -> None:
+    """Raise PyTorch's error when an inference tensor is used as ``message`` says, outside inference mode."""
+    if inference_tensors and not _inference_depth[0] and is_inference(tensor):
+        raise RuntimeError(message)

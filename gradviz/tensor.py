@@ -17,6 +17,7 @@ import numpy as np
 
 from gradviz import _dtype, backends, random
 from gradviz._device import CPU, device as Device
+from gradviz import grad_mode
 from gradviz.grad_mode import _state as _grad_state, is_grad_enabled
 
 NON_LEAF_GRAD_WARNING = (
@@ -162,6 +163,8 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if grad_mode.inference_tensors:
+            grad_mode.check_not_inference(self, grad_mode.INFERENCE_VERSION)
         return self._vc[0]
 
     @property
@@ -176,6 +179,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if value and grad_mode.inference_tensors:
+            grad_mode.check_not_inference(self, grad_mode.INFERENCE_REQUIRES_GRAD)
         if self.grad_fn is not None:
             raise RuntimeError(NON_LEAF_REQUIRES_GRAD)
         if value and not self.dtype.is_floating_point:
@@ -183,6 +188,8 @@ class Tensor:
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and grad_mode.inference_tensors:
+            grad_mode.check_not_inference(self, grad_mode.INFERENCE_REQUIRES_GRAD)
         if self.grad_fn is not None and not requires_grad:
             raise RuntimeError(NON_LEAF_REQUIRES_GRAD)
         if requires_grad and not self.dtype.is_floating_point:
@@ -387,6 +394,40 @@ class Tensor:
         if dtype is None:
             return _type_string(self)
         return self.to(getattr(dtype, "dtype", dtype) if not isinstance(dtype, str) else _dtype.from_type_string(dtype))
+
+    def is_inference(self) -> builtins.bool:
+        """Whether this tensor was made in ``inference_mode`` (autograd may not save or change it later)."""
+        return grad_mode.is_inference(self)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        """This tensor converted to ``other``'s dtype (and device); itself when they already match."""
+        return self.to(other.device, other.dtype)
+
+    # -- new tensors like this one: the same dtype and device unless told otherwise --------------------
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad: builtins.bool = False) -> Tensor:
+        if isinstance(data, Tensor):
+            warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+                          "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+                          "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: builtins.bool = False) -> Tensor:
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad: builtins.bool = False, **keywords) -> Tensor:
+        return self._new_filled("new_zeros", 0, size, keywords, dtype, device, requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad: builtins.bool = False, **keywords) -> Tensor:
+        return self._new_filled("new_ones", 1, size, keywords, dtype, device, requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad: builtins.bool = False, **keywords) -> Tensor:
+        """Uninitialized memory in PyTorch; zeros here, which is one of its possible values."""
+        return self._new_filled("new_empty", 0, size, keywords, dtype, device, requires_grad)
+
+    def _new_filled(self, name: str, value, positional, keywords, dtype, device, requires_grad) -> Tensor:
+        return full(_keyword_size(name, positional, keywords), value, dtype=dtype or self.dtype,
+                    device=device or self.device, requires_grad=requires_grad)
 
     # -- in place --------------------------------------------------------------------------------
     # The new value is always written into the tensor's own memory, so every view of it (and the

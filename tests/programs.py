@@ -7,6 +7,7 @@ compared across the libraries.
 from hypothesis import strategies as st
 
 UNARY = ["exp", "sin", "cos", "tanh", "sigmoid", "relu", "neg"]
+UNARY += ["atan", "sinh", "erf", "expm1"]  # the wider tensor API: recorded backward forms too
 BINARY = ["add", "mul", "sub"]
 # nn.functional's activations whose backward pass is recorded too (so programs can be differentiated twice).
 ACTIVATIONS = ["F.gelu", "F.silu", "F.elu", "F.softplus", "F.leaky_relu", "F.hardtanh", "F.selu", "F.celu",

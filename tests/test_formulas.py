@@ -143,6 +143,15 @@ EXTRA.update({
                                                                     + (F.pad(z, (1, -1)) ** 3).sum(), x),
                                               [values(2, 3)]),
 })
+# the wider tensor API: options its formulas read
+EXTRA.update({
+    "index_add alpha, scatter_add into a leaf": (lambda x, s: x.index_add(0, gv.tensor([2, 0]), s, alpha=2.5)
+                                                  + x.scatter_add(1, gv.tensor([[0, 2, 2], [1, 1, 0]]), s[:2]),
+                                                  [values(3, 3), values(2, 3)]),
+    "scatter a tensor into a leaf": (lambda x, s: x.scatter(0, gv.tensor([[1, 0, 2]]), s) * x, [values(3, 3), values(1, 3)]),
+    "var, std, logsumexp keepdim": (lambda x: x.var(0, keepdim=True) + x.std(1, keepdim=True, correction=0)
+                                    + x.logsumexp((0, 1), keepdim=True), [values(2, 3)]),
+})
 
 
 def _gradient_of(f, x):

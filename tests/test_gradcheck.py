@@ -287,3 +287,74 @@ def test_every_op_declares_a_formula_per_input(cls):
     for name in cls.inputs:
         text, latex = cls.derivatives[name]
         assert text.strip() and latex.strip(), f"{cls.__name__}.{name}: empty formula"
+
+
+# the wider tensor API (api3): more elementwise math
+CASES.update({
+    "Log1PBackward0": (lambda x: x.log1p(), [positive(3)]),
+    "Expm1Backward0": (lambda x: x.expm1(), [values(3)]),
+    "Log2Backward0": (lambda x: x.log2(), [positive(3)]),
+    "Log10Backward0": (lambda x: x.log10(), [positive(3)]),
+    "RsqrtBackward0": (lambda x: x.rsqrt(), [positive(3)]),
+    "ErfBackward0": (lambda x: x.erf(), [values(3)]),
+    "AsinBackward0": (lambda x: x.asin(), [values(3, low=-0.9, high=0.9)]),
+    "AcosBackward0": (lambda x: x.acos(), [values(3, low=-0.9, high=0.9)]),
+    "AtanBackward0": (lambda x: x.atan(), [values(3)]),
+    "SinhBackward0": (lambda x: x.sinh(), [values(3)]),
+    "CoshBackward0": (lambda x: x.cosh(), [values(3)]),
+    "Atan2Backward0": (lambda a, b: gv.atan2(a, b), [values(2, 3), values(3)]),
+    # rounding is flat between its jumps: points away from them
+    "FloorBackward0": (lambda x: x.floor() + x, [np.array([0.3, -1.4, 2.6])]),
+    "CeilBackward0": (lambda x: x.ceil() * x, [np.array([0.3, -1.4, 2.6])]),
+    "TruncBackward0": (lambda x: x.trunc() + x, [np.array([0.3, -1.4, 2.6])]),
+    "RoundBackward0": (lambda x: x.round() * x, [np.array([0.3, -1.4, 2.6])]),
+    "RoundBackward1": (lambda x: x.round(decimals=1) + x, [np.array([0.33, -1.42, 2.61])]),
+    "SignBackward0": (lambda x: x.sign() * x, [np.array([0.3, -1.4, 2.6])]),
+    "FracBackward0": (lambda x: x.frac(), [np.array([0.3, -1.4, 2.6])]),
+    "ClampMinBackward0": (lambda x: x.clamp_min(0.2), [np.array([-1.0, 0.5, 2.0])]),
+    "ClampMaxBackward0": (lambda x: x.clamp_max(0.2), [np.array([-1.0, 0.5, 2.0])]),
+    "RemainderBackward0": (lambda x: x % 0.7, [np.array([0.3, -1.2, 2.6])]),
+    "RemainderBackward1": (lambda a, b: a % b, [np.array([0.3, -1.2, 2.6]), np.array([0.7, 0.5, -0.9])]),
+    "FmodBackward0": (lambda x: x.fmod(0.7), [np.array([0.3, -1.2, 2.6])]),
+    "FmodBackward1": (lambda a, b: a.fmod(b), [np.array([0.3, -1.2, 2.6]), np.array([0.7, 0.5, -0.9])]),
+    "LerpBackward0": (lambda a, b: a.lerp(b, 0.3), [values(2, 3), values(3)]),
+    "AddcmulBackward0": (lambda s, a, b: s.addcmul(a, b, value=0.5), [values(3), values(2, 3), values(2, 1)]),
+    "HypotBackward0": (lambda a, b: a.hypot(b), [values(2, 3), values(3)]),
+    "NanToNumBackward0": (lambda x: x.nan_to_num() * x, [values(3)]),
+})
+
+
+# the wider tensor API (api3): reductions and layout
+CASES.update({
+    "MinBackward1": (lambda x: x.min(), [np.array([0.1, -0.9, 0.4])]),
+    "MinBackward0": (lambda x: x.min(1)[0], [np.array([[0.1, 0.9, -0.4], [1.3, 0.2, 0.8]])]),
+    "AmaxBackward0": (lambda x: x.amax((0, 2)), [values(2, 3, 2)]),
+    "AminBackward0": (lambda x: x.amin(-1, keepdim=True), [values(2, 3)]),
+    "VarBackward0": (lambda x: x.var(1) + x.var(), [values(2, 3)]),
+    "StdBackward0": (lambda x: x.std(0, correction=0) + x.std(), [values(2, 3)]),
+    "ProdBackward0": (lambda x: x.prod(), [values(2, 3)]),
+    "ProdBackward1": (lambda x: x.prod(1, keepdim=True), [values(2, 3)]),
+    "LogsumexpBackward0": (lambda x: x.logsumexp(-1), [values(2, 3)]),
+    "CumsumBackward0": (lambda x: x.cumsum(1), [values(2, 3)]),
+    "CumprodBackward0": (lambda x: x.cumprod(-1), [values(2, 3)]),
+    "FlipBackward0": (lambda x: x.flip((0, 1)), [values(2, 3)]),
+    "RollBackward0": (lambda x: x.roll((1, -1), (0, 1)) + x.roll(2), [values(2, 3)]),
+    "TrilBackward0": (lambda x: x.tril(), [values(3, 3)]),
+    "TriuBackward0": (lambda x: x.triu(-1), [values(3, 4)]),
+    "DiagonalBackward0": (lambda x: x.diagonal(1, 0, 2), [values(2, 3, 4)]),
+    "DiagonalBackward0_copy": (lambda x: x.diag(-1), [values(3, 3)]),
+    "DiagEmbedBackward0": (lambda x: x.diag(1), [values(3)]),
+    "TraceBackward0": (lambda x: x.trace(), [values(2, 3)]),
+})
+CASES.update({
+    "SortBackward0": (lambda x: x.sort(1, descending=True)[0] * gv.arange(3.0, dtype=gv.float64), [values(2, 3)]),
+    "SortBackward1": (lambda x: x.sort(0, stable=True)[0] * gv.arange(2.0, dtype=gv.float64).reshape(2, 1),
+                      [values(2, 3)]),
+    "TopkBackward0": (lambda x: x.topk(2)[0] * gv.tensor([1.0, 2.0], dtype=gv.float64), [values(2, 3)]),
+})
+CASES["ReshapeAliasBackward0"] = (lambda x: x.t().reshape(3, 1, 2), [values(2, 3)])
+CASES.update({
+    "Exp2Backward0": (lambda x: x.exp2(), [values(3)]),
+    "MaskedSelectBackward0": (lambda x: x.masked_select(gv.tensor([True, False, True])), [values(2, 3)]),
+})
+CASES["ScatterBackward1"] = (lambda x: x.scatter(1, gv.tensor([[2], [0]]), 0.5) * x, [values(2, 3)])

@@ -36,6 +36,15 @@ MAKE = (
     "t{n} = t{i}[torch.tensor([2, 0, 1])]", "t{n} = t{i}[t{j} > 0].sum() + t{i}",
     "t{n} = t{i}[:, [1, 0, 3, 2]]", "t{n} = t{i}.clone()", "t{n} = c * 1 + t{i}",
 )
+# the wider tensor API: more math, reductions, layout, einsum (ops whose ties cannot reorder a result)
+MAKE += (
+    "t{n} = (t{i} * t{j}).atan() + t{j}.sinh() * 0.1", "t{n} = t{i}.erf() * t{j}.expm1()",
+    "t{n} = t{i}.clamp_min(0.1) * t{j}.clamp_max(0.5)", "t{n} = t{i}.cumsum(1) * 0.5 + t{j}.cumprod(0)",
+    "t{n} = t{i}.flip(0) + t{j}.roll(1, 1)", "t{n} = t{i}.tril() + t{j}.triu(1)",
+    "t{n} = t{i} - t{i}.logsumexp(1, keepdim=True)", "t{n} = t{i} * t{j}.amax(0) + t{j}.amin()",
+    "t{n} = t{i} / (t{j}.std(1, keepdim=True) + 1) + t{i}.var(0)", "t{n} = t{i}.prod(1, keepdim=True) * t{j}",
+    "t{n} = torch.einsum('ij,kj->ik', t{i}, t{j})[:, :1] * t{i}", "t{n} = t{i}.min() * t{j} + t{i}.hypot(t{j})",
+)
 CHANGE = (
     "t{i}[0] = 2.", "t{i}[1] = b", "t{i}[1] = t{j}[2]", "t{i}[:, 1] = t{j}[:, 0]", "t{i}[2, 3] = b[0]",
     "t{i}[1:] = 0.", "t{i}[:, 1:3] = t{j}[:, :2] * 2", "t{i}[t{j} > 0] = 0.", "t{i}[t{j} < 0] = t{j}[t{j} < 0]",

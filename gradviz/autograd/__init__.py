@@ -4,7 +4,9 @@ from gradviz.autograd.engine import backward, backward_steps, grad
 from gradviz.autograd.function import Function, FunctionCtx, OpFunction, once_differentiable
 from gradviz.autograd.node import AccumulateGrad, Node, RemovableHandle
 from gradviz.autograd.step import Step
+from gradviz.autograd.inference import inference_mode
+from gradviz.grad_mode import enable_grad, no_grad, set_grad_enabled
 from gradviz.legacy import Variable
 
 __all__ = ["AccumulateGrad", "Function", "FunctionCtx", "Node", "OpFunction", "once_differentiable", "RemovableHandle", "Step", "Variable", "backward", "backward_steps", "functional", "graph",
-           "grad"]
+           "grad", "enable_grad", "inference_mode", "no_grad", "set_grad_enabled"]

@@ -33,7 +33,8 @@ from gradviz import _dtype
 from gradviz.backends import numpy_backend
 from gradviz._device import CPU
 from gradviz.autograd.node import _sequence, RELEASED, Node, SavedTensor
-from gradviz.grad_mode import _state as _grad_state
+from gradviz.grad_mode import _state as _grad_state, INFERENCE_SAVED, check_not_inference
+from gradviz.grad_mode import inference_tensors as _inference_tensors
 
 
 class _NoRecord:
@@ -100,6 +101,8 @@ class OpFunction(Node):
             saved.update(entries)
         for name, value in entries.items():
             if isinstance(value, Tensor):
+                if _inference_tensors:  # empty unless inference_mode was used
+                    check_not_inference(value, INFERENCE_SAVED)
                 saved[name] = SavedTensor(value)
 
     def save_result(self, name: str = "result") -> None:

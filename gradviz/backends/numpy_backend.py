@@ -481,3 +481,153 @@ def allclose(a, b, rtol, atol, equal_nan):
 # -- masks: logical and bitwise ops ---------------------------------------------------------------------
 logical_and, logical_or, logical_xor = np.logical_and, np.logical_or, np.logical_xor
 bitwise_and, bitwise_or, bitwise_xor, bitwise_not = np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.bitwise_not
+
+
+# -- more elementwise math, scans and orderings (the tensor API tutorials use) ------------------------
+def log2(a):
+    return _arr(np.log2(a))
+
+
+def log10(a):
+    return _arr(np.log10(a))
+
+
+def expm1(a):
+    return _arr(np.expm1(a))
+
+
+def floor(a):
+    return _arr(np.floor(a))
+
+
+def ceil(a):
+    return _arr(np.ceil(a))
+
+
+def trunc(a):
+    return _arr(np.trunc(a))
+
+
+def round(a, decimals=0):
+    """Halves to even, as PyTorch's ``round`` (``nearbyint``); with ``decimals``, scaled first."""
+    return _arr(np.round(a, decimals))
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(a):
+    """The error function, in double precision element by element (numpy has no ``erf``)."""
+    return _arr(_erf(a.astype(np.float64)).astype(a.dtype))
+
+
+def asin(a):
+    return _arr(np.arcsin(a))
+
+
+def acos(a):
+    return _arr(np.arccos(a))
+
+
+def atan(a):
+    return _arr(np.arctan(a))
+
+
+def atan2(a, b):
+    return _arr(np.arctan2(a, b))
+
+
+def sinh(a):
+    return _arr(np.sinh(a))
+
+
+def cosh(a):
+    return _arr(np.cosh(a))
+
+
+def remainder(a, b):
+    """The remainder with the divisor's sign (Python's ``%``), as PyTorch computes it: ``fmod``, then
+    moved by ``b`` when the signs differ (so ``-0.7 % 0.7`` is ``-0.``, as in PyTorch)."""
+    if np.issubdtype(np.result_type(a, b), np.integer):
+        return _arr(np.mod(a, b))
+    kept = np.fmod(a, b)
+    return _arr(np.where((kept != 0) & ((np.asarray(b) < 0) != (kept < 0)), kept + b, kept))
+
+
+def fmod(a, b):
+    """The remainder with the dividend's sign (C's ``fmod``)."""
+    return _arr(np.fmod(a, b))
+
+
+def isnan(a):
+    return _arr(np.isnan(a))
+
+
+def isinf(a):
+    return _arr(np.isinf(a))
+
+
+def isfinite(a):
+    return _arr(np.isfinite(a))
+
+
+def nan_to_num(a, nan, posinf, neginf):
+    return _arr(np.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf))
+
+
+def prod(a, axis, keepdims=False):
+    return _arr(np.multiply.reduce(a, axis=axis, keepdims=keepdims))
+
+
+def cumsum(a, axis):
+    """Accumulated in double for smaller floats, then rounded, as PyTorch's CPU kernel does."""
+    if a.dtype.kind == "f" and a.itemsize < 8:
+        return _arr(np.cumsum(a, axis=axis, dtype=np.float64).astype(a.dtype))
+    return _arr(np.cumsum(a, axis=axis))
+
+
+def cumprod(a, axis):
+    if a.dtype.kind == "f" and a.itemsize < 8:
+        return _arr(np.cumprod(a, axis=axis, dtype=np.float64).astype(a.dtype))
+    return _arr(np.cumprod(a, axis=axis))
+
+
+def flip(a, axes):
+    return np.ascontiguousarray(np.flip(a, axes))
+
+
+def roll(a, shifts, axes):
+    return _arr(np.roll(a, shifts, axes))
+
+
+def tril(a, diagonal):
+    return _arr(np.tril(a, diagonal))
+
+
+def triu(a, diagonal):
+    return _arr(np.triu(a, diagonal))
+
+
+def diagonal(a, offset, axis1, axis2):
+    """A read-only view of the diagonal (numpy's), copied so that it can be written like any result."""
+    return np.array(np.diagonal(a, offset, axis1, axis2))
+
+
+def argsort(a, axis, descending):
+    """Indices that sort ``a`` along ``axis``, equal values in their original order (NaN counts as largest).
+
+    Descending: sort the reversed array ascending, read that order backwards and map the positions
+    back, which keeps equal values in their original order too.
+    """
+    if not descending:
+        return _arr(np.argsort(a, axis=axis, kind="stable"))
+    order = np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis)
+    return _arr(a.shape[axis] - 1 - order)
+
+
+def scatter(out, axis, index, values):
+    """``out[..., index[i], ...] = values[i]`` along ``axis`` (values may be a number)."""
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[axis] = index
+    out[tuple(grid)] = values if np.ndim(values) == 0 else values[tuple(slice(0, size) for size in index.shape)]
+    return out

@@ -354,3 +354,71 @@ def allclose(a, b, rtol, atol, equal_nan):
 # -- masks: logical and bitwise ops ---------------------------------------------------------------------
 logical_and, logical_or, logical_xor = torch.logical_and, torch.logical_or, torch.logical_xor
 bitwise_and, bitwise_or, bitwise_xor, bitwise_not = torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor, torch.bitwise_not
+
+
+# -- more elementwise math, scans and orderings (the tensor API tutorials use) ------------------------
+log2, log10, expm1, floor, ceil, trunc, erf = torch.log2, torch.log10, torch.expm1, torch.floor, torch.ceil, torch.trunc, torch.erf
+asin, acos, atan, sinh, cosh = torch.asin, torch.acos, torch.atan, torch.sinh, torch.cosh
+isnan, isinf, isfinite = torch.isnan, torch.isinf, torch.isfinite
+
+
+def round(a, decimals=0):
+    return torch.round(a, decimals=decimals)
+
+
+def atan2(a, b):
+    return torch.atan2(*_both_tensors(a, b))
+
+
+def remainder(a, b):
+    return torch.remainder(a, b) if isinstance(a, torch.Tensor) else torch.remainder(*_both_tensors(a, b))
+
+
+def fmod(a, b):
+    return torch.fmod(a, b)
+
+
+def nan_to_num(a, nan, posinf, neginf):
+    return torch.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def prod(a, axis, keepdims=False):
+    if axis is None:
+        return torch.prod(a) if not keepdims else torch.prod(a).reshape((1,) * a.ndim)
+    return torch.prod(a, dim=axis, keepdim=keepdims)
+
+
+def cumsum(a, axis):
+    return torch.cumsum(a, dim=axis)
+
+
+def cumprod(a, axis):
+    return torch.cumprod(a, dim=axis)
+
+
+def flip(a, axes):
+    return torch.flip(a, tuple(axes))
+
+
+def roll(a, shifts, axes):
+    return torch.roll(a, shifts, axes) if axes is not None else torch.roll(a, shifts)
+
+
+def tril(a, diagonal):
+    return torch.tril(a, diagonal)
+
+
+def triu(a, diagonal):
+    return torch.triu(a, diagonal)
+
+
+def diagonal(a, offset, axis1, axis2):
+    return torch.diagonal(a, offset, axis1, axis2).clone()
+
+
+def argsort(a, axis, descending):
+    return torch.sort(a, dim=axis, descending=descending, stable=True).indices
+
+
+def scatter(out, axis, index, values):
+    return out.scatter_(axis, index, values)

@@ -167,13 +167,11 @@ def relu6(input, inplace: bool = False):
 
 # -- vectors: PyTorch's composites, node for node --------------------------------------------------------
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
-    """``input / max(‖input‖_p, eps)`` along ``dim``.
-
-    PyTorch clamps the norm with ``clamp_min`` (ClampMinBackward0); gradviz has no ``clamp_min`` op
-    yet and records ``clamp(min=eps)`` (ClampBackward1), the same numbers and gradients."""
+    """``input / max(‖input‖_p, eps)`` along ``dim``, as PyTorch records it (the norm clamped with
+    ``clamp_min``: ClampMinBackward0)."""
     if out is not None:
         raise NotImplementedError("gradviz's normalize has no out= argument: use the returned tensor")
-    denominator = input.norm(p, dim, keepdim=True).clamp(min=eps).expand_as(input)
+    denominator = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     return input / denominator
 
 

@@ -152,6 +152,60 @@ TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, func
     "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clamp, "pow": pow, "reciprocal": reciprocal,
     "square": square}.items()})
 
+# -- the wider tensor API that tutorials use: more math, reductions, orderings, matrices -------------------
+from gradviz.ops import elementwise  # noqa: E402
+from gradviz.ops.elementwise import (acos, addcmul, asin, atan, atan2, ceil, clamp_max, clamp_min, cosh,  # noqa: E402
+                                     erf, expm1, floor, fmod, frac, hypot, isfinite, isinf, isnan, lerp, log1p,
+                                     log2, log10, nan_to_num, remainder, round, rsqrt, sign, sinh, trunc)
+
+IN_PLACE_TOO = ("log1p", "expm1", "log2", "log10", "rsqrt", "erf", "asin", "arcsin", "acos", "arccos", "atan", "arctan",
+                "sinh", "cosh", "atan2", "arctan2", "floor", "ceil", "trunc", "fix", "round", "sign", "frac", "clamp_min",
+                "clamp_max", "remainder", "fmod", "lerp", "addcmul", "hypot", "nan_to_num", "cumsum", "cumprod", "tril",
+                "triu", "exp2", "sgn", "subtract", "multiply", "divide", "negative", "absolute", "swapaxes", "swapdims")
+MORE_MATH = {
+    "log1p": log1p, "expm1": expm1, "log2": log2, "log10": log10, "rsqrt": rsqrt, "erf": erf, "asin": asin,
+    "arcsin": asin, "acos": acos, "arccos": acos, "atan": atan, "arctan": atan, "sinh": sinh, "cosh": cosh,
+    "atan2": atan2, "arctan2": atan2, "floor": floor, "ceil": ceil, "trunc": trunc, "fix": trunc, "round": round,
+    "sign": sign, "frac": frac, "clamp_min": clamp_min, "clamp_max": clamp_max, "remainder": remainder,
+    "fmod": fmod, "lerp": lerp, "addcmul": addcmul, "hypot": hypot, "nan_to_num": nan_to_num,
+    "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "__mod__": _operator(remainder),
+}
+from gradviz.ops import matrix, statistics  # noqa: E402
+from gradviz.ops.matrix import diag, diagonal, flip, fliplr, flipud, roll, tril, triu, trace  # noqa: E402
+from gradviz.ops.statistics import amax, amin, cumprod, cumsum, logsumexp, min, prod, std, var  # noqa: E402
+
+MORE_MATH.update({
+    "min": min, "amax": amax, "amin": amin, "std": std, "var": var, "prod": prod, "logsumexp": logsumexp,
+    "cumsum": cumsum, "cumprod": cumprod,
+    "flip": flip, "fliplr": fliplr, "flipud": flipud, "roll": roll, "tril": tril, "triu": triu, "diag": diag,
+    "diagonal": diagonal, "trace": trace,
+})
+from gradviz.ops import ordering  # noqa: E402
+from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
+
+MORE_MATH.update({"sort": sort, "argsort": argsort, "msort": msort, "topk": topk})
+from gradviz.ops import composites, selection  # noqa: E402
+from gradviz.ops.composites import (broadcast_to, diff, movedim, outer, repeat_interleave, swapaxes,  # noqa: E402
+                                    tile, unflatten)
+from gradviz.ops.elementwise import exp2, isclose, sgn  # noqa: E402
+from gradviz.ops.selection import argwhere, count_nonzero, masked_select, nonzero  # noqa: E402
+
+MORE_MATH.update({
+    "outer": outer, "ger": outer, "repeat_interleave": repeat_interleave, "tile": tile, "broadcast_to": broadcast_to,
+    "movedim": movedim, "moveaxis": movedim, "swapaxes": swapaxes, "swapdims": swapaxes, "unflatten": unflatten,
+    "exp2": exp2, "sgn": sgn, "isclose": isclose, "masked_select": masked_select, "nonzero": nonzero,
+    "argwhere": argwhere, "count_nonzero": count_nonzero, "subtract": _method(sub), "multiply": _method(mul),
+    "divide": _method(div), "negative": neg, "absolute": abs, "diff": diff,
+})
+from gradviz.ops import scatter as _scatter_module  # noqa: E402
+from gradviz.ops.scatter import index_add, index_add_, scatter, scatter_, scatter_add, scatter_add_  # noqa: E402
+
+MORE_MATH.update({"scatter": scatter, "scatter_": scatter_, "scatter_add": scatter_add, "scatter_add_": scatter_add_,
+                  "index_add": index_add, "index_add_": index_add_})
+TENSOR_METHODS.update(MORE_MATH)
+TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
+                       if name in IN_PLACE_TOO})
+
 for _name, _function in TENSOR_METHODS.items():
     setattr(Tensor, _name, _function)
 Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gradviz import _dtype, backends
-from gradviz.autograd.function import OpFunction
+from gradviz.autograd.function import _NO_RECORD, OpFunction
 from gradviz.tensor import Tensor
 
 
@@ -200,6 +200,10 @@ CONTIGUOUS_FORMAT, PRESERVE_FORMAT = _MemoryFormat("contiguous_format"), _Memory
 
 
 def to_copy(input: Tensor, device, dtype) -> Tensor:
+    """A copy on ``device`` in ``dtype``; an integer or bool copy has no gradient, so it records nothing
+    (PyTorch gives outputs of such dtypes no history)."""
+    if not dtype.is_floating_point:
+        return Tensor._make(ToCopyBackward0.forward(_NO_RECORD, input, device, dtype))
     return ToCopyBackward0.apply(input, device, dtype)
 
 

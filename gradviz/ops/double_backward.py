@@ -181,67 +181,105 @@ class SgnBackward0(OpFunction):
 
 
 class ScatterBackward0(OpFunction):
-    """``self.scatter(dim, index, src)``: ``src``'s elements written into ``self`` where ``index`` points
-    along ``dim``. Only a recorded backward makes it here (``max(dim)``'s: ``zeros.scatter(dim,
-    indices, grad)``), so ``self`` is always zeros that need no gradient and each slot gets one element."""
+    """``self.scatter(dim, index, src)``: ``src``'s elements written into a copy of ``self`` where ``index``
+    points along ``dim``. ``self``'s gradient is the incoming one with the written places zeroed; ``src``'s
+    reads the incoming one back at ``index``. A recorded backward makes it too (``max(dim)``'s:
+    ``zeros.scatter(dim, indices, grad)``, where ``self`` needs no gradient)."""
 
     inputs = ("self", "src")
     derivatives = {"self": ("grad.scatter(dim, index, 0)", r"\bar{z}\,[\text{not written}]"),
                    "src": ("grad.gather(dim, index)", r"\bar{z}_{\mathrm{index}}")}
 
     def forward(ctx, self, src, dim, index):
-        ctx.save(dim=saved_dim(dim), index=index)
-        axis = wrap_dim(dim, max(self.ndim, 1))
-        ctx.dim, ctx.axis = dim, axis
-        return self._backend.scatter_add(self._backend.copy(self._data), axis, index._data, src._data)
+        return _write_along(ctx, self, src, dim, index, "scatter")
 
     def backward(ctx, grad):
-        return None, ctx.backend.gather(grad, ctx.axis, ctx.saved("index"))
+        backend, index = ctx.backend, ctx.saved("index")
+        kept = backend.scatter(backend.copy(grad), ctx.axis, index, 0) if ctx.needs_input_grad[0] else None
+        return kept, _fit_source(ctx, backend.gather(grad, ctx.axis, index))
 
     def backward_graph(ctx, grad):
         from gradviz.ops.indexing import gather
+        from gradviz.ops.scatter import scatter
 
-        return None, gather(grad, ctx.dim, ctx.saved_graph("index"))
+        index = ctx.saved_graph("index")
+        kept = scatter(grad, ctx.dim, index, 0) if ctx.needs_input_grad[0] else None
+        return kept, gather(grad, ctx.dim, index)
 
 
 class ScatterAddBackward0(ScatterBackward0):
-    """``self.scatter_add(dim, index, src)``: ``src``'s elements added into ``self`` where ``index`` points.
-    Only a recorded backward makes it here (``gather``'s: ``zeros.scatter_add(dim, index, grad)``), so
-    ``self`` is always zeros that need no gradient."""
+    """``self.scatter_add(dim, index, src)``: ``src``'s elements added into a copy of ``self`` where ``index``
+    points. ``self``'s gradient passes through; ``src``'s reads it back at ``index``. A recorded backward
+    makes it too (``gather``'s: ``zeros.scatter_add(dim, index, grad)``)."""
 
     derivatives = {"self": ("grad", r"\bar{z}"), "src": ("grad.gather(dim, index)", r"\bar{z}_{\mathrm{index}}")}
 
+    def forward(ctx, self, src, dim, index):
+        return _write_along(ctx, self, src, dim, index, "scatter_add")
+
+    def backward(ctx, grad):
+        gathered = ctx.backend.gather(grad, ctx.axis, ctx.saved("index"))
+        return (grad if ctx.needs_input_grad[0] else None), _fit_source(ctx, gathered)
+
+
+def _write_along(ctx, self, src, dim, index, kernel: str):
+    """The forward of scatter and scatter_add: ``src`` written (or added) into a copy of ``self`` at ``index``."""
+    ctx.save(dim=saved_dim(dim), index=index)
+    axis = wrap_dim(dim, max(self.ndim, 1))
+    ctx.dim, ctx.axis, ctx.src_shape = dim, axis, tuple(src.shape)
+    return getattr(self._backend, kernel)(self._backend.copy(self._data), axis, index._data, src._data)
+
+
+def _fit_source(ctx, gathered):
+    """The source's gradient is read at ``index``, which may be smaller than the source: PyTorch's engine
+    then sums it to the source's shape where it can, and otherwise says the gradient is invalid."""
+    from gradviz.ops._util import sum_to
+
+    shape = getattr(ctx, "src_shape", tuple(gathered.shape))
+    if tuple(gathered.shape) == shape:
+        return gathered
+    lead = len(shape) - gathered.ndim
+    if lead < 0 or any(size not in (1, target) for size, target in zip(gathered.shape, shape[lead:])):
+        raise RuntimeError(f"Function {type(ctx).__name__} returned an invalid gradient at index 1 - got "
+                           f"{list(gathered.shape)} but expected shape compatible with {list(shape)}")
+    return sum_to(ctx.backend, ctx.backend.broadcast_to(gathered, shape), shape)
+
 
 class IndexAddBackward0(OpFunction):
-    """``self.index_add_(dim, index, source)``: ``source``'s slices added into ``self`` at ``index`` along
-    ``dim``. Only a recorded backward makes it here (``index_select``'s: ``zeros.index_add_(dim, index,
-    grad)``), so ``self`` is always zeros that need no gradient."""
+    """``self.index_add(dim, index, source, alpha=1)``: ``alpha * source``'s slices added into a copy of
+    ``self`` at ``index`` along ``dim``. A recorded backward makes it too (``index_select``'s:
+    ``zeros.index_add_(dim, index, grad)``)."""
 
     inputs = ("self", "source")
     derivatives = {"self": ("grad", r"\bar{z}"),
                    "source": ("maybe_multiply(grad.index_select(dim, index).expand_as(source), alpha)",
                               r"\bar{z}_{\mathrm{index}}")}
 
-    def forward(ctx, self, source, dim, index):
-        ctx.save(alpha=1, dim=saved_dim(dim), index=index, source=source, source_dim=source.ndim)
+    def forward(ctx, self, source, dim, index, alpha=1):
+        ctx.save(alpha=alpha, dim=saved_dim(dim), index=index, source=source, source_dim=source.ndim)
         axis = wrap_dim(dim, max(self.ndim, 1))
         ctx.axis = axis
         backend = self._backend
-        return backend.index_add(backend.copy(self._data), (slice(None),) * axis + (index._data,), source._data)
+        values = source._data if alpha == 1 else backend.mul(source._data, alpha)
+        return backend.index_add(backend.copy(self._data), (slice(None),) * axis + (index._data,), values)
 
     def backward(ctx, grad):
-        return None, ctx.backend.take(grad, ctx.saved("index"), ctx.axis)
+        backend, alpha = ctx.backend, ctx.saved("alpha")
+        taken = backend.take(grad, ctx.saved("index"), ctx.axis)
+        return (grad if ctx.needs_input_grad[0] else None), (taken if alpha == 1 else backend.mul(taken, alpha))
 
     def backward_graph(ctx, grad):
-        """``source``: ``grad.index_select(dim, index).expand_as(source)`` (alpha is 1); ``self`` is zeros."""
+        """``self``: ``grad``; ``source``: ``maybe_multiply(grad.index_select(dim, index).expand_as(source),
+        alpha)`` (the multiply only when alpha is not 1)."""
         from gradviz.ops.indexing import index_select
         from gradviz.ops.shape import expand
 
         source = ctx.saved_graph("source")
-        if source.ndim == 0:  # PyTorch squeezes the index first; never made by a recorded backward
+        if source.ndim == 0:  # PyTorch squeezes the index first
             return OpFunction.backward_graph(ctx, grad)
-        picked = index_select(grad, _signed(ctx.saved("dim")), ctx.saved_graph("index"))
-        return None, expand(picked, tuple(source.shape))
+        picked = expand(index_select(grad, _signed(ctx.saved("dim")), ctx.saved_graph("index")), tuple(source.shape))
+        alpha = ctx.saved("alpha")
+        return (grad if ctx.needs_input_grad[0] else None), (picked if alpha == 1 else picked * alpha)
 
 
 class IndexPutImplBackward0(IndexPutBackward0):
@@ -252,7 +290,8 @@ class IndexPutImplBackward0(IndexPutBackward0):
 
 class MaskedSelectBackward0(OpFunction):
     """``self.masked_select(mask)``: the elements where ``mask`` (broadcast with ``self``) holds, in order,
-    as a 1-D tensor. Only a recorded backward makes it here (``masked_fill``'s, for its value)."""
+    as a 1-D tensor. A user's ``masked_select`` (``ops/selection.py``) and ``masked_fill``'s recorded
+    backward (for its value) make it."""
 
     inputs = ("self",)
     derivatives = {"self": ("masked_select_backward(grad, self, mask)", r"\bar{z}\ \mathrm{where}\ m,\ 0\ \mathrm{elsewhere}")}

@@ -21,6 +21,7 @@ import weakref
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction, gradient_edge
 from gradviz.autograd.node import FREED_MESSAGE, SavedTensor
+from gradviz import grad_mode
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.tensor import LEAF_IN_PLACE, VIEW_OF_LEAF_IN_PLACE, Tensor
 
@@ -62,7 +63,10 @@ def check_in_place(tensor: Tensor) -> None:
 
 
 def check_writable(tensor: Tensor) -> None:
-    """An expanded view repeats elements in memory: writing to it is refused, as in PyTorch."""
+    """An expanded view repeats elements in memory: writing to it is refused, as in PyTorch; so is writing
+    to an inference tensor outside inference mode."""
+    if grad_mode.inference_tensors:
+        grad_mode.check_not_inference(tensor, grad_mode.INFERENCE_IN_PLACE)
     if tensor._backend.overlaps_itself(tensor._data):
         raise RuntimeError(OVERLAPPING_WRITE)
 

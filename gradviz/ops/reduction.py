@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections import namedtuple
 
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
+from gradviz.ops import return_types
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
 
@@ -181,15 +181,7 @@ class MaxBackward0(OpFunction):
                             r"\bar{y}\,[i = \arg\max]")}
 
     def forward(ctx, self, dim, keepdim=False):
-        axis = wrap_dim(dim, self.ndim)
-        backend = self._backend
-        indices = backend.astype(backend.argmax(self._data, axis), _dtype.int64)
-        saved_indices = Tensor._make(backend.reshape(indices, _kept_shape(self.shape, axis)) if keepdim else indices,
-                                     backend=backend)
-        ctx.save(dim=saved_dim(dim), indices=saved_indices, keepdim=keepdim, self_sym_sizes=tuple(self.shape))
-        ctx.axis, ctx.dim = axis, dim
-        ctx.indices = indices
-        return backend.amax(self._data, axis, keepdims=keepdim)
+        return select_along(ctx, self, dim, keepdim, "argmax", "amax")
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -215,11 +207,29 @@ class MaxBackward0(OpFunction):
         return ScatterBackward0.apply(zeros, grad, ctx.dim, indices)
 
 
+def select_along(ctx, self, dim, keepdim: bool, arg: str, reduce: str):
+    """The forward of ``max(dim)`` and ``min(dim)``: the winning value along ``dim``, its index saved."""
+    axis = wrap_dim(dim, self.ndim)
+    backend = self._backend
+    indices = backend.astype(getattr(backend, arg)(self._data, axis), _dtype.int64)
+    saved_indices = Tensor._make(backend.reshape(indices, _kept_shape(self.shape, axis)) if keepdim else indices,
+                                 backend=backend)
+    ctx.save(dim=saved_dim(dim), indices=saved_indices, keepdim=keepdim, self_sym_sizes=tuple(self.shape))
+    ctx.axis, ctx.dim = axis, dim
+    ctx.indices = indices
+    return getattr(backend, reduce)(self._data, axis, keepdims=keepdim)
+
+
+def values_and_indices(node, input, dim, keepdim: bool, arg: str, result_type):
+    """``max(dim)`` / ``min(dim)``: the values (recorded by ``node``) and the indices, as a named pair."""
+    values = node.apply(input, dim, keepdim=keepdim)
+    backend = input._backend
+    indices = backend.astype(getattr(backend, arg)(input._data, wrap_dim(dim, input.ndim)), _dtype.int64)
+    return result_type(values, Tensor._make(backend.reshape(indices, tuple(values.shape)), backend=backend))
+
+
 def _kept_shape(shape, axis) -> tuple:
     return tuple(1 if i == axis else s for i, s in enumerate(shape))
-
-
-max_result = namedtuple("max", ["values", "indices"])
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
@@ -245,10 +255,7 @@ def max(input, dim=None, keepdim: bool = False):
         return maximum(input, dim)
     if dim is None:
         return MaxBackward1.apply(input)
-    values = MaxBackward0.apply(input, dim, keepdim=keepdim)
-    backend = input._backend
-    indices = backend.astype(backend.argmax(input._data, wrap_dim(dim, input.ndim)), _dtype.int64)
-    return max_result(values, Tensor._make(backend.reshape(indices, tuple(values.shape)), backend=backend))
+    return values_and_indices(MaxBackward0, input, dim, keepdim, "argmax", return_types.max)
 
 
 class LinalgVectorNormBackward0(OpFunction):

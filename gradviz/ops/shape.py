@@ -83,16 +83,9 @@ class ViewBackward0(_ReshapeBack):
         return self._backend.reshape(self._data, shape)
 
 
-class ReshapeAliasBackward0(_ReshapeBack):
-    """``reshape`` of a non-contiguous tensor whose strides still allow a view (PyTorch's
-    ``_reshape_alias``; a contiguous one gets ``view``, one that allows no view a copy)."""
-
-    inputs = ("self",)
-    derivatives = ViewBackward0.derivatives
-
-    def forward(ctx, self, shape):
-        ctx.save(self_sym_sizes=tuple(self.shape))
-        return self._backend.reshape(self._data, shape)
+class ReshapeAliasBackward0(ViewBackward0):
+    """``reshape`` of a tensor that is not contiguous but whose layout still allows the new shape:
+    PyTorch makes the view with ``_reshape_alias`` and records this node (same derivative as a view)."""
 
 
 class AliasBackward0(OpFunction):

@@ -1093,12 +1093,14 @@ def _zero_along(grad, index, dim):
     return out
 
 
-@entry("IndexAddBackward0", options=("dim", "source_dim"))
+@entry("IndexAddBackward0", options=("dim", "source_dim", "alpha"))
 def _index_add_twice(o):
     dim = signed(o["dim"]) % max(o["source_dim"], 1)
     computed = f"index_select's gradient along dim {dim}: ḡ's slices added at the index i, in zeros the size of x"
+    taken = Call("take_slices", (g, Var("index", "i")), "", (dim,), f"slices i along dim {dim}")
+    alpha = o["alpha"]
     return {"self": Rule(sent=g, note=recorded(computed) + "; the zeros it added into pass the gradient through"),
-            "source": Rule(sent=Call("take_slices", (g, Var("index", "i")), "", (dim,), f"slices i along dim {dim}"),
+            "source": Rule(sent=taken if alpha in (None, 1) else Num(alpha) * taken,
                            symbol="ḡ", note=recorded(computed) + ": reading those slices back is the gradient")}
 
 
@@ -1116,10 +1118,10 @@ def _index_twice(o):
 
 @entry("MaskedSelectBackward0", present=("self",))
 def _masked_select(o):
-    computed = "the sum of ḡ over the filled elements is masked_fill's gradient for its value"
     return only(Rule(sent=Call("place_masked", (g, Var("mask", "m")), "", (tuple(o["self"]),),
                                "where m holds, 0 elsewhere"),
-                     symbol="ḡ", note=recorded(f"ḡ's elements where the mask m holds ({computed})")))
+                     symbol="ḡ", note="each selected element gets its gradient back (a recorded backward makes "
+                                      "this node too: masked_fill's gradient for its value sums it)"))
 
 
 @entry("MaskedScatterBackward0", options=("source_sym_sizes",))
@@ -1233,3 +1235,226 @@ def _softplus_twice(o):
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
                              note=".grad adds up: call .grad.zero_() (or optimizer.zero_grad()) between backward passes")}
+
+
+# ------------------------------------------------------------------ the wider tensor API (api3): more elementwise math
+register("sinh")(np.sinh)
+register("cosh")(np.cosh)
+register("floor")(np.floor)
+register("trunc")(np.trunc)
+register("finite")(lambda value: np.isfinite(value).astype(np.float64))
+FLAT_NOTE = "the output is flat between the jumps, so the gradient is 0"
+a_self, b_other = Var("self", "a"), Var("other", "b")
+
+entry("Log1PBackward0")(lambda o: only(Rule(local=1 / (1 + x))))
+entry("Expm1Backward0")(lambda o: only(Rule(local=result("eˣ − 1") + 1)))
+entry("Log2Backward0")(lambda o: only(Rule(local=1 / (x * ln(Num(2))))))
+entry("Log10Backward0")(lambda o: only(Rule(local=1 / (x * ln(Num(10))))))
+entry("RsqrtBackward0")(lambda o: only(Rule(local=Num(-0.5) * result("1/√x") ** 3)))
+entry("ErfBackward0")(lambda o: only(Rule(local=2 / sqrt(Num(np.pi)) * exp(-(x ** 2)))))
+entry("AsinBackward0")(lambda o: only(Rule(local=1 / sqrt(1 - x ** 2))))
+entry("AcosBackward0")(lambda o: only(Rule(local=-(1 / sqrt(1 - x ** 2)))))
+entry("AtanBackward0")(lambda o: only(Rule(local=1 / (1 + x ** 2))))
+entry("SinhBackward0")(lambda o: only(Rule(local=Call("cosh", (x,), "cosh"))))
+entry("CoshBackward0")(lambda o: only(Rule(local=Call("sinh", (x,), "sinh"))))
+entry("Atan2Backward0")(lambda o: {"self": Rule(local=b_other / (a_self ** 2 + b_other ** 2), symbol="a"),
+                                   "other": Rule(local=-a_self / (a_self ** 2 + b_other ** 2), symbol="b")})
+entry("FloorBackward0", "CeilBackward0", "TruncBackward0", "RoundBackward0", "RoundBackward1", "SignBackward0")(
+    lambda o: only(Rule(sent=Num(0), note=FLAT_NOTE)))
+entry("FracBackward0", "RemainderBackward0", "FmodBackward0")(lambda o: only(Rule(local=Num(1))))
+entry("ClampMinBackward0", options=("min",))(lambda o: only(Rule(
+    local=indicator(x, "≥", Num(o["min"])), note="the gradient passes only where the input was above the bound")))
+entry("ClampMaxBackward0", options=("max",))(lambda o: only(Rule(
+    local=indicator(x, "≤", Num(o["max"])), note="the gradient passes only where the input was below the bound")))
+entry("RemainderBackward1")(lambda o: {"self": Rule(local=Num(1), symbol="a"), "other": Rule(
+    local=-Call("floor", (a_self / b_other,), "floor"), symbol="b", note="a % b = a − ⌊a/b⌋·b")})
+entry("FmodBackward1")(lambda o: {"self": Rule(local=Num(1), symbol="a"), "other": Rule(
+    local=-Call("trunc", (a_self / b_other,), "trunc"), symbol="b", note="fmod(a, b) = a − trunc(a/b)·b")})
+entry("LerpBackward0", options=("weight",))(lambda o: {"self": Rule(local=Num(1 - o["weight"])),
+                                                       "end": Rule(local=Num(o["weight"]), symbol="e")})
+entry("AddcmulBackward0", options=("value",))(lambda o: {
+    "self": Rule(local=Num(1)), "tensor1": Rule(local=Num(o["value"]) * Var("tensor2", "b"), symbol="a"),
+    "tensor2": Rule(local=Num(o["value"]) * Var("tensor1", "a"), symbol="b")})
+entry("HypotBackward0")(lambda o: {"self": Rule(local=a_self / result("√(a²+b²)"), symbol="a"),
+                                   "other": Rule(local=b_other / result("√(a²+b²)"), symbol="b")})
+entry("NanToNumBackward0")(lambda o: only(Rule(local=Call("finite", (x,), "finite"),
+                                               note="NaN and ±∞ were replaced by numbers: their gradient is 0")))
+
+
+# ------------------------------------------------------------------ the wider tensor API (api3): reductions and layout
+def _given_dims(dim, ndim: int) -> tuple:
+    """Saved dims (a number, a tuple, or None / () for all) as sorted non-negative dims."""
+    return _dims(dim if dim is None or isinstance(dim, (tuple, list)) else (dim,), ndim)
+
+
+def _spread_all(value, o, sizes) -> Expr:
+    return spread(value, _given_dims(o["dim"], len(sizes)), o["keepdim"], sizes)
+
+
+@entry("MinBackward1")
+def _min_all(o):
+    hit = indicator(x, "=", result("min x"))
+    return only(Rule(local=hit / Sum(hit, None, "i"),
+                     note="only the smallest element gets the gradient (shared evenly on a tie)"))
+
+
+@entry("MinBackward0", options=("dim", "keepdim", "self_sym_sizes"))
+def _min_dim(o):
+    sizes = o["self_sym_sizes"]
+    dim = _dims(o["dim"], len(sizes))[0]
+    return only(Rule(sent=Call("at_indices", (g, Var("indices", "i")), "", (dim, o["keepdim"], tuple(sizes)),
+                               f"at the smallest element along dim {dim}, 0 elsewhere")))
+
+
+def _extreme(word: str):
+    def build(o):
+        sizes = o["self"]
+        dims = _given_dims(o["dim"], len(sizes))
+        hit = indicator(x, "=", spread(result(f"{word} x"), dims, o["keepdim"], sizes))
+        return only(Rule(sent=spread(g, dims, o["keepdim"], sizes) * hit / Sum(hit, dims, "i"),
+                         note=f"only the {'largest' if word == 'max' else 'smallest'} elements get the gradient, "
+                              "shared evenly on a tie"))
+
+    return build
+
+
+entry("AmaxBackward0", options=("dim", "keepdim"), present=("self",))(_extreme("max"))
+entry("AminBackward0", options=("dim", "keepdim"), present=("self",))(_extreme("min"))
+
+
+def _deviation(o, sizes):
+    """``(x − x̄, n − c)``: the deviation from the mean over the reduced dims, and the degrees of freedom."""
+    dims = _given_dims(o["dim"], len(sizes))
+    n = _numel([sizes[d] for d in dims])
+    correction = 1 if o["correction"] is None else o["correction"]
+    return x - Sum(x, dims, "j") / Num(n), n - correction
+
+
+@entry("VarBackward0", options=("correction", "dim", "keepdim"), present=("self",))
+def _var(o):
+    sizes = o["self"]
+    deviation, dof = _deviation(o, sizes)
+    return only(Rule(sent=_spread_all(g, o, sizes) * 2 * deviation / Num(dof),
+                     note=f"x̄ is the mean; {dof} = n − correction"))
+
+
+@entry("StdBackward0", options=("correction", "dim", "keepdim"), present=("self",))
+def _std(o):
+    sizes = o["self"]
+    deviation, dof = _deviation(o, sizes)
+    return only(Rule(sent=_spread_all(g, o, sizes) * deviation / (Num(dof) * _spread_all(result("σ"), o, sizes)),
+                     note=f"σ is the output, x̄ the mean; {dof} = n − correction"))
+
+
+entry("ProdBackward0")(lambda o: only(Rule(local=result("∏x") / x, note="∏x / x is the product of the other elements")))
+
+
+@entry("ProdBackward1", options=("dim", "keepdim"), present=("self",))
+def _prod_dim(o):
+    sizes = o["self"]
+    return only(Rule(sent=_spread_all(g, o, sizes) * _spread_all(result("∏x"), o, sizes) / x,
+                     note="∏x / x is the product of the other elements"))
+
+
+@entry("LogsumexpBackward0", options=("dim", "keepdim"), present=("self",))
+def _logsumexp(o):
+    sizes = o["self"]
+    return only(Rule(sent=_spread_all(g, o, sizes) * exp(x - _spread_all(result("z"), o, sizes)),
+                     note="e^(x − z) is the softmax of x along the reduced dims"))
+
+
+@register("reverse_cumsum")
+def _reverse_cumsum(grad, dim):
+    grad = np.asarray(grad, dtype=np.float64)
+    return np.flip(np.cumsum(np.flip(grad, dim), dim), dim) if grad.ndim else grad
+
+
+@register("cumprod_grad")
+def _cumprod_grad(grad, values, dim):
+    grad, values = np.asarray(grad, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    if not values.ndim:
+        return grad
+    grad, values = np.moveaxis(grad, dim, -1), np.moveaxis(values, dim, -1)
+    out = np.zeros_like(values)
+    for i in range(values.shape[-1]):
+        without = values.copy()
+        without[..., i] = 1
+        out[..., i] = (np.cumprod(without, -1) * grad)[..., i:].sum(-1)
+    return np.moveaxis(out, -1, dim)
+
+
+entry("CumsumBackward0", options=("dim",))(lambda o: only(Rule(sent=Call(
+    "reverse_cumsum", (g,), "", (signed(o["dim"]),), f"summed from each position to the end along dim {signed(o['dim'])}"))))
+entry("CumprodBackward0", options=("dim",))(lambda o: only(Rule(
+    sent=Call("cumprod_grad", (g, x), "Σⱼ≥ᵢ", (signed(o["dim"]),), f"dim {signed(o['dim'])}"),
+    note="each xᵢ reaches every later output zⱼ, through the product of the other factors up to j")))
+
+register("flip")(lambda value, dims: np.flip(np.asarray(value, dtype=np.float64), dims))
+register("roll")(lambda value, shifts, dims: np.roll(np.asarray(value, dtype=np.float64), shifts, dims or None))
+register("tril")(lambda value, diagonal: np.tril(np.asarray(value, dtype=np.float64), diagonal))
+register("triu")(lambda value, diagonal: np.triu(np.asarray(value, dtype=np.float64), diagonal))
+register("diagonal")(lambda value, offset: np.diagonal(np.asarray(value, dtype=np.float64), offset, -2, -1))
+register("eye")(lambda rows, cols: np.eye(rows, cols))
+
+
+@register("onto_diagonal")
+def _onto_diagonal(grad, sizes, offset, dim1, dim2):
+    grad = np.asarray(grad, dtype=np.float64)
+    out = np.zeros(sizes)
+    moved = np.moveaxis(out, (dim1, dim2), (-2, -1))  # a view: writing it writes out
+    for k in range(grad.shape[-1]):
+        moved[..., max(-offset, 0) + k, max(offset, 0) + k] = grad[..., k]
+    return out
+
+
+entry("FlipBackward0", options=("dims",))(lambda o: only(Rule(sent=Call(
+    "flip", (g,), "flip", (tuple(signed(d) for d in o["dims"]),), "dims " + ", ".join(str(signed(d)) for d in o["dims"])),
+    note="the gradient flipped back")))
+
+
+@entry("RollBackward0", options=("shifts", "dims"))
+def _roll(o):
+    shifts = tuple(-signed(s) for s in o["shifts"])
+    dims = tuple(signed(d) for d in o["dims"])
+    return only(Rule(sent=Call("roll", (g,), "roll", (shifts, dims), "by " + ", ".join(map(str, shifts))),
+                     note="the gradient rolled back"))
+
+
+entry("TrilBackward0", options=("diagonal",))(lambda o: only(Rule(sent=Call(
+    "tril", (g,), "tril", (signed(o["diagonal"]),)), note="the lower triangle kept, 0 elsewhere")))
+entry("TriuBackward0", options=("diagonal",))(lambda o: only(Rule(sent=Call(
+    "triu", (g,), "triu", (signed(o["diagonal"]),)), note="the upper triangle kept, 0 elsewhere")))
+entry("DiagEmbedBackward0", options=("offset",))(lambda o: only(Rule(sent=Call(
+    "diagonal", (g,), "diag", (signed(o["offset"]),)), note="the gradient's diagonal")))
+
+
+@entry("DiagonalBackward0", "DiagonalBackward0_copy", options=("offset", "dim1", "dim2", "self_sym_sizes"))
+def _diagonal(o):
+    sizes = tuple(o["self_sym_sizes"])
+    dim1, dim2 = (signed(o[d]) % len(sizes) for d in ("dim1", "dim2"))
+    return only(Rule(sent=Call("onto_diagonal", (g,), "", (sizes, signed(o["offset"]), dim1, dim2),
+                               "on the diagonal, 0 elsewhere")))
+
+
+@entry("TraceBackward0", options=("self_sym_sizes",))
+def _trace(o):
+    rows, cols = o["self_sym_sizes"]
+    return only(Rule(sent=g * Call("eye", (), "I", (rows, cols), f"{rows}×{cols}"),
+                     note="the trace adds the diagonal: each diagonal element gets the gradient, the rest 0"))
+
+
+@entry("SortBackward0", "SortBackward1", "TopkBackward0", options=("dim", "self_sym_sizes"))
+def _sorted(o):
+    sizes = tuple(o["self_sym_sizes"])
+    dim = signed(o["dim"]) % max(len(sizes), 1)
+    return only(Rule(sent=Call("at_indices", (g, Var("indices", "i")), "", (dim, True, sizes),
+                               "back where each element came from, 0 elsewhere"),
+                     note="i holds where each output element was in the input"))
+entry("Exp2Backward0")(lambda o: only(Rule(local=result("2ˣ") * ln(Num(2)))))
+
+
+@entry("ScatterBackward1", options=("dim",), present=("index",))
+def _scatter_value(o):
+    dim = signed(o["dim"]) % max(len(o["index"]), 1)
+    return only(Rule(sent=Call("zero_along", (g, Var("index", "i")), "", (dim,), f"0 at i along dim {dim}"),
+                     note="the number written over the places i: they get no gradient, the rest pass it through"))

@@ -1,0 +1,221 @@
+"""Ops on the layout of a matrix (or any tensor): ``flip``, ``roll``, ``tril``/``triu``, ``diag``,
+``diagonal``, ``trace``.
+
+Each moves or masks elements without changing them, so each gradient moves or masks the incoming
+gradient the same way back: a flip flips it back, a roll rolls it back, a triangle keeps the same
+triangle, a diagonal puts it back on the diagonal of zeros.
+"""
+from __future__ import annotations
+
+from gradviz import _dtype
+from gradviz.autograd.function import OpFunction
+from gradviz.ops._util import saved_dim, wrap_dim
+
+
+class FlipBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.flip(dims)", r"\mathrm{flip}(\bar{y})")}
+
+    def forward(ctx, self, dims):
+        axes = tuple(wrap_dim(d, max(self.ndim, 1)) for d in dims)
+        if len(set(axes)) != len(axes):
+            raise RuntimeError(f"dims has duplicates, original flip dims size={len(axes)}, but unique flip dims "
+                               f"size={len(set(axes))}")
+        ctx.save(dims=saved_dim(tuple(dims)))
+        ctx.axes = axes
+        return self._backend.flip(self._data, axes) if self.ndim else self._backend.copy(self._data)
+
+    def backward(ctx, grad):
+        return ctx.backend.flip(grad, ctx.axes) if grad.ndim else grad
+
+    def backward_graph(ctx, grad):
+        return flip(grad, ctx.axes)
+
+
+class RollBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.roll(fmap(reverse_integer(shifts), [](c10::SymInt i){return -i;}), dims)",
+                            r"\mathrm{roll}(\bar{y}, -s)")}
+
+    def forward(ctx, self, shifts, dims):
+        ctx.save(dims=saved_dim(dims), shifts=saved_dim(shifts))
+        ctx.shifts = shifts
+        ctx.axes = tuple(wrap_dim(d, max(self.ndim, 1)) for d in dims) or None
+        return self._backend.roll(self._data, shifts if ctx.axes else shifts[0], ctx.axes)
+
+    def backward(ctx, grad):
+        shifts = tuple(-s for s in ctx.shifts)
+        return ctx.backend.roll(grad, shifts if ctx.axes else shifts[0], ctx.axes)
+
+    def backward_graph(ctx, grad):
+        shifts = tuple(-s for s in ctx.shifts)
+        return roll(grad, shifts, ctx.axes if ctx.axes else ())
+
+
+class TrilBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.tril(diagonal)", r"\mathrm{tril}(\bar{y})")}
+
+    def forward(ctx, self, diagonal=0):
+        _check_matrix("tril", self)
+        ctx.save(diagonal=saved_dim(diagonal))
+        ctx.diagonal = diagonal
+        return self._backend.tril(self._data, diagonal)
+
+    def backward(ctx, grad):
+        return ctx.backend.tril(grad, ctx.diagonal)
+
+    def backward_graph(ctx, grad):
+        return tril(grad, ctx.diagonal)
+
+
+class TriuBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("grad.triu(diagonal)", r"\mathrm{triu}(\bar{y})")}
+
+    def forward(ctx, self, diagonal=0):
+        _check_matrix("triu", self)
+        ctx.save(diagonal=saved_dim(diagonal))
+        ctx.diagonal = diagonal
+        return self._backend.triu(self._data, diagonal)
+
+    def backward(ctx, grad):
+        return ctx.backend.triu(grad, ctx.diagonal)
+
+    def backward_graph(ctx, grad):
+        return triu(grad, ctx.diagonal)
+
+
+def _check_matrix(name: str, tensor) -> None:
+    if tensor.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+
+
+# -- diagonals ---------------------------------------------------------------------------------------------------
+def _diagonal_positions(backend, length: int, offset: int, device):
+    """Row and column indices of the ``offset`` diagonal, ``length`` long."""
+    rows = backend.arange(max(-offset, 0), max(-offset, 0) + length, 1, _dtype.int64, device)
+    cols = backend.arange(max(offset, 0), max(offset, 0) + length, 1, _dtype.int64, device)
+    return rows, cols
+
+
+def _onto_diagonal(backend, values, shape, offset, dim1, dim2):
+    """Zeros of ``shape`` with ``values`` (the diagonal in the last dim) on the ``offset`` diagonal of
+    dims ``dim1``, ``dim2``: the inverse of taking that diagonal."""
+    ndim = len(shape)
+    others = [d for d in range(ndim) if d not in (dim1, dim2)]
+    order = others + [dim1, dim2]
+    out = backend.full(tuple(shape[d] for d in order), 0, _dtype.from_any(values.dtype), backend.device_of(values))
+    rows, cols = _diagonal_positions(backend, values.shape[-1], offset, backend.device_of(values))
+    backend.assign(out, values, (Ellipsis, rows, cols))
+    inverse = [0] * ndim
+    for position, d in enumerate(order):
+        inverse[d] = position
+    return backend.permute(out, tuple(inverse))
+
+
+class DiagonalBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("diagonal_backward_symint(grad, self.sym_sizes(), offset, dim1, dim2)",
+                            r"\bar{y} \text{ on the diagonal}")}
+
+    def forward(ctx, self, offset=0, dim1=0, dim2=1):
+        axis1, axis2 = wrap_dim(dim1, self.ndim), wrap_dim(dim2, self.ndim)
+        if axis1 == axis2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        ctx.save(dim1=saved_dim(dim1), dim2=saved_dim(dim2), offset=offset, self_sym_sizes=tuple(self.shape))
+        ctx.axes = (axis1, axis2)
+        return self._backend.diagonal(self._data, offset, axis1, axis2)
+
+    def backward(ctx, grad):
+        return _onto_diagonal(ctx.backend, grad, ctx.saved("self_sym_sizes"), ctx.saved("offset"), *ctx.axes)
+
+
+class DiagonalBackward0_copy(DiagonalBackward0):  # noqa: N801 - PyTorch's name for it
+    """``torch.diag`` of a matrix, which PyTorch computes with ``diagonal_copy``: the same gradient."""
+
+
+class DiagEmbedBackward0(OpFunction):
+    """``torch.diag`` of a vector: the vector on the diagonal of a square matrix of zeros."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad.diagonal(offset, dim1, dim2)", r"\mathrm{diag}(\bar{y})")}
+
+    def forward(ctx, self, offset=0):
+        ctx.save(dim1=saved_dim(-2), dim2=saved_dim(-1), offset=offset)
+        size = self.shape[0] + abs(offset)
+        return _onto_diagonal(self._backend, self._data, (size, size), offset, 0, 1)
+
+    def backward(ctx, grad):
+        return ctx.backend.diagonal(grad, ctx.saved("offset"), 0, 1)
+
+    def backward_graph(ctx, grad):
+        return grad.diagonal(ctx.saved("offset"), -2, -1)
+
+
+class TraceBackward0(OpFunction):
+    """The sum of the diagonal: its gradient is the incoming gradient on the diagonal, 0 elsewhere."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("trace_backward_symint(grad, self.sym_sizes())", r"\bar{y}\,I")}
+
+    def forward(ctx, self):
+        if self.ndim != 2:
+            raise RuntimeError("trace: expected a matrix, but got tensor with size: " + str(list(self.shape)))
+        ctx.save(self_sym_sizes=tuple(self.shape))
+        backend = self._backend
+        result = backend.sum(backend.diagonal(self._data, 0, 0, 1), None)
+        return result if self.dtype.is_floating_point else backend.astype(result, _dtype.int64)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        rows, cols = ctx.saved("self_sym_sizes")
+        diagonal = backend.broadcast_to(grad, (min(rows, cols),))
+        return _onto_diagonal(backend, diagonal, (rows, cols), 0, 0, 1)
+
+
+# -- the functions ---------------------------------------------------------------------------------------------
+def flip(input, dims):
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return FlipBackward0.apply(input, dims)
+
+
+def fliplr(input):
+    return flip(input, (1,))
+
+
+def flipud(input):
+    return flip(input, (0,))
+
+
+def roll(input, shifts, dims=None):
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = () if dims is None else (dims,) if isinstance(dims, int) else tuple(dims)
+    if dims and len(dims) != len(shifts):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    return RollBackward0.apply(input, shifts, dims)
+
+
+def tril(input, diagonal: int = 0):
+    return TrilBackward0.apply(input, diagonal)
+
+
+def triu(input, diagonal: int = 0):
+    return TriuBackward0.apply(input, diagonal)
+
+
+def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    return DiagonalBackward0.apply(input, offset, dim1, dim2)
+
+
+def diag(input, diagonal: int = 0):
+    """A vector's diagonal matrix, or a matrix's diagonal (as a vector)."""
+    if input.ndim == 1:
+        return DiagEmbedBackward0.apply(input, diagonal)
+    if input.ndim == 2:
+        return DiagonalBackward0_copy.apply(input, diagonal, 0, 1)
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.ndim}D")
+
+
+def trace(input):
+    return TraceBackward0.apply(input)

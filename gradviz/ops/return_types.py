@@ -1,0 +1,27 @@
+"""``torch.return_types``: the named pairs that ``min(dim)``, ``sort``, ``topk`` ... return.
+
+Each is a named tuple (``values, indices = x.sort()`` unpacks it, ``.values`` reads it) that
+prints as PyTorch prints it: ``torch.return_types.sort(values=tensor(...), indices=tensor(...))``.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+
+def _return_type(name: str):
+    base = namedtuple(name, ["values", "indices"])
+
+    def __repr__(self) -> str:
+        return f"torch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+
+    kind = type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__,
+                                "__doc__": f"What ``{name}`` returns: ``(values, indices)``."})
+    kind.__module__ = "torch.return_types"
+    return kind
+
+
+max = _return_type("max")  # noqa: A001 - PyTorch's names
+min = _return_type("min")  # noqa: A001
+sort = _return_type("sort")
+topk = _return_type("topk")
+kthvalue = _return_type("kthvalue")
