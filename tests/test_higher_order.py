@@ -566,9 +566,9 @@ def test_random_tensor_programs_differentiated_twice_match_torch(torch, data, se
     differentiated twice: the gradients' graphs, the second backward's order and the leaves' grads."""
     from orders import torch_order
     from parity import assert_graph, mask, raised, run
-    from test_tensor_programs import prelude, programs
+    from test_tensor_programs import MAKE_RECORDED, prelude, programs
 
-    code = prelude(seed) + "\n".join(data.draw(programs())) + "\n" + SECOND
+    code = prelude(seed) + "\n".join(data.draw(programs(MAKE_RECORDED))) + "\n" + SECOND
     expected = raised(code, torch)
     if expected is not None:  # torch refuses the program (an in-place change of a saved tensor...)
         actual = raised(code, gv)

@@ -55,14 +55,20 @@ CHANGE = (
 )
 
 
+# ops whose backward gradviz cannot record yet (cumprod; prod of an input holding a zero, which the
+# writes above make): left out of the programs that are differentiated twice
+NOT_RECORDED = ("cumprod", ".prod(")
+MAKE_RECORDED = tuple(line for line in MAKE if not any(op in line for op in NOT_RECORDED))
+
+
 @st.composite
-def programs(draw):
+def programs(draw, make=MAKE):
     """A random program: its source lines, ending with the loss to differentiate."""
     lines, count = ["t0 = a * 1", "t1 = a.exp() * b"], 2
     for _ in range(draw(st.integers(2, 9))):
         i, j = draw(st.integers(0, count - 1)), draw(st.integers(0, count - 1))
         if draw(st.booleans()):
-            lines.append(draw(st.sampled_from(MAKE)).format(n=count, i=i, j=j))
+            lines.append(draw(st.sampled_from(make)).format(n=count, i=i, j=j))
             count += 1
         else:
             lines.append(draw(st.sampled_from(CHANGE)).format(i=i, j=j))

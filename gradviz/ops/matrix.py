@@ -40,8 +40,8 @@ class RollBackward0(OpFunction):
     def forward(ctx, self, shifts, dims):
         ctx.save(dims=saved_dim(dims), shifts=saved_dim(shifts))
         ctx.shifts = shifts
-        ctx.axes = tuple(wrap_dim(d, max(self.ndim, 1)) for d in dims) or None
-        return self._backend.roll(self._data, shifts if ctx.axes else shifts[0], ctx.axes)
+        axes = ctx.axes = tuple(wrap_dim(d, max(self.ndim, 1)) for d in dims) or None  # ctx keeps nothing under no_grad
+        return self._backend.roll(self._data, shifts if axes else shifts[0], axes)
 
     def backward(ctx, grad):
         shifts = tuple(-s for s in ctx.shifts)

@@ -212,14 +212,18 @@ def _variance_backward(ctx, grad):
 
 
 def _variance_backward_graph(ctx, grad):
-    """PyTorch's ``var_backward`` recorded: ``(2 / dof) * grad * (self - self.mean(dim, True))``."""
+    """PyTorch's ``var_backward`` recorded: ``(2 / dof) * grad * (self - self.mean(dim, True))``. The C++
+    compiler builds the right operand of that last ``*`` first, so ``self - mean`` comes before ``(2 / dof)
+    * grad`` here too (their order decides the second backward's step order)."""
     self, keepdim = ctx.saved_graph("self"), ctx.saved("keepdim")
     if ctx.axes is None:
-        return MulBackward1.apply(grad, 2.0 / ctx.dof) * (self - self.mean())
+        centred = self - self.mean()
+        return MulBackward1.apply(grad, 2.0 / ctx.dof) * centred
     if not keepdim and self.ndim > 1:
         for axis in ctx.axes:
             grad = grad.unsqueeze(axis)
-    return MulBackward1.apply(grad, 2.0 / ctx.dof) * (self - self.mean(ctx.axes, keepdim=True))
+    centred = self - self.mean(ctx.axes, keepdim=True)
+    return MulBackward1.apply(grad, 2.0 / ctx.dof) * centred
 
 
 def _count(shape, axes) -> int:
