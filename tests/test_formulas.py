@@ -69,6 +69,9 @@ EXTRA = {
     "select and slice twice": (lambda x: _gradient_of(lambda y: (y[1] ** 3).sum() + (y[:, -1] ** 2).sum()
                                                       + (y[:, 1:3] * y[:, :2]).sum() + (y[::2, :-1] ** 2).sum(), x),
                                [values(3, 4)]),
+    "trace and diagonal twice": (lambda x: _gradient_of(lambda y: gv.trace(y) ** 2 + (y.diagonal(1) ** 3).sum()
+                                                          + (y.unsqueeze(0).diagonal(-1, -1, -2) ** 2).sum(), x),
+                                 [values(3, 4)]),
     "abs and clamp twice": (lambda x: _gradient_of(lambda y: (y.abs() * y + y.clamp(-1, 1) * y
                                                            + y.clamp(max=0.2) ** 2).sum(), x),
                             [np.array([-1.5, 0.5, 2.0, -0.3])]),

@@ -73,6 +73,10 @@ CASES = {
                                 [values(2)]),
     "SliceBackwardBackward0": (lambda g: double_backward.SliceBackwardBackward0.apply(
         g, (4, 2), (slice(1, 3, 1),), {"dim": 0, "end": 3, "start": 1, "step": 1}), [values(2, 2)]),
+    "DiagonalBackwardBackward0": (lambda g: double_backward.DiagonalBackwardBackward0.apply(
+        g, (2, 3, 3), (2, 1), {"dim1": 2**64 - 1, "dim2": 2**64 - 2, "offset": 2**64 - 1}), [values(2, 2)]),
+    "IndexFillBackward1": (lambda x, v: double_backward.IndexFillBackward1.apply(x, v.sum(), 1, gv.tensor([2, 0, 2])),
+                           [values(2, 4), values(3)]),
     "LogSoftmaxBackwardDataBackward0": (
         lambda g, x: double_backward.LogSoftmaxBackwardDataBackward0.apply(g, F.log_softmax(x, 1), 1, 1),
         [values(2, 3), values(2, 3)]),

@@ -158,6 +158,12 @@ EXPRESSIONS = {
     "index_list_rows": ("(M[[1, 0, 1]] ** 2 * x).sum()", "M"),
     "index_mask_matrix": ("(M[M > 0] ** 3).sum()", "M"),
     "index_mask_rows": ("(M[torch.tensor([False, True])] ** 3).sum()", "M"),
+    "trace": ("(torch.trace(M) ** 2 * M).sum()", "M"),
+    "trace_of_a_product": ("torch.trace(M @ M.t()) ** 2", "M"),
+    "trace_and_slice": ("(torch.trace(M[:, 1:]) * M).sum()", "M"),
+    "diagonal": ("(M.diagonal(1) ** 3).sum()", "M"),
+    "diagonal_negative_dims": ("(M.unsqueeze(0).diagonal(-1, -1, -2) ** 3 * x[:1]).sum()", "M"),
+    "diag": ("(torch.diag(M) ** 2 * x[:2]).sum()", "M"),
     "bce_none": "(F.binary_cross_entropy((x * y).sigmoid(), torch.tensor([0.0, 1.0, 1.0]), reduction='none') * y).sum()",
 }
 
@@ -617,6 +623,8 @@ SECOND_DERIVATIVES = {
     "write_through_views": lambda x: (_written_through_views(x) ** 3).sum(),
     "view_read_after_a_write": lambda x: _read_after_write(x),
     "masked_fill_value": lambda x: (x.masked_fill(x > 0.5, (x * x).sum()) ** 3).sum(),
+    "trace_diagonal": lambda x: (gv.trace(x.reshape(3, 1) * x) ** 2 + (x.reshape(1, 3) * x.reshape(3, 1)).diagonal(1)
+                                 .exp().sum() + gv.diag(x.reshape(3, 1) * x.sin()).pow(3).sum()),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -734,6 +742,7 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "mse": gv.nn.functional.mse_loss(x, y), "index": x[gv.tensor([1, 0, 1])], "copy_slices": _written_through_views(x * y), "index_mask": x[y > 0],
         "index_put": x.index_put((gv.tensor([1]),), y[0] * 2), "index_put_accumulate": x.index_put(
             (gv.tensor([0, 0]), gv.tensor([2, 2])), v, accumulate=True),
+        "trace": gv.trace(x) * x, "diagonal": x.diagonal(-1, 1, 0), "diag": gv.diag(x),
         "bce_probabilities": gv.nn.functional.binary_cross_entropy(x.sigmoid(), (y > 0).double()), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }

@@ -1443,6 +1443,39 @@ def _trace(o):
                      note="the trace adds the diagonal: each diagonal element gets the gradient, the rest 0"))
 
 
+# -- the nodes a recorded backward of diagonal and trace makes (create_graph=True) -------------------------
+register("diagonal_of")(lambda grad, offset, dim1, dim2: np.diagonal(np.asarray(grad, np.float64), offset, dim1, dim2))
+
+
+@entry("DiagonalBackwardBackward0", options=("offset", "dim1", "dim2"))
+def _diagonal_twice(o):
+    offset, dim1, dim2 = (signed(o[name]) for name in ("offset", "dim1", "dim2"))
+    computed = "the gradient of x.diagonal(): ḡ put on the diagonal of zeros the size of x"
+    return only(Rule(sent=Call("diagonal_of", (g,), "diag", (offset, dim1, dim2), f"offset {offset}, dims {dim1}, {dim2}"),
+                     symbol="ḡ", note=recorded(computed) + ": reading that diagonal back is the gradient"), "grad_output")
+
+
+@register("zero_slices")
+def _zero_slices(grad, index, dim):
+    out = np.array(grad, dtype=np.float64)
+    out[_along(dim, np.asarray(index).astype(np.int64))] = 0
+    return out
+
+
+register("sum_of_unique_slices")(lambda grad, index, dim: np.take(
+    np.asarray(grad, np.float64), np.unique(np.asarray(index).astype(np.int64)), axis=dim).sum())
+
+
+@entry("IndexFillBackward1", options=("dim",))
+def _index_fill(o):
+    dim = signed(o["dim"])
+    return {"self": Rule(sent=Call("zero_slices", (g, Var("index", "i")), "", (dim,), f"0 at the indices i along dim {dim}"),
+                        note="the filled places were overwritten: their gradient is 0"),
+            "value": Rule(sent=Call("sum_of_unique_slices", (g, Var("index", "i")), "", (dim,),
+                                    f"summed at the indices i along dim {dim}"), symbol="v",
+                          note="the value went to every filled place: their gradients add up")}
+
+
 @entry("SortBackward0", "SortBackward1", "TopkBackward0", options=("dim", "self_sym_sizes"))
 def _sorted(o):
     sizes = tuple(o["self_sym_sizes"])
