@@ -72,6 +72,8 @@ EXTRA = {
     "trace and diagonal twice": (lambda x: _gradient_of(lambda y: gv.trace(y) ** 2 + (y.diagonal(1) ** 3).sum()
                                                           + (y.unsqueeze(0).diagonal(-1, -1, -2) ** 2).sum(), x),
                                  [values(3, 4)]),
+    "logsigmoid and hardswish twice": (lambda x: _gradient_of(lambda y: (F.logsigmoid(y * 2) * y + F.hardswish(y * 3)
+                                                                    ** 2).sum(), x), [np.array([-1.5, -0.4, 0.3, 2.0])]),
     "abs and clamp twice": (lambda x: _gradient_of(lambda y: (y.abs() * y + y.clamp(-1, 1) * y
                                                            + y.clamp(max=0.2) ** 2).sum(), x),
                             [np.array([-1.5, 0.5, 2.0, -0.3])]),

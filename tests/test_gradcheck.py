@@ -206,6 +206,10 @@ CASES.update({
     "EluBackwardBackward0": (lambda g, x: activation.EluBackwardBackward0.apply(g, x, 0.7), [values(2, 3), values(2, 3)]),
     "SoftplusBackwardBackward0": (lambda g, x: activation.SoftplusBackwardBackward0.apply(g, x, 2, 1.5),
                                   [values(2, 3), values(2, 3)]),
+    "LogSigmoidBackwardBackward0": (lambda g, x: activation.LogSigmoidBackwardBackward0.apply(
+        g, x, (-x.abs()).exp().detach()), [values(2, 3), values(2, 3)]),
+    "HardswishBackwardBackward0": (lambda g, x: activation.HardswishBackwardBackward0.apply(g, x * 3),
+                                   [values(4), np.array([-1.5, -0.2, 0.3, 1.1])]),
     "LeakyReluBackwardBackward0": (lambda g, x: activation.LeakyReluBackwardBackward0.apply(g, x, 0.2),
                                    [values(2, 3), np.array([[-1.0, 0.5, 2.0], [0.3, -0.2, 1.1]])]),
     "HardtanhBackwardBackward0": (lambda g, x: activation.HardtanhBackwardBackward0.apply(g, x, -0.5, 0.8),

@@ -625,6 +625,8 @@ SECOND_DERIVATIVES = {
     "masked_fill_value": lambda x: (x.masked_fill(x > 0.5, (x * x).sum()) ** 3).sum(),
     "trace_diagonal": lambda x: (gv.trace(x.reshape(3, 1) * x) ** 2 + (x.reshape(1, 3) * x.reshape(3, 1)).diagonal(1)
                                  .exp().sum() + gv.diag(x.reshape(3, 1) * x.sin()).pow(3).sum()),
+    "logsigmoid_hardswish": lambda x: (gv.nn.functional.logsigmoid(x * 2) * x.exp() + gv.nn.functional.hardswish(x * 3)
+                                       * x.sin()).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -743,6 +745,7 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "index_put": x.index_put((gv.tensor([1]),), y[0] * 2), "index_put_accumulate": x.index_put(
             (gv.tensor([0, 0]), gv.tensor([2, 2])), v, accumulate=True),
         "trace": gv.trace(x) * x, "diagonal": x.diagonal(-1, 1, 0), "diag": gv.diag(x),
+        "logsigmoid": gv.nn.functional.logsigmoid(x * 3), "hardswish": gv.nn.functional.hardswish(x * 3),
         "bce_probabilities": gv.nn.functional.binary_cross_entropy(x.sigmoid(), (y > 0).double()), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }

@@ -286,7 +286,8 @@ def test_embedding_and_layer_norm_modules_match_torch():
 # -- second order: create_graph=True records these backward passes as PyTorch does ------------------------
 SECOND_ORDER = ["F.selu(x)", "F.celu(x, 0.5)", "F.gelu(x)", "F.gelu(x, approximate='tanh')", "F.elu(x, 0.5)", "F.softplus(x, 2, 1)",
                 "F.softplus(x * 3) * F.gelu(x)", "F.silu(x)", "F.leaky_relu(x, 0.2)", "F.hardtanh(x, -1.0, 1.5)", "F.relu6(x * 3)",
-                "F.pad(x, (1, -1, 0, 2), value=2.0)", "F.leaky_relu(x * x) * F.silu(x * 2)"]
+                "F.pad(x, (1, -1, 0, 2), value=2.0)", "F.leaky_relu(x * x) * F.silu(x * 2)",
+                "F.logsigmoid(x)", "F.logsigmoid(x * 30) * x", "F.hardswish(x * 2)", "F.hardswish(x) * F.logsigmoid(x * 3)"]
 
 
 @pytest.mark.parametrize("expression", SECOND_ORDER)

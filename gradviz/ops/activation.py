@@ -422,12 +422,24 @@ class LogSigmoidBackward0(OpFunction):
         return backend.sub(backend.minimum(x, 0.0), backend.log1p(buffer))
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        x, buffer = ctx.saved("self", "buffer")
-        negative = backend.lt(x, 0)
-        share = backend.div(buffer, backend.add(buffer, 1.0))  # σ(-|x|)
-        local = backend.where(negative, backend.sub(1.0, share), share)
-        return backend.mul(grad, local)
+        return _log_sigmoid_backward(ctx.backend, grad, *ctx.saved("self", "buffer"))
+
+    def backward_graph(ctx, grad):
+        return LogSigmoidBackwardBackward0.apply(grad, *ctx.saved_graph("self", "buffer"))
+
+
+def _log_sigmoid_backward(backend, grad, x, buffer):
+    """``grad · (1 - σ(x))``, written with the saved ``buffer = e^-|x|`` as PyTorch's kernel does."""
+    negative = backend.lt(x, 0)
+    share = backend.div(buffer, backend.add(buffer, 1.0))  # σ(-|x|)
+    local = backend.where(negative, backend.sub(1.0, share), share)
+    return backend.mul(grad, local)
+
+
+def _log_sigmoid_curvature(backend, x, buffer=None):
+    """(log σ)''(x) = ``(σ(x) - 1) σ(x)``, as PyTorch's ``log_sigmoid_double_backward`` writes it."""
+    z = backend.sigmoid(x)
+    return backend.mul(backend.sub(z, 1.0), z)
 
 
 class MishBackward0(OpFunction):
@@ -468,10 +480,21 @@ class HardswishBackward0(OpFunction):
         return backend.div(backend.mul(x, backend.minimum(backend.maximum(backend.add(x, 3.0), 0.0), 6.0)), 6.0)
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        x = ctx.saved("self")
-        middle = backend.mul(grad, backend.add(backend.div(x, 3.0), 0.5))
-        return backend.where(backend.le(x, -3.0), 0.0, backend.where(backend.lt(x, 3.0), middle, grad))
+        return _hardswish_backward(ctx.backend, grad, ctx.saved("self"))
+
+    def backward_graph(ctx, grad):
+        return HardswishBackwardBackward0.apply(grad, ctx.saved_graph("self"))
+
+
+def _hardswish_backward(backend, grad, x):
+    middle = backend.mul(grad, backend.add(backend.div(x, 3.0), 0.5))
+    return backend.where(backend.le(x, -3.0), 0.0, backend.where(backend.lt(x, 3.0), middle, grad))
+
+
+def _hardswish_double_backward(backend, grad_times_grad_output, x):
+    """``grad · grad_output · hardswish''(x)``: divided by 3 inside (-3, 3), 0 elsewhere (PyTorch's formula)."""
+    inside = backend.logical_and(backend.gt(x, -3.0), backend.lt(x, 3.0))
+    return backend.where(inside, backend.div(grad_times_grad_output, 3.0), 0.0)
 
 
 class HardsigmoidBackward0(OpFunction):
@@ -696,7 +719,7 @@ def apply_in_place(function, *args):
     return apply_(args[0], function, *args[1:])
 
 
-# -- second order: the ops a recorded backward pass of gelu, elu and softplus makes ---------------------------
+# -- second order: the ops a recorded backward pass of gelu, elu, softplus, log-sigmoid and hardswish makes --
 class _ActivationBackwardBackward(OpFunction):
     """``f_backward(grad_output, x, *parameters) = grad_output · f'(x)``: its gradient for ``grad_output`` is
     ``grad · f'(x)`` (the first-order formula again), for ``x`` it is ``grad · grad_output · f''(x)``."""
@@ -756,3 +779,34 @@ class SoftplusBackwardBackward0(_ActivationBackwardBackward):
 
     def forward(ctx, grad_output, self, beta, threshold):
         return SoftplusBackwardBackward0._run(ctx, grad_output, self, beta, threshold)
+
+
+class LogSigmoidBackwardBackward0(_ActivationBackwardBackward):
+    inputs = ("grad_output", "self")
+    parameters = ("buffer",)
+    derivatives = {"grad_output": ("log_sigmoid_backward(grad, self, buffer)", r"\bar{z}\,(1 - \sigma(x))"),
+                   "self": ("log_sigmoid_double_backward(grad * grad_output, self)",
+                            r"\bar{z}\,\bar{y}\,(\sigma(x) - 1)\,\sigma(x)")}
+    first, second = staticmethod(_log_sigmoid_backward), staticmethod(_log_sigmoid_curvature)
+
+    def forward(ctx, grad_output, self, buffer):
+        ctx.save(buffer=buffer, grad_output=grad_output, self=self)
+        return _log_sigmoid_backward(grad_output._backend, grad_output._data, self._data, buffer._data)
+
+
+class HardswishBackwardBackward0(_ActivationBackwardBackward):
+    inputs = ("grad_output", "self")
+    derivatives = {"grad_output": ("hardswish_backward(grad, self)", r"\bar{z}\,(x/3 + 1/2)\ \text{on}\ (-3, 3)"),
+                   "self": ("at::where(at::logical_and(-3.0 < self, self < 3.0), grad * grad_output / 3.0, "
+                            "at::zeros({}, self.options()))", r"\bar{z}\,\bar{y}\,[-3 < x < 3] / 3")}
+    first = staticmethod(_hardswish_backward)
+
+    def forward(ctx, grad_output, self):
+        return HardswishBackwardBackward0._run(ctx, grad_output, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, x = ctx.saved("grad_output", "self")
+        needs = ctx.needs_input_grad
+        return (_hardswish_backward(backend, grad, x) if needs[0] else None,
+                _hardswish_double_backward(backend, backend.mul(grad, grad_output), x) if needs[1] else None)

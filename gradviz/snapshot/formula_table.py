@@ -1231,6 +1231,13 @@ def _softplus_twice(o):
     return _activation_twice(first, second, "softplus's gradient ḡ·σ(βx)")
 
 
+entry("LogSigmoidBackwardBackward0")(lambda o: _activation_twice(
+    1 - sigmoid(x), (sigmoid(x) - 1) * sigmoid(x), "log σ's gradient ḡ·(1 − σ(x))"))
+entry("HardswishBackwardBackward0")(lambda o: _activation_twice(
+    Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) * (x / 3 + Num(0.5)) + indicator(x, "≥", Num(3)),
+    Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) / 3, "hardswish's gradient ḡ·hardswish′(x)"))
+
+
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
 def _accumulate(o):
     return {"variable": Rule(sent=Var("grad_before", ".grad") + g,
