@@ -11,7 +11,7 @@ import pytest
 
 import gradviz as gv
 import gradviz.nn.functional as F
-from gradviz.ops import activation, double_backward, registry
+from gradviz.ops import activation, double_backward, loss, registry
 from gradviz.ops.arithmetic import SubBackward1
 from gradviz.ops.loss import LogitBackward0
 
@@ -210,6 +210,11 @@ CASES.update({
         g, x, (-x.abs()).exp().detach()), [values(2, 3), values(2, 3)]),
     "HardswishBackwardBackward0": (lambda g, x: activation.HardswishBackwardBackward0.apply(g, x * 3),
                                    [values(4), np.array([-1.5, -0.2, 0.3, 1.1])]),
+    "HuberLossBackwardBackward0": (lambda g, x, t: loss.HuberLossBackwardBackward0.apply(g.sum(), x, t, 1, 0.8)
+                                   + loss.HuberLossBackwardBackward0.apply(g, t, x, 0, 0.8),
+                                   [values(2, 3), values(2, 3), values(2, 3)]),
+    "SmoothL1LossBackwardBackward0": (lambda g, x, t: loss.SmoothL1LossBackwardBackward0.apply(g, x, t, 2, 0.5),
+                                      [np.array(0.7), values(4), values(4)]),
     "LeakyReluBackwardBackward0": (lambda g, x: activation.LeakyReluBackwardBackward0.apply(g, x, 0.2),
                                    [values(2, 3), np.array([[-1.0, 0.5, 2.0], [0.3, -0.2, 1.1]])]),
     "HardtanhBackwardBackward0": (lambda g, x: activation.HardtanhBackwardBackward0.apply(g, x, -0.5, 0.8),

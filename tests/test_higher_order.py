@@ -627,6 +627,8 @@ SECOND_DERIVATIVES = {
                                  .exp().sum() + gv.diag(x.reshape(3, 1) * x.sin()).pow(3).sum()),
     "logsigmoid_hardswish": lambda x: (gv.nn.functional.logsigmoid(x * 2) * x.exp() + gv.nn.functional.hardswish(x * 3)
                                        * x.sin()).sum(),
+    "huber_smooth_l1": lambda x: (gv.nn.functional.huber_loss(x * x, x.sin(), delta=0.8) + gv.nn.functional.smooth_l1_loss(
+        x.exp(), x * 3, beta=0.6, reduction="sum")),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -746,6 +748,8 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
             (gv.tensor([0, 0]), gv.tensor([2, 2])), v, accumulate=True),
         "trace": gv.trace(x) * x, "diagonal": x.diagonal(-1, 1, 0), "diag": gv.diag(x),
         "logsigmoid": gv.nn.functional.logsigmoid(x * 3), "hardswish": gv.nn.functional.hardswish(x * 3),
+        "huber": gv.nn.functional.huber_loss(x, y, delta=0.7), "smooth_l1": gv.nn.functional.smooth_l1_loss(
+            x, y, reduction="none", beta=0.9),
         "bce_probabilities": gv.nn.functional.binary_cross_entropy(x.sigmoid(), (y > 0).double()), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }

@@ -287,7 +287,10 @@ def test_embedding_and_layer_norm_modules_match_torch():
 SECOND_ORDER = ["F.selu(x)", "F.celu(x, 0.5)", "F.gelu(x)", "F.gelu(x, approximate='tanh')", "F.elu(x, 0.5)", "F.softplus(x, 2, 1)",
                 "F.softplus(x * 3) * F.gelu(x)", "F.silu(x)", "F.leaky_relu(x, 0.2)", "F.hardtanh(x, -1.0, 1.5)", "F.relu6(x * 3)",
                 "F.pad(x, (1, -1, 0, 2), value=2.0)", "F.leaky_relu(x * x) * F.silu(x * 2)",
-                "F.logsigmoid(x)", "F.logsigmoid(x * 30) * x", "F.hardswish(x * 2)", "F.hardswish(x) * F.logsigmoid(x * 3)"]
+                "F.logsigmoid(x)", "F.logsigmoid(x * 30) * x", "F.hardswish(x * 2)", "F.hardswish(x) * F.logsigmoid(x * 3)",
+                "F.huber_loss(x * x, x.sin())", "F.smooth_l1_loss(x * 2, x.exp(), beta=0.5, reduction='sum')",
+                "F.huber_loss(x.tanh(), x * 0.3, reduction='none', delta=0.4)", "F.smooth_l1_loss(x, torch.zeros(2, 3))",
+                "F.huber_loss(torch.ones(2, 3), x * x, delta=0.5)"]
 
 
 @pytest.mark.parametrize("expression", SECOND_ORDER)

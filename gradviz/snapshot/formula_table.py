@@ -987,6 +987,27 @@ def _mse_twice(o):
             "target": Rule(local=d_target, note=note, symbol="t")}
 
 
+def _distance_loss_twice(o, bound: float, scaled: bool) -> dict:
+    """The second-order node of Huber and smooth L1: ``ḡ`` times the slope in ``x − t``; its gradients are
+    the slope (for ḡ) and ``ḡ`` times the curvature (for x; minus that for t)."""
+    sizes = tuple(o["self"])
+    first = _distance_loss(o, bound, scaled)["self"].local
+    inside = Both(indicator(Num(-bound), "<", x - t), indicator(x - t, "<", Num(bound)))
+    o = dict(o, weight=None)
+    (d_self, scale), (d_target, _) = (_loss_scale(o, sizes, g_bar * inside / Num(bound) if scaled else g_bar * inside),
+                                      _loss_scale(o, sizes, Neg(g_bar * inside / Num(bound) if scaled else g_bar * inside)))
+    name = "smooth_l1_loss" if scaled else "huber_loss"
+    note = recorded(f"{name}'s gradient, ḡ times its slope in x − t") + (f"; {scale}" if scale else "")
+    return {"grad_output": Rule(local=first, note=note, symbol="ḡ"), "self": Rule(local=d_self, note=note),
+            "target": Rule(local=d_target, note=note, symbol="t")}
+
+
+entry("SmoothL1LossBackwardBackward0", options=("reduction", "beta"), present=("self", "target"))(
+    lambda o: _distance_loss_twice(o, o["beta"], scaled=True))
+entry("HuberLossBackwardBackward0", options=("reduction", "delta"), present=("self", "target"))(
+    lambda o: _distance_loss_twice(o, o["delta"], scaled=False))
+
+
 def _read_back(key: tuple, computed: str) -> dict:
     return only(Rule(sent=Call("take", (g,), "", (key,), f"read at {_key_text(key, 'z')}"), symbol="ḡ",
                      note=recorded(computed) + ": reading those elements back is the gradient"), "grad_output")
