@@ -77,6 +77,8 @@ EXTRA = {
     "huber and smooth L1 twice": (lambda x, t: _gradient_of(lambda y: F.huber_loss(y * y, t, delta=0.8) + F.smooth_l1_loss(
         t, y.sin(), beta=0.5, reduction="sum") + (F.huber_loss(y, t * y, reduction="none") * y).sum(), x),
                                   [np.array([-1.5, -0.4, 0.3, 2.0]), np.array([0.5, -0.2, 1.0, 0.1])]),
+    "in-place activations twice": (lambda x: _gradient_of(lambda y: (F.elu(y * 2, 0.7, inplace=True) ** 2 + F.celu(
+        y * 1, 0.5, True) * y + F.leaky_relu(y * y, 0.2, True) * y).sum(), x), [np.array([-1.5, -0.4, 0.3, 2.0])]),
     "abs and clamp twice": (lambda x: _gradient_of(lambda y: (y.abs() * y + y.clamp(-1, 1) * y
                                                            + y.clamp(max=0.2) ** 2).sum(), x),
                             [np.array([-1.5, 0.5, 2.0, -0.3])]),

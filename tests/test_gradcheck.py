@@ -203,7 +203,9 @@ CASES.update({
     "EluBackward1": (lambda x: F.elu(x * 1, 0.7, inplace=True), [values(2, 3)]),
     "GeluBackwardBackward0": (lambda g, x: activation.GeluBackwardBackward0.apply(g, x, "none")
                               + activation.GeluBackwardBackward0.apply(g, x, "tanh"), [values(2, 3), values(2, 3)]),
-    "EluBackwardBackward0": (lambda g, x: activation.EluBackwardBackward0.apply(g, x, 0.7), [values(2, 3), values(2, 3)]),
+    "EluBackwardBackward0": (lambda g, x: activation.EluBackwardBackward0.apply(g, x, 0.7)
+                             + activation.EluBackwardBackward0.apply(g, F.celu(x, 0.5), 0.5, 1, 2.0, True),
+                             [values(2, 3), values(2, 3)]),
     "SoftplusBackwardBackward0": (lambda g, x: activation.SoftplusBackwardBackward0.apply(g, x, 2, 1.5),
                                   [values(2, 3), values(2, 3)]),
     "LogSigmoidBackwardBackward0": (lambda g, x: activation.LogSigmoidBackwardBackward0.apply(

@@ -434,6 +434,18 @@ g.sum().backward()
 torch.autograd.grad((x * 2).sum(), [x, y], materialize_grads=True, allow_unused=False)
 """,
     "unused_input": X + "torch.autograd.grad((x * 2).sum(), [x, y])\n",
+    "both_factors_changed_in_place": X + """
+a, b = x * 1, y * 2
+c = a * b
+a[0] = 2.0
+a[1] = 3.0
+b[0] = 1.0
+torch.autograd.grad(c.sum(), x, create_graph=True)
+""",
+    "in_place_leaky_relu_negative_slope": X + """
+h = torch.nn.functional.leaky_relu(x * 1, -0.2, inplace=True)
+torch.autograd.grad((h ** 2).sum(), x, create_graph=True)
+""",
 }
 
 
@@ -629,6 +641,8 @@ SECOND_DERIVATIVES = {
                                        * x.sin()).sum(),
     "huber_smooth_l1": lambda x: (gv.nn.functional.huber_loss(x * x, x.sin(), delta=0.8) + gv.nn.functional.smooth_l1_loss(
         x.exp(), x * 3, beta=0.6, reduction="sum")),
+    "in_place_activations": lambda x: (gv.nn.functional.elu(x * 2, 0.7, inplace=True) ** 3 + gv.nn.functional.celu(
+        x.sin(), 0.5, True) * x.exp() + gv.nn.functional.leaky_relu(x * x, 0.2, True) * x).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -750,6 +764,8 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "logsigmoid": gv.nn.functional.logsigmoid(x * 3), "hardswish": gv.nn.functional.hardswish(x * 3),
         "huber": gv.nn.functional.huber_loss(x, y, delta=0.7), "smooth_l1": gv.nn.functional.smooth_l1_loss(
             x, y, reduction="none", beta=0.9),
+        "elu_": gv.nn.functional.elu(x * 1, 0.7, inplace=True), "celu_": gv.nn.functional.celu(x * 2, 0.5, True),
+        "leaky_relu_": gv.nn.functional.leaky_relu(x * 1, 0.2, True),
         "bce_probabilities": gv.nn.functional.binary_cross_entropy(x.sigmoid(), (y > 0).double()), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }

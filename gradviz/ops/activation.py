@@ -644,6 +644,13 @@ class LeakyReluBackward1(OpFunction):
                 "in-place leakRelu backward calculation with negative slope")
         return _leaky_relu_backward(ctx.backend, grad, result, slope)
 
+    def backward_graph(ctx, grad):
+        """``leaky_relu_backward(grad, result, negative_slope, true)``: the second-order op reads the output."""
+        result, slope = ctx.saved_graph("result", "negative_slope")
+        if slope < 0:
+            ctx.backward(grad._data)  # raises PyTorch's error: the output's sign no longer tells the input's
+        return LeakyReluBackwardBackward0.apply(grad, result, slope)
+
 
 class EluBackward1(OpFunction):
     """``elu_`` and ``selu_`` (in place): the backward reads the output; where it is not positive,
@@ -663,6 +670,9 @@ class EluBackward1(OpFunction):
         result, alpha, scale, input_scale = ctx.saved("result", "alpha", "scale", "input_scale")
         return _elu_backward_from_result(ctx.backend, grad, result, alpha, scale, input_scale)
 
+    def backward_graph(ctx, grad):
+        return EluBackwardBackward0.apply(grad, *ctx.saved_graph("result", "alpha", "scale", "input_scale"), True)
+
 
 class CeluBackward1(OpFunction):
     """``celu_`` (in place): ELU with ``input_scale = 1/alpha``, read from the output."""
@@ -680,6 +690,10 @@ class CeluBackward1(OpFunction):
     def backward(ctx, grad):
         result, alpha = ctx.saved("result", "alpha")
         return _elu_backward_from_result(ctx.backend, grad, result, alpha, 1, 1.0 / alpha)
+
+    def backward_graph(ctx, grad):
+        result, alpha = ctx.saved_graph("result", "alpha")
+        return EluBackwardBackward0.apply(grad, result, alpha, 1, 1.0 / alpha, True)
 
 
 def _elu_backward_from_result(backend, grad, result, alpha, scale, input_scale):
@@ -764,9 +778,24 @@ class EluBackwardBackward0(_ActivationBackwardBackward):
                                       "self_or_result)", r"\bar{z}\,\bar{y}\,\alpha e^{x}\,[x < 0]")}
     first, second = staticmethod(_elu_backward), staticmethod(_elu_curvature)
 
-    def forward(ctx, grad_output, self, alpha, scale=1, input_scale=1):
-        ctx.save(is_result=False)
-        return EluBackwardBackward0._run(ctx, grad_output, self, alpha, scale, input_scale)
+    def forward(ctx, grad_output, self, alpha, scale=1, input_scale=1, is_result=False):
+        """``is_result``: ``self`` is the output of an in-place elu (EluBackward1, CeluBackward1)."""
+        ctx.save(is_result=is_result)
+        if not is_result:
+            return EluBackwardBackward0._run(ctx, grad_output, self, alpha, scale, input_scale)
+        ctx.save(alpha=alpha, grad_output=grad_output, input_scale=input_scale, scale=scale, self_or_result=self)
+        return _elu_backward_from_result(grad_output._backend, grad_output._data, self._data, alpha, scale, input_scale)
+
+    def backward(ctx, grad):
+        if not ctx.saved("is_result"):
+            return _ActivationBackwardBackward.backward(ctx, grad)
+        backend = ctx.backend
+        grad_output, result, alpha, scale, input_scale = ctx.saved("grad_output", "self_or_result", "alpha", "scale",
+                                                                   "input_scale")
+        needs = ctx.needs_input_grad
+        negative = backend.astype(backend.lt(result, 0), _dtype.from_any(grad.dtype))
+        return (_elu_backward_from_result(backend, grad, result, alpha, scale, input_scale) if needs[0] else None,
+                backend.mul(backend.mul(backend.mul(grad, grad_output), input_scale), negative) if needs[1] else None)
 
 
 class SoftplusBackwardBackward0(_ActivationBackwardBackward):

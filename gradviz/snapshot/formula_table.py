@@ -711,13 +711,16 @@ entry("CeluBackward1", options=("alpha",))(lambda o: only(_elu_from_output(o["al
 
 def _elu_from_output(alpha: float, scale: float, input_scale: float) -> Rule:
     """In place, ELU's slope read from its output y: where ``y ≤ 0`` it is ``input_scale · (y + alpha · scale)``."""
-    y_ = result("y")
+    return Rule(local=_elu_slope_from_output(result("y"), alpha, scale, input_scale),
+                note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)")
+
+
+def _elu_slope_from_output(y_: Expr, alpha: float, scale: float, input_scale: float) -> Expr:
     negative = y_ + Num(alpha * scale)
     if input_scale != 1:
         negative = Num(input_scale) * negative
     positive = indicator(y_, ">", 0) if scale == 1 else Num(scale) * indicator(y_, ">", 0)
-    return Rule(local=positive + negative * indicator(y_, "≤", 0),
-                note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)")
+    return positive + negative * indicator(y_, "≤", 0)
 
 
 register("Phi")(lambda value: (1.0 + np.vectorize(math.erf, otypes=[np.float64])(np.asarray(value) / math.sqrt(2))) / 2)
@@ -1237,8 +1240,15 @@ def _gelu_twice(o):
 x_or_result = Var("self_or_result", "x")  # elu's second-order node names its input so (it may be the output)
 
 
-@entry("EluBackwardBackward0", options=("alpha", "scale", "input_scale"))
+@entry("EluBackwardBackward0", options=("alpha", "scale", "input_scale", "is_result"))
 def _elu_twice(o):
+    if o["is_result"]:  # after an in-place elu: x_or_result is the output y, and PyTorch's formulas read it
+        y_ = Var("self_or_result", "y")
+        first = _elu_slope_from_output(y_, o["alpha"], o["scale"], o["input_scale"])
+        second = indicator(y_, "<", 0) if o["input_scale"] == 1 else Num(o["input_scale"]) * indicator(y_, "<", 0)
+        note = recorded("elu's gradient ḡ·elu′ read from its output y, ḡ being the gradient that arrived")
+        return {"grad_output": Rule(local=first, symbol="ḡ", note=note),
+                "self_or_result": Rule(local=g_bar * second, symbol="y", note=note)}
     first, second = _elu_slopes(x_or_result, o["alpha"], o["scale"], o["input_scale"])
     return _activation_twice(first, second, "elu's gradient ḡ·elu′(x)", "self_or_result")
 
