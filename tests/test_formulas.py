@@ -79,6 +79,8 @@ EXTRA = {
                                   [np.array([-1.5, -0.4, 0.3, 2.0]), np.array([0.5, -0.2, 1.0, 0.1])]),
     "in-place activations twice": (lambda x: _gradient_of(lambda y: (F.elu(y * 2, 0.7, inplace=True) ** 2 + F.celu(
         y * 1, 0.5, True) * y + F.leaky_relu(y * y, 0.2, True) * y).sum(), x), [np.array([-1.5, -0.4, 0.3, 2.0])]),
+    "remainder and fmod twice": (lambda x, y: _gradient_of(lambda z: (gv.remainder(x * 3, z) ** 2 + gv.fmod(x, z * z)
+                                                                  * z).sum(), y), [values(4), positive(4)]),
     "abs and clamp twice": (lambda x: _gradient_of(lambda y: (y.abs() * y + y.clamp(-1, 1) * y
                                                            + y.clamp(max=0.2) ** 2).sum(), x),
                             [np.array([-1.5, 0.5, 2.0, -0.3])]),

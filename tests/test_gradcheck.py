@@ -11,7 +11,7 @@ import pytest
 
 import gradviz as gv
 import gradviz.nn.functional as F
-from gradviz.ops import activation, double_backward, loss, registry
+from gradviz.ops import activation, double_backward, elementwise, loss, registry
 from gradviz.ops.arithmetic import SubBackward1
 from gradviz.ops.loss import LogitBackward0
 
@@ -217,6 +217,8 @@ CASES.update({
                                    [values(2, 3), values(2, 3), values(2, 3)]),
     "SmoothL1LossBackwardBackward0": (lambda g, x, t: loss.SmoothL1LossBackwardBackward0.apply(g, x, t, 2, 0.5),
                                       [np.array(0.7), values(4), values(4)]),
+    "DivBackward2": (lambda x, y: elementwise.DivBackward2.apply(x * 3, y, "floor") * x
+                     + elementwise.DivBackward2.apply(x * 3, y, "trunc") * y, [values(2, 3), positive(2, 3)]),
     "LeakyReluBackwardBackward0": (lambda g, x: activation.LeakyReluBackwardBackward0.apply(g, x, 0.2),
                                    [values(2, 3), np.array([[-1.0, 0.5, 2.0], [0.3, -0.2, 1.1]])]),
     "HardtanhBackwardBackward0": (lambda g, x: activation.HardtanhBackwardBackward0.apply(g, x, -0.5, 0.8),

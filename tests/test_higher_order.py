@@ -164,6 +164,9 @@ EXPRESSIONS = {
     "diagonal": ("(M.diagonal(1) ** 3).sum()", "M"),
     "diagonal_negative_dims": ("(M.unsqueeze(0).diagonal(-1, -1, -2) ** 3 * x[:1]).sum()", "M"),
     "diag": ("(torch.diag(M) ** 2 * x[:2]).sum()", "M"),
+    "remainder_tensor": ("(torch.remainder(x * 3, y) ** 2).sum()", "y"),
+    "fmod_tensor": ("(torch.fmod(x * 3, y * y) ** 2 * x).sum()", "y"),
+    "remainder_tensor_both": "(torch.remainder(x, y) * y * x).sum()",
     "bce_none": "(F.binary_cross_entropy((x * y).sigmoid(), torch.tensor([0.0, 1.0, 1.0]), reduction='none') * y).sum()",
 }
 
@@ -766,6 +769,7 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
             x, y, reduction="none", beta=0.9),
         "elu_": gv.nn.functional.elu(x * 1, 0.7, inplace=True), "celu_": gv.nn.functional.celu(x * 2, 0.5, True),
         "leaky_relu_": gv.nn.functional.leaky_relu(x * 1, 0.2, True),
+        "remainder": gv.remainder(x * 3, y), "fmod": gv.fmod(x * 3, y),
         "bce_probabilities": gv.nn.functional.binary_cross_entropy(x.sigmoid(), (y > 0).double()), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }

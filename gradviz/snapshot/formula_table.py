@@ -1011,6 +1011,12 @@ entry("HuberLossBackwardBackward0", options=("reduction", "delta"), present=("se
     lambda o: _distance_loss_twice(o, o["delta"], scaled=False))
 
 
+entry("DivBackward2", options=("rounding_mode",))(lambda o: {
+    name: Rule(sent=Num(0), symbol=symbol, note=f"a.div(b, rounding_mode='{o['rounding_mode']}') is a step function: "
+               "its gradient is 0 (a recorded backward of remainder or fmod makes it)")
+    for name, symbol in (("self", "a"), ("other", "b"))})
+
+
 def _read_back(key: tuple, computed: str) -> dict:
     return only(Rule(sent=Call("take", (g,), "", (key,), f"read at {_key_text(key, 'z')}"), symbol="ḡ",
                      note=recorded(computed) + ": reading those elements back is the gradient"), "grad_output")
