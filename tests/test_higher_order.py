@@ -646,6 +646,7 @@ SECOND_DERIVATIVES = {
         x.exp(), x * 3, beta=0.6, reduction="sum")),
     "in_place_activations": lambda x: (gv.nn.functional.elu(x * 2, 0.7, inplace=True) ** 3 + gv.nn.functional.celu(
         x.sin(), 0.5, True) * x.exp() + gv.nn.functional.leaky_relu(x * x, 0.2, True) * x).sum(),
+    "mish": lambda x: (gv.nn.functional.mish(x * 2) * x.exp()).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -770,6 +771,7 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "elu_": gv.nn.functional.elu(x * 1, 0.7, inplace=True), "celu_": gv.nn.functional.celu(x * 2, 0.5, True),
         "leaky_relu_": gv.nn.functional.leaky_relu(x * 1, 0.2, True),
         "remainder": gv.remainder(x * 3, y), "fmod": gv.fmod(x * 3, y),
+        "mish": gv.nn.functional.mish(x * 3),
         "bce_probabilities": gv.nn.functional.binary_cross_entropy(x.sigmoid(), (y > 0).double()), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }

@@ -292,7 +292,8 @@ SECOND_ORDER = ["F.selu(x)", "F.celu(x, 0.5)", "F.gelu(x)", "F.gelu(x, approxima
                 "F.huber_loss(x.tanh(), x * 0.3, reduction='none', delta=0.4)", "F.smooth_l1_loss(x, torch.zeros(2, 3))",
                 "F.huber_loss(torch.ones(2, 3), x * x, delta=0.5)",
                 "F.leaky_relu(x * 1, 0.2, inplace=True)", "F.elu(x * 2, 0.7, inplace=True)", "F.celu(x * 1, 0.5, True)",
-                "F.selu(x * x, inplace=True) * x", "F.leaky_relu(x * x, 0.3, True) * F.elu(x * 1, inplace=True)"]
+                "F.selu(x * x, inplace=True) * x", "F.leaky_relu(x * x, 0.3, True) * F.elu(x * 1, inplace=True)",
+                "F.mish(x)", "F.mish(x * 30) * x"]
 
 
 @pytest.mark.parametrize("expression", SECOND_ORDER)

@@ -461,6 +461,19 @@ class MishBackward0(OpFunction):
         slope = backend.mul(backend.mul(x, backend.sigmoid(x)), backend.sub(1.0, backend.mul(tanh_softplus, tanh_softplus)))
         return backend.mul(grad, backend.add(tanh_softplus, slope))
 
+    def backward_graph(ctx, grad):
+        """PyTorch's composite ``mish_backward``, node for node: ``t = tanh(log1p(exp(x)))``, ``s = sigmoid(x)``,
+        then ``grad * (t + x * s * (1 - t * t))`` (C++ builds the right operand of each product first)."""
+        from gradviz.ops.elementwise import log1p
+
+        x = ctx.saved_graph("self")
+        tanh_softplus = log1p(x.exp()).tanh()
+        sigmoid = x.sigmoid()
+        one = Tensor._make(ctx.backend.full((), 1, x.dtype, x.device), backend=ctx.backend)
+        bend = one - tanh_softplus * tanh_softplus
+        slope = x * sigmoid * bend
+        return grad * (tanh_softplus + slope)
+
 
 def _softplus_of(backend, x):
     """``log(1 + eˣ)`` computed without overflow: ``max(x, 0) + log(1 + e^-|x|)``."""
