@@ -167,6 +167,8 @@ EXPRESSIONS = {
     "remainder_tensor": ("(torch.remainder(x * 3, y) ** 2).sum()", "y"),
     "fmod_tensor": ("(torch.fmod(x * 3, y * y) ** 2 * x).sum()", "y"),
     "remainder_tensor_both": "(torch.remainder(x, y) * y * x).sum()",
+    "softplus": "(F.softplus(x * y, 2, 1.5) * x).sum()",
+    "softplus_default": ("(F.softplus(M) ** 2).sum()", "M"),
     "bce_none": "(F.binary_cross_entropy((x * y).sigmoid(), torch.tensor([0.0, 1.0, 1.0]), reduction='none') * y).sum()",
 }
 
@@ -195,6 +197,9 @@ THIRD_ORDER = {
     "bce_target_and_input": ("F.binary_cross_entropy(x.sigmoid(), (x * y).sigmoid(), reduction='sum')", "x"),
     "bce_weight_none": ("(F.binary_cross_entropy(M.sigmoid(), (M * 2).sigmoid(), weight=torch.tensor([1.0, 2.0, 0.5]), "
                         "reduction='none') * M).sum()", "M"),
+    "softplus": ("(F.softplus(x * y, 2, 1.5) * x).sum()", "x"),
+    "softplus_default": ("(F.softplus(M * y) ** 2).sum()", "M"),
+    "trace_diagonal": ("(torch.trace(M) ** 3 + (M.diagonal(1) ** 3).sum())", "M"),
 }
 
 
@@ -708,6 +713,8 @@ THIRD_DERIVATIVES = {
     "bce": lambda x: gv.nn.functional.binary_cross_entropy(x.sigmoid(), (x * x).sigmoid(), weight=gv.tensor(
         [1.0, 2.0, 0.5], **F64)) + gv.nn.functional.binary_cross_entropy(x.sin() * 0.4 + 0.5, gv.tensor(
             [1.0, 0.0, 0.3], **F64), reduction="sum"),
+    "softplus": lambda x: (gv.nn.functional.softplus(x.reshape(3, 1) * x, 2, 1.5) * x.exp()).sum(),
+    "trace_diagonal": lambda x: gv.trace(x.reshape(3, 1) * x) ** 3 + ((x.reshape(3, 1) * x.sin()).diagonal(-1) ** 3).sum(),
 }
 
 

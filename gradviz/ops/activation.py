@@ -822,6 +822,24 @@ class SoftplusBackwardBackward0(_ActivationBackwardBackward):
     def forward(ctx, grad_output, self, beta, threshold):
         return SoftplusBackwardBackward0._run(ctx, grad_output, self, beta, threshold)
 
+    def backward_graph(ctx, grad):
+        """As PyTorch: ``softplus_backward`` again for ``grad_output``; for ``self`` its composite
+        ``softplus_double_backward(grad * grad_output, self, beta, threshold)``, that is
+        ``sigmoid_backward(g, (beta·x).sigmoid()) * [beta·x < threshold] * beta``."""
+        from gradviz.ops.arithmetic import MulBackward1
+        from gradviz.ops.double_backward import SigmoidBackwardBackward0
+
+        grad_output, x, beta, threshold = ctx.saved_graph("grad_output", "self", "beta", "threshold")
+        needs = ctx.needs_input_grad
+        first = SoftplusBackwardBackward0.apply(grad, x, beta, threshold) if needs[0] else None
+        if not needs[1]:
+            return first, None
+        scaled_grad = grad * grad_output
+        scaled_x = MulBackward1.apply(x, beta)
+        slope = SigmoidBackwardBackward0.apply(scaled_grad, scaled_x.sigmoid())
+        below = ctx.backend.astype(ctx.backend.lt(scaled_x._data, threshold), grad.dtype)
+        return first, MulBackward1.apply(slope * Tensor._make(below, backend=ctx.backend), beta)
+
 
 class LogSigmoidBackwardBackward0(_ActivationBackwardBackward):
     inputs = ("grad_output", "self")
