@@ -169,6 +169,10 @@ EXPRESSIONS = {
     "remainder_tensor_both": "(torch.remainder(x, y) * y * x).sum()",
     "softplus": "(F.softplus(x * y, 2, 1.5) * x).sum()",
     "softplus_default": ("(F.softplus(M) ** 2).sum()", "M"),
+    "elu": "(F.elu(x * y, 0.7) * x).sum()",
+    "selu_weight": ("(F.selu(M) ** 2).sum()", "M"),
+    "elu_in_place": "(F.elu(x * y, 1.3, inplace=True) ** 2).sum()",
+    "celu_in_place": ("(F.celu(M * 2, 0.5, True) * M).sum()", "M"),
     "bce_none": "(F.binary_cross_entropy((x * y).sigmoid(), torch.tensor([0.0, 1.0, 1.0]), reduction='none') * y).sum()",
 }
 
@@ -200,6 +204,8 @@ THIRD_ORDER = {
     "softplus": ("(F.softplus(x * y, 2, 1.5) * x).sum()", "x"),
     "softplus_default": ("(F.softplus(M * y) ** 2).sum()", "M"),
     "trace_diagonal": ("(torch.trace(M) ** 3 + (M.diagonal(1) ** 3).sum())", "M"),
+    "elu": ("(F.elu(x * y, 0.7) * x).sum()", "x"),
+    "celu_in_place": ("(F.celu(M * 2, 0.5, True) * M).sum()", "M"),
 }
 
 
@@ -714,6 +720,8 @@ THIRD_DERIVATIVES = {
         [1.0, 2.0, 0.5], **F64)) + gv.nn.functional.binary_cross_entropy(x.sin() * 0.4 + 0.5, gv.tensor(
             [1.0, 0.0, 0.3], **F64), reduction="sum"),
     "softplus": lambda x: (gv.nn.functional.softplus(x.reshape(3, 1) * x, 2, 1.5) * x.exp()).sum(),
+    "elu_selu": lambda x: (gv.nn.functional.elu(x.reshape(3, 1) * x, 0.7) * x.exp() + gv.nn.functional.selu(x * 2) ** 2).sum(),
+    "elu_in_place": lambda x: (gv.nn.functional.elu(x.reshape(3, 1) * x, 1.3, inplace=True) * x.sin()).sum(),
     "trace_diagonal": lambda x: gv.trace(x.reshape(3, 1) * x) ** 3 + ((x.reshape(3, 1) * x.sin()).diagonal(-1) ** 3).sum(),
 }
 

@@ -810,6 +810,24 @@ class EluBackwardBackward0(_ActivationBackwardBackward):
         return (_elu_backward_from_result(backend, grad, result, alpha, scale, input_scale) if needs[0] else None,
                 backend.mul(backend.mul(backend.mul(grad, grad_output), input_scale), negative) if needs[1] else None)
 
+    def backward_graph(ctx, grad):
+        """As PyTorch: ``elu_backward`` again for ``grad_output``; for ``self_or_result``, its
+        ``elu_double_backward``: ``elu_backward(grad * grad_output * input_scale, ...) * [x < 0]``
+        (from the input), or ``grad * grad_output * input_scale * [y < 0]`` (from the output)."""
+        from gradviz.ops.arithmetic import MulBackward1
+
+        grad_output, x = ctx.saved_graph("grad_output", "self_or_result")
+        alpha, scale, input_scale, is_result = ctx.saved("alpha", "scale", "input_scale", "is_result")
+        needs = ctx.needs_input_grad
+        first = EluBackwardBackward0.apply(grad, x, alpha, scale, input_scale, is_result) if needs[0] else None
+        if not needs[1]:
+            return first, None
+        scaled = MulBackward1.apply(grad * grad_output, input_scale)
+        if not is_result:
+            scaled = EluBackwardBackward0.apply(scaled, x, alpha, scale, input_scale)
+        negative = ctx.backend.astype(ctx.backend.lt(x._data, 0), grad.dtype)
+        return first, scaled * Tensor._make(negative, backend=ctx.backend)
+
 
 class SoftplusBackwardBackward0(_ActivationBackwardBackward):
     inputs = ("grad_output", "self")
