@@ -173,6 +173,8 @@ EXPRESSIONS = {
     "selu_weight": ("(F.selu(M) ** 2).sum()", "M"),
     "elu_in_place": "(F.elu(x * y, 1.3, inplace=True) ** 2).sum()",
     "celu_in_place": ("(F.celu(M * 2, 0.5, True) * M).sum()", "M"),
+    "logsigmoid": "(F.logsigmoid(x * y) * x).sum()",
+    "logsigmoid_weight": ("(F.logsigmoid(M * 3) ** 2).sum()", "M"),
     "bce_none": "(F.binary_cross_entropy((x * y).sigmoid(), torch.tensor([0.0, 1.0, 1.0]), reduction='none') * y).sum()",
 }
 
@@ -206,6 +208,7 @@ THIRD_ORDER = {
     "trace_diagonal": ("(torch.trace(M) ** 3 + (M.diagonal(1) ** 3).sum())", "M"),
     "elu": ("(F.elu(x * y, 0.7) * x).sum()", "x"),
     "celu_in_place": ("(F.celu(M * 2, 0.5, True) * M).sum()", "M"),
+    "logsigmoid": ("(F.logsigmoid(x * y) * x).sum()", "y"),
 }
 
 
@@ -722,6 +725,7 @@ THIRD_DERIVATIVES = {
     "softplus": lambda x: (gv.nn.functional.softplus(x.reshape(3, 1) * x, 2, 1.5) * x.exp()).sum(),
     "elu_selu": lambda x: (gv.nn.functional.elu(x.reshape(3, 1) * x, 0.7) * x.exp() + gv.nn.functional.selu(x * 2) ** 2).sum(),
     "elu_in_place": lambda x: (gv.nn.functional.elu(x.reshape(3, 1) * x, 1.3, inplace=True) * x.sin()).sum(),
+    "logsigmoid": lambda x: (gv.nn.functional.logsigmoid(x.reshape(3, 1) * x) * x.exp()).sum(),
     "trace_diagonal": lambda x: gv.trace(x.reshape(3, 1) * x) ** 3 + ((x.reshape(3, 1) * x.sin()).diagonal(-1) ** 3).sum(),
 }
 

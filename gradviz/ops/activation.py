@@ -871,6 +871,20 @@ class LogSigmoidBackwardBackward0(_ActivationBackwardBackward):
         ctx.save(buffer=buffer, grad_output=grad_output, self=self)
         return _log_sigmoid_backward(grad_output._backend, grad_output._data, self._data, buffer._data)
 
+    def backward_graph(ctx, grad):
+        """As PyTorch: ``log_sigmoid_backward`` again for ``grad_output``; for ``self``,
+        ``log_sigmoid_double_backward(grad * grad_output, self)`` = ``g * (z - 1) * z``, ``z = sigmoid(self)``."""
+        from gradviz.ops.arithmetic import SubBackward1
+
+        grad_output, x, buffer = ctx.saved_graph("grad_output", "self", "buffer")
+        needs = ctx.needs_input_grad
+        first = LogSigmoidBackwardBackward0.apply(grad, x, buffer) if needs[0] else None
+        if not needs[1]:
+            return first, None
+        scaled_grad = grad * grad_output
+        z = x.sigmoid()
+        return first, scaled_grad * SubBackward1.apply(z, 1) * z
+
 
 class HardswishBackwardBackward0(_ActivationBackwardBackward):
     inputs = ("grad_output", "self")
