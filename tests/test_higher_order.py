@@ -175,6 +175,8 @@ EXPRESSIONS = {
     "celu_in_place": ("(F.celu(M * 2, 0.5, True) * M).sum()", "M"),
     "logsigmoid": "(F.logsigmoid(x * y) * x).sum()",
     "logsigmoid_weight": ("(F.logsigmoid(M * 3) ** 2).sum()", "M"),
+    "hardswish": "(F.hardswish(x * y) * x).sum()",
+    "hardswish_weight": ("(F.hardswish(M * 4) ** 2).sum()", "M"),
     "bce_none": "(F.binary_cross_entropy((x * y).sigmoid(), torch.tensor([0.0, 1.0, 1.0]), reduction='none') * y).sum()",
 }
 
@@ -209,6 +211,7 @@ THIRD_ORDER = {
     "elu": ("(F.elu(x * y, 0.7) * x).sum()", "x"),
     "celu_in_place": ("(F.celu(M * 2, 0.5, True) * M).sum()", "M"),
     "logsigmoid": ("(F.logsigmoid(x * y) * x).sum()", "y"),
+    "hardswish": ("(F.hardswish(x * 2) ** 2 * y).sum()", "x"),
 }
 
 

@@ -902,3 +902,19 @@ class HardswishBackwardBackward0(_ActivationBackwardBackward):
         needs = ctx.needs_input_grad
         return (_hardswish_backward(backend, grad, x) if needs[0] else None,
                 _hardswish_double_backward(backend, backend.mul(grad, grad_output), x) if needs[1] else None)
+
+    def backward_graph(ctx, grad):
+        """As PyTorch: ``hardswish_backward`` again for ``grad_output``; for ``self``,
+        ``where(-3 < self < 3, grad * grad_output / 3, zeros({}))``."""
+        from gradviz.ops.arithmetic import DivBackward1
+        from gradviz.ops.comparison import where
+
+        grad_output, x = ctx.saved_graph("grad_output", "self")
+        needs = ctx.needs_input_grad
+        first = HardswishBackwardBackward0.apply(grad, x) if needs[0] else None
+        if not needs[1]:
+            return first, None
+        backend = ctx.backend
+        inside = backend.logical_and(backend.gt(x._data, -3.0), backend.lt(x._data, 3.0))
+        zero = Tensor._make(backend.full((), 0, x.dtype, x.device), backend=backend)
+        return first, where(Tensor._make(inside, backend=backend), DivBackward1.apply(grad * grad_output, 3.0), zero)
