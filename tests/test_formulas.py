@@ -69,6 +69,18 @@ EXTRA = {
     "select and slice twice": (lambda x: _gradient_of(lambda y: (y[1] ** 3).sum() + (y[:, -1] ** 2).sum()
                                                       + (y[:, 1:3] * y[:, :2]).sum() + (y[::2, :-1] ** 2).sum(), x),
                                [values(3, 4)]),
+    "trace and diagonal twice": (lambda x: _gradient_of(lambda y: gv.trace(y) ** 2 + (y.diagonal(1) ** 3).sum()
+                                                          + (y.unsqueeze(0).diagonal(-1, -1, -2) ** 2).sum(), x),
+                                 [values(3, 4)]),
+    "logsigmoid and hardswish twice": (lambda x: _gradient_of(lambda y: (F.logsigmoid(y * 2) * y + F.hardswish(y * 3)
+                                                                    ** 2).sum(), x), [np.array([-1.5, -0.4, 0.3, 2.0])]),
+    "huber and smooth L1 twice": (lambda x, t: _gradient_of(lambda y: F.huber_loss(y * y, t, delta=0.8) + F.smooth_l1_loss(
+        t, y.sin(), beta=0.5, reduction="sum") + (F.huber_loss(y, t * y, reduction="none") * y).sum(), x),
+                                  [np.array([-1.5, -0.4, 0.3, 2.0]), np.array([0.5, -0.2, 1.0, 0.1])]),
+    "in-place activations twice": (lambda x: _gradient_of(lambda y: (F.elu(y * 2, 0.7, inplace=True) ** 2 + F.celu(
+        y * 1, 0.5, True) * y + F.leaky_relu(y * y, 0.2, True) * y).sum(), x), [np.array([-1.5, -0.4, 0.3, 2.0])]),
+    "remainder and fmod twice": (lambda x, y: _gradient_of(lambda z: (gv.remainder(x * 3, z) ** 2 + gv.fmod(x, z * z)
+                                                                  * z).sum(), y), [values(4), positive(4)]),
     "abs and clamp twice": (lambda x: _gradient_of(lambda y: (y.abs() * y + y.clamp(-1, 1) * y
                                                            + y.clamp(max=0.2) ** 2).sum(), x),
                             [np.array([-1.5, 0.5, 2.0, -0.3])]),

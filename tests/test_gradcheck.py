@@ -11,7 +11,7 @@ import pytest
 
 import gradviz as gv
 import gradviz.nn.functional as F
-from gradviz.ops import activation, double_backward, registry
+from gradviz.ops import activation, double_backward, elementwise, loss, registry
 from gradviz.ops.arithmetic import SubBackward1
 from gradviz.ops.loss import LogitBackward0
 
@@ -73,6 +73,10 @@ CASES = {
                                 [values(2)]),
     "SliceBackwardBackward0": (lambda g: double_backward.SliceBackwardBackward0.apply(
         g, (4, 2), (slice(1, 3, 1),), {"dim": 0, "end": 3, "start": 1, "step": 1}), [values(2, 2)]),
+    "DiagonalBackwardBackward0": (lambda g: double_backward.DiagonalBackwardBackward0.apply(
+        g, (2, 3, 3), (2, 1), {"dim1": 2**64 - 1, "dim2": 2**64 - 2, "offset": 2**64 - 1}), [values(2, 2)]),
+    "IndexFillBackward1": (lambda x, v: double_backward.IndexFillBackward1.apply(x, v.sum(), 1, gv.tensor([2, 0, 2])),
+                           [values(2, 4), values(3)]),
     "LogSoftmaxBackwardDataBackward0": (
         lambda g, x: double_backward.LogSoftmaxBackwardDataBackward0.apply(g, F.log_softmax(x, 1), 1, 1),
         [values(2, 3), values(2, 3)]),
@@ -199,9 +203,22 @@ CASES.update({
     "EluBackward1": (lambda x: F.elu(x * 1, 0.7, inplace=True), [values(2, 3)]),
     "GeluBackwardBackward0": (lambda g, x: activation.GeluBackwardBackward0.apply(g, x, "none")
                               + activation.GeluBackwardBackward0.apply(g, x, "tanh"), [values(2, 3), values(2, 3)]),
-    "EluBackwardBackward0": (lambda g, x: activation.EluBackwardBackward0.apply(g, x, 0.7), [values(2, 3), values(2, 3)]),
+    "EluBackwardBackward0": (lambda g, x: activation.EluBackwardBackward0.apply(g, x, 0.7)
+                             + activation.EluBackwardBackward0.apply(g, F.celu(x, 0.5), 0.5, 1, 2.0, True),
+                             [values(2, 3), values(2, 3)]),
     "SoftplusBackwardBackward0": (lambda g, x: activation.SoftplusBackwardBackward0.apply(g, x, 2, 1.5),
                                   [values(2, 3), values(2, 3)]),
+    "LogSigmoidBackwardBackward0": (lambda g, x: activation.LogSigmoidBackwardBackward0.apply(
+        g, x, (-x.abs()).exp().detach()), [values(2, 3), values(2, 3)]),
+    "HardswishBackwardBackward0": (lambda g, x: activation.HardswishBackwardBackward0.apply(g, x * 3),
+                                   [values(4), np.array([-1.5, -0.2, 0.3, 1.1])]),
+    "HuberLossBackwardBackward0": (lambda g, x, t: loss.HuberLossBackwardBackward0.apply(g.sum(), x, t, 1, 0.8)
+                                   + loss.HuberLossBackwardBackward0.apply(g, t, x, 0, 0.8),
+                                   [values(2, 3), values(2, 3), values(2, 3)]),
+    "SmoothL1LossBackwardBackward0": (lambda g, x, t: loss.SmoothL1LossBackwardBackward0.apply(g, x, t, 2, 0.5),
+                                      [np.array(0.7), values(4), values(4)]),
+    "DivBackward2": (lambda x, y: elementwise.DivBackward2.apply(x * 3, y, "floor") * x
+                     + elementwise.DivBackward2.apply(x * 3, y, "trunc") * y, [values(2, 3), positive(2, 3)]),
     "LeakyReluBackwardBackward0": (lambda g, x: activation.LeakyReluBackwardBackward0.apply(g, x, 0.2),
                                    [values(2, 3), np.array([[-1.0, 0.5, 2.0], [0.3, -0.2, 1.1]])]),
     "HardtanhBackwardBackward0": (lambda g, x: activation.HardtanhBackwardBackward0.apply(g, x, -0.5, 0.8),

@@ -158,6 +158,25 @@ EXPRESSIONS = {
     "index_list_rows": ("(M[[1, 0, 1]] ** 2 * x).sum()", "M"),
     "index_mask_matrix": ("(M[M > 0] ** 3).sum()", "M"),
     "index_mask_rows": ("(M[torch.tensor([False, True])] ** 3).sum()", "M"),
+    "trace": ("(torch.trace(M) ** 2 * M).sum()", "M"),
+    "trace_of_a_product": ("torch.trace(M @ M.t()) ** 2", "M"),
+    "trace_and_slice": ("(torch.trace(M[:, 1:]) * M).sum()", "M"),
+    "diagonal": ("(M.diagonal(1) ** 3).sum()", "M"),
+    "diagonal_negative_dims": ("(M.unsqueeze(0).diagonal(-1, -1, -2) ** 3 * x[:1]).sum()", "M"),
+    "diag": ("(torch.diag(M) ** 2 * x[:2]).sum()", "M"),
+    "remainder_tensor": ("(torch.remainder(x * 3, y) ** 2).sum()", "y"),
+    "fmod_tensor": ("(torch.fmod(x * 3, y * y) ** 2 * x).sum()", "y"),
+    "remainder_tensor_both": "(torch.remainder(x, y) * y * x).sum()",
+    "softplus": "(F.softplus(x * y, 2, 1.5) * x).sum()",
+    "softplus_default": ("(F.softplus(M) ** 2).sum()", "M"),
+    "elu": "(F.elu(x * y, 0.7) * x).sum()",
+    "selu_weight": ("(F.selu(M) ** 2).sum()", "M"),
+    "elu_in_place": "(F.elu(x * y, 1.3, inplace=True) ** 2).sum()",
+    "celu_in_place": ("(F.celu(M * 2, 0.5, True) * M).sum()", "M"),
+    "logsigmoid": "(F.logsigmoid(x * y) * x).sum()",
+    "logsigmoid_weight": ("(F.logsigmoid(M * 3) ** 2).sum()", "M"),
+    "hardswish": "(F.hardswish(x * y) * x).sum()",
+    "hardswish_weight": ("(F.hardswish(M * 4) ** 2).sum()", "M"),
     "bce_none": "(F.binary_cross_entropy((x * y).sigmoid(), torch.tensor([0.0, 1.0, 1.0]), reduction='none') * y).sum()",
 }
 
@@ -186,6 +205,13 @@ THIRD_ORDER = {
     "bce_target_and_input": ("F.binary_cross_entropy(x.sigmoid(), (x * y).sigmoid(), reduction='sum')", "x"),
     "bce_weight_none": ("(F.binary_cross_entropy(M.sigmoid(), (M * 2).sigmoid(), weight=torch.tensor([1.0, 2.0, 0.5]), "
                         "reduction='none') * M).sum()", "M"),
+    "softplus": ("(F.softplus(x * y, 2, 1.5) * x).sum()", "x"),
+    "softplus_default": ("(F.softplus(M * y) ** 2).sum()", "M"),
+    "trace_diagonal": ("(torch.trace(M) ** 3 + (M.diagonal(1) ** 3).sum())", "M"),
+    "elu": ("(F.elu(x * y, 0.7) * x).sum()", "x"),
+    "celu_in_place": ("(F.celu(M * 2, 0.5, True) * M).sum()", "M"),
+    "logsigmoid": ("(F.logsigmoid(x * y) * x).sum()", "y"),
+    "hardswish": ("(F.hardswish(x * 2) ** 2 * y).sum()", "x"),
 }
 
 
@@ -428,6 +454,18 @@ g.sum().backward()
 torch.autograd.grad((x * 2).sum(), [x, y], materialize_grads=True, allow_unused=False)
 """,
     "unused_input": X + "torch.autograd.grad((x * 2).sum(), [x, y])\n",
+    "both_factors_changed_in_place": X + """
+a, b = x * 1, y * 2
+c = a * b
+a[0] = 2.0
+a[1] = 3.0
+b[0] = 1.0
+torch.autograd.grad(c.sum(), x, create_graph=True)
+""",
+    "in_place_leaky_relu_negative_slope": X + """
+h = torch.nn.functional.leaky_relu(x * 1, -0.2, inplace=True)
+torch.autograd.grad((h ** 2).sum(), x, create_graph=True)
+""",
 }
 
 
@@ -617,6 +655,15 @@ SECOND_DERIVATIVES = {
     "write_through_views": lambda x: (_written_through_views(x) ** 3).sum(),
     "view_read_after_a_write": lambda x: _read_after_write(x),
     "masked_fill_value": lambda x: (x.masked_fill(x > 0.5, (x * x).sum()) ** 3).sum(),
+    "trace_diagonal": lambda x: (gv.trace(x.reshape(3, 1) * x) ** 2 + (x.reshape(1, 3) * x.reshape(3, 1)).diagonal(1)
+                                 .exp().sum() + gv.diag(x.reshape(3, 1) * x.sin()).pow(3).sum()),
+    "logsigmoid_hardswish": lambda x: (gv.nn.functional.logsigmoid(x * 2) * x.exp() + gv.nn.functional.hardswish(x * 3)
+                                       * x.sin()).sum(),
+    "huber_smooth_l1": lambda x: (gv.nn.functional.huber_loss(x * x, x.sin(), delta=0.8) + gv.nn.functional.smooth_l1_loss(
+        x.exp(), x * 3, beta=0.6, reduction="sum")),
+    "in_place_activations": lambda x: (gv.nn.functional.elu(x * 2, 0.7, inplace=True) ** 3 + gv.nn.functional.celu(
+        x.sin(), 0.5, True) * x.exp() + gv.nn.functional.leaky_relu(x * x, 0.2, True) * x).sum(),
+    "mish": lambda x: (gv.nn.functional.mish(x * 2) * x.exp()).sum(),
     "maximum_minimum_where": lambda x: (gv.maximum(x, 0.5 - x) ** 3 + gv.minimum(x.sin(), x) * x
                                         + gv.where(x > 0, x * x, x.exp()) ** 2).sum(),
 }
@@ -678,6 +725,11 @@ THIRD_DERIVATIVES = {
     "bce": lambda x: gv.nn.functional.binary_cross_entropy(x.sigmoid(), (x * x).sigmoid(), weight=gv.tensor(
         [1.0, 2.0, 0.5], **F64)) + gv.nn.functional.binary_cross_entropy(x.sin() * 0.4 + 0.5, gv.tensor(
             [1.0, 0.0, 0.3], **F64), reduction="sum"),
+    "softplus": lambda x: (gv.nn.functional.softplus(x.reshape(3, 1) * x, 2, 1.5) * x.exp()).sum(),
+    "elu_selu": lambda x: (gv.nn.functional.elu(x.reshape(3, 1) * x, 0.7) * x.exp() + gv.nn.functional.selu(x * 2) ** 2).sum(),
+    "elu_in_place": lambda x: (gv.nn.functional.elu(x.reshape(3, 1) * x, 1.3, inplace=True) * x.sin()).sum(),
+    "logsigmoid": lambda x: (gv.nn.functional.logsigmoid(x.reshape(3, 1) * x) * x.exp()).sum(),
+    "trace_diagonal": lambda x: gv.trace(x.reshape(3, 1) * x) ** 3 + ((x.reshape(3, 1) * x.sin()).diagonal(-1) ** 3).sum(),
 }
 
 
@@ -734,6 +786,14 @@ def test_recorded_and_array_backward_forms_agree_for_every_op_that_has_both():
         "mse": gv.nn.functional.mse_loss(x, y), "index": x[gv.tensor([1, 0, 1])], "copy_slices": _written_through_views(x * y), "index_mask": x[y > 0],
         "index_put": x.index_put((gv.tensor([1]),), y[0] * 2), "index_put_accumulate": x.index_put(
             (gv.tensor([0, 0]), gv.tensor([2, 2])), v, accumulate=True),
+        "trace": gv.trace(x) * x, "diagonal": x.diagonal(-1, 1, 0), "diag": gv.diag(x),
+        "logsigmoid": gv.nn.functional.logsigmoid(x * 3), "hardswish": gv.nn.functional.hardswish(x * 3),
+        "huber": gv.nn.functional.huber_loss(x, y, delta=0.7), "smooth_l1": gv.nn.functional.smooth_l1_loss(
+            x, y, reduction="none", beta=0.9),
+        "elu_": gv.nn.functional.elu(x * 1, 0.7, inplace=True), "celu_": gv.nn.functional.celu(x * 2, 0.5, True),
+        "leaky_relu_": gv.nn.functional.leaky_relu(x * 1, 0.2, True),
+        "remainder": gv.remainder(x * 3, y), "fmod": gv.fmod(x * 3, y),
+        "mish": gv.nn.functional.mish(x * 3),
         "bce_probabilities": gv.nn.functional.binary_cross_entropy(x.sigmoid(), (y > 0).double()), "bce": gv.nn.functional.binary_cross_entropy_with_logits(
             x, (y > 0).double()),
     }

@@ -286,7 +286,14 @@ def test_embedding_and_layer_norm_modules_match_torch():
 # -- second order: create_graph=True records these backward passes as PyTorch does ------------------------
 SECOND_ORDER = ["F.selu(x)", "F.celu(x, 0.5)", "F.gelu(x)", "F.gelu(x, approximate='tanh')", "F.elu(x, 0.5)", "F.softplus(x, 2, 1)",
                 "F.softplus(x * 3) * F.gelu(x)", "F.silu(x)", "F.leaky_relu(x, 0.2)", "F.hardtanh(x, -1.0, 1.5)", "F.relu6(x * 3)",
-                "F.pad(x, (1, -1, 0, 2), value=2.0)", "F.leaky_relu(x * x) * F.silu(x * 2)"]
+                "F.pad(x, (1, -1, 0, 2), value=2.0)", "F.leaky_relu(x * x) * F.silu(x * 2)",
+                "F.logsigmoid(x)", "F.logsigmoid(x * 30) * x", "F.hardswish(x * 2)", "F.hardswish(x) * F.logsigmoid(x * 3)",
+                "F.huber_loss(x * x, x.sin())", "F.smooth_l1_loss(x * 2, x.exp(), beta=0.5, reduction='sum')",
+                "F.huber_loss(x.tanh(), x * 0.3, reduction='none', delta=0.4)", "F.smooth_l1_loss(x, torch.zeros(2, 3))",
+                "F.huber_loss(torch.ones(2, 3), x * x, delta=0.5)",
+                "F.leaky_relu(x * 1, 0.2, inplace=True)", "F.elu(x * 2, 0.7, inplace=True)", "F.celu(x * 1, 0.5, True)",
+                "F.selu(x * x, inplace=True) * x", "F.leaky_relu(x * x, 0.3, True) * F.elu(x * 1, inplace=True)",
+                "F.mish(x)", "F.mish(x * 30) * x"]
 
 
 @pytest.mark.parametrize("expression", SECOND_ORDER)

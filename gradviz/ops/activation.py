@@ -422,12 +422,24 @@ class LogSigmoidBackward0(OpFunction):
         return backend.sub(backend.minimum(x, 0.0), backend.log1p(buffer))
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        x, buffer = ctx.saved("self", "buffer")
-        negative = backend.lt(x, 0)
-        share = backend.div(buffer, backend.add(buffer, 1.0))  # σ(-|x|)
-        local = backend.where(negative, backend.sub(1.0, share), share)
-        return backend.mul(grad, local)
+        return _log_sigmoid_backward(ctx.backend, grad, *ctx.saved("self", "buffer"))
+
+    def backward_graph(ctx, grad):
+        return LogSigmoidBackwardBackward0.apply(grad, *ctx.saved_graph("self", "buffer"))
+
+
+def _log_sigmoid_backward(backend, grad, x, buffer):
+    """``grad · (1 - σ(x))``, written with the saved ``buffer = e^-|x|`` as PyTorch's kernel does."""
+    negative = backend.lt(x, 0)
+    share = backend.div(buffer, backend.add(buffer, 1.0))  # σ(-|x|)
+    local = backend.where(negative, backend.sub(1.0, share), share)
+    return backend.mul(grad, local)
+
+
+def _log_sigmoid_curvature(backend, x, buffer=None):
+    """(log σ)''(x) = ``(σ(x) - 1) σ(x)``, as PyTorch's ``log_sigmoid_double_backward`` writes it."""
+    z = backend.sigmoid(x)
+    return backend.mul(backend.sub(z, 1.0), z)
 
 
 class MishBackward0(OpFunction):
@@ -449,6 +461,19 @@ class MishBackward0(OpFunction):
         slope = backend.mul(backend.mul(x, backend.sigmoid(x)), backend.sub(1.0, backend.mul(tanh_softplus, tanh_softplus)))
         return backend.mul(grad, backend.add(tanh_softplus, slope))
 
+    def backward_graph(ctx, grad):
+        """PyTorch's composite ``mish_backward``, node for node: ``t = tanh(log1p(exp(x)))``, ``s = sigmoid(x)``,
+        then ``grad * (t + x * s * (1 - t * t))`` (C++ builds the right operand of each product first)."""
+        from gradviz.ops.elementwise import log1p
+
+        x = ctx.saved_graph("self")
+        tanh_softplus = log1p(x.exp()).tanh()
+        sigmoid = x.sigmoid()
+        one = Tensor._make(ctx.backend.full((), 1, x.dtype, x.device), backend=ctx.backend)
+        bend = one - tanh_softplus * tanh_softplus
+        slope = x * sigmoid * bend
+        return grad * (tanh_softplus + slope)
+
 
 def _softplus_of(backend, x):
     """``log(1 + eˣ)`` computed without overflow: ``max(x, 0) + log(1 + e^-|x|)``."""
@@ -468,10 +493,21 @@ class HardswishBackward0(OpFunction):
         return backend.div(backend.mul(x, backend.minimum(backend.maximum(backend.add(x, 3.0), 0.0), 6.0)), 6.0)
 
     def backward(ctx, grad):
-        backend = ctx.backend
-        x = ctx.saved("self")
-        middle = backend.mul(grad, backend.add(backend.div(x, 3.0), 0.5))
-        return backend.where(backend.le(x, -3.0), 0.0, backend.where(backend.lt(x, 3.0), middle, grad))
+        return _hardswish_backward(ctx.backend, grad, ctx.saved("self"))
+
+    def backward_graph(ctx, grad):
+        return HardswishBackwardBackward0.apply(grad, ctx.saved_graph("self"))
+
+
+def _hardswish_backward(backend, grad, x):
+    middle = backend.mul(grad, backend.add(backend.div(x, 3.0), 0.5))
+    return backend.where(backend.le(x, -3.0), 0.0, backend.where(backend.lt(x, 3.0), middle, grad))
+
+
+def _hardswish_double_backward(backend, grad_times_grad_output, x):
+    """``grad · grad_output · hardswish''(x)``: divided by 3 inside (-3, 3), 0 elsewhere (PyTorch's formula)."""
+    inside = backend.logical_and(backend.gt(x, -3.0), backend.lt(x, 3.0))
+    return backend.where(inside, backend.div(grad_times_grad_output, 3.0), 0.0)
 
 
 class HardsigmoidBackward0(OpFunction):
@@ -621,6 +657,13 @@ class LeakyReluBackward1(OpFunction):
                 "in-place leakRelu backward calculation with negative slope")
         return _leaky_relu_backward(ctx.backend, grad, result, slope)
 
+    def backward_graph(ctx, grad):
+        """``leaky_relu_backward(grad, result, negative_slope, true)``: the second-order op reads the output."""
+        result, slope = ctx.saved_graph("result", "negative_slope")
+        if slope < 0:
+            ctx.backward(grad._data)  # raises PyTorch's error: the output's sign no longer tells the input's
+        return LeakyReluBackwardBackward0.apply(grad, result, slope)
+
 
 class EluBackward1(OpFunction):
     """``elu_`` and ``selu_`` (in place): the backward reads the output; where it is not positive,
@@ -640,6 +683,9 @@ class EluBackward1(OpFunction):
         result, alpha, scale, input_scale = ctx.saved("result", "alpha", "scale", "input_scale")
         return _elu_backward_from_result(ctx.backend, grad, result, alpha, scale, input_scale)
 
+    def backward_graph(ctx, grad):
+        return EluBackwardBackward0.apply(grad, *ctx.saved_graph("result", "alpha", "scale", "input_scale"), True)
+
 
 class CeluBackward1(OpFunction):
     """``celu_`` (in place): ELU with ``input_scale = 1/alpha``, read from the output."""
@@ -657,6 +703,10 @@ class CeluBackward1(OpFunction):
     def backward(ctx, grad):
         result, alpha = ctx.saved("result", "alpha")
         return _elu_backward_from_result(ctx.backend, grad, result, alpha, 1, 1.0 / alpha)
+
+    def backward_graph(ctx, grad):
+        result, alpha = ctx.saved_graph("result", "alpha")
+        return EluBackwardBackward0.apply(grad, result, alpha, 1, 1.0 / alpha, True)
 
 
 def _elu_backward_from_result(backend, grad, result, alpha, scale, input_scale):
@@ -696,7 +746,7 @@ def apply_in_place(function, *args):
     return apply_(args[0], function, *args[1:])
 
 
-# -- second order: the ops a recorded backward pass of gelu, elu and softplus makes ---------------------------
+# -- second order: the ops a recorded backward pass of gelu, elu, softplus, log-sigmoid and hardswish makes --
 class _ActivationBackwardBackward(OpFunction):
     """``f_backward(grad_output, x, *parameters) = grad_output · f'(x)``: its gradient for ``grad_output`` is
     ``grad · f'(x)`` (the first-order formula again), for ``x`` it is ``grad · grad_output · f''(x)``."""
@@ -741,9 +791,42 @@ class EluBackwardBackward0(_ActivationBackwardBackward):
                                       "self_or_result)", r"\bar{z}\,\bar{y}\,\alpha e^{x}\,[x < 0]")}
     first, second = staticmethod(_elu_backward), staticmethod(_elu_curvature)
 
-    def forward(ctx, grad_output, self, alpha, scale=1, input_scale=1):
-        ctx.save(is_result=False)
-        return EluBackwardBackward0._run(ctx, grad_output, self, alpha, scale, input_scale)
+    def forward(ctx, grad_output, self, alpha, scale=1, input_scale=1, is_result=False):
+        """``is_result``: ``self`` is the output of an in-place elu (EluBackward1, CeluBackward1)."""
+        ctx.save(is_result=is_result)
+        if not is_result:
+            return EluBackwardBackward0._run(ctx, grad_output, self, alpha, scale, input_scale)
+        ctx.save(alpha=alpha, grad_output=grad_output, input_scale=input_scale, scale=scale, self_or_result=self)
+        return _elu_backward_from_result(grad_output._backend, grad_output._data, self._data, alpha, scale, input_scale)
+
+    def backward(ctx, grad):
+        if not ctx.saved("is_result"):
+            return _ActivationBackwardBackward.backward(ctx, grad)
+        backend = ctx.backend
+        grad_output, result, alpha, scale, input_scale = ctx.saved("grad_output", "self_or_result", "alpha", "scale",
+                                                                   "input_scale")
+        needs = ctx.needs_input_grad
+        negative = backend.astype(backend.lt(result, 0), _dtype.from_any(grad.dtype))
+        return (_elu_backward_from_result(backend, grad, result, alpha, scale, input_scale) if needs[0] else None,
+                backend.mul(backend.mul(backend.mul(grad, grad_output), input_scale), negative) if needs[1] else None)
+
+    def backward_graph(ctx, grad):
+        """As PyTorch: ``elu_backward`` again for ``grad_output``; for ``self_or_result``, its
+        ``elu_double_backward``: ``elu_backward(grad * grad_output * input_scale, ...) * [x < 0]``
+        (from the input), or ``grad * grad_output * input_scale * [y < 0]`` (from the output)."""
+        from gradviz.ops.arithmetic import MulBackward1
+
+        grad_output, x = ctx.saved_graph("grad_output", "self_or_result")
+        alpha, scale, input_scale, is_result = ctx.saved("alpha", "scale", "input_scale", "is_result")
+        needs = ctx.needs_input_grad
+        first = EluBackwardBackward0.apply(grad, x, alpha, scale, input_scale, is_result) if needs[0] else None
+        if not needs[1]:
+            return first, None
+        scaled = MulBackward1.apply(grad * grad_output, input_scale)
+        if not is_result:
+            scaled = EluBackwardBackward0.apply(scaled, x, alpha, scale, input_scale)
+        negative = ctx.backend.astype(ctx.backend.lt(x._data, 0), grad.dtype)
+        return first, scaled * Tensor._make(negative, backend=ctx.backend)
 
 
 class SoftplusBackwardBackward0(_ActivationBackwardBackward):
@@ -756,3 +839,82 @@ class SoftplusBackwardBackward0(_ActivationBackwardBackward):
 
     def forward(ctx, grad_output, self, beta, threshold):
         return SoftplusBackwardBackward0._run(ctx, grad_output, self, beta, threshold)
+
+    def backward_graph(ctx, grad):
+        """As PyTorch: ``softplus_backward`` again for ``grad_output``; for ``self`` its composite
+        ``softplus_double_backward(grad * grad_output, self, beta, threshold)``, that is
+        ``sigmoid_backward(g, (beta·x).sigmoid()) * [beta·x < threshold] * beta``."""
+        from gradviz.ops.arithmetic import MulBackward1
+        from gradviz.ops.double_backward import SigmoidBackwardBackward0
+
+        grad_output, x, beta, threshold = ctx.saved_graph("grad_output", "self", "beta", "threshold")
+        needs = ctx.needs_input_grad
+        first = SoftplusBackwardBackward0.apply(grad, x, beta, threshold) if needs[0] else None
+        if not needs[1]:
+            return first, None
+        scaled_grad = grad * grad_output
+        scaled_x = MulBackward1.apply(x, beta)
+        slope = SigmoidBackwardBackward0.apply(scaled_grad, scaled_x.sigmoid())
+        below = ctx.backend.astype(ctx.backend.lt(scaled_x._data, threshold), grad.dtype)
+        return first, MulBackward1.apply(slope * Tensor._make(below, backend=ctx.backend), beta)
+
+
+class LogSigmoidBackwardBackward0(_ActivationBackwardBackward):
+    inputs = ("grad_output", "self")
+    parameters = ("buffer",)
+    derivatives = {"grad_output": ("log_sigmoid_backward(grad, self, buffer)", r"\bar{z}\,(1 - \sigma(x))"),
+                   "self": ("log_sigmoid_double_backward(grad * grad_output, self)",
+                            r"\bar{z}\,\bar{y}\,(\sigma(x) - 1)\,\sigma(x)")}
+    first, second = staticmethod(_log_sigmoid_backward), staticmethod(_log_sigmoid_curvature)
+
+    def forward(ctx, grad_output, self, buffer):
+        ctx.save(buffer=buffer, grad_output=grad_output, self=self)
+        return _log_sigmoid_backward(grad_output._backend, grad_output._data, self._data, buffer._data)
+
+    def backward_graph(ctx, grad):
+        """As PyTorch: ``log_sigmoid_backward`` again for ``grad_output``; for ``self``,
+        ``log_sigmoid_double_backward(grad * grad_output, self)`` = ``g * (z - 1) * z``, ``z = sigmoid(self)``."""
+        from gradviz.ops.arithmetic import SubBackward1
+
+        grad_output, x, buffer = ctx.saved_graph("grad_output", "self", "buffer")
+        needs = ctx.needs_input_grad
+        first = LogSigmoidBackwardBackward0.apply(grad, x, buffer) if needs[0] else None
+        if not needs[1]:
+            return first, None
+        scaled_grad = grad * grad_output
+        z = x.sigmoid()
+        return first, scaled_grad * SubBackward1.apply(z, 1) * z
+
+
+class HardswishBackwardBackward0(_ActivationBackwardBackward):
+    inputs = ("grad_output", "self")
+    derivatives = {"grad_output": ("hardswish_backward(grad, self)", r"\bar{z}\,(x/3 + 1/2)\ \text{on}\ (-3, 3)"),
+                   "self": ("at::where(at::logical_and(-3.0 < self, self < 3.0), grad * grad_output / 3.0, "
+                            "at::zeros({}, self.options()))", r"\bar{z}\,\bar{y}\,[-3 < x < 3] / 3")}
+    first = staticmethod(_hardswish_backward)
+
+    def forward(ctx, grad_output, self):
+        return HardswishBackwardBackward0._run(ctx, grad_output, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, x = ctx.saved("grad_output", "self")
+        needs = ctx.needs_input_grad
+        return (_hardswish_backward(backend, grad, x) if needs[0] else None,
+                _hardswish_double_backward(backend, backend.mul(grad, grad_output), x) if needs[1] else None)
+
+    def backward_graph(ctx, grad):
+        """As PyTorch: ``hardswish_backward`` again for ``grad_output``; for ``self``,
+        ``where(-3 < self < 3, grad * grad_output / 3, zeros({}))``."""
+        from gradviz.ops.arithmetic import DivBackward1
+        from gradviz.ops.comparison import where
+
+        grad_output, x = ctx.saved_graph("grad_output", "self")
+        needs = ctx.needs_input_grad
+        first = HardswishBackwardBackward0.apply(grad, x) if needs[0] else None
+        if not needs[1]:
+            return first, None
+        backend = ctx.backend
+        inside = backend.logical_and(backend.gt(x._data, -3.0), backend.lt(x._data, 3.0))
+        zero = Tensor._make(backend.full((), 0, x.dtype, x.device), backend=backend)
+        return first, where(Tensor._make(inside, backend=backend), DivBackward1.apply(grad * grad_output, 3.0), zero)

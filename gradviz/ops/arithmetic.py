@@ -172,7 +172,8 @@ class MulBackward0(OpFunction):
                              backend.mul(grad, ctx.saved("self")) if needs[1] else None)
 
     def backward_graph(ctx, grad):
-        return _graph_grads(ctx, lambda: grad * ctx.saved_graph("other"), lambda: grad * ctx.saved_graph("self"))
+        other, self = ctx.saved_graph("other", "self")  # both unpacked (and version-checked) first, as PyTorch does
+        return _graph_grads(ctx, lambda: grad * other, lambda: grad * self)
 
 
 class DivBackward0(OpFunction):

@@ -7,6 +7,7 @@ derivative (what the first-order node computes on arrays), its backward the seco
 """
 from __future__ import annotations
 
+from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops.indexing import IndexPutBackward0
 from gradviz.ops._util import broadcast_shapes, meta, promote, saved_dim, to_input, wrap_dim
@@ -543,6 +544,67 @@ class SliceBackwardBackward0(OpFunction):
         bounds = ctx.key[-1]
         return slice_along(grad, len(ctx.key) - 1, bounds.start, bounds.stop, bounds.step,
                            given=(_signed(start), _signed(end)), given_dim=_signed(dim))
+
+
+class DiagonalBackwardBackward0(OpFunction):
+    """``diagonal_backward(grad_output, sizes, offset, dim1, dim2)``: zeros of the input's size with
+    ``grad_output`` on the diagonal (the backward of ``x.diagonal()``, as an op)."""
+
+    inputs = ("grad_output",)
+    derivatives = {"grad_output": ("grad.diagonal(offset, dim1, dim2)", r"\mathrm{diag}(\bar{z})")}
+
+    def forward(ctx, grad_output, sizes, axes, saved):
+        """``axes``: the two dims wrapped; ``saved``: offset, dim1, dim2 as DiagonalBackward0 saved them."""
+        from gradviz.ops.matrix import _onto_diagonal
+
+        ctx.save(**saved)
+        ctx.axes = axes
+        return _onto_diagonal(grad_output._backend, grad_output._data, sizes, _signed(saved["offset"]), *axes)
+
+    def backward(ctx, grad):
+        return ctx.backend.diagonal(grad, _signed(ctx.saved("offset")), *ctx.axes)
+
+    def backward_graph(ctx, grad):
+        """``grad.diagonal(offset, dim1, dim2)`` with the dims as given."""
+        from gradviz.ops.matrix import diagonal
+
+        offset, dim1, dim2 = ctx.saved("offset", "dim1", "dim2")
+        return diagonal(grad, _signed(offset), _signed(dim1), _signed(dim2))
+
+
+class IndexFillBackward1(OpFunction):
+    """``self.index_fill(dim, index, value)`` with a 0-dim tensor ``value``: a copy of ``self`` with
+    ``value`` at ``index`` along ``dim``. PyTorch's ``trace`` backward builds its gradient so."""
+
+    inputs = ("self", "value")
+    derivatives = {"self": ("grad.index_fill(dim, index, 0)", r"\bar{z}\ \text{with 0 at the filled places}"),
+                   "value": ("grad.index_select(dim, std::get<0>(at::_unique(index, false))).sum()",
+                             r"\textstyle\sum \bar{z}\ \text{at the filled places}")}
+
+    def forward(ctx, self, value, dim, index):
+        ctx.save(dim=saved_dim(dim), index=index)
+        key = ctx.key = (slice(None),) * wrap_dim(dim, max(self.ndim, 1)) + (index._data,)
+        backend = self._backend
+        return backend.assign(backend.copy(self._data), backend.astype(value._data, self.dtype), key)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        filled = backend.assign(backend.copy(grad), 0, ctx.key) if ctx.needs_input_grad[0] else None
+        if not ctx.needs_input_grad[1]:
+            return filled, None
+        unique = ctx.key[:-1] + (sorted(set(ctx.key[-1].tolist())),)
+        return filled, backend.sum(backend.getitem(grad, unique), None)
+
+    def backward_graph(ctx, grad):
+        """The value's: ``grad.index_select(dim, unique(index)).sum()``. The input's (``index_fill`` by a
+        number, IndexFillBackward0) is not recorded: ``trace``'s backward fills zeros that need no gradient."""
+        from gradviz.ops.indexing import index_select
+
+        if ctx.needs_input_grad[0]:
+            return OpFunction.backward_graph(ctx, grad)
+        dim, index = ctx.saved("dim", "index")
+        unique = Tensor._make(ctx.backend.array(sorted(set(index.tolist())), _dtype.int64), backend=ctx.backend)
+        return None, index_select(grad, _signed(dim), unique).sum()
 
 
 def _signed(saved: int) -> int:

@@ -397,6 +397,15 @@ class RemainderBackward1(OpFunction):
         quotient = getattr(backend, ctx.rounding)(backend.div(self, other))
         return _needed_grads(ctx, lambda: grad, lambda: backend.mul(backend.neg(grad), quotient))
 
+    def backward_graph(ctx, grad):
+        self, other = ctx.saved_graph("self", "other")
+
+        def other_grad():  # -grad * self.div(other, rounding_mode=...): C++ builds the right operand first
+            quotient = DivBackward2.apply(self, other, ctx.rounding)
+            return -grad * quotient
+
+        return _graph_grads(ctx, lambda: grad, other_grad)
+
 
 
 class FmodBackward1(RemainderBackward1):
@@ -410,6 +419,29 @@ class FmodBackward1(RemainderBackward1):
         _binary_operands(ctx, self, other)  # checks and notes metas
         ctx.save(other=other, self=self)
         return backend_of(self, other).fmod(*promote(self, other))
+
+
+class DivBackward2(OpFunction):
+    """``a.div(b, rounding_mode='floor' or 'trunc')``: a step function of both, so both gradients are 0.
+    Only a recorded backward of ``remainder`` and ``fmod`` by a tensor makes it here."""
+
+    inputs = ("self", "other")
+    derivatives = {"self": ("zeros_like(grad)", "0"), "other": ("zeros_like(grad)", "0")}
+
+    def forward(ctx, self, other, rounding_mode):
+        _binary_operands(ctx, self, other)  # checks and notes metas
+        ctx.save(other=other, rounding_mode=rounding_mode, self=self)
+        backend = backend_of(self, other)
+        return getattr(backend, rounding_mode)(backend.div(*promote(self, other)))
+
+    def backward(ctx, grad):
+        return _needed_grads(ctx, lambda: ctx.backend.mul(grad, 0.0), lambda: ctx.backend.mul(grad, 0.0))
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``zeros_like(grad)``: zeros with no history."""
+        from gradviz.ops.activation import _zeros_like
+
+        return _graph_grads(ctx, lambda: _zeros_like(ctx, grad), lambda: _zeros_like(ctx, grad))
 
 
 # -- lerp, addcmul, hypot ---------------------------------------------------------------------------------------

@@ -365,10 +365,11 @@ class SmoothL1LossBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         x, t, reduction, beta = ctx.saved("self", "target", "reduction", "beta")
-        difference = backend.sub(x, t)
-        slope = backend.where(backend.le(difference, -beta), -1.0,
-                              backend.where(backend.ge(difference, beta), 1.0, backend.div(difference, beta)))
+        slope = _smooth_l1_slope(backend, backend.sub(x, t), beta)
         return _both_ways(ctx, backend.mul(_unreduce(backend, grad, x.shape, reduction), slope))
+
+    def backward_graph(ctx, grad):
+        return _distance_loss_backward_graph(ctx, grad, SmoothL1LossBackwardBackward0, "beta")
 
 
 class HuberLossBackward0(OpFunction):
@@ -395,10 +396,111 @@ class HuberLossBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         x, t, reduction, delta = ctx.saved("self", "target", "reduction", "delta")
-        difference = backend.sub(x, t)
-        slope = backend.where(backend.le(difference, -delta), -delta,
-                              backend.where(backend.ge(difference, delta), delta, difference))
+        slope = _huber_slope(backend, backend.sub(x, t), delta)
         return _both_ways(ctx, backend.mul(_unreduce(backend, grad, x.shape, reduction), slope))
+
+    def backward_graph(ctx, grad):
+        return _distance_loss_backward_graph(ctx, grad, HuberLossBackwardBackward0, "delta")
+
+
+def _smooth_l1_slope(backend, difference, beta):
+    """smooth L1's derivative in ``d = x - t``: ``d / beta`` clamped to [-1, 1]."""
+    return backend.where(backend.le(difference, -beta), -1.0,
+                         backend.where(backend.ge(difference, beta), 1.0, backend.div(difference, beta)))
+
+
+def _smooth_l1_curvature(backend, grad, difference, beta):
+    """``grad`` times smooth L1's second derivative (``1 / beta`` where ``|d| < beta``, 0 elsewhere)."""
+    return backend.div(_inside(backend, grad, difference, beta), beta)
+
+
+def _inside(backend, grad, difference, bound):
+    """``grad · [|d| < bound]``, the mask in ``grad``'s dtype (PyTorch's ``grad * (d < bound)``)."""
+    mask = backend.astype(backend.lt(backend.abs(difference), bound), _dtype.from_any(grad.dtype))
+    return backend.mul(grad, mask)
+
+
+def _huber_slope(backend, difference, delta):
+    """Huber's derivative in ``d = x - t``: ``d`` clamped to [-delta, delta]."""
+    return backend.where(backend.le(difference, -delta), -delta,
+                         backend.where(backend.ge(difference, delta), delta, difference))
+
+
+def _huber_curvature(backend, grad, difference, delta):
+    """``grad`` times Huber's second derivative (1 where ``|d| < delta``, 0 elsewhere)."""
+    return _inside(backend, grad, difference, delta)
+
+
+def _distance_loss_backward_graph(ctx, grad, double_class, setting: str):
+    """A loss of ``x - t``, recorded as PyTorch records it: the input's gradient is the loss's backward op
+    (``..._backward(grad, self, target)``), the target's the same op with the two swapped."""
+    x, t, reduction, value = ctx.saved_graph("self", "target", "reduction", setting)
+    needs = ctx.needs_input_grad
+    return (double_class.apply(grad, x, t, reduction, value) if needs[0] else None,
+            double_class.apply(grad, t, x, reduction, value) if needs[1] else None)
+
+
+class _DistanceLossBackwardBackward(OpFunction):
+    """``loss_backward(grad_output, self, target, reduction, setting)`` of a loss of ``d = x - t`` (Huber,
+    smooth L1), the op a recorded backward pass makes: ``grad_output`` (spread for 'mean') times the
+    loss's slope in ``d``. Its gradients: for ``grad_output``, the slope again (summed when the loss
+    was reduced); for ``self``, ``grad · grad_output`` times the loss's curvature; for ``target``, minus that."""
+
+    inputs = ("grad_output", "self", "target")
+    setting: str      # the saved name of delta or beta
+    slope: staticmethod       # (backend, d, setting) -> the loss's derivative in d
+    curvature: staticmethod   # (backend, grad, d, setting) -> grad times its second derivative
+
+    @classmethod
+    def _run(cls, ctx, grad_output, self, target, reduction, value):
+        ctx.save(**{cls.setting: value}, grad_output=grad_output, reduction=reduction, self=self, target=target)
+        backend = grad_output._backend
+        x, t = promote(self, target)
+        slope = cls.slope(backend, backend.sub(x, t), value)
+        return backend.mul(_unreduce(backend, grad_output._data, x.shape, reduction), slope)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        grad_output, x, t, reduction, value = ctx.saved("grad_output", "self", "target", "reduction", ctx.setting)
+        difference = backend.sub(x, t)
+        needs = ctx.needs_input_grad
+        grad_grad_output = None
+        if needs[0]:
+            spread = backend.mul(ctx.slope(backend, difference, value), 1.0 / _numel(x) if reduction == 1 else 1.0)
+            grad_grad_output = backend.mul(spread, grad) if reduction == 0 else backend.sum(backend.mul(spread, grad), None)
+        if not (needs[1] or needs[2]):
+            return grad_grad_output, None, None
+        local = ctx.curvature(backend, backend.mul(grad, grad_output), difference, value)
+        local = backend.div(local, _numel(x)) if reduction == 1 else local
+        return grad_grad_output, local if needs[1] else None, backend.neg(local) if needs[2] else None
+
+
+class HuberLossBackwardBackward0(_DistanceLossBackwardBackward):
+    setting = "delta"
+    derivatives = {"grad_output": ("huber_loss_double_backward_grad_output(grad, grad_output, self, target, reduction, "
+                                   "delta)", r"\bar{z}\,\mathrm{clamp}(x - t, -\delta, \delta)"),
+                   "self": ("huber_loss_double_backward(grad * grad_output, self, target, reduction, delta)",
+                            r"\bar{z}\,\bar{y}\,[|x - t| < \delta]"),
+                   "target": ("-huber_loss_double_backward(grad * grad_output, self, target, reduction, delta)",
+                              r"-\bar{z}\,\bar{y}\,[|x - t| < \delta]")}
+    slope, curvature = staticmethod(_huber_slope), staticmethod(_huber_curvature)
+
+    def forward(ctx, grad_output, self, target, reduction, delta):
+        return HuberLossBackwardBackward0._run(ctx, grad_output, self, target, reduction, delta)
+
+
+class SmoothL1LossBackwardBackward0(_DistanceLossBackwardBackward):
+    setting = "beta"
+    derivatives = {"grad_output": ("smooth_l1_loss_double_backward_grad_output(grad, grad_output, self, target, "
+                                   "reduction, beta)", r"\bar{z}\,\mathrm{clamp}((x - t) / \beta, -1, 1)"),
+                   "self": ("smooth_l1_loss_double_backward(grad * grad_output, self, target, reduction, beta)",
+                            r"\bar{z}\,\bar{y}\,[|x - t| < \beta] / \beta"),
+                   "target": ("-smooth_l1_loss_double_backward(grad * grad_output, self, target, reduction, beta)",
+                              r"-\bar{z}\,\bar{y}\,[|x - t| < \beta] / \beta")}
+    slope, curvature = staticmethod(_smooth_l1_slope), staticmethod(_smooth_l1_curvature)
+
+    def forward(ctx, grad_output, self, target, reduction, beta):
+        return SmoothL1LossBackwardBackward0._run(ctx, grad_output, self, target, reduction, beta)
 
 
 def _both_ways(ctx, grad_self):

@@ -123,12 +123,20 @@ class DiagonalBackward0(OpFunction):
         axis1, axis2 = wrap_dim(dim1, self.ndim), wrap_dim(dim2, self.ndim)
         if axis1 == axis2:
             raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-        ctx.save(dim1=saved_dim(dim1), dim2=saved_dim(dim2), offset=offset, self_sym_sizes=tuple(self.shape))
+        ctx.save(dim1=saved_dim(dim1), dim2=saved_dim(dim2), offset=saved_dim(offset), self_sym_sizes=tuple(self.shape))
         ctx.axes = (axis1, axis2)
+        ctx.offset = offset
         return self._backend.diagonal(self._data, offset, axis1, axis2)
 
     def backward(ctx, grad):
-        return _onto_diagonal(ctx.backend, grad, ctx.saved("self_sym_sizes"), ctx.saved("offset"), *ctx.axes)
+        return _onto_diagonal(ctx.backend, grad, ctx.saved("self_sym_sizes"), ctx.offset, *ctx.axes)
+
+    def backward_graph(ctx, grad):
+        """``diagonal_backward(grad, sizes, offset, dim1, dim2)``, an op of its own in PyTorch."""
+        from gradviz.ops.double_backward import DiagonalBackwardBackward0
+
+        sizes, offset, dim1, dim2 = ctx.saved("self_sym_sizes", "offset", "dim1", "dim2")
+        return DiagonalBackwardBackward0.apply(grad, sizes, ctx.axes, dict(dim1=dim1, dim2=dim2, offset=offset))
 
 
 class DiagonalBackward0_copy(DiagonalBackward0):  # noqa: N801 - PyTorch's name for it
@@ -172,6 +180,17 @@ class TraceBackward0(OpFunction):
         rows, cols = ctx.saved("self_sym_sizes")
         diagonal = backend.broadcast_to(grad, (min(rows, cols),))
         return _onto_diagonal(backend, diagonal, (rows, cols), 0, 0, 1)
+
+    def backward_graph(ctx, grad):
+        """As PyTorch's ``trace_backward``: the gradient written into a flat row of zeros at every
+        ``cols + 1``-th place (``index_fill``), then viewed as the matrix."""
+        from gradviz.ops.double_backward import IndexFillBackward1
+        from gradviz.tensor import arange, zeros
+
+        rows, cols = ctx.saved("self_sym_sizes")
+        flat = zeros(rows * cols, dtype=grad.dtype)
+        places = arange(0, rows * cols, cols + 1)
+        return IndexFillBackward1.apply(flat, grad, 0, places).view(rows, cols)
 
 
 # -- the functions ---------------------------------------------------------------------------------------------

@@ -711,13 +711,16 @@ entry("CeluBackward1", options=("alpha",))(lambda o: only(_elu_from_output(o["al
 
 def _elu_from_output(alpha: float, scale: float, input_scale: float) -> Rule:
     """In place, ELU's slope read from its output y: where ``y ≤ 0`` it is ``input_scale · (y + alpha · scale)``."""
-    y_ = result("y")
+    return Rule(local=_elu_slope_from_output(result("y"), alpha, scale, input_scale),
+                note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)")
+
+
+def _elu_slope_from_output(y_: Expr, alpha: float, scale: float, input_scale: float) -> Expr:
     negative = y_ + Num(alpha * scale)
     if input_scale != 1:
         negative = Num(input_scale) * negative
     positive = indicator(y_, ">", 0) if scale == 1 else Num(scale) * indicator(y_, ">", 0)
-    return Rule(local=positive + negative * indicator(y_, "≤", 0),
-                note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)")
+    return positive + negative * indicator(y_, "≤", 0)
 
 
 register("Phi")(lambda value: (1.0 + np.vectorize(math.erf, otypes=[np.float64])(np.asarray(value) / math.sqrt(2))) / 2)
@@ -987,6 +990,33 @@ def _mse_twice(o):
             "target": Rule(local=d_target, note=note, symbol="t")}
 
 
+def _distance_loss_twice(o, bound: float, scaled: bool) -> dict:
+    """The second-order node of Huber and smooth L1: ``ḡ`` times the slope in ``x − t``; its gradients are
+    the slope (for ḡ) and ``ḡ`` times the curvature (for x; minus that for t)."""
+    sizes = tuple(o["self"])
+    first = _distance_loss(o, bound, scaled)["self"].local
+    inside = Both(indicator(Num(-bound), "<", x - t), indicator(x - t, "<", Num(bound)))
+    o = dict(o, weight=None)
+    (d_self, scale), (d_target, _) = (_loss_scale(o, sizes, g_bar * inside / Num(bound) if scaled else g_bar * inside),
+                                      _loss_scale(o, sizes, Neg(g_bar * inside / Num(bound) if scaled else g_bar * inside)))
+    name = "smooth_l1_loss" if scaled else "huber_loss"
+    note = recorded(f"{name}'s gradient, ḡ times its slope in x − t") + (f"; {scale}" if scale else "")
+    return {"grad_output": Rule(local=first, note=note, symbol="ḡ"), "self": Rule(local=d_self, note=note),
+            "target": Rule(local=d_target, note=note, symbol="t")}
+
+
+entry("SmoothL1LossBackwardBackward0", options=("reduction", "beta"), present=("self", "target"))(
+    lambda o: _distance_loss_twice(o, o["beta"], scaled=True))
+entry("HuberLossBackwardBackward0", options=("reduction", "delta"), present=("self", "target"))(
+    lambda o: _distance_loss_twice(o, o["delta"], scaled=False))
+
+
+entry("DivBackward2", options=("rounding_mode",))(lambda o: {
+    name: Rule(sent=Num(0), symbol=symbol, note=f"a.div(b, rounding_mode='{o['rounding_mode']}') is a step function: "
+               "its gradient is 0 (a recorded backward of remainder or fmod makes it)")
+    for name, symbol in (("self", "a"), ("other", "b"))})
+
+
 def _read_back(key: tuple, computed: str) -> dict:
     return only(Rule(sent=Call("take", (g,), "", (key,), f"read at {_key_text(key, 'z')}"), symbol="ḡ",
                      note=recorded(computed) + ": reading those elements back is the gradient"), "grad_output")
@@ -1216,8 +1246,15 @@ def _gelu_twice(o):
 x_or_result = Var("self_or_result", "x")  # elu's second-order node names its input so (it may be the output)
 
 
-@entry("EluBackwardBackward0", options=("alpha", "scale", "input_scale"))
+@entry("EluBackwardBackward0", options=("alpha", "scale", "input_scale", "is_result"))
 def _elu_twice(o):
+    if o["is_result"]:  # after an in-place elu: x_or_result is the output y, and PyTorch's formulas read it
+        y_ = Var("self_or_result", "y")
+        first = _elu_slope_from_output(y_, o["alpha"], o["scale"], o["input_scale"])
+        second = indicator(y_, "<", 0) if o["input_scale"] == 1 else Num(o["input_scale"]) * indicator(y_, "<", 0)
+        note = recorded("elu's gradient ḡ·elu′ read from its output y, ḡ being the gradient that arrived")
+        return {"grad_output": Rule(local=first, symbol="ḡ", note=note),
+                "self_or_result": Rule(local=g_bar * second, symbol="y", note=note)}
     first, second = _elu_slopes(x_or_result, o["alpha"], o["scale"], o["input_scale"])
     return _activation_twice(first, second, "elu's gradient ḡ·elu′(x)", "self_or_result")
 
@@ -1229,6 +1266,13 @@ def _softplus_twice(o):
     first = sigmoid(bx) * indicator(bx, "≤", Num(threshold)) + indicator(bx, ">", Num(threshold))
     second = Num(beta) * sigmoid(bx) * (1 - sigmoid(bx)) * indicator(bx, "<", Num(threshold))
     return _activation_twice(first, second, "softplus's gradient ḡ·σ(βx)")
+
+
+entry("LogSigmoidBackwardBackward0")(lambda o: _activation_twice(
+    1 - sigmoid(x), (sigmoid(x) - 1) * sigmoid(x), "log σ's gradient ḡ·(1 − σ(x))"))
+entry("HardswishBackwardBackward0")(lambda o: _activation_twice(
+    Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) * (x / 3 + Num(0.5)) + indicator(x, "≥", Num(3)),
+    Both(indicator(Num(-3), "<", x), indicator(x, "<", Num(3))) / 3, "hardswish's gradient ḡ·hardswish′(x)"))
 
 
 @entry("torch::autograd::AccumulateGrad", "AccumulateGrad")
@@ -1441,6 +1485,39 @@ def _trace(o):
     rows, cols = o["self_sym_sizes"]
     return only(Rule(sent=g * Call("eye", (), "I", (rows, cols), f"{rows}×{cols}"),
                      note="the trace adds the diagonal: each diagonal element gets the gradient, the rest 0"))
+
+
+# -- the nodes a recorded backward of diagonal and trace makes (create_graph=True) -------------------------
+register("diagonal_of")(lambda grad, offset, dim1, dim2: np.diagonal(np.asarray(grad, np.float64), offset, dim1, dim2))
+
+
+@entry("DiagonalBackwardBackward0", options=("offset", "dim1", "dim2"))
+def _diagonal_twice(o):
+    offset, dim1, dim2 = (signed(o[name]) for name in ("offset", "dim1", "dim2"))
+    computed = "the gradient of x.diagonal(): ḡ put on the diagonal of zeros the size of x"
+    return only(Rule(sent=Call("diagonal_of", (g,), "diag", (offset, dim1, dim2), f"offset {offset}, dims {dim1}, {dim2}"),
+                     symbol="ḡ", note=recorded(computed) + ": reading that diagonal back is the gradient"), "grad_output")
+
+
+@register("zero_slices")
+def _zero_slices(grad, index, dim):
+    out = np.array(grad, dtype=np.float64)
+    out[_along(dim, np.asarray(index).astype(np.int64))] = 0
+    return out
+
+
+register("sum_of_unique_slices")(lambda grad, index, dim: np.take(
+    np.asarray(grad, np.float64), np.unique(np.asarray(index).astype(np.int64)), axis=dim).sum())
+
+
+@entry("IndexFillBackward1", options=("dim",))
+def _index_fill(o):
+    dim = signed(o["dim"])
+    return {"self": Rule(sent=Call("zero_slices", (g, Var("index", "i")), "", (dim,), f"0 at the indices i along dim {dim}"),
+                        note="the filled places were overwritten: their gradient is 0"),
+            "value": Rule(sent=Call("sum_of_unique_slices", (g, Var("index", "i")), "", (dim,),
+                                    f"summed at the indices i along dim {dim}"), symbol="v",
+                          note="the value went to every filled place: their gradients add up")}
 
 
 @entry("SortBackward0", "SortBackward1", "TopkBackward0", options=("dim", "self_sym_sizes"))
