@@ -216,10 +216,8 @@ class Atan2Backward0(OpFunction):
 
     def forward(ctx, self, other):
         _check_tensor("atan2", other)
-        _binary_operands(ctx, self, other)  # checks and notes metas
+        backend, a, b = _binary_operands(ctx, self, other)
         ctx.save(other=other, self=self)
-        a, b = promote(self, other)
-        backend = self._backend
         if not _dtype.result_type((self, other)).is_floating_point:
             a, b = (backend.astype(v, _dtype.default_float) for v in (a, b))
         return backend.atan2(a, b)
@@ -387,9 +385,9 @@ class RemainderBackward1(OpFunction):
     rounding = "floor"
 
     def forward(ctx, self, other):
-        _binary_operands(ctx, self, other)  # checks and notes metas
+        backend, a, b = _binary_operands(ctx, self, other)
         ctx.save(other=other, self=self)
-        return backend_of(self, other).remainder(*promote(self, other))
+        return backend.remainder(a, b)
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -416,9 +414,9 @@ class FmodBackward1(RemainderBackward1):
     rounding = "trunc"
 
     def forward(ctx, self, other):
-        _binary_operands(ctx, self, other)  # checks and notes metas
+        backend, a, b = _binary_operands(ctx, self, other)
         ctx.save(other=other, self=self)
-        return backend_of(self, other).fmod(*promote(self, other))
+        return backend.fmod(a, b)
 
 
 class DivBackward2(OpFunction):
@@ -429,10 +427,9 @@ class DivBackward2(OpFunction):
     derivatives = {"self": ("zeros_like(grad)", "0"), "other": ("zeros_like(grad)", "0")}
 
     def forward(ctx, self, other, rounding_mode):
-        _binary_operands(ctx, self, other)  # checks and notes metas
+        backend, a, b = _binary_operands(ctx, self, other)
         ctx.save(other=other, rounding_mode=rounding_mode, self=self)
-        backend = backend_of(self, other)
-        return getattr(backend, rounding_mode)(backend.div(*promote(self, other)))
+        return getattr(backend, rounding_mode)(backend.div(a, b))
 
     def backward(ctx, grad):
         return _needed_grads(ctx, lambda: ctx.backend.mul(grad, 0.0), lambda: ctx.backend.mul(grad, 0.0))
@@ -453,10 +450,8 @@ class LerpBackward0(OpFunction):
                    "end": ("grad * weight", r"\bar{y}\,w")}
 
     def forward(ctx, self, end, weight):
-        _binary_operands(ctx, self, end)  # checks and notes metas
+        backend, start, stop = _binary_operands(ctx, self, end)
         ctx.save(weight=weight)
-        backend = self._backend
-        start, stop = promote(self, end)
         return backend.add(start, backend.mul(backend.sub(stop, start), weight))
 
     def backward(ctx, grad):
@@ -514,11 +509,9 @@ class HypotBackward0(OpFunction):
 
     def forward(ctx, self, other):
         _check_tensor("hypot", other)
-        _binary_operands(ctx, self, other)  # checks and notes metas
+        backend, a, b = _binary_operands(ctx, self, other)
         ctx.save(other=other, self=self)
         ctx.save_result()
-        backend = self._backend
-        a, b = promote(self, other)
         return backend.sqrt(backend.add(backend.mul(a, a), backend.mul(b, b)))
 
     def backward(ctx, grad):
