@@ -11,7 +11,7 @@ import math
 
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
-from gradviz.ops._util import backend_of, float_data, promote
+from gradviz.ops._util import float_data, promote
 from gradviz.ops.arithmetic import AddBackward1, MulBackward1, _binary_grads, _binary_operands, _graph_grads
 from gradviz.tensor import Tensor
 
