@@ -8,14 +8,15 @@ from __future__ import annotations
 from collections import namedtuple
 
 
-def _return_type(name: str):
-    base = namedtuple(name, ["values", "indices"])
+def _return_type(name: str, fields: tuple[str, ...] = ("values", "indices")):
+    base = namedtuple(name, fields)
 
     def __repr__(self) -> str:
-        return f"torch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+        body = ",\n".join(f"{field}={value!r}" for field, value in zip(fields, self))
+        return f"torch.return_types.{name}(\n{body})"
 
     kind = type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__,
-                                "__doc__": f"What ``{name}`` returns: ``(values, indices)``."})
+                                "__doc__": f"What ``{name}`` returns: ``({', '.join(fields)})``."})
     kind.__module__ = "torch.return_types"
     return kind
 
