@@ -422,3 +422,57 @@ def argsort(a, axis, descending):
 
 def scatter(out, axis, index, values):
     return out.scatter_(axis, index, values)
+
+
+# -- api7: products, linear algebra, scatter_reduce, padding modes, strided windows ------------------
+def cross(a, b, axis):
+    return torch.linalg.cross(a, b, dim=axis)
+
+
+def lu_factor(a):
+    lu, pivots, info = torch.linalg.lu_factor_ex(a)
+    return lu, pivots, info
+
+
+def inv(a):
+    return torch.linalg.inv(a)
+
+
+def solve(a, b):
+    return torch.linalg.solve(a, b)
+
+
+def det(a):
+    return torch.linalg.det(a)
+
+
+def slogdet(a):
+    sign, logabsdet = torch.linalg.slogdet(a)
+    return sign, logabsdet
+
+
+def cholesky(a):
+    factor, info = torch.linalg.cholesky_ex(a)
+    first = int(info.max()) if info.numel() else 0
+    return (factor, 0) if first == 0 else (None, first)
+
+
+def svd(a):
+    return torch.linalg.svd(a, full_matrices=False)
+
+
+def scatter_reduce(out, axis, index, src, reduce, include_self):
+    return out.scatter_reduce_(axis, index, src, reduce, include_self=include_self)
+
+
+def pad_mode(a, pad_widths, mode):
+    pad = []
+    for before, after in reversed(pad_widths):
+        pad += [before, after]
+    while len(pad) > 2 and pad[-2:] == [0, 0]:
+        pad = pad[:-2]
+    return torch.nn.functional.pad(a, pad, mode=mode)
+
+
+def unfold(a, axis, size, step):
+    return a.unfold(axis, size, step)

@@ -1,0 +1,359 @@
+"""``torch.linalg``'s differentiable decompositions and what they compute: inverse, determinant,
+``slogdet``, Cholesky, ``solve``, each one node named as PyTorch 2.13 names it.
+
+PyTorch computes ``inv`` and ``solve`` through their ``_ex`` forms (LinalgInvExBackward0,
+LinalgSolveExBackward0), and ``det``/``slogdet``/``solve`` from an LU factorization whose factors
+the node keeps (``_saved_LU``, ``_saved_pivots``: LAPACK's ``getrf``, 1-based row swaps). The
+derivatives, for a square ``A`` with inverse ``A⁻¹``:
+
+* ``inv``:     ``Ā = -A⁻ᵀ Ȳ A⁻ᵀ``
+* ``det``:     ``Ā = ȳ det(A) A⁻ᵀ`` (for a singular ``A``, the adjugate's transpose, from the SVD)
+* ``slogdet``: ``Ā = ȳ A⁻ᵀ`` (the sign has no gradient)
+* ``solve``:   ``B̄ = A⁻ᵀ X̄``, ``Ā = -B̄ Xᵀ``
+* ``cholesky``: ``Ā = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹``, symmetrized, where ``Φ`` keeps the lower triangle and halves the diagonal
+
+A matrix these cannot handle raises ``LinAlgError`` (PyTorch's ``torch.linalg.LinAlgError``, a
+``RuntimeError``) with PyTorch's message.
+"""
+from __future__ import annotations
+
+import warnings
+
+from gradviz import _dtype
+from gradviz.autograd.function import _NO_RECORD, OpFunction, gradient_edge
+from gradviz.grad_mode import _state as _grad_state
+from gradviz.ops._util import meta, to_input
+from gradviz.ops.return_types import _return_type
+from gradviz.tensor import Tensor
+
+LINALG_SLOGDET = _return_type("linalg_slogdet", ("sign", "logabsdet"))
+SLOGDET = _return_type("slogdet", ("sign", "logabsdet"))
+
+
+class LinAlgError(RuntimeError):
+    """PyTorch's ``torch.linalg.LinAlgError``: a matrix the factorization cannot handle (singular, not
+    positive-definite). A RuntimeError, so ``except RuntimeError`` catches it as in PyTorch."""
+
+
+LinAlgError.__module__ = "gradviz.linalg"
+
+
+def _batch_prefix(info, index) -> str:
+    return f"(Batch element {index}): " if info.ndim else ""
+
+
+def _mT(backend, array):
+    return backend.permute(array, tuple(range(array.ndim - 2)) + (array.ndim - 1, array.ndim - 2))
+
+
+def _check_square(name: str, A) -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+
+
+def _check_float(name: str, A) -> None:
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype.SCALAR_TYPE_NAMES[A.dtype.name]}")
+
+
+def _first_failure(backend, info):
+    """``(batch index, info)`` of the first matrix whose factorization failed, or None."""
+    values = backend.to_numpy(info)
+    flat = values.reshape(-1)
+    for index, value in enumerate(flat):
+        if value:
+            return index, int(value)
+    return None
+
+
+def _lu(A, name: str, message):
+    """The LU factors of ``A``; ``message(info)`` is PyTorch's error for a zero pivot (None: no error)."""
+    backend = A._backend
+    lu, pivots, info = backend.lu_factor(A._data)
+    failure = _first_failure(backend, info) if message is not None else None
+    if failure is not None:
+        index, value = failure
+        prefix = f"(Batch element {index}): " if A.ndim > 2 else ""
+        raise LinAlgError(f"{name}: {prefix}{message(value)}")
+    return lu, pivots
+
+
+def _tensor(array, backend):
+    return Tensor._make(array, backend=backend)
+
+
+class LinalgInvExBackward0(OpFunction):
+    """``linalg.inv``: ``Ā = -A⁻ᵀ Ȳ A⁻ᵀ``, from the inverse it saved."""
+
+    inputs = ("A",)
+    derivatives = {"A": ("-at::matmul(inverse.mH(), at::matmul(grad, inverse.mH()))",
+                         r"-A^{-\top}\,\bar{Y}\,A^{-\top}")}
+
+    def forward(ctx, A):
+        ctx.save_result("inverse")
+        return A._backend.inv(A._data)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        inverse_t = _mT(backend, ctx.saved("inverse"))
+        return backend.neg(backend.matmul(inverse_t, backend.matmul(grad, inverse_t)))
+
+    def backward_graph(ctx, grad):
+        inverse_t = ctx.saved_graph("inverse").mT
+        return -(inverse_t.matmul(grad.matmul(inverse_t)))
+
+
+class LinalgDetBackward0(OpFunction):
+    """``linalg.det``: ``Ā = ȳ det(A) A⁻ᵀ`` (the cofactor matrix), from the saved ``A``."""
+
+    inputs = ("A",)
+    derivatives = {"A": ("linalg_det_backward(grad, result, A, LU, pivots)", r"\bar{y}\,\det(A)\,A^{-\top}")}
+
+    def forward(ctx, A):
+        backend = A._backend
+        lu, pivots = _lu(A, "linalg.det", None)
+        ctx.save(A=A, LU=_tensor(lu, backend), pivots=_tensor(pivots, backend))
+        ctx.save_result()
+        return backend.det(A._data)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        A = ctx.saved("A")
+        return backend.mul(backend.reshape(grad, tuple(grad.shape) + (1, 1)), _cofactors(backend, A))
+
+
+def _cofactors(backend, A):
+    """``det(A) A⁻ᵀ`` for every matrix, singular ones too: with ``A = U S Vᵀ``,
+    ``adj(A)ᵀ = det(U) det(V) U diag(∏_{j≠i} s_j) Vᵀ``."""
+    u, s, vh = backend.svd(A)
+    n = A.shape[-1]
+    products = []
+    for i in range(n):
+        others = backend.full(tuple(s.shape[:-1]), 1, _dtype.from_any(s.dtype), backend.device_of(s))
+        for j in range(n):
+            if j != i:
+                others = backend.mul(others, backend.getitem(s, (Ellipsis, j)))
+        products.append(others)
+    scaled = backend.stack(products, -1)
+    signs = backend.mul(backend.det(u), backend.det(vh))
+    adjugate_t = backend.matmul(backend.mul(u, backend.reshape(scaled, tuple(scaled.shape[:-1]) + (1, n))), vh)
+    return backend.mul(adjugate_t, backend.reshape(signs, tuple(signs.shape) + (1, 1)))
+
+
+class LinalgSlogdetBackward0(OpFunction):
+    """``linalg.slogdet``: two outputs, ``sign`` and ``logabsdet``; ``Ā = ȳ A⁻ᵀ`` from ``logabsdet``'s
+    gradient (a real sign is constant: it sends none)."""
+
+    inputs = ("A",)
+    derivatives = {"A": ("slogdet_backward(grad_sign, grad_logabsdet, A, sign, LU, pivots)",
+                         r"\bar{y}\,A^{-\top}")}
+
+    @classmethod
+    def apply(cls, A):
+        record = _grad_state.enabled and A.requires_grad
+        node = cls() if record else _NO_RECORD
+        if record:
+            node.backend = A._backend
+            edge = gradient_edge(A)
+            node._next_functions = (edge,)
+            node.needs_input_grad = (edge[0] is not None,)
+            if _grad_state.backward_order:
+                node._order = _grad_state.backward_order
+        sign, logabsdet = cls.forward(node, A)
+        outputs = []
+        for output_nr, array in enumerate((sign, logabsdet)):
+            out = Tensor._make(array, record, node if record else None, A._backend)
+            out._output_nr = output_nr
+            outputs.append(out)
+        if record:
+            node._num_outputs = 2
+            from gradviz.autograd.node import SavedTensor
+
+            node._packed["sign"] = SavedTensor(outputs[0], is_output=True)
+            node.output_shape = tuple(sign.shape)
+        return tuple(outputs)
+
+    def forward(ctx, A):
+        backend = A._backend
+        lu, pivots = _lu(A, "linalg.slogdet", None)
+        ctx.save(A=A, LU=_tensor(lu, backend), pivots=_tensor(pivots, backend))
+        return backend.slogdet(A._data)
+
+    def backward(ctx, grad_sign, grad_logabsdet):
+        backend = ctx.backend
+        A = ctx.saved("A")
+        if grad_logabsdet is None:
+            return backend.full(tuple(A.shape), 0, _dtype.from_any(A.dtype), backend.device_of(A))
+        inverse_t = _mT(backend, backend.inv(A))
+        return backend.mul(backend.reshape(grad_logabsdet, tuple(grad_logabsdet.shape) + (1, 1)), inverse_t)
+
+
+class LinalgCholeskyExBackward0(OpFunction):
+    """``linalg.cholesky``: ``Ā = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹``, symmetrized; ``Φ`` keeps the lower triangle, the
+    diagonal halved."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("cholesky_backward(grad, upper, L)", r"L^{-\top}\,\Phi(L^{\top}\bar{L})\,L^{-1}")}
+
+    def forward(ctx, self, upper=False):
+        factor = _cholesky(self, "linalg.cholesky")
+        ctx.save(upper=upper)
+        ctx.save_result("L")
+        return _mT(self._backend, factor) if upper else factor
+
+    def backward(ctx, grad):
+        return _cholesky_backward(ctx.backend, grad, ctx.saved("L"), ctx.saved("upper"))
+
+
+class CholeskyBackward0(LinalgCholeskyExBackward0):
+    """The deprecated ``torch.cholesky``: the same derivative, saved as ``result``."""
+
+    derivatives = {"self": ("cholesky_backward(grad, upper, result)", r"L^{-\top}\,\Phi(L^{\top}\bar{L})\,L^{-1}")}
+
+    def forward(ctx, self, upper=False):
+        factor = _cholesky(self, "linalg.cholesky")
+        ctx.save(upper=upper)
+        ctx.save_result("result")
+        return _mT(self._backend, factor) if upper else factor
+
+    def backward(ctx, grad):
+        return _cholesky_backward(ctx.backend, grad, ctx.saved("result"), ctx.saved("upper"))
+
+
+def _cholesky(A, name: str):
+    backend = A._backend
+    factor, info = backend.cholesky(A._data)
+    if factor is None:
+        raise LinAlgError(f"{name}: The factorization could not be completed because the input is not "
+                          f"positive-definite (the leading minor of order {info} is not positive-definite).")
+    return factor
+
+
+def _cholesky_backward(backend, grad, L, upper):
+    if upper:
+        L, grad = _mT(backend, L), _mT(backend, grad)
+    n = L.shape[-1]
+    phi = backend.tril(backend.matmul(_mT(backend, L), grad), 0)
+    eye = backend.eye(n, n, _dtype.from_any(phi.dtype), backend.device_of(phi))
+    phi = backend.sub(phi, backend.mul(backend.mul(phi, eye), 0.5))
+    inverse = backend.inv(L)
+    gradient = backend.matmul(_mT(backend, inverse), backend.matmul(phi, inverse))
+    return backend.mul(backend.add(gradient, _mT(backend, gradient)), 0.5)
+
+
+class LinalgSolveExBackward0(OpFunction):
+    """``linalg.solve(A, B)``: ``X = A⁻¹ B``; ``B̄ = A⁻ᵀ X̄`` and ``Ā = -B̄ Xᵀ``."""
+
+    inputs = ("A", "B")
+    derivatives = {"A": ("-gB @ X.mH()", r"-\bar{B}\,X^{\top}"), "B": ("solve(A.mH(), grad)", r"A^{-\top}\,\bar{X}")}
+
+    def forward(ctx, A, B, vector):
+        backend = A._backend
+        lu, pivots = _lu(A, "torch.linalg.solve", lambda info: "The solver failed because the input matrix is singular.")
+        ctx.save(A=A, LU=_tensor(lu, backend), left=True, pivots=_tensor(pivots, backend))
+        ctx.save_result()
+        ctx.vector = vector
+        ctx.metas = (meta(A), meta(B))
+        b = backend.reshape(B._data, tuple(B.shape) + (1,)) if vector else B._data
+        if b.dtype != A._data.dtype:
+            b = backend.astype(b, A.dtype)
+        out = backend.solve(backend.expand(A._data, _solve_batch(A, b) + tuple(A.shape[-2:])),
+                            backend.expand(b, _solve_batch(A, b) + tuple(b.shape[-2:])))
+        return backend.reshape(out, tuple(out.shape[:-1])) if vector else out
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        A, X = ctx.saved("A", "result")
+        if ctx.vector:
+            grad, X = backend.reshape(grad, tuple(grad.shape) + (1,)), backend.reshape(X, tuple(X.shape) + (1,))
+        A_t = _mT(backend, A)
+        batch = tuple(grad.shape[:-2])
+        grad_B = backend.solve(backend.expand(A_t, batch + tuple(A.shape[-2:])), grad)
+        grad_A = backend.neg(backend.matmul(grad_B, _mT(backend, X)))
+        if ctx.vector:
+            grad_B = backend.reshape(grad_B, tuple(grad_B.shape[:-1]))
+        needs = ctx.needs_input_grad
+        return (to_input(backend, grad_A, ctx.metas[0]) if needs[0] else None,
+                to_input(backend, grad_B, ctx.metas[1]) if needs[1] else None)
+
+
+def _solve_batch(A, b) -> tuple:
+    from gradviz.ops._util import broadcast_shapes
+
+    return broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2]))
+
+
+# -- the functions ---------------------------------------------------------------------------------------
+def inv(A, *, out=None):
+    _check_square("linalg.inv", A)
+    _check_float("linalg.inv", A)
+    _lu(A, "linalg.inv", lambda info: f"The diagonal element {info} is zero, the inversion could not be completed "
+                                      "because the input matrix is singular.")
+    return LinalgInvExBackward0.apply(A)
+
+
+def det(A, *, out=None):
+    _check_square("linalg.det", A)
+    _check_float("linalg.det", A)
+    return LinalgDetBackward0.apply(A)
+
+
+def slogdet(A, *, out=None):
+    _check_square("linalg.slogdet", A)
+    _check_float("linalg.slogdet", A)
+    return LINALG_SLOGDET(*LinalgSlogdetBackward0.apply(A))
+
+
+def torch_slogdet(A):
+    """``torch.slogdet``: the same pair, under PyTorch's older name (``torch.return_types.slogdet``)."""
+    _check_square("linalg.slogdet", A)
+    _check_float("linalg.slogdet", A)
+    return SLOGDET(*LinalgSlogdetBackward0.apply(A))
+
+
+def logdet(A):
+    """``log det A``: PyTorch's ``where(sign == -1, nan, logabsdet)`` over ``slogdet``."""
+    from gradviz.ops.comparison import where
+
+    _check_square("logdet", A)
+    _check_float("logdet", A)
+    sign, logabsdet = LinalgSlogdetBackward0.apply(A)
+    return where(sign == -1.0, float("nan"), logabsdet)
+
+
+def cholesky(A, *, upper: bool = False, out=None):
+    _check_square("linalg.cholesky", A)
+    _check_float("linalg.cholesky", A)
+    return LinalgCholeskyExBackward0.apply(A, upper=upper)
+
+
+def deprecated_cholesky(A, upper: bool = False, *, out=None):
+    """The deprecated ``torch.cholesky`` (PyTorch warns and records CholeskyBackward0)."""
+    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
+                  "PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\nand"
+                  "\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\n"
+                  "This transform will produce equivalent results for all valid (symmetric positive definite) inputs.",
+                  UserWarning, stacklevel=2)
+    _check_square("cholesky", A)
+    _check_float("cholesky", A)
+    return CholeskyBackward0.apply(A, upper=upper)
+
+
+def solve(A, B, *, left: bool = True, out=None):
+    """``X`` with ``A @ X = B``; a ``B`` with one dim fewer than ``A`` (and matching batch) is a vector."""
+    _check_square("linalg.solve", A)
+    _check_float("linalg.solve", A)
+    if not left:
+        raise NotImplementedError("gradviz's linalg.solve solves A X = B only (left=True); transpose both sides "
+                                  "for X A = B")
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    rows = B.shape[-1] if vector else B.shape[-2]
+    if rows != A.shape[-1]:
+        columns = 1 if vector else B.shape[-1]
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {rows}x{columns})")
+    return LinalgSolveExBackward0.apply(A, B, vector)
