@@ -35,7 +35,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if dtype is not None:
         A = A.to(dtype)
-    dim = tuple(dim)
+    dim = tuple(d % A.ndim for d in dim)  # PyTorch saves the dims wrapped ('fro' as the int 2, 1 as 1.0)
     if ord == "fro":
         return LinalgVectorNormBackward0.apply(A, 2, dim, keepdim)
     if ord in (1, -1, math.inf, -math.inf):
@@ -44,7 +44,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
             summed, other = other, summed
         if summed < other and not keepdim:
             other -= 1
-        column_sums = LinalgVectorNormBackward0.apply(A, 1, (summed,), keepdim)
+        column_sums = LinalgVectorNormBackward0.apply(A, 1.0, (summed,), keepdim)
         return (amax if ord > 0 else amin)(column_sums, other, keepdim=keepdim)
     raise NotImplementedError(f"gradviz's matrix_norm computes ord='fro', 1, -1, inf and -inf; ord={ord!r} needs "
                               "singular values (an SVD), which gradviz does not differentiate yet")
@@ -56,4 +56,4 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
     if isinstance(ord, str) or (dim is not None and not isinstance(dim, int) and len(dim) == 2) or (
             dim is None and ord is not None and A.ndim == 2):
         return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
-    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+    return vector_norm(A, 2.0 if ord is None else ord, dim, keepdim, dtype=dtype)

@@ -670,15 +670,6 @@ def solve(a, b):
     return _arr(np.linalg.solve(a, b))
 
 
-def det(a):
-    return _arr(np.linalg.det(a))
-
-
-def slogdet(a):
-    sign, logabsdet = np.linalg.slogdet(a)
-    return _arr(sign), _arr(logabsdet)
-
-
 def cholesky(a):
     """``(L, info)``: the lower Cholesky factor of each matrix, ``info`` the order of the first leading
     minor that is not positive-definite (0 when none), as LAPACK's ``potrf`` reports it."""
@@ -694,11 +685,6 @@ def cholesky(a):
             except np.linalg.LinAlgError:
                 return None, order
     return None, a.shape[-1]
-
-
-def svd(a):
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
-    return _arr(u), _arr(s), _arr(vh)
 
 
 def scatter_reduce(out, axis, index, src, reduce, include_self):

@@ -442,23 +442,10 @@ def solve(a, b):
     return torch.linalg.solve(a, b)
 
 
-def det(a):
-    return torch.linalg.det(a)
-
-
-def slogdet(a):
-    sign, logabsdet = torch.linalg.slogdet(a)
-    return sign, logabsdet
-
-
 def cholesky(a):
     factor, info = torch.linalg.cholesky_ex(a)
     first = int(info.max()) if info.numel() else 0
     return (factor, 0) if first == 0 else (None, first)
-
-
-def svd(a):
-    return torch.linalg.svd(a, full_matrices=False)
 
 
 def scatter_reduce(out, axis, index, src, reduce, include_self):

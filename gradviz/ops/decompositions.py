@@ -108,7 +108,8 @@ class LinalgInvExBackward0(OpFunction):
 
 
 class LinalgDetBackward0(OpFunction):
-    """``linalg.det``: ``Ā = ȳ det(A) A⁻ᵀ`` (the cofactor matrix), from the saved ``A``."""
+    """``linalg.det``: ``Ā = ȳ det(A) A⁻ᵀ`` (the cofactor matrix). Like PyTorch, which solves with the
+    saved LU factors, a matrix whose determinant is exactly 0 gets a zero gradient."""
 
     inputs = ("A",)
     derivatives = {"A": ("linalg_det_backward(grad, result, A, LU, pivots)", r"\bar{y}\,\det(A)\,A^{-\top}")}
@@ -118,30 +119,27 @@ class LinalgDetBackward0(OpFunction):
         lu, pivots = _lu(A, "linalg.det", None)
         ctx.save(A=A, LU=_tensor(lu, backend), pivots=_tensor(pivots, backend))
         ctx.save_result()
-        return backend.det(A._data)
+        return _det_from_lu(backend, lu, pivots)
 
     def backward(ctx, grad):
         backend = ctx.backend
-        A = ctx.saved("A")
-        return backend.mul(backend.reshape(grad, tuple(grad.shape) + (1, 1)), _cofactors(backend, A))
+        A, det = ctx.saved("A", "result")
+        scale = backend.reshape(backend.mul(grad, det), tuple(grad.shape) + (1, 1))
+        singular = backend.reshape(backend.eq(det, 0), tuple(det.shape) + (1, 1))
+        safe = backend.where(singular, backend.eye(A.shape[-1], A.shape[-1], _dtype.from_any(A.dtype),
+                                                   backend.device_of(A)), A)
+        return backend.where(singular, 0.0, backend.mul(scale, _mT(backend, backend.inv(safe))))
 
 
-def _cofactors(backend, A):
-    """``det(A) A⁻ᵀ`` for every matrix, singular ones too: with ``A = U S Vᵀ``,
-    ``adj(A)ᵀ = det(U) det(V) U diag(∏_{j≠i} s_j) Vᵀ``."""
-    u, s, vh = backend.svd(A)
-    n = A.shape[-1]
-    products = []
-    for i in range(n):
-        others = backend.full(tuple(s.shape[:-1]), 1, _dtype.from_any(s.dtype), backend.device_of(s))
-        for j in range(n):
-            if j != i:
-                others = backend.mul(others, backend.getitem(s, (Ellipsis, j)))
-        products.append(others)
-    scaled = backend.stack(products, -1)
-    signs = backend.mul(backend.det(u), backend.det(vh))
-    adjugate_t = backend.matmul(backend.mul(u, backend.reshape(scaled, tuple(scaled.shape[:-1]) + (1, n))), vh)
-    return backend.mul(adjugate_t, backend.reshape(signs, tuple(signs.shape) + (1, 1)))
+def _det_from_lu(backend, lu, pivots):
+    """``det A``: the product of U's diagonal, negated once per row swap (as PyTorch computes it)."""
+    n = lu.shape[-1]
+    diagonal = backend.diagonal(lu, 0, -2, -1)
+    product = backend.prod(diagonal, -1, False)
+    rows = backend.arange(1, n + 1, 1, _dtype.int32, backend.device_of(pivots))
+    swaps = backend.sum(backend.astype(backend.ne(pivots, rows), _dtype.int64), -1, False)
+    odd = backend.eq(backend.remainder(swaps, 2), 1)
+    return backend.where(odd, backend.neg(product), product)
 
 
 class LinalgSlogdetBackward0(OpFunction):
@@ -181,7 +179,9 @@ class LinalgSlogdetBackward0(OpFunction):
         backend = A._backend
         lu, pivots = _lu(A, "linalg.slogdet", None)
         ctx.save(A=A, LU=_tensor(lu, backend), pivots=_tensor(pivots, backend))
-        return backend.slogdet(A._data)
+        sign = backend.sign(_det_from_lu(backend, lu, pivots))
+        logabsdet = backend.sum(backend.log(backend.abs(backend.diagonal(lu, 0, -2, -1))), -1, False)
+        return sign, logabsdet
 
     def backward(ctx, grad_sign, grad_logabsdet):
         backend = ctx.backend
