@@ -47,6 +47,7 @@ from gradviz.ops.products import (addbmm, addmv, addr, baddbmm, chain_matmul, cr
 from gradviz.ops.decompositions import (deprecated_cholesky as cholesky, det, inv as inverse,  # noqa: E402
                                         logdet, torch_slogdet as slogdet)
 from gradviz import linalg  # noqa: E402
+from gradviz.ops.scatter import scatter_reduce  # noqa: E402
 # -- end api7 ---------------------------------------------------------------------------------------------
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402

@@ -210,6 +210,7 @@ API7_METHODS = {
     "baddbmm": baddbmm, "addbmm": addbmm, "addmv": addmv, "addr": addr, "cross": cross, "vdot": vdot, "kron": kron,
     "inner": inner, "inverse": decompositions.inv, "det": decompositions.det, "logdet": decompositions.logdet,
     "slogdet": decompositions.torch_slogdet, "cholesky": decompositions.deprecated_cholesky,
+    "scatter_reduce": _scatter_module.scatter_reduce, "scatter_reduce_": _scatter_module.scatter_reduce_,
 }
 IN_PLACE_TOO += ("baddbmm", "addbmm", "addmv", "addr")
 MORE_MATH.update(API7_METHODS)
