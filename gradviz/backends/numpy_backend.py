@@ -708,11 +708,6 @@ def scatter_reduce(out, axis, index, src, reduce, include_self):
     return out
 
 
-def pad_mode(a, pad_widths, mode):
-    """``np.pad`` for PyTorch's ``reflect`` (numpy's ``reflect``) and ``replicate`` (numpy's ``edge``)."""
-    return np.pad(a, pad_widths, mode={"reflect": "reflect", "replicate": "edge"}[mode])
-
-
 def unfold(a, axis, size, step):
     """Windows of ``size`` every ``step`` along ``axis``, the window last: a view, as PyTorch's ``unfold``."""
     count = (a.shape[axis] - size) // step + 1 if a.ndim else 1

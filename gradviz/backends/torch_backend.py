@@ -452,14 +452,5 @@ def scatter_reduce(out, axis, index, src, reduce, include_self):
     return out.scatter_reduce_(axis, index, src, reduce, include_self=include_self)
 
 
-def pad_mode(a, pad_widths, mode):
-    pad = []
-    for before, after in reversed(pad_widths):
-        pad += [before, after]
-    while len(pad) > 2 and pad[-2:] == [0, 0]:
-        pad = pad[:-2]
-    return torch.nn.functional.pad(a, pad, mode=mode)
-
-
 def unfold(a, axis, size, step):
     return a.unfold(axis, size, step)
