@@ -48,6 +48,7 @@ from gradviz.ops.decompositions import (deprecated_cholesky as cholesky, det, in
                                         logdet, torch_slogdet as slogdet)
 from gradviz import linalg  # noqa: E402
 from gradviz.ops.scatter import scatter_reduce  # noqa: E402
+from gradviz.ops.matrix import as_strided  # noqa: E402
 # -- end api7 ---------------------------------------------------------------------------------------------
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402

@@ -211,6 +211,7 @@ API7_METHODS = {
     "inner": inner, "inverse": decompositions.inv, "det": decompositions.det, "logdet": decompositions.logdet,
     "slogdet": decompositions.torch_slogdet, "cholesky": decompositions.deprecated_cholesky,
     "scatter_reduce": _scatter_module.scatter_reduce, "scatter_reduce_": _scatter_module.scatter_reduce_,
+    "unfold": matrix.unfold, "as_strided": matrix.as_strided,
 }
 IN_PLACE_TOO += ("baddbmm", "addbmm", "addmv", "addr")
 MORE_MATH.update(API7_METHODS)
