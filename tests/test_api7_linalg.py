@@ -67,18 +67,27 @@ def test_linalg_matches_torch_on_the_torch_backend(name):
     assert_same(CASES[name], backend="torch")
 
 
-def test_lu_factors_are_lapacks():
-    """The saved LU and pivots of det are getrf's, for matrices that need row swaps."""
+@pytest.mark.parametrize("transposed", [False, True])
+def test_lu_factors_are_lapacks(transposed):
+    """The saved LU and pivots of det, slogdet and solve are getrf's, for matrices that need row swaps
+    (det and slogdet factor a row-major matrix's transpose, as PyTorch does), laid out as LAPACK's."""
     import torch
 
     rng = np.random.default_rng(3)
     for size in (1, 2, 3, 5):
         matrix = rng.normal(size=(size, size))
-        lu_t, pivots_t = torch.linalg.lu_factor(torch.tensor(matrix))
-        det = gv.linalg.det(gv.tensor(matrix, requires_grad=True))
-        np.testing.assert_allclose(det.grad_fn._saved_LU.numpy(), lu_t.numpy(), rtol=1e-10, atol=1e-12)
-        assert det.grad_fn._saved_pivots.tolist() == pivots_t.tolist()
-        assert det.grad_fn._saved_pivots.dtype == gv.int32
+        for library, saved in ((torch, {}), (gv, {})):
+            A = library.tensor(matrix, requires_grad=True)
+            A = A.mT if transposed else A
+            for name, out in (("det", library.linalg.det(A)), ("slogdet", library.linalg.slogdet(A).logabsdet),
+                              ("solve", library.linalg.solve(A, library.ones(size, dtype=library.float64)))):
+                saved[name] = (out.grad_fn._saved_LU, out.grad_fn._saved_pivots)
+            if library is torch:
+                expected = saved
+        for name, (lu, pivots) in saved.items():
+            np.testing.assert_allclose(lu.numpy(), expected[name][0].numpy(), rtol=1e-10, atol=1e-12, err_msg=name)
+            assert lu.stride() == expected[name][0].stride(), name
+            assert pivots.tolist() == expected[name][1].tolist() and pivots.dtype == gv.int32, name
 
 
 SINGULAR = "S = torch.tensor([[1.0, 2.0], [2.0, 4.0]])\n"
@@ -117,3 +126,22 @@ ERRORS = [
 @pytest.mark.parametrize("line", ERRORS)
 def test_linalg_errors_match_torch(line):
     assert_same_error(line + "\n")
+
+
+SECOND_ORDER = {
+    "inv": A + "y = (torch.linalg.inv(A) * torch.arange(9.0, dtype=torch.float64).reshape(3, 3)).sum()\n",
+    "det": A + "y = torch.linalg.det(A) ** 2\n",
+    "det_of_a_product": A + "B = A * A.sum()\ny = torch.det(B)\n",
+    "slogdet": A + "y = torch.linalg.slogdet(A * 2).logabsdet * 3\n",
+    "logdet": P + "y = P.logdet()\n",
+    "solve_vector": A + B + "y = (torch.linalg.solve(A, b) ** 2).sum()\n",
+    "solve_matrix": A + BM + "y = (torch.linalg.solve(A, Bm * 2) ** 3).sum()\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_recorded_backward_matches_torch(name):
+    code = SECOND_ORDER[name]
+    inputs = "(A, b)" if "b = " in code else "(A, Bm)" if "Bm = " in code else "(P,)" if "P = " in code else "(A,)"
+    assert_same(code + f"grads = torch.autograd.grad(y, {inputs}, create_graph=True)\n"
+                "total = sum((g * g).sum() for g in grads)\ntotal.backward()\n")

@@ -118,3 +118,15 @@ ERRORS = [
 @pytest.mark.parametrize("line", ERRORS)
 def test_product_errors_match_torch(line):
     assert_same_error(line + "\n")
+
+
+MORE_SECOND_ORDER = {
+    "addmv": leaf("s", 3) + leaf("a", 3, 4) + leaf("b", 4) + "y = (torch.addmv(s, a, b, beta=2, alpha=0.5) ** 2).sum()\n",
+    "addr": leaf("s", 3, 4) + leaf("a", 3) + leaf("b", 4) + "y = (torch.addr(s, a, b, alpha=-1) ** 2).sum()\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_SECOND_ORDER))
+def test_recorded_backward_of_addmv_addr_matches_torch(name):
+    assert_same(MORE_SECOND_ORDER[name] + "grads = torch.autograd.grad(y, (s, a, b), create_graph=True)\n"
+                "total = sum((g * g).sum() for g in grads)\ntotal.backward()\n")

@@ -638,6 +638,22 @@ def cross(a, b, axis):
     return _arr(np.cross(a, b, axis=axis))
 
 
+def _column_major(x):
+    """``x`` laid out column by column in each matrix, as LAPACK writes its results: strides (1, m)
+    for an m-row matrix, counted as PyTorch counts them (a dim of size 1 too)."""
+    *batch, rows, columns = x.shape
+    memory = np.empty(x.size, dtype=x.dtype)
+    itemsize = x.itemsize
+    strides = [itemsize, rows * itemsize]
+    step = rows * columns * itemsize
+    for size in reversed(batch):
+        strides.insert(0, step)
+        step *= size
+    out = np.lib.stride_tricks.as_strided(memory, x.shape, tuple(strides))
+    out[...] = x
+    return out
+
+
 def lu_factor(a):
     """LAPACK's ``getrf`` for each matrix of a batch: ``(LU, pivots, info)``, the row swaps as
     1-based int32 pivots and ``info`` the 1-based index of the first zero pivot (0 when none)."""
@@ -659,22 +675,22 @@ def lu_factor(a):
                 m[[k, row]] = m[[row, k]]
             m[k + 1:, k] /= m[k, k]
             m[k + 1:, k + 1:] -= np.multiply.outer(m[k + 1:, k], m[k, k + 1:])
-    return lu, pivots, info
+    return _column_major(lu), pivots, info
 
 
 def inv(a):
-    return _arr(np.linalg.inv(a))
+    return _column_major(np.linalg.inv(a))
 
 
 def solve(a, b):
-    return _arr(np.linalg.solve(a, b))
+    return _column_major(np.linalg.solve(a, b))
 
 
 def cholesky(a):
     """``(L, info)``: the lower Cholesky factor of each matrix, ``info`` the order of the first leading
     minor that is not positive-definite (0 when none), as LAPACK's ``potrf`` reports it."""
     try:
-        return _arr(np.linalg.cholesky(a)), 0
+        return _column_major(np.linalg.cholesky(a)), 0
     except np.linalg.LinAlgError:
         pass
     flat = a.reshape((-1,) + a.shape[-2:])

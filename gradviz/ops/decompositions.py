@@ -70,10 +70,17 @@ def _first_failure(backend, info):
     return None
 
 
-def _lu(A, name: str, message):
-    """The LU factors of ``A``; ``message(info)`` is PyTorch's error for a zero pivot (None: no error)."""
+def _lu(A, name: str, message, row_major_transposed: bool = False):
+    """The LU factors of ``A``; ``message(info)`` is PyTorch's error for a zero pivot (None: no error).
+
+    ``row_major_transposed``: det and slogdet factor the memory of ``A`` as LAPACK reads it, column
+    by column, which for a row-major ``A`` is ``Aᵀ`` (the same determinant, with no copy), as PyTorch does.
+    """
     backend = A._backend
-    lu, pivots, info = backend.lu_factor(A._data)
+    data = A._data
+    if row_major_transposed and backend.is_contiguous(data):
+        data = _mT(backend, data)
+    lu, pivots, info = backend.lu_factor(data)
     failure = _first_failure(backend, info) if message is not None else None
     if failure is not None:
         index, value = failure
@@ -116,7 +123,7 @@ class LinalgDetBackward0(OpFunction):
 
     def forward(ctx, A):
         backend = A._backend
-        lu, pivots = _lu(A, "linalg.det", None)
+        lu, pivots = _lu(A, "linalg.det", None, row_major_transposed=True)
         ctx.save(A=A, LU=_tensor(lu, backend), pivots=_tensor(pivots, backend))
         ctx.save_result()
         return _det_from_lu(backend, lu, pivots)
@@ -129,6 +136,14 @@ class LinalgDetBackward0(OpFunction):
         safe = backend.where(singular, backend.eye(A.shape[-1], A.shape[-1], _dtype.from_any(A.dtype),
                                                    backend.device_of(A)), A)
         return backend.where(singular, 0.0, backend.mul(scale, _mT(backend, backend.inv(safe))))
+
+    def backward_graph(ctx, grad):
+        """Recorded as PyTorch records it for one matrix: ``solve(Aᵀ, diag_embed(ḡ det A, expanded to n)ᵀ)``."""
+        A = ctx.saved_graph("A")
+        if A.ndim != 2:
+            return OpFunction.backward_graph(ctx, grad)
+        diagonal = (grad * ctx.saved_graph("result")).unsqueeze(-1).expand(A.shape[-1])
+        return solve(A.mT, _diag_embed(diagonal).mT)
 
 
 def _det_from_lu(backend, lu, pivots):
@@ -177,7 +192,7 @@ class LinalgSlogdetBackward0(OpFunction):
 
     def forward(ctx, A):
         backend = A._backend
-        lu, pivots = _lu(A, "linalg.slogdet", None)
+        lu, pivots = _lu(A, "linalg.slogdet", None, row_major_transposed=True)
         ctx.save(A=A, LU=_tensor(lu, backend), pivots=_tensor(pivots, backend))
         sign = backend.sign(_det_from_lu(backend, lu, pivots))
         logabsdet = backend.sum(backend.log(backend.abs(backend.diagonal(lu, 0, -2, -1))), -1, False)
@@ -190,6 +205,13 @@ class LinalgSlogdetBackward0(OpFunction):
             return backend.full(tuple(A.shape), 0, _dtype.from_any(A.dtype), backend.device_of(A))
         inverse_t = _mT(backend, backend.inv(A))
         return backend.mul(backend.reshape(grad_logabsdet, tuple(grad_logabsdet.shape) + (1, 1)), inverse_t)
+
+    def backward_graph(ctx, grad_sign, grad_logabsdet):
+        """Recorded as PyTorch records it for one matrix: ``solve(Aᵀ, diag_embed(ḡ, expanded to n)ᵀ)``."""
+        A = ctx.saved_graph("A")
+        if A.ndim != 2 or grad_logabsdet is None:
+            return OpFunction.backward_graph(ctx, grad_logabsdet)
+        return solve(A.mT, _diag_embed(grad_logabsdet.unsqueeze(-1).expand(A.shape[-1])).mT)
 
 
 class LinalgCholeskyExBackward0(OpFunction):
@@ -279,6 +301,31 @@ class LinalgSolveExBackward0(OpFunction):
         needs = ctx.needs_input_grad
         return (to_input(backend, grad_A, ctx.metas[0]) if needs[0] else None,
                 to_input(backend, grad_B, ctx.metas[1]) if needs[1] else None)
+
+    def backward_graph(ctx, grad):
+        """Recorded as PyTorch records it (for one matrix or matching batches): ``B̄ = solve(Aᵀ, X̄)``
+        first, then ``Ā = -B̄ Xᵀ``; a vector ``B`` is a column on the way (unsqueeze, squeeze)."""
+        from gradviz.ops.linalg import matmul
+
+        A, X = ctx.saved_graph("A", "result")
+        if ctx.metas[0][0][:-2] != tuple(grad.shape[:-1 if ctx.vector else -2]):
+            return OpFunction.backward_graph(ctx, grad)
+        if ctx.vector:
+            grad = grad.unsqueeze(-1)
+        grad_B = solve(A.mT, grad)
+        needs = ctx.needs_input_grad
+        grad_A = None
+        if needs[0]:
+            grad_A = -matmul(grad_B, (X.unsqueeze(-1) if ctx.vector else X).mT)
+        if ctx.vector:
+            grad_B = grad_B.squeeze(-1)
+        return grad_A, grad_B if needs[1] else None
+
+
+def _diag_embed(vector):
+    from gradviz.ops.matrix import DiagEmbedBackward0
+
+    return DiagEmbedBackward0.apply(vector, 0)
 
 
 def _solve_batch(A, b) -> tuple:

@@ -154,6 +154,17 @@ class AddmvBackward0(OpFunction):
         return (to_input(backend, _scaled(backend, grad, beta), ctx.metas[0]) if needs[0] else None,
                 grad_mat, grad_vec)
 
+    def backward_graph(ctx, grad):
+        from gradviz.ops._util import sum_to_tensor
+        from gradviz.ops.composites import outer
+
+        needs = ctx.needs_input_grad
+        alpha, beta = ctx.saved("alpha", "beta")
+        grad_self = sum_to_tensor(_scaled_graph(grad, beta), ctx.metas[0][0]) if needs[0] else None
+        grad_mat = _scaled_graph(outer(grad, ctx.saved_graph("vec")), alpha) if needs[1] else None
+        grad_vec = _scaled_graph(ctx.saved_graph("mat").t().mv(grad), alpha) if needs[2] else None
+        return grad_self, grad_mat, grad_vec
+
 
 class AddrBackward0(OpFunction):
     """``beta * self + alpha * outer(vec1, vec2)``."""
@@ -181,6 +192,16 @@ class AddrBackward0(OpFunction):
                 to_input(backend, backend.matmul(scaled, ctx.saved("vec2")), ctx.metas[1]) if needs[1] else None,
                 to_input(backend, backend.matmul(_transpose(backend, scaled), ctx.saved("vec1")), ctx.metas[2])
                 if needs[2] else None)
+
+    def backward_graph(ctx, grad):
+        from gradviz.ops._util import sum_to_tensor
+
+        needs = ctx.needs_input_grad
+        alpha, beta = ctx.saved("alpha", "beta")
+        grad_self = sum_to_tensor(_scaled_graph(grad, beta), ctx.metas[0][0]) if needs[0] else None
+        grad_vec1 = _scaled_graph(grad.mv(ctx.saved_graph("vec2")), alpha) if needs[1] else None
+        grad_vec2 = _scaled_graph(grad.t().mv(ctx.saved_graph("vec1")), alpha) if needs[2] else None
+        return grad_self, grad_vec1, grad_vec2
 
 
 class LinalgCrossBackward0(OpFunction):
