@@ -96,16 +96,22 @@ LINALG_ERRORS = [
     SINGULAR + "torch.inverse(torch.stack([torch.eye(2), S]))",
     "torch.linalg.cholesky(torch.tensor([[1.0, 2.0], [2.0, 1.0]]))",
     "torch.linalg.cholesky(torch.tensor([[-1.0, 2.0], [2.0, 1.0]]))",
+    "torch.linalg.cholesky(torch.stack([torch.eye(2), -torch.eye(2)]))",
+    "torch.linalg.det(torch.ones(2, 2)); torch.linalg.solve(torch.stack([torch.eye(2), torch.ones(2, 2)]), torch.ones(2, 2))",
     SINGULAR + "torch.linalg.solve(S, torch.ones(2))",
 ]
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize("code", LINALG_ERRORS)
-def test_a_matrix_that_cannot_be_factored_raises_torchs_linalg_error(code):
+def test_a_matrix_that_cannot_be_factored_raises_torchs_linalg_error(code, backend):
     import torch
 
+    from gradviz import backends
+
     expected = raised(code + "\n", torch)
-    actual = raised(code + "\n", gv)
+    with backends.using(backend):
+        actual = raised(code + "\n", gv)
     assert type(expected) is torch.linalg.LinAlgError and type(actual) is gv.linalg.LinAlgError
     assert isinstance(actual, RuntimeError) and str(actual) == str(expected)
 

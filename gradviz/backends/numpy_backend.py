@@ -687,20 +687,19 @@ def solve(a, b):
 
 
 def cholesky(a):
-    """``(L, info)``: the lower Cholesky factor of each matrix, ``info`` the order of the first leading
-    minor that is not positive-definite (0 when none), as LAPACK's ``potrf`` reports it."""
+    """``(L, failure)``: the lower Cholesky factor of each matrix, or ``(None, (batch index, order))`` for
+    the first matrix whose leading minor of that order is not positive-definite, as LAPACK's ``potrf`` says."""
     try:
-        return _column_major(np.linalg.cholesky(a)), 0
+        return _column_major(np.linalg.cholesky(a)), None
     except np.linalg.LinAlgError:
         pass
-    flat = a.reshape((-1,) + a.shape[-2:])
-    for matrix in flat:
+    for index, matrix in enumerate(a.reshape((-1,) + a.shape[-2:])):
         for order in range(1, a.shape[-1] + 1):
             try:
                 np.linalg.cholesky(matrix[:order, :order])
             except np.linalg.LinAlgError:
-                return None, order
-    return None, a.shape[-1]
+                return None, (index, order)
+    return None, (0, a.shape[-1])
 
 
 def scatter_reduce(out, axis, index, src, reduce, include_self):

@@ -444,8 +444,11 @@ def solve(a, b):
 
 def cholesky(a):
     factor, info = torch.linalg.cholesky_ex(a)
-    first = int(info.max()) if info.numel() else 0
-    return (factor, 0) if first == 0 else (None, first)
+    failed = torch.nonzero(info.reshape(-1))
+    if failed.numel() == 0:
+        return factor, None
+    index = int(failed[0, 0])
+    return None, (index, int(info.reshape(-1)[index]))
 
 
 def scatter_reduce(out, axis, index, src, reduce, include_self):

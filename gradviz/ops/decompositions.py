@@ -38,10 +38,6 @@ class LinAlgError(RuntimeError):
 LinAlgError.__module__ = "gradviz.linalg"
 
 
-def _batch_prefix(info, index) -> str:
-    return f"(Batch element {index}): " if info.ndim else ""
-
-
 def _mT(backend, array):
     return backend.permute(array, tuple(range(array.ndim - 2)) + (array.ndim - 1, array.ndim - 2))
 
@@ -248,10 +244,12 @@ class CholeskyBackward0(LinalgCholeskyExBackward0):
 
 def _cholesky(A, name: str):
     backend = A._backend
-    factor, info = backend.cholesky(A._data)
+    factor, failure = backend.cholesky(A._data)
     if factor is None:
-        raise LinAlgError(f"{name}: The factorization could not be completed because the input is not "
-                          f"positive-definite (the leading minor of order {info} is not positive-definite).")
+        index, order = failure
+        prefix = f"(Batch element {index}): " if A.ndim > 2 else ""
+        raise LinAlgError(f"{name}: {prefix}The factorization could not be completed because the input is not "
+                          f"positive-definite (the leading minor of order {order} is not positive-definite).")
     return factor
 
 
