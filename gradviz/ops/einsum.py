@@ -111,7 +111,8 @@ def einsum(equation, *operands) -> Tensor:
     out_dims = len(output)
     if len(aligned) == 1:
         return _sum_labels_done_after(aligned[0], 0, order, out_dims, last_operand)
-    # a summed label that only one operand has is summed there first (keeping the dim, of size 1)
+    # a summed label that only one operand has is summed there first (keeping the dim, of size 1); one of
+    # size 1 in both operands of a product is no sum at all (PyTorch multiplies, then views it away)
     alone = {label for label in contracted if sum(label in term for term in terms) == 1}
     for index, term in enumerate(terms):
         dims = [position[label] for label in order if label in alone and label in term]
@@ -119,7 +120,8 @@ def einsum(equation, *operands) -> Tensor:
             aligned[index] = aligned[index].sum(dims, True)
     result = aligned[0]
     for index in range(1, len(aligned)):
-        summed = [position[label] for label in contracted if last_operand[label] == index and label not in alone]
+        summed = [position[label] for label in contracted if last_operand[label] == index and label not in alone
+                  and (result.shape[position[label]] != 1 or aligned[index].shape[position[label]] != 1)]
         result = result * aligned[index] if not summed else _sum_of_products(result, aligned[index], summed)
     if contracted:  # the summed labels are left as dims of size 1: view them away
         result = result.view(tuple(result.shape[:out_dims]))

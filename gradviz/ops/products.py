@@ -384,10 +384,16 @@ def tensordot(a, b, dims=2, out=None):
         raise RuntimeError("both dimension lists should have same length")
     summed = 1
     for da, db in zip(dims_a, dims_b):
-        if a.shape[da] != b.shape[db]:
-            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} "
-                               f"and second has size {b.shape[db]} in dim {db}")
-        summed *= a.shape[da]
+        size_a, size_b = a.shape[da], b.shape[db]
+        if size_b == 1:  # a dim broadcast against the other is summed right away (PyTorch's order of checks)
+            a = a.sum(da, keepdim=True)
+        elif size_a == 1:
+            b = b.sum(db, keepdim=True)
+        elif size_a != size_b:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {size_a} in dim {da} "
+                               f"and second has size {size_b} in dim {db}")
+        else:
+            summed *= size_a
     wrapped_a = [wrap_dim(d, a.ndim) for d in dims_a]
     wrapped_b = [wrap_dim(d, b.ndim) for d in dims_b]
     free_a = [d for d in range(a.ndim) if d not in wrapped_a]
@@ -401,10 +407,13 @@ def tensordot(a, b, dims=2, out=None):
     # the summed dims are permuted as given (negative ones too: PermuteBackward0 saves them so)
     left = shape_ops.permute(a, *(free_a + dims_a))
     right = shape_ops.permute(b, *(dims_b + free_b))
-    if not free_a and not free_b:  # everything summed: one dot of the flattened operands
-        left = left if left.ndim == 1 else shape_ops.reshape(left, (summed,))
-        right = right if right.ndim == 1 else shape_ops.reshape(right, (summed,))
-        return shape_ops.view(dot(left, right), out_shape)
+    if rows == 1 and cols == 1:  # one number out: a dot of the flattened operands, if both flatten as views
+        backend = left._backend
+        if backend.can_view(left._data, (summed,)) and backend.can_view(right._data, (summed,)):
+            left = left if left.ndim == 1 else shape_ops.reshape(left, (summed,))
+            right = right if right.ndim == 1 else shape_ops.reshape(right, (summed,))
+            return shape_ops.view(dot(left, right), out_shape)
+        return shape_ops.view((left.squeeze() * right.squeeze()).sum(), out_shape)  # else no copy: multiply, sum
     left = shape_ops.reshape(left, (rows, summed))
     right = shape_ops.reshape(right, (summed, cols))
     return shape_ops.view(mm(left, right), out_shape)
