@@ -1,5 +1,5 @@
 """``torch.linalg`` as gradviz has it: ``gv.linalg.inv(A)``, ``det``, ``slogdet``, ``cholesky``,
-``solve``, ``cross``, ``multi_dot``, and the norms (``norm``, ``vector_norm``, ``matrix_norm``).
+``solve``, ``solve_triangular``, ``cross``, ``multi_dot``, and the norms (``norm``, ``vector_norm``, ``matrix_norm``).
 
 The nodes live in ``ops/decompositions.py`` (inverse, determinant, Cholesky, solve),
 ``ops/products.py`` (cross, multi_dot) and ``ops/reduction.py`` (the vector norm every norm here
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 
-from gradviz.ops.decompositions import LinAlgError, cholesky, det, inv, slogdet, solve
+from gradviz.ops.decompositions import LinAlgError, cholesky, det, inv, slogdet, solve, solve_triangular
 from gradviz.ops.products import linalg_cross as cross, multi_dot
 from gradviz.ops.reduction import LinalgVectorNormBackward0
 
 __all__ = ["LinAlgError", "cholesky", "cross", "det", "inv", "matrix_norm", "multi_dot", "norm", "slogdet", "solve",
-           "vector_norm"]
+           "solve_triangular", "vector_norm"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):

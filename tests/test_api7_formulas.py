@@ -33,7 +33,11 @@ def _linalg():
     spd = a @ a.T + torch.eye(3, dtype=torch.float64)
     out = (torch.linalg.inv(a) * leaf(3, 3)).sum() + torch.linalg.det(a) * 2 + torch.linalg.slogdet(a).logabsdet
     out = out + (torch.linalg.cholesky(spd) * leaf(3, 3)).sum() + (torch.linalg.cholesky(spd, upper=True) ** 2).sum()
-    return out + (torch.linalg.solve(a, leaf(3)) ** 2).sum() + (torch.linalg.solve(a, leaf(3, 2)) * leaf(3, 2)).sum()
+    out = out + (torch.linalg.solve(a, leaf(3)) ** 2).sum() + (torch.linalg.solve(a, leaf(3, 2)) * leaf(3, 2)).sum()
+    b = leaf(3, 3)
+    for upper, left, unit in ((False, True, False), (True, False, True), (True, True, False), (False, False, True)):
+        out = out + (torch.linalg.solve_triangular(a, b, upper=upper, left=left, unitriangular=unit) * leaf(3, 3)).sum()
+    return out
 
 
 def _scatter_and_windows():

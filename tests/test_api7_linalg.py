@@ -151,3 +151,39 @@ def test_recorded_backward_matches_torch(name):
     inputs = "(A, b)" if "b = " in code else "(A, Bm)" if "Bm = " in code else "(P,)" if "P = " in code else "(A,)"
     assert_same(code + f"grads = torch.autograd.grad(y, {inputs}, create_graph=True)\n"
                 "total = sum((g * g).sum() for g in grads)\ntotal.backward()\n")
+
+
+L_LOW = "L = torch.tensor([[2.0, 9.0, 9.0], [1.0, 3.0, 9.0], [0.5, -1.0, 1.5]], dtype=torch.float64, requires_grad=True)\n"
+TRIANGULAR = {
+    "lower_left": L_LOW + BM + weighted_backward("torch.linalg.solve_triangular(L, Bm, upper=False)") + "print(y)\n",
+    "upper_left_unit": L_LOW + BM + weighted_backward("torch.linalg.solve_triangular(L.mT, Bm, upper=True, unitriangular=True)"),
+    "lower_right": L_LOW + BM + weighted_backward("torch.linalg.solve_triangular(L, Bm.mT, upper=False, left=False)"),
+    "upper_right_batch": L_LOW + "c = torch.ones(2, 2, 3, dtype=torch.float64, requires_grad=True)\n"
+    + weighted_backward("torch.linalg.solve_triangular(L.mT * 1, c, upper=True, left=False)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRIANGULAR))
+def test_solve_triangular_matches_torch(name):
+    assert_same(TRIANGULAR[name])
+    assert_same(TRIANGULAR[name], backend="torch")
+
+
+def test_solve_triangular_shape_error_matches_torch():
+    assert_same_error(L_LOW + "torch.linalg.solve_triangular(L, torch.ones(2, 2, dtype=torch.float64), upper=True)\n")
+
+
+SECOND_ORDER_CHOLESKY = {
+    "cholesky": P + "y = (torch.linalg.cholesky(P) * torch.arange(9.0, dtype=torch.float64).reshape(3, 3)).sum()\n",
+    "cholesky_upper": P + "y = (torch.linalg.cholesky(P, upper=True) ** 2).sum()\n",
+    "cholesky_of_a_product": A + "y = (torch.linalg.cholesky(A @ A.T + torch.eye(3, dtype=torch.float64)) ** 3).sum()\n",
+    "solve_triangular": L_LOW + BM + "y = (torch.linalg.solve_triangular(L, Bm, upper=False) ** 2).sum()\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER_CHOLESKY))
+def test_recorded_cholesky_backward_matches_torch(name):
+    code = SECOND_ORDER_CHOLESKY[name]
+    inputs = "(L, Bm)" if "Bm = " in code else "(P,)" if "P = " in code else "(A,)"
+    assert_same(code + f"grads = torch.autograd.grad(y, {inputs}, create_graph=True)\n"
+                "total = sum((g * g).sum() for g in grads)\ntotal.backward()\n")

@@ -407,5 +407,7 @@ CASES.update({
     "ReplicationPad2DBackward0": (lambda x: F.pad(x, (1, 2, 2, 0), mode="replicate"), [values(1, 3, 4)]),
     "ReplicationPad3DBackward0": (lambda x: F.pad(x, (1, 1, 0, 2, 1, 0), mode="replicate"), [values(1, 2, 3, 2)]),
     "UnfoldBackward0": (lambda x: x.unfold(1, 3, 2), [values(2, 7)]),
+    "LinalgSolveTriangularBackward0": (lambda a, b: gv.linalg.solve_triangular(a, b, upper=False) + gv.linalg.solve_triangular(
+        a.mT, b.mT, upper=True, left=False, unitriangular=True).mT, [WELL_CONDITIONED, values(3, 3)]),
 })
 # -- end api7 -----------------------------------------------------------------------------------------------

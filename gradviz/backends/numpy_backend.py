@@ -731,3 +731,20 @@ def unfold(a, axis, size, step):
     shape = a.shape[:axis] + (count,) + a.shape[axis + 1:] + (size,)
     strides = a.strides[:axis] + (a.strides[axis] * step,) + a.strides[axis + 1:] + (a.strides[axis],)
     return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
+
+
+def solve_triangular(a, b, upper):
+    """``X`` with ``A X = B`` for triangular ``A`` (only its ``upper`` or lower triangle is read), by
+    substitution: a zero on the diagonal gives inf or NaN, as LAPACK's ``trsm`` does, not an error."""
+    n = a.shape[-1]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    x = np.zeros(batch + b.shape[-2:], dtype=np.result_type(a, b))
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    rows = range(n - 1, -1, -1) if upper else range(n)
+    with np.errstate(all="ignore"):
+        for i in rows:
+            done = slice(i + 1, n) if upper else slice(0, i)
+            known = np.matmul(a[..., i:i + 1, done], x[..., done, :])
+            x[..., i:i + 1, :] = (b[..., i:i + 1, :] - known) / a[..., i:i + 1, i:i + 1]
+    return _column_major(x)

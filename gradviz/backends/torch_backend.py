@@ -457,3 +457,7 @@ def scatter_reduce(out, axis, index, src, reduce, include_self):
 
 def unfold(a, axis, size, step):
     return a.unfold(axis, size, step)
+
+
+def solve_triangular(a, b, upper):
+    return torch.linalg.solve_triangular(a, b, upper=upper)

@@ -221,10 +221,13 @@ class LinalgCholeskyExBackward0(OpFunction):
         factor = _cholesky(self, "linalg.cholesky")
         ctx.save(upper=upper)
         ctx.save_result("L")
-        return _mT(self._backend, factor) if upper else factor
+        return _upper(self._backend, factor) if upper else factor
 
     def backward(ctx, grad):
         return _cholesky_backward(ctx.backend, grad, ctx.saved("L"), ctx.saved("upper"))
+
+    def backward_graph(ctx, grad):
+        return _cholesky_backward_graph(grad, ctx.saved_graph("L"), ctx.saved("upper"))
 
 
 class CholeskyBackward0(LinalgCholeskyExBackward0):
@@ -236,10 +239,18 @@ class CholeskyBackward0(LinalgCholeskyExBackward0):
         factor = _cholesky(self, "linalg.cholesky")
         ctx.save(upper=upper)
         ctx.save_result("result")
-        return _mT(self._backend, factor) if upper else factor
+        return _upper(self._backend, factor) if upper else factor
 
     def backward(ctx, grad):
         return _cholesky_backward(ctx.backend, grad, ctx.saved("result"), ctx.saved("upper"))
+
+    def backward_graph(ctx, grad):
+        return _cholesky_backward_graph(grad, ctx.saved_graph("result"), ctx.saved("upper"))
+
+
+def _upper(backend, factor):
+    """``Lᵀ``, laid out column by column as LAPACK writes an upper factor."""
+    return _mT(backend, backend.contiguous(factor))
 
 
 def _cholesky(A, name: str):
@@ -263,6 +274,20 @@ def _cholesky_backward(backend, grad, L, upper):
     inverse = backend.inv(L)
     gradient = backend.matmul(_mT(backend, inverse), backend.matmul(phi, inverse))
     return backend.mul(backend.add(gradient, _mT(backend, gradient)), 0.5)
+
+
+def _cholesky_backward_graph(grad, L, upper):
+    """PyTorch's ``cholesky_backward``, op for op: ``Φ = tril(Lᴴ L̄)``, ``0.5 (Φ + tril(Φ, -1)ᴴ)``, then
+    one triangular solve from each side."""
+    from gradviz.ops.arithmetic import MulBackward1
+    from gradviz.ops.linalg import matmul
+
+    if upper:
+        L, grad = L.mT, grad.mT
+    phi = matmul(L.mT, grad).tril()
+    phi = MulBackward1.apply(phi + phi.tril(-1).mT, 0.5)
+    phi = solve_triangular(L.mT, phi, upper=True, left=True)
+    return solve_triangular(L, phi, upper=False, left=False)
 
 
 class LinalgSolveExBackward0(OpFunction):
@@ -318,6 +343,83 @@ class LinalgSolveExBackward0(OpFunction):
         if ctx.vector:
             grad_B = grad_B.squeeze(-1)
         return grad_A, grad_B if needs[1] else None
+
+
+class LinalgSolveTriangularBackward0(OpFunction):
+    """``linalg.solve_triangular(A, B, upper=...)``: ``X = A⁻¹ B`` (``left=False``: ``X = B A⁻¹``) reading
+    only one triangle of ``A``. ``B̄ = A⁻ᵀ X̄`` (``X̄ A⁻ᵀ``) and ``Ā = -B̄ Xᵀ`` (``-Xᵀ B̄``), kept to the
+    same triangle (its diagonal left out when ``unitriangular``)."""
+
+    inputs = ("self", "B")
+    derivatives = {"self": ("linalg_solve_triangular_backward(grad, self, result, upper, left, unitriangular)",
+                            r"-\bar{B}\,X^{\top}\ \text{(one triangle)}"),
+                   "B": ("linalg_solve_triangular(self.mH(), grad, !upper, left, unitriangular)",
+                         r"A^{-\top}\,\bar{X}")}
+
+    def forward(ctx, self, B, upper, left, unitriangular):
+        ctx.save(left=left, self=self, unitriangular=unitriangular, upper=upper)
+        ctx.save_result()
+        ctx.metas = (meta(self), meta(B))
+        backend = self._backend
+        b = B._data if B.dtype is self.dtype else backend.astype(B._data, self.dtype)
+        return _triangular_solve(backend, self._data, b, upper, left, unitriangular)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        A, X = ctx.saved("self", "result")
+        upper, left, unitriangular = ctx.saved("upper", "left", "unitriangular")
+        grad_B = _triangular_solve(backend, _mT(backend, A), grad, not upper, left, unitriangular)
+        needs = ctx.needs_input_grad
+        grad_A = None
+        if needs[0]:
+            product = backend.neg(backend.matmul(grad_B, _mT(backend, X)) if left
+                                  else backend.matmul(_mT(backend, X), grad_B))
+            grad_A = backend.triu(product, int(unitriangular)) if upper else backend.tril(product, -int(unitriangular))
+        return (to_input(backend, grad_A, ctx.metas[0]) if needs[0] else None,
+                to_input(backend, grad_B, ctx.metas[1]) if needs[1] else None)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``linalg_solve_triangular_backward``, op for op (for one matrix or matching batches)."""
+        from gradviz.ops.linalg import matmul
+
+        A, X = ctx.saved_graph("self", "result")
+        upper, left, unitriangular = ctx.saved("upper", "left", "unitriangular")
+        if tuple(A.shape[:-2]) != tuple(grad.shape[:-2]) or ctx.metas[1][0] != tuple(grad.shape):
+            return OpFunction.backward_graph(ctx, grad)
+        grad_B = solve_triangular(A.mT, grad, upper=not upper, left=left, unitriangular=unitriangular)
+        grad_A = None
+        if ctx.needs_input_grad[0]:
+            X_t = X.mT
+            grad_A = -matmul(grad_B, X_t) if left else -matmul(X_t, grad_B)
+            grad_A = grad_A.triu(int(unitriangular)) if upper else grad_A.tril(-int(unitriangular))
+        return grad_A, grad_B if ctx.needs_input_grad[1] else None
+
+
+def _triangular_solve(backend, a, b, upper, left, unitriangular):
+    a = backend.triu(a, 0) if upper else backend.tril(a, 0)
+    if unitriangular:  # the diagonal is taken to be ones, whatever is stored there
+        n = a.shape[-1]
+        eye = backend.eye(n, n, _dtype.from_any(a.dtype), backend.device_of(a))
+        a = backend.add(backend.mul(a, backend.sub(1.0, eye)), eye)
+    if left:
+        return backend.solve_triangular(a, b, upper)
+    # X A = B is Aᵀ Xᵀ = Bᵀ; X is laid out column by column too, as LAPACK's result always is
+    transposed = backend.solve_triangular(_mT(backend, a), _mT(backend, b), not upper)
+    return _mT(backend, backend.contiguous(transposed))
+
+
+def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: bool = False, out=None):
+    """``X`` with ``A X = B`` (``left=False``: ``X A = B``) for a triangular ``A``: only its upper (or
+    lower) triangle is read."""
+    _check_square("linalg.solve_triangular", A)
+    _check_float("linalg.solve_triangular", A)
+    rows = B.shape[-2] if left else B.shape[-1]
+    if B.ndim < 2 or rows != A.shape[-1]:
+        shape = "x".join(str(size) for size in B.shape[-2:])
+        equation = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation {equation} "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {shape})")
+    return LinalgSolveTriangularBackward0.apply(A, B, upper, left, unitriangular)
 
 
 def _diag_embed(vector):

@@ -1671,6 +1671,35 @@ entry("LinalgSolveExBackward0")(lambda o: {
     "B": Rule(sent=Call("solve_backward", (g, A_MATRIX, result("X")), "", (1,), "= A⁻ᵀ ∂L/∂X"), symbol="B")})
 
 
+@register("solve_triangular_backward")
+def _solve_triangular_backward(grad, a, solution, upper, left, unitriangular, slot):
+    a = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        a = a - a * np.eye(a.shape[-1]) + np.eye(a.shape[-1])
+    a_t = np.swapaxes(a, -1, -2)
+    grad_b = np.linalg.solve(a_t, grad) if left else np.swapaxes(np.linalg.solve(a, np.swapaxes(grad, -1, -2)), -1, -2)
+    if slot == 1:
+        return grad_b
+    x_t = np.swapaxes(solution, -1, -2)
+    grad_a = -(grad_b @ x_t) if left else -(x_t @ grad_b)
+    return np.triu(grad_a, int(unitriangular)) if upper else np.tril(grad_a, -int(unitriangular))
+
+
+@entry("LinalgSolveTriangularBackward0", options=("upper", "left", "unitriangular"))
+def _solve_triangular(o):
+    upper, left, unitriangular = bool(o["upper"]), bool(o["left"]), bool(o["unitriangular"])
+    side = "B̄ = A⁻ᵀ ∂L/∂X" if left else "B̄ = ∂L/∂X A⁻ᵀ"
+    triangle = ("upper" if upper else "lower") + (" (diagonal left out)" if unitriangular else "")
+    A = Var("self", "A")
+
+    def rule(slot: int, shown: str, symbol: str) -> Rule:
+        return Rule(sent=Call("solve_triangular_backward", (g, A, result("X")), "", (upper, left, unitriangular, slot),
+                              shown), symbol=symbol,
+                    note=f"X is the output, {side}; A's gradient keeps only its {triangle} triangle")
+
+    return {"self": rule(0, "= −B̄ Xᵀ" if left else "= −Xᵀ B̄", "A"), "B": rule(1, "= " + side[4:], "B")}
+
+
 @register("scatter_reduce_backward")
 def _scatter_reduce_backward(grad, self, src, index, result_value, dim, reduce, include_self, slot):
     """PyTorch's scatter_reduce_backward, on numpy arrays."""
