@@ -13,8 +13,6 @@ pytest.importorskip("torch")
 
 from parity import assert_same, assert_same_error, weighted_backward  # noqa: E402
 
-SEED = "g = torch.Generator().manual_seed(0)\n"
-
 
 def leaf(name: str, *shape) -> str:
     """A float64 leaf of fixed values (the same in both libraries), named ``name``."""
