@@ -41,6 +41,15 @@ from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
 from gradviz.ops.einsum import einsum  # noqa: E402
 from gradviz.ops.scatter import index_add, scatter, scatter_add  # noqa: E402
 from gradviz.autograd.inference import inference_mode  # noqa: E402
+# -- api7: more products, torch.linalg and its aliases ---------------------------------------------------
+from gradviz.ops.products import (addbmm, addmv, addr, baddbmm, chain_matmul, cross, inner, kron,  # noqa: E402
+                                  tensordot, vdot)
+from gradviz.ops.decompositions import (deprecated_cholesky as cholesky, det, inv as inverse,  # noqa: E402
+                                        logdet, torch_slogdet as slogdet)
+from gradviz import linalg  # noqa: E402
+from gradviz.ops.scatter import scatter_reduce  # noqa: E402
+from gradviz.ops.matrix import as_strided  # noqa: E402
+# -- end api7 ---------------------------------------------------------------------------------------------
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402
                             IntTensor, LongTensor, ShortTensor)

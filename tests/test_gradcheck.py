@@ -375,3 +375,39 @@ CASES.update({
     "MaskedSelectBackward0": (lambda x: x.masked_select(gv.tensor([True, False, True])), [values(2, 3)]),
 })
 CASES["ScatterBackward1"] = (lambda x: x.scatter(1, gv.tensor([[2], [0]]), 0.5) * x, [values(2, 3)])
+
+
+# -- api7: more products, torch.linalg, scatter_reduce, padding modes, unfold -------------------------------
+def _spd(a):
+    """A symmetric positive-definite matrix made from ``a`` (so its Cholesky factor exists)."""
+    return a @ a.t() + gv.eye(a.shape[0], dtype=a.dtype) * 3
+
+
+WELL_CONDITIONED = np.array([[2.0, -1.0, 0.5], [0.3, 1.5, -0.7], [1.0, 0.2, 3.0]])
+CASES.update({
+    "BaddbmmBackward0": (lambda s, a, b: gv.baddbmm(s, a, b, beta=0.5, alpha=2), [values(3, 4), values(2, 3, 5),
+                                                                                 values(2, 5, 4)]),
+    "AddbmmBackward0": (lambda s, a, b: gv.addbmm(s, a, b, alpha=-1), [values(3, 4), values(2, 3, 5), values(2, 5, 4)]),
+    "AddmvBackward0": (lambda s, m, v: gv.addmv(s, m, v, beta=2), [values(3), values(3, 4), values(4)]),
+    "AddrBackward0": (lambda s, u, v: gv.addr(s, u, v, alpha=0.5), [values(3, 4), values(3), values(4)]),
+    "LinalgCrossBackward0": (lambda a, b: gv.linalg.cross(a, b), [values(4, 3), values(1, 3)]),
+    "VdotBackward0": (lambda a, b: gv.vdot(a, b), [values(4), values(4)]),
+    "LinalgInvExBackward0": (lambda a: gv.linalg.inv(a), [WELL_CONDITIONED]),
+    "LinalgDetBackward0": (lambda a: gv.linalg.det(a), [WELL_CONDITIONED]),
+    "LinalgSlogdetBackward0": (lambda a: gv.linalg.slogdet(a).logabsdet, [WELL_CONDITIONED]),
+    "LinalgCholeskyExBackward0": (lambda a: gv.linalg.cholesky(_spd(a)), [values(3, 3)]),
+    "CholeskyBackward0": (lambda a: gv.cholesky(_spd(a), upper=True), [values(3, 3)]),
+    "LinalgSolveExBackward0": (lambda a, b: gv.linalg.solve(a, b), [WELL_CONDITIONED, values(3, 2)]),
+    "ScatterReduceBackward0": (lambda x, s: x.scatter_reduce(1, gv.tensor([[0, 2, 0], [1, 1, 3]]), s, "prod"),
+                               [values(2, 4), values(2, 3)]),
+    "ReflectionPad1DBackward0": (lambda x: F.pad(x, (2, 1), mode="reflect"), [values(2, 4)]),
+    "ReflectionPad2DBackward0": (lambda x: F.pad(x, (1, 2, 2, 0), mode="reflect"), [values(1, 3, 4)]),
+    "ReflectionPad3DBackward0": (lambda x: F.pad(x, (1, 1, 0, 1, 1, 0), mode="reflect"), [values(1, 2, 3, 2)]),
+    "ReplicationPad1DBackward0": (lambda x: F.pad(x, (3, 1), mode="replicate"), [values(2, 3)]),
+    "ReplicationPad2DBackward0": (lambda x: F.pad(x, (1, 2, 2, 0), mode="replicate"), [values(1, 3, 4)]),
+    "ReplicationPad3DBackward0": (lambda x: F.pad(x, (1, 1, 0, 2, 1, 0), mode="replicate"), [values(1, 2, 3, 2)]),
+    "UnfoldBackward0": (lambda x: x.unfold(1, 3, 2), [values(2, 7)]),
+    "LinalgSolveTriangularBackward0": (lambda a, b: gv.linalg.solve_triangular(a, b, upper=False) + gv.linalg.solve_triangular(
+        a.mT, b.mT, upper=True, left=False, unitriangular=True).mT, [WELL_CONDITIONED, values(3, 3)]),
+})
+# -- end api7 -----------------------------------------------------------------------------------------------

@@ -631,3 +631,120 @@ def scatter(out, axis, index, values):
     grid[axis] = index
     out[tuple(grid)] = values if np.ndim(values) == 0 else values[tuple(slice(0, size) for size in index.shape)]
     return out
+
+
+# -- api7: products, linear algebra, scatter_reduce, padding modes, strided windows ------------------
+def cross(a, b, axis):
+    return _arr(np.cross(a, b, axis=axis))
+
+
+def _column_major(x):
+    """``x`` laid out column by column in each matrix, as LAPACK writes its results: strides (1, m)
+    for an m-row matrix, counted as PyTorch counts them (a dim of size 1 too)."""
+    *batch, rows, columns = x.shape
+    memory = np.empty(x.size, dtype=x.dtype)
+    itemsize = x.itemsize
+    strides = [itemsize, rows * itemsize]
+    step = rows * columns * itemsize
+    for size in reversed(batch):
+        strides.insert(0, step)
+        step *= size
+    out = np.lib.stride_tricks.as_strided(memory, x.shape, tuple(strides))
+    out[...] = x
+    return out
+
+
+def lu_factor(a):
+    """LAPACK's ``getrf`` for each matrix of a batch: ``(LU, pivots, info)``, the row swaps as
+    1-based int32 pivots and ``info`` the 1-based index of the first zero pivot (0 when none)."""
+    lu = np.array(a, copy=True)
+    n = lu.shape[-1]
+    batch = lu.shape[:-2]
+    pivots = np.zeros(batch + (n,), dtype=np.int32)
+    info = np.zeros(batch, dtype=np.int32)
+    for index in np.ndindex(*batch):
+        m = lu[index]
+        for k in range(n):
+            row = k + int(np.argmax(np.abs(m[k:, k])))
+            pivots[index + (k,)] = row + 1
+            if m[row, k] == 0:
+                if info[index] == 0:
+                    info[index] = k + 1
+                continue
+            if row != k:
+                m[[k, row]] = m[[row, k]]
+            m[k + 1:, k] /= m[k, k]
+            m[k + 1:, k + 1:] -= np.multiply.outer(m[k + 1:, k], m[k, k + 1:])
+    return _column_major(lu), pivots, info
+
+
+def inv(a):
+    return _column_major(np.linalg.inv(a))
+
+
+def solve(a, b):
+    return _column_major(np.linalg.solve(a, b))
+
+
+def cholesky(a):
+    """``(L, failure)``: the lower Cholesky factor of each matrix, or ``(None, (batch index, order))`` for
+    the first matrix whose leading minor of that order is not positive-definite, as LAPACK's ``potrf`` says."""
+    try:
+        return _column_major(np.linalg.cholesky(a)), None
+    except np.linalg.LinAlgError:
+        pass
+    for index, matrix in enumerate(a.reshape((-1,) + a.shape[-2:])):
+        for order in range(1, a.shape[-1] + 1):
+            try:
+                np.linalg.cholesky(matrix[:order, :order])
+            except np.linalg.LinAlgError:
+                return None, (index, order)
+    return None, (0, a.shape[-1])
+
+
+def scatter_reduce(out, axis, index, src, reduce, include_self):
+    """``out`` (a copy) with ``src`` reduced into it where ``index`` points along ``axis``
+    (``reduce``: sum, prod, mean, amax or amin); ``include_self=False`` leaves the old values out."""
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[axis] = index
+    key = tuple(grid)
+    values = src[tuple(slice(0, size) for size in index.shape)]
+    if not include_self:
+        out[key] = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
+    ufunc = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.fmax, "amin": np.fmin}[reduce]
+    if reduce in ("amax", "amin"):  # a NaN wins, as in PyTorch
+        ufunc = np.maximum if reduce == "amax" else np.minimum
+    ufunc.at(out, key, values)
+    if reduce == "mean":
+        counts = np.full(out.shape, 1 if include_self else 0, dtype=np.int64)
+        np.add.at(counts, key, 1)
+        divided = out / np.maximum(counts, 1) if out.dtype.kind == "f" else out // np.maximum(counts, 1)
+        out = divided.astype(out.dtype)
+    return out
+
+
+def unfold(a, axis, size, step):
+    """Windows of ``size`` every ``step`` along ``axis``, the window last: a view, as PyTorch's ``unfold``."""
+    count = (a.shape[axis] - size) // step + 1 if a.ndim else 1
+    if a.ndim == 0:
+        return np.lib.stride_tricks.as_strided(a, (size,), (0,), writeable=a.flags.writeable)
+    shape = a.shape[:axis] + (count,) + a.shape[axis + 1:] + (size,)
+    strides = a.strides[:axis] + (a.strides[axis] * step,) + a.strides[axis + 1:] + (a.strides[axis],)
+    return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
+
+
+def solve_triangular(a, b, upper):
+    """``X`` with ``A X = B`` for triangular ``A`` (only its ``upper`` or lower triangle is read), by
+    substitution: a zero on the diagonal gives inf or NaN, as LAPACK's ``trsm`` does, not an error."""
+    n = a.shape[-1]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    x = np.zeros(batch + b.shape[-2:], dtype=np.result_type(a, b))
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    rows = range(n - 1, -1, -1) if upper else range(n)
+    with np.errstate(all="ignore"):
+        for i in rows:
+            done = slice(i + 1, n) if upper else slice(0, i)
+            known = np.matmul(a[..., i:i + 1, done], x[..., done, :])
+            x[..., i:i + 1, :] = (b[..., i:i + 1, :] - known) / a[..., i:i + 1, i:i + 1]
+    return _column_major(x)

@@ -422,3 +422,42 @@ def argsort(a, axis, descending):
 
 def scatter(out, axis, index, values):
     return out.scatter_(axis, index, values)
+
+
+# -- api7: products, linear algebra, scatter_reduce, padding modes, strided windows ------------------
+def cross(a, b, axis):
+    return torch.linalg.cross(a, b, dim=axis)
+
+
+def lu_factor(a):
+    lu, pivots, info = torch.linalg.lu_factor_ex(a)
+    return lu, pivots, info
+
+
+def inv(a):
+    return torch.linalg.inv(a)
+
+
+def solve(a, b):
+    return torch.linalg.solve(a, b)
+
+
+def cholesky(a):
+    factor, info = torch.linalg.cholesky_ex(a)
+    failed = torch.nonzero(info.reshape(-1))
+    if failed.numel() == 0:
+        return factor, None
+    index = int(failed[0, 0])
+    return None, (index, int(info.reshape(-1)[index]))
+
+
+def scatter_reduce(out, axis, index, src, reduce, include_self):
+    return out.scatter_reduce_(axis, index, src, reduce, include_self=include_self)
+
+
+def unfold(a, axis, size, step):
+    return a.unfold(axis, size, step)
+
+
+def solve_triangular(a, b, upper):
+    return torch.linalg.solve_triangular(a, b, upper=upper)

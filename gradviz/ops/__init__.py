@@ -202,6 +202,20 @@ from gradviz.ops.scatter import index_add, index_add_, scatter, scatter_, scatte
 
 MORE_MATH.update({"scatter": scatter, "scatter_": scatter_, "scatter_add": scatter_add, "scatter_add_": scatter_add_,
                   "index_add": index_add, "index_add_": index_add_})
+# -- api7: more products, linear algebra, scatter_reduce, windows ---------------------------------------
+from gradviz.ops import decompositions, products  # noqa: E402
+from gradviz.ops.products import addbmm, addmv, addr, baddbmm, cross, inner, kron, vdot  # noqa: E402
+
+API7_METHODS = {
+    "baddbmm": baddbmm, "addbmm": addbmm, "addmv": addmv, "addr": addr, "cross": cross, "vdot": vdot, "kron": kron,
+    "inner": inner, "inverse": decompositions.inv, "det": decompositions.det, "logdet": decompositions.logdet,
+    "slogdet": decompositions.torch_slogdet, "cholesky": decompositions.deprecated_cholesky,
+    "scatter_reduce": _scatter_module.scatter_reduce, "scatter_reduce_": _scatter_module.scatter_reduce_,
+    "unfold": matrix.unfold, "as_strided": matrix.as_strided,
+}
+IN_PLACE_TOO += ("baddbmm", "addbmm", "addmv", "addr")
+MORE_MATH.update(API7_METHODS)
+# -- end api7 ---------------------------------------------------------------------------------------------
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
                        if name in IN_PLACE_TOO})

@@ -238,3 +238,81 @@ def diag(input, diagonal: int = 0):
 
 def trace(input):
     return TraceBackward0.apply(input)
+
+
+# -- api7: strided windows (unfold) and as_strided ---------------------------------------------------------
+class UnfoldBackward0(OpFunction):
+    """``x.unfold(dimension, size, step)``: every window of ``size`` elements, ``step`` apart, along
+    ``dimension`` (a new last dim holds each window). A view: windows that overlap share elements, so
+    the backward adds each window's gradient back into the elements it covers."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("unfold_backward(grad, self.sym_sizes(), dimension, size, step)",
+                            r"\textstyle\sum_{\text{windows covering } x_i} \bar{y}")}
+
+    def forward(ctx, self, dimension, size, step):
+        ctx.save(dimension=saved_dim(dimension), self_sym_sizes=tuple(self.shape), size=size, step=step)
+        axis = ctx.axis = wrap_dim(dimension, max(self.ndim, 1))
+        return self._backend.unfold(self._data, axis if self.ndim else 0, size, step)
+
+    def backward(ctx, grad):
+        """Per window ``w`` and offset ``k``, the element ``w * step + k``: one product with the 0/1
+        matrix of those pairs, after moving the window dims last."""
+        backend = ctx.backend
+        sizes, size, step = ctx.saved("self_sym_sizes", "size", "step")
+        dtype = _dtype.from_any(grad.dtype)
+        if not sizes:  # a 0-d input: its one window holds it once
+            return backend.reshape(grad, ())
+        axis = ctx.axis
+        length, count = sizes[axis], grad.shape[axis]
+        rows = [[1.0 if window * step + offset == element else 0.0 for element in range(length)]
+                for window in range(count) for offset in range(size)]
+        covers = backend.array(rows, dtype, backend.device_of(grad)) if rows else backend.full(
+            (0, length), 0, dtype, backend.device_of(grad))
+        order = tuple(d for d in range(grad.ndim - 1) if d != axis) + (axis, grad.ndim - 1)
+        moved = backend.permute(grad, order)
+        flat = backend.reshape(moved, tuple(moved.shape[:-2]) + (count * size,))
+        summed = backend.matmul(flat, covers)
+        back = list(range(len(sizes) - 1))
+        back.insert(axis, len(sizes) - 1)
+        return backend.permute(summed, tuple(back)) if len(sizes) > 1 else summed
+
+
+def unfold(input, dimension: int, size: int, step: int):
+    """The windows of ``size`` elements every ``step`` along ``dimension``, as a view with one more dim."""
+    from gradviz.ops.shape import _view_of
+
+    axis = wrap_dim(dimension, max(input.ndim, 1))
+    length = input.shape[axis] if input.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {axis} is {length} but size is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return _view_of(UnfoldBackward0.apply(input, dimension, size, step), input)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of ``input``'s memory with any ``size`` and ``stride`` (in elements), from ``storage_offset``:
+    PyTorch's AsStridedBackward0, whose backward adds the gradient back where each element was read."""
+    from gradviz.ops.inplace import AsStridedBackward0
+    from gradviz.ops.shape import _view_of
+
+    size, stride = tuple(size), tuple(stride)
+    if input._base is not None:
+        raise NotImplementedError("gradviz's as_strided reads the memory of a tensor that owns it; this tensor is a "
+                                  "view of another one (as_strided the base, or .clone() this view first)")
+    offset = 0 if storage_offset is None else storage_offset
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    needed = 0 if 0 in size else offset + 1 + sum((s - 1) * st for s, st in zip(size, stride))
+    if needed > input.numel():
+        itemsize = input.dtype.itemsize
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
+                           f"itemsize {itemsize} requiring a storage size of {needed * itemsize} are out of bounds for "
+                           f"storage of size {input.numel() * itemsize}")
+    return _view_of(AsStridedBackward0.apply(input, size, stride, offset), input)
+
+
+# -- end api7 ---------------------------------------------------------------------------------------------

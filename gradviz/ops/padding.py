@@ -1,12 +1,19 @@
-"""Constant padding (``F.pad(x, pad, value=v)``), one node as in PyTorch (ConstantPadNdBackward0).
+"""Padding: ``F.pad(x, pad, mode, value)`` and the ``nn`` padding layers' function.
 
 ``pad`` lists (before, after) counts for the last dim, then the one before it, and so on; a negative
-count crops. The backward reads the gradient back from where the input was placed.
+count crops. Constant padding is one node (ConstantPadNdBackward0), whose backward reads the
+gradient back from where the input was placed. ``reflect`` and ``replicate`` are one node each,
+named by how many dims they pad (ReflectionPad2DBackward0, ReplicationPad1DBackward0 ...): every
+output element reads one input element (mirrored about the edge, or the edge itself), so the
+backward adds each output's gradient into the element it read. ``circular`` has no node of its
+own: PyTorch copies the input into an empty tensor and then copies the wrapped strips from that
+tensor into its borders, so the graph shows CopySlices over SliceBackward0s.
 """
 from __future__ import annotations
 
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
+from gradviz.tensor import Tensor
 
 
 def padded_regions(shape: tuple, pad: tuple) -> tuple:
@@ -54,13 +61,163 @@ def _signed(count: int) -> int:
     return count - 2**64 if count >= 2**63 else count
 
 
+# -- api7: reflect, replicate and circular padding ---------------------------------------------------------
+def _source_positions(size: int, before: int, after: int, mode: str) -> list:
+    """Which input position each output position reads along one dim: mirrored about the edges
+    (``reflect``, the edge itself not repeated) or clamped to them (``replicate``)."""
+    positions = []
+    for out in range(size + before + after):
+        position = out - before
+        if mode == "reflect":
+            if position < 0:
+                position = -position
+            elif position >= size:
+                position = 2 * (size - 1) - position
+        else:
+            position = min(max(position, 0), size - 1)
+        positions.append(position)
+    return positions
+
+
+class _IndexedPad(OpFunction):
+    """``reflect``/``replicate`` padding: each output element is one input element, picked per dim."""
+
+    inputs = ("self",)
+
+    def forward(ctx, self, padding, mode):
+        backend = self._backend
+        ctx.save(padding=tuple(count if count >= 0 else count + 2**64 for count in padding), self=self)
+        out = self._data
+        every = []
+        for position in range(len(padding) // 2):
+            axis = self.ndim - 1 - position
+            picks = _source_positions(self.shape[axis], padding[2 * position], padding[2 * position + 1], mode)
+            every.append((axis, picks, self.shape[axis]))
+            out = backend.take(out, backend.array(picks, _dtype.int64, self.device), axis)
+        ctx.picks = every
+        return out
+
+    def backward(ctx, grad):
+        """Each output's gradient added into the element it read: per dim, a product with the 0/1
+        matrix that says which output read which input."""
+        backend = ctx.backend
+        dtype = _dtype.from_any(grad.dtype)
+        device = backend.device_of(grad)
+        for axis, picks, size in reversed(ctx.picks):
+            rows = [[1.0 if pick == column else 0.0 for column in range(size)] for pick in picks]
+            reads = backend.array(rows, dtype, device) if picks else backend.full((0, size), 0, dtype, device)
+            order = tuple(d for d in range(grad.ndim) if d != axis) + (axis,)
+            moved = backend.matmul(backend.permute(grad, order), reads)
+            back = [0] * grad.ndim
+            for index, dim in enumerate(order):
+                back[dim] = index
+            grad = backend.permute(moved, tuple(back))
+        return backend.copy(grad)
+
+
+def _pad_node(mode: str, dims: int):
+    kind = "Reflection" if mode == "reflect" else "Replication"
+    name = f"{kind}Pad{dims}DBackward0"
+    formula = f"{mode}_pad{dims}d_backward(grad, self, padding)"
+    text = r"\textstyle\sum_{\text{outputs that read } x_i} \bar{y}"
+    return type(name, (_IndexedPad,), {"derivatives": {"self": (formula, text)},
+                                        "__doc__": f"``F.pad(x, pad, mode={mode!r})`` over the last {dims} dim(s).",
+                                        "__module__": __name__})
+
+
+ReflectionPad1DBackward0 = _pad_node("reflect", 1)
+ReflectionPad2DBackward0 = _pad_node("reflect", 2)
+ReflectionPad3DBackward0 = _pad_node("reflect", 3)
+ReplicationPad1DBackward0 = _pad_node("replicate", 1)
+ReplicationPad2DBackward0 = _pad_node("replicate", 2)
+ReplicationPad3DBackward0 = _pad_node("replicate", 3)
+_NODES = {("reflect", 1): ReflectionPad1DBackward0, ("reflect", 2): ReflectionPad2DBackward0,
+          ("reflect", 3): ReflectionPad3DBackward0, ("replicate", 1): ReplicationPad1DBackward0,
+          ("replicate", 2): ReplicationPad2DBackward0, ("replicate", 3): ReplicationPad3DBackward0}
+
+SUPPORTED = ("Supported combinations for non-constant padding:\n"
+             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+
+
+def _indexed_pad(input, pad: tuple, mode: str):
+    dims = len(pad) // 2
+    if mode == "reflect":
+        for position in range(dims):
+            axis = input.ndim - 1 - position
+            before, after = pad[2 * position], pad[2 * position + 1]
+            if before >= input.shape[axis] or after >= input.shape[axis]:
+                raise RuntimeError(f"Argument #{4 + 2 * position}: Padding size should be less than the corresponding "
+                                   f"input dimension, but got: padding ({before}, {after}) at dimension {axis} of "
+                                   f"input {list(input.shape)}")
+    shape = list(input.shape)
+    for position in range(dims):
+        shape[input.ndim - 1 - position] += pad[2 * position] + pad[2 * position + 1]
+    for size in shape:
+        if size < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {size}: {shape}")
+    return _NODES[mode, dims].apply(input, pad, mode)
+
+
+def _circular_pad(input, pad: tuple):
+    """PyTorch's ``_pad_circular``: the input copied into an empty tensor, then each border filled
+    with a copy of the strip at the other end, last dim first (corners are written twice)."""
+    from gradviz.ops.shape import slice_along
+
+    dims = len(pad) // 2
+    in_shape = tuple(input.shape)
+    out_shape = list(in_shape)
+    for position in range(dims):
+        axis = input.ndim - 1 - position
+        before, after = pad[2 * position], pad[2 * position + 1]
+        size = in_shape[axis]
+        if before > size or after > size:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if size + min(before, 0) + min(after, 0) < 0 or size + before + after < 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension.")
+        out_shape[axis] = size + before + after
+    out = Tensor._make(input._backend.full(tuple(out_shape), 0, input.dtype, input.device), backend=input._backend)
+    out_slice, in_slice = out, input
+    for position in range(dims):
+        axis = input.ndim - 1 - position
+        before, after = pad[2 * position], pad[2 * position + 1]
+        out_slice = slice_along(out_slice, axis, max(before, 0), out_shape[axis] - max(after, 0), 1)
+        in_slice = slice_along(in_slice, axis, max(-before, 0), in_shape[axis] - max(-after, 0), 1)
+    out_slice.copy_(in_slice)
+    for position in range(dims):
+        axis = input.ndim - 1 - position
+        before, after = pad[2 * position], pad[2 * position + 1]
+        size = out_shape[axis]
+        if before > 0:
+            slice_along(out, axis, 0, before, 1).copy_(
+                slice_along(out, axis, size - before - max(after, 0), size - max(after, 0), 1))
+        if after > 0:
+            slice_along(out, axis, size - after, size, 1).copy_(
+                slice_along(out, axis, max(before, 0), max(before, 0) + after, 1))
+    return out
+
+
 def pad(input, pad, mode: str = "constant", value=None):
-    """``input`` with ``value`` (0 by default) added around its last dims; PyTorch's ``mode='constant'``."""
+    """``input`` padded around its last dims: with ``value`` (0 by default, ``mode='constant'``), or
+    by reflecting, replicating or wrapping around its own elements."""
+    pad = tuple(pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:
         raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
                            f"padding length {len(pad)} and input of dimension {input.ndim}")
-    if mode != "constant":
-        raise NotImplementedError(f"gradviz's pad implements mode='constant' only, not mode={mode!r}")
-    return ConstantPadNdBackward0.apply(input, tuple(pad), 0 if value is None else value)
+    if mode == "constant":
+        return ConstantPadNdBackward0.apply(input, pad, 0 if value is None else value)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    dims = len(pad) // 2
+    if dims not in (1, 2, 3) or input.ndim not in (dims + 1, dims + 2):
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+                                  + SUPPORTED)
+    if mode == "circular":
+        return _circular_pad(input, pad)
+    return _indexed_pad(input, pad, mode)
+# -- end api7 ---------------------------------------------------------------------------------------------

@@ -8,8 +8,11 @@ The nodes for a tensor source (ScatterBackward0, ScatterAddBackward0, IndexAddBa
 """
 from __future__ import annotations
 
+import warnings
+
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
+from gradviz.autograd.not_implemented import not_implemented
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.ops.double_backward import IndexAddBackward0, ScatterAddBackward0, ScatterBackward0
 from gradviz.ops.inplace import in_place
@@ -43,10 +46,12 @@ def _check_index(name: str, index) -> None:
 
 
 def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):
-    """A copy of ``input`` with ``src``'s elements (or a number) written where ``index`` points along ``dim``."""
-    if reduce is not None:
-        raise NotImplementedError("gradviz's scatter has no reduce=; use scatter_add for 'add'")
+    """A copy of ``input`` with ``src``'s elements (or a number) written where ``index`` points along ``dim``;
+    ``reduce='add'`` or ``'multiply'`` combines them with what is there instead (PyTorch records no
+    derivative for those: a NotImplemented node)."""
     _check_index("scatter", index)
+    if reduce is not None:
+        return _scatter_reduce_old(input, dim, index, value if src is None else src, reduce)
     source = value if src is None else src
     if isinstance(source, Tensor):
         return ScatterBackward0.apply(input, source, dim, index)
@@ -64,6 +69,115 @@ def index_add(input, dim: int, index, source, *, alpha=1):
     return IndexAddBackward0.apply(input, source, dim, index, alpha)
 
 
+# -- api7: scatter_reduce, and scatter's reduce= ----------------------------------------------------------
+REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+class ScatterReduceBackward0(OpFunction):
+    """``self.scatter_reduce(dim, index, src, reduce, include_self=True)``: ``src``'s elements reduced
+    (summed, multiplied, averaged, max or min) into a copy of ``self`` where ``index`` points.
+
+    The gradients, as PyTorch's ``scatter_reduce_backward`` computes them: sum passes ``grad`` to
+    ``self`` and reads it back at ``index`` for ``src``; mean divides both by the count reduced into
+    each place; prod multiplies by the product of the others (zeros handled apart); amax/amin share
+    the gradient evenly among the elements equal to the result. With ``include_self=False`` the places
+    written get no gradient for ``self``.
+    """
+
+    inputs = ("self", "src")
+    derivatives = {"self": ("scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)",
+                            r"\bar{z}\,\partial z / \partial x"),
+                   "src": ("scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)",
+                           r"\bar{z}_{\mathrm{index}}\,\partial z / \partial s")}
+
+    def forward(ctx, self, src, dim, index, reduce, include_self):
+        ctx.save(dim=saved_dim(dim), include_self=include_self, index=index, reduce=reduce, self=self, src=src)
+        ctx.save_result()
+        axis = ctx.axis = wrap_dim(dim, max(self.ndim, 1))
+        ctx.src_shape = tuple(src.shape)
+        backend = self._backend
+        source = src._data if src.dtype is self.dtype else backend.astype(src._data, self.dtype)
+        return backend.scatter_reduce(backend.copy(self._data), axis, index._data, source, reduce, include_self)
+
+    def backward(ctx, grad):
+        from gradviz.ops.double_backward import _fit_source
+
+        backend = ctx.backend
+        self, src, index, result = ctx.saved("self", "src", "index", "result")
+        reduce, include_self = ctx.saved("reduce", "include_self")
+        axis = ctx.axis
+        src = backend.getitem(src, tuple(slice(0, size) for size in index.shape))  # the part index reads
+        dtype = _dtype.from_any(grad.dtype)
+
+        def scatter_add(base, values):
+            return backend.scatter_reduce(backend.copy(base), axis, index, values, "sum", True)
+
+        if reduce == "sum":
+            grad_self, grad_src = grad, backend.gather(grad, axis, index)
+        elif reduce == "mean":
+            counts = backend.full(tuple(grad.shape), 1 if include_self else 0, dtype, backend.device_of(grad))
+            counts = scatter_add(counts, backend.full(tuple(index.shape), 1, dtype, backend.device_of(grad)))
+            counts = backend.where(backend.eq(counts, 0), 1.0, counts)
+            grad_self = backend.div(grad, counts)
+            grad_src = backend.div(backend.gather(grad, axis, index), backend.gather(counts, axis, index))
+        elif reduce == "prod":
+            masked_self = backend.where(backend.eq(self, 0), 1.0, self)
+            masked_result = backend.scatter_reduce(backend.copy(masked_self), axis, index, src, reduce, include_self)
+            grad_self = backend.div(backend.mul(grad, masked_result), masked_self)
+            src_zero = backend.eq(src, 0)
+            zeros_per_place = scatter_add(backend.full(tuple(self.shape), 0, dtype, backend.device_of(grad)),
+                                          backend.astype(src_zero, dtype))
+            single_zero = backend.logical_and(src_zero, backend.eq(backend.gather(zeros_per_place, axis, index), 1))
+            masked_src = backend.where(single_zero, 1.0, src)
+            masked_src_result = backend.scatter_reduce(backend.copy(self), axis, index, masked_src, reduce, include_self)
+            grad_src = backend.where(
+                single_zero, backend.gather(backend.mul(grad, masked_src_result), axis, index),
+                backend.div(backend.gather(backend.mul(grad, result), axis, index), backend.where(src_zero, 1.0, src)))
+        else:  # amax, amin: shared evenly among the elements equal to the result
+            value = backend.gather(result, axis, index)
+            self_is_result = backend.astype(backend.eq(self, result), dtype)
+            src_is_result = backend.astype(backend.eq(src, value), dtype)
+            shares = scatter_add(self_is_result, src_is_result)
+            distributed = backend.div(grad, shares)
+            grad_self = backend.mul(self_is_result, distributed)
+            grad_src = backend.mul(src_is_result, backend.gather(distributed, axis, index))
+        if not include_self:
+            grad_self = backend.scatter(backend.copy(grad_self), axis, index, 0)
+        needs = ctx.needs_input_grad
+        return (grad_self if needs[0] else None), (_fit_source(ctx, grad_src) if needs[1] else None)
+
+
+def _reduce_into(self, values, dim, index, reduce):
+    """``scatter(..., reduce=)``'s value: ``values`` added or multiplied into a copy of ``self``."""
+    backend = self._backend
+    return backend.scatter_reduce(backend.copy(self._data), wrap_dim(dim, max(self.ndim, 1)), index._data, values,
+                                  "sum" if reduce == "add" else "prod", True)
+
+
+def _scatter_reduce_old(input, dim, index, source, reduce):
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    if isinstance(source, Tensor):
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+                      "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+                      UserWarning, stacklevel=3)
+        return not_implemented("scatter", lambda self, src: _reduce_into(
+            self, src._data if src.dtype is self.dtype else self._backend.astype(src._data, self.dtype), dim, index,
+            reduce), input, source)
+    return not_implemented("scatter", lambda self: _reduce_into(
+        self, self._backend.full(tuple(index.shape), source, self.dtype, self.device), dim, index, reduce), input)
+
+
+def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True):
+    """A copy of ``input`` with ``src``'s elements reduced into it where ``index`` points along ``dim``."""
+    if reduce not in REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    _check_index("scatter", index)  # PyTorch's check, and its message, are scatter's
+    return ScatterReduceBackward0.apply(input, src, dim, index, reduce, include_self)
+
+
+scatter_reduce_ = in_place(scatter_reduce, "scatter_reduce_")
+# -- end api7 ---------------------------------------------------------------------------------------------
 scatter_ = in_place(scatter, "scatter_")
 scatter_add_ = in_place(scatter_add, "scatter_add_")
 index_add_ = in_place(index_add, "index_add_")

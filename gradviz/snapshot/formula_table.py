@@ -1535,3 +1535,293 @@ def _scatter_value(o):
     dim = signed(o["dim"]) % max(len(o["index"]), 1)
     return only(Rule(sent=Call("zero_along", (g, Var("index", "i")), "", (dim,), f"0 at i along dim {dim}"),
                      note="the number written over the places i: they get no gradient, the rest pass it through"))
+
+
+# ------------------------------------------------------------------ api7: more products, torch.linalg, scatter_reduce, padding, unfold
+def _scale(factor, expr: Expr) -> Expr:
+    return expr if factor == 1 else Num(factor) * expr
+
+
+@entry("BaddbmmBackward0", "AddbmmBackward0", options=("alpha", "beta"))
+def _baddbmm(o):
+    A, B = Var("batch1", "A"), Var("batch2", "B")
+    return {"self": Rule(local=Num(o["beta"]), symbol="c"),
+            "batch1": Rule(sent=_scale(o["alpha"], g @ B.T), symbol="A",
+                       note="for each batch entry b: the gradient of A_b B_b (addbmm: every b gets the same ∂L/∂z)"),
+            "batch2": Rule(sent=_scale(o["alpha"], A.T @ g), symbol="B")}
+
+
+@entry("AddmvBackward0", options=("alpha", "beta"))
+def _addmv(o):
+    M, v = Var("mat", "A"), Var("vec", "v")
+    return {"self": Rule(local=Num(o["beta"]), symbol="c"),
+            "mat": Rule(sent=_scale(o["alpha"], Call("outer", (g, v), "outer")), symbol="A"),
+            "vec": Rule(sent=_scale(o["alpha"], M.T @ g), symbol="v")}
+
+
+@entry("AddrBackward0", options=("alpha", "beta"))
+def _addr(o):
+    u, v = Var("vec1", "u"), Var("vec2", "v")
+    return {"self": Rule(local=Num(o["beta"]), symbol="c"), "vec1": Rule(sent=_scale(o["alpha"], g @ v), symbol="u"),
+            "vec2": Rule(sent=_scale(o["alpha"], g.T @ u), symbol="v")}
+
+
+@register("cross")
+def _cross(a, b, dim):
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    return np.cross(a, b, axis=dim)
+
+
+@entry("LinalgCrossBackward0", options=("dim",))
+def _linalg_cross(o):
+    dim = signed(o["dim"])
+    return {"self": Rule(sent=Call("cross", (y, g), "×", (dim,), f"along dim {dim}")),
+            "other": Rule(sent=Call("cross", (g, x), "×", (dim,), f"along dim {dim}"), symbol="y")}
+
+
+entry("VdotBackward0")(lambda o: {"self": Rule(local=y), "other": Rule(local=x, symbol="y")})
+
+
+def _transposed_inverse(a):
+    return np.swapaxes(np.linalg.inv(a), -1, -2)
+
+
+register("inv_t")(_transposed_inverse)
+
+
+@register("per_matrix")
+def _per_matrix(scale, matrices):
+    """A number per matrix of a batch, times that matrix."""
+    return np.asarray(scale)[..., None, None] * matrices
+
+
+A_MATRIX = Var("A", "A")
+
+
+@entry("LinalgInvExBackward0")
+def _inv(o):
+    inverse_t = Var("inverse", "A⁻¹").T
+    return {"A": Rule(sent=Neg(inverse_t @ g @ inverse_t), symbol="A", note="A⁻¹ is the output")}
+
+
+@register("det_backward")
+def _det_backward(grad, det, a):
+    """``ḡ det(A) A⁻ᵀ``; 0 where det(A) is exactly 0 (what PyTorch's LU formula gives)."""
+    singular = np.asarray(det) == 0
+    safe = np.where(singular[..., None, None], np.eye(a.shape[-1]), a)
+    return np.where(singular[..., None, None], 0.0, _per_matrix(np.asarray(grad) * det, _transposed_inverse(safe)))
+
+
+entry("LinalgDetBackward0")(lambda o: {"A": Rule(
+    sent=Call("det_backward", (g, result("det A"), A_MATRIX), "", (), "= ∂L/∂z · det(A) · A⁻ᵀ"), symbol="A",
+    note="the cofactor matrix; a matrix with det(A) = 0 gets 0, as in PyTorch")})
+
+
+@register("slogdet_backward")
+def _slogdet_backward(grads, a):
+    logabsdet = grads[1] if grads[1] is not None else np.zeros(a.shape[:-2])
+    return _per_matrix(logabsdet, _transposed_inverse(a))
+
+
+entry("LinalgSlogdetBackward0")(lambda o: {"A": Rule(
+    sent=Call("slogdet_backward", (Grads(), A_MATRIX), "", (), "= ∂L/∂log|det A| · A⁻ᵀ"), symbol="A",
+    note="the sign is constant where it is defined: only log|det A| sends a gradient")})
+
+
+@register("cholesky_backward")
+def _cholesky_backward(grad, factor, upper):
+    if upper:
+        factor, grad = np.swapaxes(factor, -1, -2), np.swapaxes(grad, -1, -2)
+    phi = np.tril(np.swapaxes(factor, -1, -2) @ grad)
+    phi = phi - 0.5 * phi * np.eye(factor.shape[-1])
+    inverse = np.linalg.inv(factor)
+    gradient = np.swapaxes(inverse, -1, -2) @ phi @ inverse
+    return 0.5 * (gradient + np.swapaxes(gradient, -1, -2))
+
+
+def _cholesky_entry(saved: str):
+    def build(o):
+        factor = Var(saved, "L")
+        return {"self": Rule(sent=Call("cholesky_backward", (g, factor), "", (bool(o["upper"]),),
+                                       "= L⁻ᵀ Φ(Lᵀ ∂L/∂L) L⁻¹, symmetrized"), symbol="A",
+                             note="L is the output; Φ keeps the lower triangle and halves the diagonal")}
+
+    return build
+
+
+entry("LinalgCholeskyExBackward0", options=("upper",))(_cholesky_entry("L"))
+entry("CholeskyBackward0", options=("upper",))(_cholesky_entry("result"))
+
+
+@register("solve_backward")
+def _solve_backward(grad, a, solution, slot):
+    grad, solution = np.asarray(grad), np.asarray(solution)
+    vector = grad.ndim == a.ndim - 1
+    if vector:
+        grad, solution = grad[..., None], solution[..., None]
+    grad_b = np.linalg.solve(np.swapaxes(a, -1, -2), grad)
+    if slot == 0:
+        return -grad_b @ np.swapaxes(solution, -1, -2)
+    return grad_b[..., 0] if vector else grad_b
+
+
+entry("LinalgSolveExBackward0")(lambda o: {
+    "A": Rule(sent=Call("solve_backward", (g, A_MATRIX, result("X")), "", (0,), "= −B̄ Xᵀ"), symbol="A",
+              note="X is the output and B̄ = A⁻ᵀ ∂L/∂X, the gradient of B"),
+    "B": Rule(sent=Call("solve_backward", (g, A_MATRIX, result("X")), "", (1,), "= A⁻ᵀ ∂L/∂X"), symbol="B")})
+
+
+@register("solve_triangular_backward")
+def _solve_triangular_backward(grad, a, solution, upper, left, unitriangular, slot):
+    a = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        a = a - a * np.eye(a.shape[-1]) + np.eye(a.shape[-1])
+    a_t = np.swapaxes(a, -1, -2)
+    grad_b = np.linalg.solve(a_t, grad) if left else np.swapaxes(np.linalg.solve(a, np.swapaxes(grad, -1, -2)), -1, -2)
+    if slot == 1:
+        return grad_b
+    x_t = np.swapaxes(solution, -1, -2)
+    grad_a = -(grad_b @ x_t) if left else -(x_t @ grad_b)
+    return np.triu(grad_a, int(unitriangular)) if upper else np.tril(grad_a, -int(unitriangular))
+
+
+@entry("LinalgSolveTriangularBackward0", options=("upper", "left", "unitriangular"))
+def _solve_triangular(o):
+    upper, left, unitriangular = bool(o["upper"]), bool(o["left"]), bool(o["unitriangular"])
+    side = "B̄ = A⁻ᵀ ∂L/∂X" if left else "B̄ = ∂L/∂X A⁻ᵀ"
+    triangle = ("upper" if upper else "lower") + (" (diagonal left out)" if unitriangular else "")
+    A = Var("self", "A")
+
+    def rule(slot: int, shown: str, symbol: str) -> Rule:
+        return Rule(sent=Call("solve_triangular_backward", (g, A, result("X")), "", (upper, left, unitriangular, slot),
+                              shown), symbol=symbol,
+                    note=f"X is the output, {side}; A's gradient keeps only its {triangle} triangle")
+
+    return {"self": rule(0, "= −B̄ Xᵀ" if left else "= −Xᵀ B̄", "A"), "B": rule(1, "= " + side[4:], "B")}
+
+
+@register("scatter_reduce_backward")
+def _scatter_reduce_backward(grad, self, src, index, result_value, dim, reduce, include_self, slot):
+    """PyTorch's scatter_reduce_backward, on numpy arrays."""
+    index = np.asarray(index).astype(np.int64)
+    src = np.asarray(src)[tuple(slice(0, size) for size in index.shape)]
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[dim] = index
+    key = tuple(grid)
+
+    def gather(a):
+        return np.asarray(a)[key]
+
+    def scatter_add(base, values):
+        out = np.array(base, dtype=np.float64)
+        np.add.at(out, key, values)
+        return out
+
+    def reduced(base, values):
+        out = np.array(base, dtype=np.float64)
+        if not include_self:
+            out[key] = 1.0
+        np.multiply.at(out, key, values)
+        return out
+
+    if reduce == "sum":
+        grad_self, grad_src = grad, gather(grad)
+    elif reduce == "mean":
+        counts = scatter_add(np.full(grad.shape, 1.0 if include_self else 0.0), np.ones(index.shape))
+        counts[counts == 0] = 1
+        grad_self, grad_src = grad / counts, gather(grad) / gather(counts)
+    elif reduce == "prod":
+        masked_self = np.where(self == 0, 1.0, self)
+        grad_self = grad * reduced(masked_self, src) / masked_self
+        zero = src == 0
+        single = zero & (gather(scatter_add(np.zeros(self.shape), zero.astype(np.float64))) == 1)
+        grad_src = np.where(single, gather(grad * reduced(self, np.where(single, 1.0, src))),
+                            gather(grad * result_value) / np.where(zero, 1.0, src))
+    else:
+        hit_self = (self == result_value).astype(np.float64)
+        hit_src = (src == gather(result_value)).astype(np.float64)
+        shared = grad / scatter_add(hit_self, hit_src)
+        grad_self, grad_src = hit_self * shared, hit_src * gather(shared)
+    if slot == 0:
+        grad_self = np.array(grad_self, dtype=np.float64)
+        if not include_self:
+            grad_self[key] = 0.0
+        return grad_self
+    return grad_src
+
+
+@entry("ScatterReduceBackward0", options=("dim", "reduce", "include_self"))
+def _scatter_reduce(o):
+    dim, reduce, include_self = signed(o["dim"]), o["reduce"], bool(o["include_self"])
+    index, src = hidden("index"), Var("src", "s")
+    how = {"sum": "each place's gradient, to everything summed into it",
+           "mean": "each place's gradient divided by how many values were averaged there",
+           "prod": "each place's gradient times the product of the other values multiplied there",
+           "amax": "each place's gradient, shared by the values equal to the maximum",
+           "amin": "each place's gradient, shared by the values equal to the minimum"}[reduce]
+    note = how + ("" if include_self else "; x's values at the places written were left out, so they get 0")
+
+    def rule(slot: int, symbol: str) -> Rule:
+        return Rule(sent=Call("scatter_reduce_backward", (g, x, src, index, result()), "",
+                              (dim, reduce, include_self, slot), f"scatter_reduce '{reduce}' backward"),
+                    note=note, symbol=symbol)
+
+    return {"self": rule(0, "x"), "src": rule(1, "s")}
+
+
+@register("index_pad_backward")
+def _index_pad_backward(grad, input_shape, padding, mode):
+    """Each output element's gradient added into the input element it read (reflect or replicate)."""
+    grad = np.asarray(grad, dtype=np.float64)
+    for position in reversed(range(len(padding) // 2)):
+        axis = len(input_shape) - 1 - position
+        size, before = input_shape[axis], padding[2 * position]
+        out = np.zeros(grad.shape[:axis] + (size,) + grad.shape[axis + 1:])
+        for place in range(grad.shape[axis]):
+            source = place - before
+            if mode == "reflect":
+                source = -source if source < 0 else 2 * (size - 1) - source if source >= size else source
+            else:
+                source = min(max(source, 0), size - 1)
+            out[(slice(None),) * axis + (source,)] += grad[(slice(None),) * axis + (place,)]
+        grad = out
+    return grad
+
+
+def _index_pad(mode: str):
+    def build(o):
+        padding = tuple(signed(p) for p in o["padding"])
+        word = "mirrored about the edge" if mode == "reflect" else "the edge element itself"
+        return only(Rule(sent=Call("index_pad_backward", (g, hidden(INPUT_SHAPE)), "", (padding, mode),
+                                   f"{mode} padding folded back"),
+                         note=f"each padded element is a copy of an input element ({word}): its gradient is "
+                              "added to that element's"))
+
+    return build
+
+
+for _padded in (1, 2, 3):
+    entry(f"ReflectionPad{_padded}DBackward0", options=("padding",))(_index_pad("reflect"))
+    entry(f"ReplicationPad{_padded}DBackward0", options=("padding",))(_index_pad("replicate"))
+
+
+@register("unfold_backward")
+def _unfold_backward(grad, sizes, dim, size, step):
+    grad = np.asarray(grad, dtype=np.float64)
+    out = np.zeros(tuple(sizes))
+    if not sizes:
+        return grad.reshape(())
+    for window in range(grad.shape[dim]):
+        for offset in range(size):
+            piece = np.take(np.take(grad, window, axis=dim), offset, axis=-1)
+            out[(slice(None),) * dim + (window * step + offset,)] += piece
+    return out
+
+
+@entry("UnfoldBackward0", options=("self_sym_sizes", "dimension", "size", "step"))
+def _unfold(o):
+    sizes = tuple(o["self_sym_sizes"])
+    dim = signed(o["dimension"]) % max(len(sizes), 1)
+    return only(Rule(sent=Call("unfold_backward", (g,), "", (sizes, dim, o["size"], o["step"]),
+                               "windows added back where they were read"),
+                     note="windows may overlap: an element gets the gradients of every window that holds it"))
