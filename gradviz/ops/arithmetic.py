@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
+from gradviz.autograd.node import SavedTensor
+from gradviz.grad_mode import INFERENCE_SAVED, check_not_inference, inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
 from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
                                to_shape_and_dtype)
@@ -29,6 +33,49 @@ def _saved_operand(ctx, value, carrier):
     if carrier._backend is not numpy_backend:  # numpy data is on the CPU, the class default
         ctx.number_device = carrier.device
     return value
+
+
+def _save_operand(ctx, value, carrier):
+    """``ctx.save`` of one operand, written out for Mul and Div (they save their operands directly,
+    with no keyword dict and no loop): a tensor as a ``SavedTensor``, a number as the number."""
+    if type(value) is Tensor or isinstance(value, Tensor):
+        if _inference_tensors:  # empty unless inference_mode was used
+            check_not_inference(value, INFERENCE_SAVED)
+        return SavedTensor(value)
+    return _saved_operand(ctx, value, carrier)
+
+
+# -- 0-d float operands: numpy's scalar arithmetic -----------------------------------------------------
+# A ufunc on 0-d arrays costs about three times numpy's scalar arithmetic on the same values (and its
+# result comes back as a scalar that must be made an array again anyway). For float32 and float64 both
+# compute the same IEEE operation in the same precision, so the bits agree (tests/test_scalar_math.py
+# checks it, NaN, infinities and -0.0 included); a Python number combines with a numpy scalar as with a
+# 0-d array (NEP 50: the array's dtype wins). Scalar graphs (a polynomial fit, a micrograd-style
+# network, a long chain) are made of nothing else.
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_ndarray = np.ndarray
+_asarray = np.asarray
+
+
+def _scalars(ctx, self, other):
+    """``(x, y)`` as numpy scalars (a Python number stays a float) when ``self`` is a 0-d float32 or
+    float64 numpy tensor and ``other`` a 0-d tensor of the same dtype or a Python number; else None.
+    Notes the operands' metas as ``_binary_operands`` does."""
+    if type(self) is Tensor:
+        x = self._data
+        if type(x) is _ndarray and x.shape == ():
+            dtype = x.dtype
+            if dtype is _F32 or dtype is _F64:
+                if type(other) is Tensor:
+                    y = other._data
+                    if type(y) is _ndarray and y.shape == () and y.dtype is dtype:
+                        ctx.metas = ((), dtype, (), dtype)
+                        return x[()], y[()]
+                elif type(other) is float or type(other) is int:
+                    ctx.metas = ((), dtype, (), None)
+                    return x[()], float(other)
+    return None
 
 
 def _needs(ctx, index: int) -> bool:
@@ -100,8 +147,12 @@ class AddBackward0(OpFunction):
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("grad * alpha", r"\alpha\,\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
+        ctx._packed = {"alpha": alpha}  # ctx.save(alpha=alpha), written out (nothing to check in a number)
+        if alpha == 1:
+            scalars = _scalars(ctx, self, other)
+            if scalars is not None:
+                return _asarray(scalars[0] + scalars[1])
         backend, x, y = _binary_operands(ctx, self, other)
-        ctx.save(alpha=alpha)
         return backend.add(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
@@ -120,8 +171,12 @@ class SubBackward0(OpFunction):
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("-grad * alpha", r"-\alpha\,\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
+        ctx._packed = {"alpha": alpha}  # ctx.save(alpha=alpha), written out (nothing to check in a number)
+        if alpha == 1:
+            scalars = _scalars(ctx, self, other)
+            if scalars is not None:
+                return _asarray(scalars[0] - scalars[1])
         backend, x, y = _binary_operands(ctx, self, other)
-        ctx.save(alpha=alpha)
         return backend.sub(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
@@ -158,12 +213,18 @@ class MulBackward0(OpFunction):
     derivatives = {"self": ("grad * other", r"\bar{y}\cdot b"), "other": ("grad * self", r"\bar{y}\cdot a")}
 
     def forward(ctx, self, other):
-        backend, x, y = _binary_operands(ctx, self, other)
-        carrier = self if isinstance(self, Tensor) else other
+        scalars = _scalars(ctx, self, other)
+        if scalars is not None:
+            out = _asarray(scalars[0] * scalars[1])
+        else:
+            backend, x, y = _binary_operands(ctx, self, other)
+            out = backend.mul(x, y)
         needs = ctx.needs_input_grad
-        ctx.save(other=_saved_operand(ctx, other, carrier) if needs[:1] == (True,) else None,
-                 self=_saved_operand(ctx, self, carrier) if needs[1:2] == (True,) else None)
-        return backend.mul(x, y)
+        if needs:  # recording: ctx.save(other=..., self=...), written out
+            carrier = self if isinstance(self, Tensor) else other
+            ctx._packed = {"other": _save_operand(ctx, other, carrier) if needs[0] else None,
+                           "self": _save_operand(ctx, self, carrier) if needs[1] else None}
+        return out
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -183,13 +244,21 @@ class DivBackward0(OpFunction):
                    "other": ("-grad * self / (other * other)", r"-\bar{y}\,a / b^{2}")}
 
     def forward(ctx, self, other):
-        backend, x, y = _binary_operands(ctx, self, other)
-        ctx.save(self=self if _needs(ctx, 1) else None, other=_saved_operand(ctx, other, self))
-        if not _is_float(x if isinstance(self, Tensor) else y):
-            # integer / integer is true division in the default float dtype
-            x = backend.astype(x, _default_float()) if isinstance(self, Tensor) else float(x)
-            y = backend.astype(y, _default_float()) if isinstance(other, Tensor) else float(y)
-        return backend.div(x, y)
+        scalars = _scalars(ctx, self, other)
+        if scalars is not None:
+            out = _asarray(scalars[0] / scalars[1])
+        else:
+            backend, x, y = _binary_operands(ctx, self, other)
+            if not _is_float(x if isinstance(self, Tensor) else y):
+                # integer / integer is true division in the default float dtype
+                x = backend.astype(x, _default_float()) if isinstance(self, Tensor) else float(x)
+                y = backend.astype(y, _default_float()) if isinstance(other, Tensor) else float(y)
+            out = backend.div(x, y)
+        needs = ctx.needs_input_grad
+        if needs:  # recording: ctx.save(self=..., other=...), written out
+            ctx._packed = {"self": _save_operand(ctx, self, self) if needs[1] else None,
+                           "other": _save_operand(ctx, other, self)}
+        return out
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -197,7 +266,9 @@ class DivBackward0(OpFunction):
         needs = ctx.needs_input_grad
         return _binary_grads(
             ctx, backend.div(grad, other) if needs[0] else None,
-            backend.neg(backend.div(backend.mul(grad, ctx.saved("self")), backend.mul(other, other))) if needs[1]
+            # PyTorch's div_tensor_other_backward: -grad * ((self / other) / other), in that order (other * other
+            # would overflow where the quotients do not)
+            backend.mul(backend.neg(grad), backend.div(backend.div(ctx.saved("self"), other), other)) if needs[1]
             else None)
 
     def backward_graph(ctx, grad):
@@ -252,7 +323,14 @@ class PowBackward0(OpFunction):
     derivatives = {"self": ("grad * exponent * self.pow(exponent - 1)", r"\bar{y}\,n\,x^{n-1}")}
 
     def forward(ctx, self, exponent):
-        ctx.save(self=self, exponent=exponent)
+        if ctx.needs_input_grad:  # recording: ctx.save(self=self, exponent=exponent), written out
+            ctx._packed = {"self": _save_operand(ctx, self, self), "exponent": exponent}
+        x = self._data
+        if ((exponent == 2 or exponent == 3) and (type(exponent) is int or type(exponent) is float)
+                and type(x) is _ndarray and x.shape == () and (x.dtype is _F32 or x.dtype is _F64)):
+            # PyTorch's kernel squares and cubes by multiplying (as the backend's pow does for arrays)
+            value = x[()]
+            return _asarray(value * value if exponent == 2 else value * value * value)
         x, n = promote(self, exponent)
         return self._backend.pow(x, n)
 
