@@ -78,6 +78,34 @@ def _scalars(ctx, self, other):
     return None
 
 
+def _times(backend, a, b):
+    """``backend.mul(a, b)`` in a backward formula; numpy's scalar arithmetic (bit-identical, as in
+    ``_scalars``) when ``a`` is a 0-d float32/float64 array and ``b`` a 0-d array of its dtype or a
+    Python number: the gradients of a scalar graph are 0-d too."""
+    if type(a) is _ndarray and a.shape == ():
+        dtype = a.dtype
+        if dtype is _F32 or dtype is _F64:
+            if type(b) is _ndarray:
+                if b.shape == () and b.dtype is dtype:
+                    return _asarray(a[()] * b[()])
+            elif type(b) is float or type(b) is int:
+                return _asarray(a[()] * b)
+    return backend.mul(a, b)
+
+
+def _over(backend, a, b):
+    """``backend.div(a, b)`` in a backward formula, as ``_times`` does it."""
+    if type(a) is _ndarray and a.shape == ():
+        dtype = a.dtype
+        if dtype is _F32 or dtype is _F64:
+            if type(b) is _ndarray:
+                if b.shape == () and b.dtype is dtype:
+                    return _asarray(a[()] / b[()])
+            elif type(b) is float or type(b) is int:
+                return _asarray(a[()] / b)
+    return backend.div(a, b)
+
+
 def _needs(ctx, index: int) -> bool:
     """Whether input ``index`` needs a gradient (False when forward runs without recording)."""
     return ctx.needs_input_grad[index:index + 1] == (True,)
@@ -159,7 +187,7 @@ class AddBackward0(OpFunction):
         alpha = ctx.saved("alpha")
         needs = ctx.needs_input_grad
         return _binary_grads(ctx, grad if needs[0] else None,
-                             (grad if alpha == 1 else ctx.backend.mul(grad, alpha)) if needs[1] else None)
+                             (grad if alpha == 1 else _times(ctx.backend, grad, alpha)) if needs[1] else None)
 
     def backward_graph(ctx, grad):
         alpha = ctx.saved("alpha")
@@ -182,7 +210,7 @@ class SubBackward0(OpFunction):
     def backward(ctx, grad):
         alpha = ctx.saved("alpha")
         needs = ctx.needs_input_grad
-        return _binary_grads(ctx, grad if needs[0] else None, ctx.backend.mul(grad, -alpha) if needs[1] else None)
+        return _binary_grads(ctx, grad if needs[0] else None, _times(ctx.backend, grad, -alpha) if needs[1] else None)
 
     def backward_graph(ctx, grad):
         alpha = ctx.saved("alpha")
@@ -229,8 +257,8 @@ class MulBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         needs = ctx.needs_input_grad
-        return _binary_grads(ctx, backend.mul(grad, ctx.saved("other")) if needs[0] else None,
-                             backend.mul(grad, ctx.saved("self")) if needs[1] else None)
+        return _binary_grads(ctx, _times(backend, grad, ctx.saved("other")) if needs[0] else None,
+                             _times(backend, grad, ctx.saved("self")) if needs[1] else None)
 
     def backward_graph(ctx, grad):
         other, self = ctx.saved_graph("other", "self")  # both unpacked (and version-checked) first, as PyTorch does
@@ -265,7 +293,7 @@ class DivBackward0(OpFunction):
         other = ctx.saved("other")
         needs = ctx.needs_input_grad
         return _binary_grads(
-            ctx, backend.div(grad, other) if needs[0] else None,
+            ctx, _over(backend, grad, other) if needs[0] else None,
             # PyTorch's div_tensor_other_backward: -grad * ((self / other) / other), in that order (other * other
             # would overflow where the quotients do not)
             backend.mul(backend.neg(grad), backend.div(backend.div(ctx.saved("self"), other), other)) if needs[1]
@@ -340,8 +368,13 @@ class PowBackward0(OpFunction):
         if exponent == 0:
             return backend.mul(grad, 0.0)
         # x ** 1 is a copy of x (PyTorch's kernel), so for a square x itself gives the same numbers
-        power = self if exponent == 2 else backend.pow(self, exponent - 1)
-        return backend.mul(grad, backend.mul(power, float(exponent)))
+        if exponent == 2:
+            power = self
+        elif exponent == 3 and type(self) is _ndarray:  # numpy's pow(x, 2) multiplies too: x * x
+            power = _times(backend, self, self)
+        else:
+            power = backend.pow(self, exponent - 1)
+        return _times(backend, grad, _times(backend, power, float(exponent)))
 
     def backward_graph(ctx, grad):
         self, exponent = ctx.saved_graph("self", "exponent")
@@ -453,7 +486,7 @@ class MulBackward1(OpFunction):
         return self._backend.mul(self._data, other)
 
     def backward(ctx, grad):
-        return ctx.backend.mul(grad, ctx.saved("other"))
+        return _times(ctx.backend, grad, ctx.saved("other"))
 
     def backward_graph(ctx, grad):
         return _scalar_mul(grad, ctx.saved("other"))
@@ -493,7 +526,7 @@ class DivBackward1(OpFunction):
         return self._backend.div(self._data, other)
 
     def backward(ctx, grad):
-        return ctx.backend.div(grad, ctx.saved("other"))
+        return _over(ctx.backend, grad, ctx.saved("other"))
 
     def backward_graph(ctx, grad):
         return DivBackward1.apply(grad, ctx.saved("other"))
