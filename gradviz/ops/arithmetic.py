@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from gradviz import _dtype
-from gradviz.autograd.function import OpFunction
+from gradviz.autograd.function import _NO_RECORD, OpFunction
 from gradviz.autograd.node import SavedTensor
 from gradviz.grad_mode import INFERENCE_SAVED, check_not_inference, inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
@@ -56,6 +56,8 @@ _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _ndarray = np.ndarray
 _asarray = np.asarray
+_METAS_32 = (((), _F32, (), _F32), ((), _F32, (), None))  # the metas of a 0-d pair: one shared tuple each
+_METAS_64 = (((), _F64, (), _F64), ((), _F64, (), None))
 
 
 def _scalars(ctx, self, other):
@@ -70,10 +72,12 @@ def _scalars(ctx, self, other):
                 if type(other) is Tensor:
                     y = other._data
                     if type(y) is _ndarray and y.shape == () and y.dtype is dtype:
-                        ctx.metas = ((), dtype, (), dtype)
+                        if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call that keeps nothing)
+                            ctx.metas = (_METAS_32 if dtype is _F32 else _METAS_64)[0]
                         return x[()], y[()]
                 elif type(other) is float or type(other) is int:
-                    ctx.metas = ((), dtype, (), None)
+                    if ctx is not _NO_RECORD:
+                        ctx.metas = (_METAS_32 if dtype is _F32 else _METAS_64)[1]
                     return x[()], float(other)
     return None
 
