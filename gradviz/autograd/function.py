@@ -37,6 +37,7 @@ from gradviz._device import CPU
 from gradviz.autograd.node import _sequence, RELEASED, Node, SavedTensor
 from gradviz.grad_mode import _state as _grad_state, INFERENCE_SAVED, check_not_inference
 from gradviz.grad_mode import inference_tensors as _inference_tensors
+from gradviz.grad_mode import _inference_depth
 
 
 class _NoRecord:
@@ -289,6 +290,8 @@ class OpFunction(Node):
                     node._packed[node._result_name] = SavedTensor(out, is_output=True)
                 return out
         data = cls.forward(_NO_RECORD, *args, **params)
+        if _inference_depth[0]:  # inference_mode marks what it makes through Tensor._make
+            return Tensor._make(data)
         out = _new_object(Tensor)  # Tensor._make(data), written out: every op under no_grad comes here
         out._data = data
         out._backend = numpy_backend if type(data) is _ndarray else _backend_of(data)
