@@ -154,3 +154,28 @@ def test_mixed_dtypes_and_shapes_leave_the_scalar_path(torch):
         "v = torch.tensor([2.0], requires_grad=True)\n"
         "y = (a * d + a * i + a * v + h * h + h ** 2 + i * 2 + i / 2).sum()\n"
         "y.backward()\n")
+
+
+@pytest.mark.parametrize("pattern", [(a, b, c) for a in (0, 1) for b in (0, 1) for c in (0, 1)])
+def test_needs_input_grad_follows_the_inputs(pattern):
+    """apply names each requires-grad pattern by one int key: every pattern of a 3-input op gets its
+    own shared tuple, and no node when nothing needs a gradient."""
+    inputs = [gradviz.tensor([1.0, 2.0], requires_grad=bool(flag)) for flag in pattern]
+    out = gradviz.addcmul(*inputs, value=0.5)
+    if not any(pattern):
+        assert out.grad_fn is None
+        return
+    assert out.grad_fn.needs_input_grad == tuple(bool(flag) for flag in pattern)
+    again = gradviz.addcmul(*inputs, value=0.5)
+    assert again.grad_fn.needs_input_grad is out.grad_fn.needs_input_grad
+    assert [edge[0] is None for edge in out.grad_fn.next_functions] == [not flag for flag in pattern]
+
+
+def test_needs_input_grad_patterns_match_torch(torch):
+    from parity import assert_same
+
+    assert_same("a = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+                "b = torch.tensor([3.0, -1.0])\n"
+                "c = torch.tensor([0.5, 0.25], requires_grad=True)\n"
+                "y = torch.addcmul(a, b, c, value=2) + torch.addcmul(b, a, b) + torch.addcmul(b, b, c)\n"
+                "y.sum().backward()\n")
