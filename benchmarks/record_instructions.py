@@ -46,13 +46,13 @@ def workload(name):
         w = lib.ones(16, 16, requires_grad=True)
         bias = lib.ones(16, requires_grad=True)
         return lambda: x @ w + bias
-    raise ValueError(name)
+    raise ValueError(f"unknown workload {name!r}; one of {', '.join(WORKLOADS)}")
 
 
 def run(name, calls):
     if name in ("cubic", "micrograd"):
         import gradviz as lib
-        sys.modules.setdefault("torch", None)  # bench_core imports torch at the top: load only its workloads
+
         step = _scalar_step(name, lib)
     else:
         step = workload(name)
@@ -62,8 +62,7 @@ def run(name, calls):
 
 
 def _scalar_step(name, lib):
-    import importlib.util
-
+    """bench_core's own step for ``name``, without importing bench_core (it imports torch at the top)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_core.py")
     source = open(path).read()
     # only the workload functions: everything from the first ``def`` to the timing section
