@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 from gradviz import _dtype
 from gradviz.backends import numpy_backend
 from gradviz._device import CPU
 from gradviz.autograd.node import _sequence, RELEASED, Node, SavedTensor
 from gradviz.grad_mode import _state as _grad_state, INFERENCE_SAVED, check_not_inference
 from gradviz.grad_mode import inference_tensors as _inference_tensors
+from gradviz.grad_mode import _inference_depth
 
 
 class _NoRecord:
@@ -55,6 +58,18 @@ class _NoRecord:
 _NO_RECORD = _NoRecord()
 NO_EDGE = (None, 0)  # the edge of an input that needs no gradient (one shared tuple)
 _NEEDS = {}  # needs_input_grad patterns, (True,), (True, False), ...: each kept once
+_NOTHING_NEEDED = ()  # what _NEEDS_BY_KEY gives for inputs none of which needs a gradient
+_NEEDS_BY_KEY = {}  # apply's key (a leading 1 bit, then one bit per input, first input first) -> its pattern
+
+
+def _needs_of(key: int) -> tuple:
+    """The shared ``needs_input_grad`` tuple that apply's ``key`` names (``_NOTHING_NEEDED`` when no
+    input needs a gradient), made and kept the first time that pattern is seen."""
+    bits = bin(key)[3:]
+    needs = tuple([bit == "1" for bit in bits])
+    needs = _NOTHING_NEEDED if True not in needs else _NEEDS.setdefault(needs, needs)
+    _NEEDS_BY_KEY[key] = needs
+    return needs
 
 
 class SavedTensors(tuple):
@@ -197,6 +212,12 @@ class OpFunction(Node):
                     packed[name] = RELEASED  # a saved number is freed like a saved tensor (same keys)
 
     # -- recording -----------------------------------------------------------------------------
+    _arity = 0  # len(inputs), kept by __init_subclass__: apply reads it for every op
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._arity = len(cls.inputs)
+
     @classmethod
     def apply(cls, *args, **params):
         """Run forward; record a node when grad mode is on and a graph input requires grad.
@@ -204,20 +225,21 @@ class OpFunction(Node):
         The first ``len(cls.inputs)`` positional arguments are the graph inputs (each gets an
         edge); later ones and keywords are parameters such as ``dim``. This is the one path every
         op takes (operators, functions, methods, nn modules), so it is written out as one loop:
-        one pass over the inputs finds which need a gradient and where each one's gradient goes
-        (``gradient_edge``), and only then is the node made. A view that requires grad takes the
-        general path, ``_record`` (its grad_fn may have to be made, after the node, as PyTorch does).
+        one pass over the inputs finds where each one's gradient goes (``gradient_edge``) and
+        which need one, kept as the bits of one int (``key``: a leading 1, then a bit per input)
+        that names the shared ``needs_input_grad`` tuple; only then is the node made. A view that
+        requires grad takes the general path, ``_record`` (its grad_fn may have to be made, after
+        the node, as PyTorch does).
         """
         if _grad_state.enabled:  # is_grad_enabled(), read directly: this runs for every op
             edges = []
-            needs = []
-            record = False
-            for arg in args[:len(cls.inputs)]:
+            key = 1
+            for arg in args[:cls._arity]:
                 if type(arg) is Tensor or isinstance(arg, Tensor):
                     if arg._base is not None:
                         if arg._requires_grad or arg._base._requires_grad:
                             # a view requires grad when its base does (even one made under no_grad)
-                            graph_inputs = args[:len(cls.inputs)]
+                            graph_inputs = args[:cls._arity]
                             needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in graph_inputs])
                             return cls._record(args, params, graph_inputs, _NEEDS.setdefault(needs, needs))
                     elif arg._requires_grad:  # gradient_edge(arg), written out for the two common cases
@@ -228,29 +250,29 @@ class OpFunction(Node):
                             accumulator = arg._accumulator
                             accumulator = accumulator() if accumulator is not None else None
                             edges.append((accumulator if accumulator is not None else arg._grad_accumulator(), 0))
-                        needs.append(True)
-                        record = True
+                        key += key + 1
                         continue
                 edges.append(NO_EDGE)
-                needs.append(False)
-            if record:
-                node = cls.__new__(cls)
+                key += key
+            needs = _NEEDS_BY_KEY.get(key)
+            if needs is None:
+                needs = _needs_of(key)
+            if needs is not _NOTHING_NEEDED:
+                node = _new_object(cls)
                 node._sequence_nr = next(_sequence)  # Node.__init__, inlined: one node per recorded op
                 node._next_functions = tuple(edges)
-                needs = tuple(needs)
-                # one shared tuple per pattern: fewer live objects mean fewer garbage-collector passes
-                needs = node.needs_input_grad = _NEEDS.setdefault(needs, needs)
+                node.needs_input_grad = needs
                 if False in needs:  # an input without grad: kept (weakly, if a tensor) for the graph view
-                    constants = []
-                    for arg, need in zip(args, needs):
-                        constants.append(None if need else weakref.ref(arg) if isinstance(arg, Tensor) else arg)
-                    node._constants = tuple(constants)
-                backend = args[needs.index(True)]._backend
+                    node._constants = tuple([None if need else weakref.ref(arg) if isinstance(arg, Tensor) else arg
+                                             for arg, need in zip(args, needs)])
+                    backend = args[needs.index(True)]._backend
+                else:
+                    backend = args[0]._backend
                 if backend is not numpy_backend:
                     node.backend = backend
                 if _grad_state.backward_order:  # recorded by a create_graph backward pass (second order, ...)
                     node._order = _grad_state.backward_order
-                out = _new_tensor(Tensor)  # Tensor._make, written out
+                out = _new_object(Tensor)  # Tensor._make, written out
                 out._data = node.forward(*args, **params)
                 out._backend = backend
                 out._requires_grad = True
@@ -267,7 +289,22 @@ class OpFunction(Node):
                         node._packed = {}
                     node._packed[node._result_name] = SavedTensor(out, is_output=True)
                 return out
-        return Tensor._make(cls.forward(_NO_RECORD, *args, **params))
+        data = cls.forward(_NO_RECORD, *args, **params)
+        if _inference_depth[0]:  # inference_mode marks what it makes through Tensor._make
+            return Tensor._make(data)
+        out = _new_object(Tensor)  # Tensor._make(data), written out: every op under no_grad comes here
+        out._data = data
+        out._backend = numpy_backend if type(data) is _ndarray else _backend_of(data)
+        out._requires_grad = False
+        out._grad = None
+        out._grad_fn = None
+        out._vc = [0]
+        out._output_nr = 0
+        out._accumulator = None
+        out._retains_grad = False
+        out._base = None
+        out._leaf_hooks = None
+        return out
 
     @classmethod
     def _record(cls, args, params, graph_inputs, needs):
@@ -336,7 +373,8 @@ def gradient_edge(tensor) -> tuple:
     return (tensor._grad_accumulator(), 0)
 
 
-from gradviz.tensor import Tensor  # noqa: E402  (tensor.py imports the ops that import this module)
+from gradviz.tensor import Tensor, _backend_of  # noqa: E402  (tensor.py imports the ops that import this module)
 
-_new_tensor = object.__new__
+_new_object = object.__new__
+_ndarray = np.ndarray
 from gradviz.autograd.custom_function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401

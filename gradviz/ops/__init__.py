@@ -77,10 +77,11 @@ def _arithmetic_operator(function, op_class):
     straight to the op's node, as ``function`` itself would go (these are most of the ops in a
     learner's code); anything else takes ``function``'s own checks."""
     checked = _operator(function)
+    apply = op_class.apply  # perf5f: bound once, not looked up and bound again on every call
 
     def operator(self, other):
         if type(other) is Tensor or type(other) is float or type(other) is int:
-            return op_class.apply(self, other)
+            return apply(self, other)
         return checked(self, other)
 
     operator.__name__ = function.__name__
@@ -92,8 +93,11 @@ def _pow_operator(self, other):
     """``x ** n``: a float, or an int that is not negative (which an integer tensor refuses), goes
     straight to PowBackward0, as ``pow`` itself would send it; anything else takes ``pow``'s checks."""
     if type(other) is float or (type(other) is int and other >= 0):
-        return arithmetic.PowBackward0.apply(self, other)
+        return _pow_apply(self, other)
     return _checked_pow(self, other)
+
+
+_pow_apply = arithmetic.PowBackward0.apply  # perf5f: bound once for ``x ** n``
 
 
 def _method(function):

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gradviz import _dtype
-from gradviz.autograd.function import OpFunction
+from gradviz.autograd.function import _NO_RECORD, OpFunction
+from gradviz.autograd.node import SavedTensor
+from gradviz.grad_mode import INFERENCE_SAVED, check_not_inference, inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
 from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
                                to_shape_and_dtype)
@@ -29,6 +33,81 @@ def _saved_operand(ctx, value, carrier):
     if carrier._backend is not numpy_backend:  # numpy data is on the CPU, the class default
         ctx.number_device = carrier.device
     return value
+
+
+def _save_operand(ctx, value, carrier):
+    """``ctx.save`` of one operand, written out for Mul and Div (they save their operands directly,
+    with no keyword dict and no loop): a tensor as a ``SavedTensor``, a number as the number."""
+    if type(value) is Tensor or isinstance(value, Tensor):
+        if _inference_tensors:  # empty unless inference_mode was used
+            check_not_inference(value, INFERENCE_SAVED)
+        return SavedTensor(value)
+    return _saved_operand(ctx, value, carrier)
+
+
+# -- 0-d float operands: numpy's scalar arithmetic -----------------------------------------------------
+# A ufunc on 0-d arrays costs about three times numpy's scalar arithmetic on the same values (and its
+# result comes back as a scalar that must be made an array again anyway). For float32 and float64 both
+# compute the same IEEE operation in the same precision, so the bits agree (tests/test_scalar_math.py
+# checks it, NaN, infinities and -0.0 included); a Python number combines with a numpy scalar as with a
+# 0-d array (NEP 50: the array's dtype wins). Scalar graphs (a polynomial fit, a micrograd-style
+# network, a long chain) are made of nothing else.
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_ndarray = np.ndarray
+_asarray = np.asarray
+_METAS_32 = (((), _F32, (), _F32), ((), _F32, (), None))  # the metas of a 0-d pair: one shared tuple each
+_METAS_64 = (((), _F64, (), _F64), ((), _F64, (), None))
+
+
+def _scalars(ctx, self, other):
+    """``(x, y)`` as numpy scalars (a Python number stays a float) when ``self`` is a 0-d float32 or
+    float64 numpy tensor and ``other`` a 0-d tensor of the same dtype or a Python number; else None.
+    Notes the operands' metas as ``_binary_operands`` does."""
+    if type(self) is Tensor:
+        x = self._data
+        if type(x) is _ndarray and x.shape == ():
+            dtype = x.dtype
+            if dtype is _F32 or dtype is _F64:
+                if type(other) is Tensor:
+                    y = other._data
+                    if type(y) is _ndarray and y.shape == () and y.dtype is dtype:
+                        if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call that keeps nothing)
+                            ctx.metas = (_METAS_32 if dtype is _F32 else _METAS_64)[0]
+                        return x[()], y[()]
+                elif type(other) is float or type(other) is int:
+                    if ctx is not _NO_RECORD:
+                        ctx.metas = (_METAS_32 if dtype is _F32 else _METAS_64)[1]
+                    return x[()], float(other)
+    return None
+
+
+def _times(backend, a, b):
+    """``backend.mul(a, b)`` in a backward formula; numpy's scalar arithmetic (bit-identical, as in
+    ``_scalars``) when ``a`` is a 0-d float32/float64 array and ``b`` a 0-d array of its dtype or a
+    Python number: the gradients of a scalar graph are 0-d too."""
+    if type(a) is _ndarray and a.shape == ():
+        dtype = a.dtype
+        if dtype is _F32 or dtype is _F64:
+            if type(b) is _ndarray:
+                if b.shape == () and b.dtype is dtype:
+                    return _asarray(a[()] * b[()])
+            elif type(b) is float or type(b) is int:
+                return _asarray(a[()] * b)
+    return backend.mul(a, b)
+
+
+def _over(backend, a, b):
+    """``backend.div(a, b)`` in a backward formula, as ``_times`` does it."""
+    if type(a) is _ndarray and a.shape == ():
+        dtype = a.dtype
+        if dtype is _F32 or dtype is _F64:
+            if type(b) is _ndarray:
+                if b.shape == () and b.dtype is dtype:
+                    return _asarray(a[()] / b[()])
+            elif type(b) is float or type(b) is int:
+                return _asarray(a[()] / b)
+    return backend.div(a, b)
 
 
 def _needs(ctx, index: int) -> bool:
@@ -100,15 +179,19 @@ class AddBackward0(OpFunction):
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("grad * alpha", r"\alpha\,\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
+        ctx._packed = {"alpha": alpha}  # ctx.save(alpha=alpha), written out (nothing to check in a number)
+        if alpha == 1:
+            scalars = _scalars(ctx, self, other)
+            if scalars is not None:
+                return _asarray(scalars[0] + scalars[1])
         backend, x, y = _binary_operands(ctx, self, other)
-        ctx.save(alpha=alpha)
         return backend.add(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
         alpha = ctx.saved("alpha")
         needs = ctx.needs_input_grad
         return _binary_grads(ctx, grad if needs[0] else None,
-                             (grad if alpha == 1 else ctx.backend.mul(grad, alpha)) if needs[1] else None)
+                             (grad if alpha == 1 else _times(ctx.backend, grad, alpha)) if needs[1] else None)
 
     def backward_graph(ctx, grad):
         alpha = ctx.saved("alpha")
@@ -120,14 +203,18 @@ class SubBackward0(OpFunction):
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("-grad * alpha", r"-\alpha\,\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
+        ctx._packed = {"alpha": alpha}  # ctx.save(alpha=alpha), written out (nothing to check in a number)
+        if alpha == 1:
+            scalars = _scalars(ctx, self, other)
+            if scalars is not None:
+                return _asarray(scalars[0] - scalars[1])
         backend, x, y = _binary_operands(ctx, self, other)
-        ctx.save(alpha=alpha)
         return backend.sub(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
         alpha = ctx.saved("alpha")
         needs = ctx.needs_input_grad
-        return _binary_grads(ctx, grad if needs[0] else None, ctx.backend.mul(grad, -alpha) if needs[1] else None)
+        return _binary_grads(ctx, grad if needs[0] else None, _times(ctx.backend, grad, -alpha) if needs[1] else None)
 
     def backward_graph(ctx, grad):
         alpha = ctx.saved("alpha")
@@ -158,18 +245,24 @@ class MulBackward0(OpFunction):
     derivatives = {"self": ("grad * other", r"\bar{y}\cdot b"), "other": ("grad * self", r"\bar{y}\cdot a")}
 
     def forward(ctx, self, other):
-        backend, x, y = _binary_operands(ctx, self, other)
-        carrier = self if isinstance(self, Tensor) else other
+        scalars = _scalars(ctx, self, other)
+        if scalars is not None:
+            out = _asarray(scalars[0] * scalars[1])
+        else:
+            backend, x, y = _binary_operands(ctx, self, other)
+            out = backend.mul(x, y)
         needs = ctx.needs_input_grad
-        ctx.save(other=_saved_operand(ctx, other, carrier) if needs[:1] == (True,) else None,
-                 self=_saved_operand(ctx, self, carrier) if needs[1:2] == (True,) else None)
-        return backend.mul(x, y)
+        if needs:  # recording: ctx.save(other=..., self=...), written out
+            carrier = self if isinstance(self, Tensor) else other
+            ctx._packed = {"other": _save_operand(ctx, other, carrier) if needs[0] else None,
+                           "self": _save_operand(ctx, self, carrier) if needs[1] else None}
+        return out
 
     def backward(ctx, grad):
         backend = ctx.backend
         needs = ctx.needs_input_grad
-        return _binary_grads(ctx, backend.mul(grad, ctx.saved("other")) if needs[0] else None,
-                             backend.mul(grad, ctx.saved("self")) if needs[1] else None)
+        return _binary_grads(ctx, _times(backend, grad, ctx.saved("other")) if needs[0] else None,
+                             _times(backend, grad, ctx.saved("self")) if needs[1] else None)
 
     def backward_graph(ctx, grad):
         other, self = ctx.saved_graph("other", "self")  # both unpacked (and version-checked) first, as PyTorch does
@@ -183,21 +276,31 @@ class DivBackward0(OpFunction):
                    "other": ("-grad * self / (other * other)", r"-\bar{y}\,a / b^{2}")}
 
     def forward(ctx, self, other):
-        backend, x, y = _binary_operands(ctx, self, other)
-        ctx.save(self=self if _needs(ctx, 1) else None, other=_saved_operand(ctx, other, self))
-        if not _is_float(x if isinstance(self, Tensor) else y):
-            # integer / integer is true division in the default float dtype
-            x = backend.astype(x, _default_float()) if isinstance(self, Tensor) else float(x)
-            y = backend.astype(y, _default_float()) if isinstance(other, Tensor) else float(y)
-        return backend.div(x, y)
+        scalars = _scalars(ctx, self, other)
+        if scalars is not None:
+            out = _asarray(scalars[0] / scalars[1])
+        else:
+            backend, x, y = _binary_operands(ctx, self, other)
+            if not _is_float(x if isinstance(self, Tensor) else y):
+                # integer / integer is true division in the default float dtype
+                x = backend.astype(x, _default_float()) if isinstance(self, Tensor) else float(x)
+                y = backend.astype(y, _default_float()) if isinstance(other, Tensor) else float(y)
+            out = backend.div(x, y)
+        needs = ctx.needs_input_grad
+        if needs:  # recording: ctx.save(self=..., other=...), written out
+            ctx._packed = {"self": _save_operand(ctx, self, self) if needs[1] else None,
+                           "other": _save_operand(ctx, other, self)}
+        return out
 
     def backward(ctx, grad):
         backend = ctx.backend
         other = ctx.saved("other")
         needs = ctx.needs_input_grad
         return _binary_grads(
-            ctx, backend.div(grad, other) if needs[0] else None,
-            backend.neg(backend.div(backend.mul(grad, ctx.saved("self")), backend.mul(other, other))) if needs[1]
+            ctx, _over(backend, grad, other) if needs[0] else None,
+            # PyTorch's div_tensor_other_backward: -grad * ((self / other) / other), in that order (other * other
+            # would overflow where the quotients do not)
+            backend.mul(backend.neg(grad), backend.div(backend.div(ctx.saved("self"), other), other)) if needs[1]
             else None)
 
     def backward_graph(ctx, grad):
@@ -252,7 +355,14 @@ class PowBackward0(OpFunction):
     derivatives = {"self": ("grad * exponent * self.pow(exponent - 1)", r"\bar{y}\,n\,x^{n-1}")}
 
     def forward(ctx, self, exponent):
-        ctx.save(self=self, exponent=exponent)
+        if ctx.needs_input_grad:  # recording: ctx.save(self=self, exponent=exponent), written out
+            ctx._packed = {"self": _save_operand(ctx, self, self), "exponent": exponent}
+        x = self._data
+        if ((exponent == 2 or exponent == 3) and (type(exponent) is int or type(exponent) is float)
+                and type(x) is _ndarray and x.shape == () and (x.dtype is _F32 or x.dtype is _F64)):
+            # PyTorch's kernel squares and cubes by multiplying (as the backend's pow does for arrays)
+            value = x[()]
+            return _asarray(value * value if exponent == 2 else value * value * value)
         x, n = promote(self, exponent)
         return self._backend.pow(x, n)
 
@@ -262,8 +372,13 @@ class PowBackward0(OpFunction):
         if exponent == 0:
             return backend.mul(grad, 0.0)
         # x ** 1 is a copy of x (PyTorch's kernel), so for a square x itself gives the same numbers
-        power = self if exponent == 2 else backend.pow(self, exponent - 1)
-        return backend.mul(grad, backend.mul(power, float(exponent)))
+        if exponent == 2:
+            power = self
+        elif exponent == 3 and type(self) is _ndarray:  # numpy's pow(x, 2) multiplies too: x * x
+            power = _times(backend, self, self)
+        else:
+            power = backend.pow(self, exponent - 1)
+        return _times(backend, grad, _times(backend, power, float(exponent)))
 
     def backward_graph(ctx, grad):
         self, exponent = ctx.saved_graph("self", "exponent")
@@ -375,7 +490,7 @@ class MulBackward1(OpFunction):
         return self._backend.mul(self._data, other)
 
     def backward(ctx, grad):
-        return ctx.backend.mul(grad, ctx.saved("other"))
+        return _times(ctx.backend, grad, ctx.saved("other"))
 
     def backward_graph(ctx, grad):
         return _scalar_mul(grad, ctx.saved("other"))
@@ -415,7 +530,7 @@ class DivBackward1(OpFunction):
         return self._backend.div(self._data, other)
 
     def backward(ctx, grad):
-        return ctx.backend.div(grad, ctx.saved("other"))
+        return _over(ctx.backend, grad, ctx.saved("other"))
 
     def backward_graph(ctx, grad):
         return DivBackward1.apply(grad, ctx.saved("other"))

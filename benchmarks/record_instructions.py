@@ -1,0 +1,96 @@
+"""Instruction counts of recording ops, for before/after comparisons on a busy machine.
+
+Timings on a shared machine wander; valgrind's instruction counts do not. Run one workload ``n``
+times under callgrind, then zero times, and divide the difference::
+
+    python benchmarks/record_instructions.py mul 2000        # one workload, printed per call
+    python benchmarks/record_instructions.py --all           # every workload under callgrind
+
+Workloads: ``mul``/``add``/``mul_number``/``square``/``cube``/``tanh`` record one op on 0-d float32
+tensors that require grad; ``cubic`` and ``micrograd`` are one whole step of bench_core's scalar rows
+(forward, backward, update). Only numpy and gradviz are imported (no torch).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+WORKLOADS = ("mul", "add", "mul_number", "square", "cube", "tanh", "matmul_add", "cubic", "micrograd")
+CALLS = {"cubic": 20, "micrograd": 10, "matmul_add": 500}
+
+
+def workload(name):
+    import gradviz as lib
+
+    a = lib.tensor(1.5, requires_grad=True)
+    b = lib.tensor(0.75, requires_grad=True)
+    if name == "mul":
+        return lambda: a * b
+    if name == "add":
+        return lambda: a + b
+    if name == "mul_number":
+        return lambda: a * 0.5
+    if name == "square":
+        return lambda: a ** 2
+    if name == "cube":
+        return lambda: a ** 3
+    if name == "tanh":
+        return lambda: a.tanh()
+    if name == "matmul_add":
+        x = lib.ones(64, 16)
+        w = lib.ones(16, 16, requires_grad=True)
+        bias = lib.ones(16, requires_grad=True)
+        return lambda: x @ w + bias
+    raise ValueError(f"unknown workload {name!r}; one of {', '.join(WORKLOADS)}")
+
+
+def run(name, calls):
+    if name in ("cubic", "micrograd"):
+        import gradviz as lib
+
+        step = _scalar_step(name, lib)
+    else:
+        step = workload(name)
+    step()  # warm: first calls fill caches
+    for _ in range(calls):
+        step()
+
+
+def _scalar_step(name, lib):
+    """bench_core's own step for ``name``, without importing bench_core (it imports torch at the top)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_core.py")
+    source = open(path).read()
+    # only the workload functions: everything from the first ``def`` to the timing section
+    start = source.index("def make_mlp")
+    end = source.index("# -- timing")
+    namespace = {"np": __import__("numpy")}
+    exec(compile(source[start:end], path, "exec"), namespace)
+    return namespace["make_cubic_fit"](lib) if name == "cubic" else namespace["make_neuron_net"](lib)
+
+
+def instructions(name, calls):
+    counts = []
+    for n in (0, calls):
+        with tempfile.TemporaryDirectory() as folder:
+            out = os.path.join(folder, "callgrind.out")
+            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+                            os.path.abspath(__file__), name, str(n), "--inner"],
+                           check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+            with open(out) as dump:
+                counts.append(int(re.search(r"^summary: (\d+)", dump.read(), re.M).group(1)))
+    return (counts[1] - counts[0]) / calls
+
+
+if __name__ == "__main__":
+    if "--inner" in sys.argv:
+        run(sys.argv[1], int(sys.argv[2]))
+    else:
+        names = WORKLOADS if "--all" in sys.argv else [sys.argv[1]]
+        for name in names:
+            calls = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else CALLS.get(name, 2000)
+            print(f"{name:12} {instructions(name, calls):12,.0f} instructions per call", flush=True)
