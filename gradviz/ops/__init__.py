@@ -202,6 +202,16 @@ from gradviz.ops.scatter import index_add, index_add_, scatter, scatter_, scatte
 
 MORE_MATH.update({"scatter": scatter, "scatter_": scatter_, "scatter_add": scatter_add, "scatter_add_": scatter_add_,
                   "index_add": index_add, "index_add_": index_add_})
+# -- api6: order statistics, summaries, special math, lookups, searching ------------------------------------
+from gradviz.ops import order_statistics  # noqa: E402
+from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode, nanmedian  # noqa: E402
+
+API6_METHODS = {
+    "kthvalue": kthvalue, "median": median, "nanmedian": nanmedian, "mode": mode, "cummax": cummax, "cummin": cummin,
+}
+MORE_MATH.update(API6_METHODS)
+IN_PLACE_TOO += ()
+# -- end api6 -------------------------------------------------------------------------------------------------
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
                        if name in IN_PLACE_TOO})
