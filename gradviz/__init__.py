@@ -41,6 +41,10 @@ from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
 from gradviz.ops.einsum import einsum  # noqa: E402
 from gradviz.ops.scatter import index_add, scatter, scatter_add  # noqa: E402
 from gradviz.autograd.inference import inference_mode  # noqa: E402
+# -- api6: order statistics, summaries, special math, lookups, searching, torch.special --------------------
+from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode, nanmedian  # noqa: E402
+from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_mean, var_mean  # noqa: E402
+# -- end api6 -------------------------------------------------------------------------------------------------
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402
                             IntTensor, LongTensor, ShortTensor)

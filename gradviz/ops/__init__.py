@@ -205,9 +205,11 @@ MORE_MATH.update({"scatter": scatter, "scatter_": scatter_, "scatter_add": scatt
 # -- api6: order statistics, summaries, special math, lookups, searching ------------------------------------
 from gradviz.ops import order_statistics  # noqa: E402
 from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode, nanmedian  # noqa: E402
+from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_mean, var_mean  # noqa: E402
 
 API6_METHODS = {
     "kthvalue": kthvalue, "median": median, "nanmedian": nanmedian, "mode": mode, "cummax": cummax, "cummin": cummin,
+    "aminmax": aminmax, "nansum": nansum, "nanmean": nanmean, "logcumsumexp": logcumsumexp,
 }
 MORE_MATH.update(API6_METHODS)
 IN_PLACE_TOO += ()
