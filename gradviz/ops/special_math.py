@@ -1,0 +1,333 @@
+"""Elementwise math from PyTorch's docs and the special functions: ``logaddexp``, ``logaddexp2``, ``addcdiv``,
+``xlogy``, ``sinc``, ``deg2rad``/``rad2deg``, ``heaviside``, ``logit(eps)``.
+
+Each class is PyTorch's node with the derivative of ``derivatives.yaml`` on arrays (``backward``) and
+recorded with gradviz's own ops (``backward_graph``, for ``create_graph=True``). ``heaviside`` has no
+derivative in PyTorch: its node is ``NotImplemented`` and backward raises PyTorch's error.
+"""
+from __future__ import annotations
+
+import math
+
+from gradviz import _dtype
+from gradviz.autograd.function import OpFunction
+from gradviz.ops._util import float_data, promote, sum_to, sum_to_tensor
+from gradviz.ops.arithmetic import AddBackward1, MulBackward1, _binary_grads, _binary_operands, _graph_grads
+from gradviz.ops.no_derivative import not_differentiable
+from gradviz.tensor import Tensor
+
+LN2 = 0.6931471805599453
+
+
+def _floats(ctx, self, other):
+    """Both operands (tensors) as floating point data of their promoted dtype."""
+    backend, a, b = _binary_operands(ctx, self, other)
+    if not _dtype.result_type((self, other)).is_floating_point:
+        a, b = (backend.astype(v, _dtype.default_float) for v in (a, b))
+    return backend, a, b
+
+
+def _needs_tensor(name: str, *values) -> None:
+    for position, value in enumerate(values):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name}(): argument '{('input', 'other')[position]}' (position {position + 1}) must be "
+                            f"Tensor, not {type(value).__name__}")
+
+
+# -- log of a sum of exponentials, two at a time -------------------------------------------------------------
+class LogaddexpBackward0(OpFunction):
+    """``log(e^a + e^b)``, computed from the larger: ``max + log1p(e^{-|a - b|})``."""
+
+    inputs = ("self", "other")
+    derivatives = {"self": ("grad / (1 + exp(other - self))", r"\bar{y} / (1 + e^{b - a})"),
+                   "other": ("grad / (1 + exp(self - other))", r"\bar{y} / (1 + e^{a - b})")}
+
+    def forward(ctx, self, other):
+        backend, a, b = _floats(ctx, self, other)
+        ctx.save(other=other, self=self)
+        larger = backend.maximum(a, b)
+        rest = backend.log1p(backend.exp(backend.neg(backend.abs(backend.sub(a, b)))))
+        return backend.where(backend.eq(a, b), backend.add(a, LN2), backend.add(larger, rest))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, other = ctx.saved("self", "other")
+        return _binary_grads(ctx, backend.div(grad, backend.add(backend.exp(backend.sub(other, self)), 1))
+                             if ctx.needs_input_grad[0] else None,
+                             backend.div(grad, backend.add(backend.exp(backend.sub(self, other)), 1))
+                             if ctx.needs_input_grad[1] else None)
+
+    def backward_graph(ctx, grad):
+        self, other = ctx.saved_graph("self", "other")
+        return _graph_grads(ctx, lambda: grad / AddBackward1.apply((other - self).exp(), 1),
+                            lambda: grad / AddBackward1.apply((self - other).exp(), 1))
+
+
+class Logaddexp2Backward0(OpFunction):
+    """``log2(2^a + 2^b)``: ``max + log2(1 + 2^{-|a - b|})``."""
+
+    inputs = ("self", "other")
+    derivatives = {"self": ("grad / (1 + pow(2, other - self))", r"\bar{y} / (1 + 2^{b - a})"),
+                   "other": ("grad / (1 + pow(2, self - other))", r"\bar{y} / (1 + 2^{a - b})")}
+
+    def forward(ctx, self, other):
+        backend, a, b = _floats(ctx, self, other)
+        ctx.save(other=other, self=self)
+        larger = backend.maximum(a, b)
+        rest = backend.div(backend.log1p(backend.pow(2.0, backend.neg(backend.abs(backend.sub(a, b))))), LN2)
+        return backend.where(backend.eq(a, b), backend.add(a, 1.0), backend.add(larger, rest))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, other = ctx.saved("self", "other")
+        return _binary_grads(ctx, backend.div(grad, backend.add(backend.pow(2.0, backend.sub(other, self)), 1))
+                             if ctx.needs_input_grad[0] else None,
+                             backend.div(grad, backend.add(backend.pow(2.0, backend.sub(self, other)), 1))
+                             if ctx.needs_input_grad[1] else None)
+
+    def backward_graph(ctx, grad):
+        from gradviz.ops.arithmetic import rpow
+
+        self, other = ctx.saved_graph("self", "other")
+        return _graph_grads(ctx, lambda: grad / AddBackward1.apply(rpow(other - self, 2), 1),
+                            lambda: grad / AddBackward1.apply(rpow(self - other, 2), 1))
+
+
+def logaddexp(input, other):
+    _needs_tensor("logaddexp", input, other)
+    return LogaddexpBackward0.apply(input, other)
+
+
+def logaddexp2(input, other):
+    _needs_tensor("logaddexp2", input, other)
+    return Logaddexp2Backward0.apply(input, other)
+
+
+# -- addcdiv: self + value * tensor1 / tensor2 (Adam's step is written with it) ------------------------------
+class AddcdivBackward0(OpFunction):
+    inputs = ("self", "tensor1", "tensor2")
+    derivatives = {"self": ("grad", r"\bar{y}"),
+                   "tensor1": ("grad * (value / tensor2).conj()", r"\bar{y}\,v / b"),
+                   "tensor2": ("-grad * (value * tensor1 / (tensor2 * tensor2)).conj()", r"-\bar{y}\,v\,a / b^{2}")}
+
+    def forward(ctx, self, tensor1, tensor2, value=1):
+        if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+            raise RuntimeError(
+                "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
+                "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented "
+                "as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+                "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
+                "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+        needs = ctx.needs_input_grad
+        ctx.save(tensor1=tensor1 if needs[2:3] == (True,) else None,
+                 tensor2=tensor2 if needs[1:] != (False, False) and needs[1:] != () else None, value=value)
+        ctx.shapes = tuple(tuple(t.shape) for t in (self, tensor1, tensor2))
+        backend = self._backend
+        quotient = backend.div(*promote(tensor1, tensor2))
+        return backend.add(*promote(self, Tensor._make(backend.mul(quotient, value) if value != 1 else quotient,
+                                                       backend=backend)))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        tensor1, tensor2, value = ctx.saved("tensor1", "tensor2", "value")
+        needs = ctx.needs_input_grad
+        raw = (grad if needs[0] else None,
+               backend.mul(grad, backend.div(value, tensor2)) if needs[1] else None,
+               backend.neg(backend.mul(grad, backend.div(backend.mul(tensor1, value), backend.mul(tensor2, tensor2))))
+               if needs[2] else None)
+        return tuple(None if g is None else sum_to(backend, g, shape) for g, shape in zip(raw, ctx.shapes))
+
+    def backward_graph(ctx, grad):
+        from gradviz.ops.arithmetic import rdiv
+
+        tensor1, tensor2, value = (ctx.saved_graph(name) for name in ("tensor1", "tensor2", "value"))
+        needs = ctx.needs_input_grad
+        raw = (grad if needs[0] else None, grad * rdiv(tensor2, value) if needs[1] else None,
+               -grad * (MulBackward1.apply(tensor1, value) / (tensor2 * tensor2)) if needs[2] else None)
+        return tuple(None if g is None else sum_to_tensor(g, shape) for g, shape in zip(raw, ctx.shapes))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2``."""
+    return AddcdivBackward0.apply(input, tensor1, tensor2, value=value)
+
+
+# -- x log y, 0 where x is 0 ----------------------------------------------------------------------------------
+def _xlogy(backend, x, y):
+    """``x * log(y)``, 0 where ``x`` is 0 (unless ``y`` is NaN)."""
+    product = backend.mul(x, backend.log(y))
+    return backend.where(backend.logical_and(backend.eq(x, 0), backend.eq(y, y)), 0.0, product)
+
+
+class XlogyBackward0(OpFunction):
+    inputs = ("self", "other")
+    derivatives = {"self": ("grad * at::xlogy((other != 0), other)", r"\bar{y}\,\ln b"),
+                   "other": ("grad * self / other", r"\bar{y}\,a / b")}
+
+    def forward(ctx, self, other):
+        backend, a, b = _floats(ctx, self, other)
+        ctx.save(other=other, self=self)
+        return _xlogy(backend, a, b)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, other = ctx.saved("self", "other")
+        return _binary_grads(ctx, backend.mul(grad, _xlogy(backend, backend.astype(backend.ne(other, 0), _dtype.from_any(grad.dtype)), other))
+                             if ctx.needs_input_grad[0] else None,
+                             backend.div(backend.mul(grad, self), other) if ctx.needs_input_grad[1] else None)
+
+    def backward_graph(ctx, grad):
+        self, other = ctx.saved_graph("self", "other")
+        backend = ctx.backend
+        return _graph_grads(ctx, lambda: grad * xlogy(Tensor._make(backend.astype(backend.ne(other._data, 0), grad.dtype),
+                                                                   backend=backend), other),
+                            lambda: grad * self / other)
+
+
+class XlogyBackward1(OpFunction):
+    """``xlogy(number, tensor)``: the number is a Scalar to PyTorch, the only edge is ``other``'s."""
+
+    inputs = ("other",)
+    derivatives = {"other": ("grad * self / other", r"\bar{y}\,a / b")}
+
+    def forward(ctx, other, self):
+        ctx.save(other=other, self=self)
+        data = float_data(other)
+        return _xlogy(other._backend, other._backend.full((), self, _dtype.from_any(data.dtype),
+                                                          other._backend.device_of(data)), data)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        other, self = ctx.saved("other", "self")
+        return backend.div(backend.mul(grad, self), other)
+
+    def backward_graph(ctx, grad):
+        return MulBackward1.apply(grad, ctx.saved("self")) / ctx.saved_graph("other")
+
+
+class XlogyBackward2(OpFunction):
+    """``xlogy(tensor, number)``: the only edge is ``self``'s."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad * at::xlogy((other != 0), other)", r"\bar{y}\,\ln b")}
+
+    def forward(ctx, self, other):
+        ctx.save(other=other, self=self)
+        data = float_data(self)
+        return _xlogy(self._backend, data, other)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        other = ctx.saved("other")
+        return backend.mul(grad, math.log(other) if other != 0 else 0.0)
+
+    def backward_graph(ctx, grad):
+        other = ctx.saved("other")
+        return MulBackward1.apply(grad, math.log(other) if other != 0 else 0.0)
+
+
+def xlogy(input, other):
+    """``input * log(other)``, 0 where ``input`` is 0 (entropy terms ``p log p`` without NaNs)."""
+    if not isinstance(input, Tensor):
+        return XlogyBackward1.apply(other, float(input))
+    if not isinstance(other, Tensor):
+        return XlogyBackward2.apply(input, float(other))
+    return XlogyBackward0.apply(input, other)
+
+
+# -- sinc, angles --------------------------------------------------------------------------------------------
+class SincBackward0(OpFunction):
+    """``sin(πx) / (πx)``, 1 at 0; its derivative ``(cos(πx) πx - sin(πx)) / (π x²)``, 0 at 0."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("sinc_backward(grad, self)", r"\bar{y}\,\frac{\pi x \cos \pi x - \sin \pi x}{\pi x^{2}}")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        backend = self._backend
+        data = float_data(self)
+        angle = backend.mul(data, math.pi)
+        zero = backend.eq(data, 0)
+        safe = backend.where(zero, 1.0, angle)
+        return backend.where(zero, 1.0, backend.div(backend.sin(safe), safe))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self = ctx.saved("self")
+        angle = backend.mul(self, math.pi)
+        zero = backend.eq(self, 0)
+        safe_x = backend.where(zero, 1.0, self)
+        safe = backend.where(zero, 1.0, angle)
+        local = backend.div(backend.sub(backend.mul(backend.cos(safe), safe), backend.sin(safe)),
+                            backend.mul(backend.mul(safe_x, safe_x), math.pi))
+        return backend.mul(grad, backend.where(zero, 0.0, local))
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``sinc_backward``: ``(cos(πx) πx - sin(πx)) / (π x²) * grad``, 0 at x = 0 (masked_fill)."""
+        self = ctx.saved_graph("self")
+        angle = MulBackward1.apply(self, math.pi)
+        local = (angle.cos() * angle - angle.sin()) / MulBackward1.apply(self * self, math.pi)
+        zero = Tensor._make(ctx.backend.eq(self._data, 0), backend=ctx.backend)
+        return (local * grad).masked_fill(zero, 0)
+
+
+def sinc(input):
+    return SincBackward0.apply(input)
+
+
+class Deg2RadBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("deg2rad_backward(grad)", r"\bar{y}\,\pi / 180")}
+    factor = math.pi / 180
+
+    def forward(ctx, self, factor):
+        return self._backend.mul(float_data(self), factor)
+
+    def backward(ctx, grad):
+        return ctx.backend.mul(grad, type(ctx).factor)
+
+    def backward_graph(ctx, grad):
+        return MulBackward1.apply(grad, type(ctx).factor)
+
+
+class Rad2DegBackward0(Deg2RadBackward0):
+    derivatives = {"self": ("rad2deg_backward(grad)", r"\bar{y}\,180 / \pi")}
+    factor = 180 / math.pi
+
+
+def deg2rad(input):
+    return _angle(Deg2RadBackward0, input)
+
+
+def rad2deg(input):
+    return _angle(Rad2DegBackward0, input)
+
+
+def _angle(node, input):
+    if input.dtype is _dtype.bool:
+        name = "deg2rad" if node is Deg2RadBackward0 else "rad2deg"
+        raise RuntimeError(f"{name} is not supported for bool tensors.")
+    return node.apply(input, node.factor)
+
+
+# -- heaviside: a step, with no derivative in PyTorch -----------------------------------------------------------
+def heaviside(input, values):
+    """0 below zero, 1 above, ``values`` at zero. PyTorch defines no derivative: the node is ``NotImplemented``."""
+    if not isinstance(values, Tensor):
+        raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    backend = input._backend
+    a, b = input._data, values._data
+    step = backend.astype(backend.gt(a, 0), input.dtype)
+    out = backend.where(backend.eq(a, 0), b, step)
+    out = backend.astype(backend.where(backend.isnan(a), a, out) if input.dtype.is_floating_point else out, input.dtype)
+    return not_differentiable("heaviside", out, (input, values))
+
+
+# -- logit with eps ------------------------------------------------------------------------------------------
+def logit(input, eps=None):
+    """``log(p / (1 - p))``, ``p`` first clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    from gradviz.ops.loss import LogitBackward0
+
+    return LogitBackward0.apply(input, eps)
