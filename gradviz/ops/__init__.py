@@ -208,15 +208,17 @@ from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode,
 from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_mean, var_mean  # noqa: E402
 from gradviz.ops.special_math import (addcdiv, deg2rad, heaviside, logaddexp, logaddexp2, logit, rad2deg,  # noqa: E402
                                       sinc, xlogy)
+from gradviz.ops.lookups import index_copy, index_fill, take, take_along_dim  # noqa: E402
 
 API6_METHODS = {
     "kthvalue": kthvalue, "median": median, "nanmedian": nanmedian, "mode": mode, "cummax": cummax, "cummin": cummin,
     "aminmax": aminmax, "nansum": nansum, "nanmean": nanmean, "logcumsumexp": logcumsumexp,
     "logaddexp": logaddexp, "logaddexp2": logaddexp2, "addcdiv": addcdiv, "xlogy": xlogy, "sinc": sinc,
     "deg2rad": deg2rad, "rad2deg": rad2deg, "heaviside": heaviside, "logit": logit,
+    "take": take, "take_along_dim": take_along_dim, "index_fill": index_fill, "index_copy": index_copy,
 }
 MORE_MATH.update(API6_METHODS)
-IN_PLACE_TOO += ("addcdiv", "xlogy", "sinc", "deg2rad", "rad2deg", "logit", "heaviside")
+IN_PLACE_TOO += ("addcdiv", "xlogy", "sinc", "deg2rad", "rad2deg", "logit", "heaviside", "index_fill", "index_copy")
 # -- end api6 -------------------------------------------------------------------------------------------------
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
