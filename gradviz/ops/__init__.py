@@ -209,6 +209,8 @@ from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_me
 from gradviz.ops.special_math import (addcdiv, deg2rad, heaviside, logaddexp, logaddexp2, logit, rad2deg,  # noqa: E402
                                       sinc, xlogy)
 from gradviz.ops.lookups import index_copy, index_fill, take, take_along_dim  # noqa: E402
+from gradviz.ops.searching import (bincount, bucketize, histc, isin, searchsorted, unique,  # noqa: E402
+                                   unique_consecutive)
 
 API6_METHODS = {
     "kthvalue": kthvalue, "median": median, "nanmedian": nanmedian, "mode": mode, "cummax": cummax, "cummin": cummin,
@@ -216,6 +218,7 @@ API6_METHODS = {
     "logaddexp": logaddexp, "logaddexp2": logaddexp2, "addcdiv": addcdiv, "xlogy": xlogy, "sinc": sinc,
     "deg2rad": deg2rad, "rad2deg": rad2deg, "heaviside": heaviside, "logit": logit,
     "take": take, "take_along_dim": take_along_dim, "index_fill": index_fill, "index_copy": index_copy,
+    "histc": histc, "bincount": bincount, "unique": unique, "unique_consecutive": unique_consecutive,
 }
 MORE_MATH.update(API6_METHODS)
 IN_PLACE_TOO += ("addcdiv", "xlogy", "sinc", "deg2rad", "rad2deg", "logit", "heaviside", "index_fill", "index_copy")

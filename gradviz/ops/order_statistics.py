@@ -290,8 +290,8 @@ def _running(input, dim, better, node, result_type):
         indices = np.moveaxis(indices.reshape(outer + (rows.shape[1],)), -1, axis)
     else:
         values, indices = values.reshape(()), indices.reshape(())
-    values = backend.array(np.ascontiguousarray(values), input.dtype, device)
-    indices = backend.array(np.ascontiguousarray(indices), _dtype.int64, device)
+    values = backend.array(np.array(values, order="C"), input.dtype, device)
+    indices = backend.array(np.array(indices, order="C"), _dtype.int64, device)
     out = node.apply(input, dim, indices, values)
     return result_type(out, Tensor._make(indices, backend=backend))
 

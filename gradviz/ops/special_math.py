@@ -13,7 +13,7 @@ from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, promote, sum_to, sum_to_tensor
 from gradviz.ops.arithmetic import AddBackward1, MulBackward1, _binary_grads, _binary_operands, _graph_grads
-from gradviz.ops.no_derivative import not_differentiable
+from gradviz.ops.no_derivative import NotImplemented, without_derivative
 from gradviz.tensor import Tensor
 
 LN2 = 0.6931471805599453
@@ -322,7 +322,7 @@ def heaviside(input, values):
     step = backend.astype(backend.gt(a, 0), input.dtype)
     out = backend.where(backend.eq(a, 0), b, step)
     out = backend.astype(backend.where(backend.isnan(a), a, out) if input.dtype.is_floating_point else out, input.dtype)
-    return not_differentiable("heaviside", out, (input, values))
+    return without_derivative(NotImplemented, out, (input, values), "heaviside")
 
 
 # -- logit with eps ------------------------------------------------------------------------------------------

@@ -312,7 +312,7 @@ class LogcumsumexpBackward0(OpFunction):
             weights = np.where(later, np.exp(x[..., :, None] - y[..., None, :]), 0.0)
             weights = np.where(later & np.isfinite(weights), weights, 0.0)
         out = np.moveaxis((weights * g[..., None, :]).sum(-1).astype(x.dtype), -1, ctx.axis)
-        return backend.array(np.ascontiguousarray(out), _dtype.from_any(grad.dtype), backend.device_of(grad))
+        return backend.array(np.array(out, order="C"), _dtype.from_any(grad.dtype), backend.device_of(grad))
 
 
 def logcumsumexp(input, dim: int):
