@@ -206,8 +206,8 @@ MORE_MATH.update({"scatter": scatter, "scatter_": scatter_, "scatter_add": scatt
 from gradviz.ops import order_statistics  # noqa: E402
 from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode, nanmedian  # noqa: E402
 from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_mean, var_mean  # noqa: E402
-from gradviz.ops.special_math import (addcdiv, deg2rad, heaviside, logaddexp, logaddexp2, logit, rad2deg,  # noqa: E402
-                                      sinc, xlogy)
+from gradviz.ops.special_math import (addcdiv, deg2rad, digamma, erfc, erfinv, heaviside, lgamma,  # noqa: E402
+                                      logaddexp, logaddexp2, logit, rad2deg, sinc, xlogy)
 from gradviz.ops.lookups import index_copy, index_fill, take, take_along_dim  # noqa: E402
 from gradviz.ops.searching import (bincount, bucketize, histc, isin, searchsorted, unique,  # noqa: E402
                                    unique_consecutive)
@@ -217,11 +217,12 @@ API6_METHODS = {
     "aminmax": aminmax, "nansum": nansum, "nanmean": nanmean, "logcumsumexp": logcumsumexp,
     "logaddexp": logaddexp, "logaddexp2": logaddexp2, "addcdiv": addcdiv, "xlogy": xlogy, "sinc": sinc,
     "deg2rad": deg2rad, "rad2deg": rad2deg, "heaviside": heaviside, "logit": logit,
+    "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,
     "take": take, "take_along_dim": take_along_dim, "index_fill": index_fill, "index_copy": index_copy,
     "histc": histc, "bincount": bincount, "unique": unique, "unique_consecutive": unique_consecutive,
 }
 MORE_MATH.update(API6_METHODS)
-IN_PLACE_TOO += ("addcdiv", "xlogy", "sinc", "deg2rad", "rad2deg", "logit", "heaviside", "index_fill", "index_copy")
+IN_PLACE_TOO += ("addcdiv", "xlogy", "sinc", "deg2rad", "rad2deg", "logit", "heaviside", "index_fill", "index_copy", "erfc", "erfinv", "lgamma", "digamma")
 # -- end api6 -------------------------------------------------------------------------------------------------
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()

@@ -331,3 +331,205 @@ def logit(input, eps=None):
     from gradviz.ops.loss import LogitBackward0
 
     return LogitBackward0.apply(input, eps)
+
+
+# -- special functions: erfc, erfinv, lgamma, digamma, entr ---------------------------------------------------
+# Computed in float64 one element at a time (``math``'s erfc and lgamma; digamma, its derivative and erfinv
+# by the series and iterations below), then cast to the input's dtype: tutorial sizes, not a math library.
+def _elementwise(function, tensor):
+    """``function`` of each element of ``tensor`` (as floating point), in the tensor's float dtype."""
+    import numpy as np
+
+    backend = tensor._backend
+    data = float_data(tensor)
+    values = np.asarray(backend.to_numpy(data), dtype=np.float64)
+    out = np.array([function(v) for v in values.reshape(-1).tolist()], dtype=np.float64).reshape(values.shape)
+    return backend.array(out, _dtype.from_any(data.dtype), backend.device_of(data))
+
+
+def _digamma(x: float) -> float:
+    """ψ(x) = d/dx ln Γ(x): the recurrence ψ(x) = ψ(x + 1) - 1/x up to x ≥ 6, then the asymptotic series."""
+    if math.isnan(x) or x == -math.inf:
+        return math.nan
+    if x == math.inf:
+        return math.inf
+    if x == 0:
+        return math.copysign(math.inf, -x)
+    if x < 0:
+        if x == round(x):
+            return math.nan
+        return _digamma(1 - x) - math.pi / math.tan(math.pi * x)
+    result = 0.0
+    while x < 6:
+        result -= 1 / x
+        x += 1
+    inverse_square = 1 / (x * x)
+    series = inverse_square * (1 / 12 - inverse_square * (1 / 120 - inverse_square * (
+        1 / 252 - inverse_square * (1 / 240 - inverse_square * (1 / 132)))))
+    return result + math.log(x) - 0.5 / x - series
+
+
+def _trigamma(x: float) -> float:
+    """ψ'(x), the derivative of digamma (PyTorch's ``polygamma(1, x)``)."""
+    if math.isnan(x) or x == -math.inf:
+        return math.nan
+    if x == math.inf:
+        return 0.0
+    if x <= 0 and x == round(x):
+        return math.inf
+    if x < 0:
+        return -_trigamma(1 - x) + (math.pi / math.sin(math.pi * x)) ** 2
+    result = 0.0
+    while x < 6:
+        result += 1 / (x * x)
+        x += 1
+    inverse = 1 / x
+    square = inverse * inverse
+    series = inverse + square / 2 + inverse * square * (1 / 6 - square * (1 / 30 - square * (
+        1 / 42 - square * (1 / 30 - square * 5 / 66))))
+    return result + series
+
+
+def _erfinv(y: float) -> float:
+    """The x with erf(x) = y, by Newton steps: on erf near 0, on erfc(|x|) = 1 - |y| near ±1 (where 1 - |y|
+    is exact, so the tail keeps its relative precision)."""
+    if math.isnan(y) or abs(y) > 1:
+        return math.nan
+    if abs(y) == 1:
+        return math.copysign(math.inf, y)
+    if y == 0:
+        return y
+    slope = 2 / math.sqrt(math.pi)
+    if abs(y) < 0.9:
+        x = y * (math.sqrt(math.pi) / 2) * (1 + math.pi * y * y / 12)
+        for _ in range(50):
+            step = (math.erf(x) - y) / (slope * math.exp(-x * x))
+            x -= step
+            if abs(step) <= 1e-16 * abs(x):
+                break
+        return x
+    tail = 1 - abs(y)
+    t = math.sqrt(-math.log(tail * math.sqrt(math.pi) * math.sqrt(-math.log(tail))))  # erfc(t) ~ e^{-t²}/(t√π)
+    for _ in range(100):
+        step = (math.erfc(t) - tail) / (-slope * math.exp(-t * t))
+        t -= step
+        if abs(step) <= 1e-16 * t:
+            break
+    return math.copysign(t, y)
+
+
+def _lgamma(x: float) -> float:
+    """ln |Γ(x)|: +inf at the poles (0, -1, -2 ...) and at ±inf, NaN for NaN."""
+    if math.isnan(x):
+        return x
+    if math.isinf(x) or (x <= 0 and x == math.floor(x)):
+        return math.inf
+    return math.lgamma(x)
+
+
+class ErfcBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("-2.0 / sqrt(M_PI) * exp(-(self.pow(2))) * grad", r"-\bar{y}\,\tfrac{2}{\sqrt{\pi}}\,e^{-x^{2}}")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return _elementwise(math.erfc, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self = ctx.saved("self")
+        return backend.mul(backend.mul(backend.exp(backend.neg(backend.mul(self, self))), -2 / math.sqrt(math.pi)), grad)
+
+    def backward_graph(ctx, grad):
+        return MulBackward1.apply((-(ctx.saved_graph("self").pow(2))).exp(), -2 / math.sqrt(math.pi)) * grad
+
+
+class ErfinvBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("0.5 * sqrt(M_PI) * exp(self.erfinv().pow(2)) * grad",
+                            r"\bar{y}\,\tfrac{\sqrt{\pi}}{2}\,e^{\mathrm{erfinv}(x)^{2}}")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return _elementwise(_erfinv, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        inverse = _elementwise(_erfinv, Tensor._make(ctx.saved("self"), backend=backend))
+        return backend.mul(backend.mul(backend.exp(backend.mul(inverse, inverse)), 0.5 * math.sqrt(math.pi)), grad)
+
+    def backward_graph(ctx, grad):
+        return MulBackward1.apply(erfinv(ctx.saved_graph("self")).pow(2).exp(), 0.5 * math.sqrt(math.pi)) * grad
+
+
+class LgammaBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("grad * digamma(self)", r"\bar{y}\,\psi(x)")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return _elementwise(_lgamma, self)
+
+    def backward(ctx, grad):
+        return ctx.backend.mul(grad, _elementwise(_digamma, Tensor._make(ctx.saved("self"), backend=ctx.backend)))
+
+    def backward_graph(ctx, grad):
+        return grad * digamma(ctx.saved_graph("self"))
+
+
+class DigammaBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("grad * polygamma(1, self)", r"\bar{y}\,\psi'(x)")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return _elementwise(_digamma, self)
+
+    def backward(ctx, grad):
+        return ctx.backend.mul(grad, _elementwise(_trigamma, Tensor._make(ctx.saved("self"), backend=ctx.backend)))
+
+
+class SpecialEntrBackward0(OpFunction):
+    """The entropy term ``-x ln x`` (0 at 0, -inf below 0)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad * (-(1 + self.log()))", r"-\bar{y}\,(1 + \ln x)")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return _elementwise(lambda v: math.nan if math.isnan(v) else -math.inf if v < 0 else 0.0 if v == 0 else
+                            -v * math.log(v) if not math.isinf(v) else -math.inf, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        return backend.mul(grad, backend.neg(backend.add(backend.log(ctx.saved("self")), 1)))
+
+    def backward_graph(ctx, grad):
+        return grad * -(AddBackward1.apply(ctx.saved_graph("self").log(), 1))
+
+
+def erfc(input):
+    return ErfcBackward0.apply(input)
+
+
+def erfinv(input):
+    return ErfinvBackward0.apply(input)
+
+
+def lgamma(input):
+    return LgammaBackward0.apply(input)
+
+
+def digamma(input):
+    return DigammaBackward0.apply(input)
+
+
+def entr(input):
+    return SpecialEntrBackward0.apply(input)
+
+
+def ndtr(input):
+    """The standard normal CDF, as PyTorch composes it: ``(1 + erf(x / √2)) * 0.5``."""
+    from gradviz.ops.elementwise import erf
+
+    return MulBackward1.apply(AddBackward1.apply(erf(MulBackward1.apply(input, math.sqrt(0.5))), 1), 0.5)
