@@ -45,7 +45,7 @@ def _rows(input, dim: int):
         return data.reshape(1, 1), 0, ()
     axis = wrap_dim(dim, data.ndim)
     moved = np.moveaxis(data, axis, -1)
-    return moved.reshape(-1, data.shape[axis]), axis, moved.shape[:-1]
+    return moved.reshape(int(np.prod(moved.shape[:-1])), data.shape[axis]), axis, moved.shape[:-1]
 
 
 def _reshaped(input, values, indices, axis, outer_shape, keepdim: bool):
