@@ -176,7 +176,7 @@ class AminmaxBackward0(_TwoResults):
         else:
             axis = wrap_dim(dim, max(self.ndim, 1))
             if self.ndim and self.shape[axis] == 0:
-                raise IndexError(f"aminmax(): Expected reduction dim {axis} to have non-zero size.")
+                raise IndexError(f"aminmax: Expected reduction dim {axis} to have non-zero size.")
             axes = (axis,) if self.ndim else ()
         ctx.save(dim=None if dim is None else saved_dim(dim), keepdim=keepdim, self=self)
         ctx.axes = axes
@@ -293,26 +293,30 @@ class LogcumsumexpBackward0(OpFunction):
         ctx.save_result()
         ctx.axis = axis
         if not self.dtype.is_floating_point:
-            raise RuntimeError(f'"logcumsumexp_out_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[self.dtype.name]}\'')
+            raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[self.dtype.name]}\'')
         data = np.asarray(self._backend.to_numpy(self._data))
         result = np.logaddexp.accumulate(data, axis=axis) if self.ndim else data.copy()
         return self._backend.array(result, self.dtype, self._backend.device_of(self._data))
 
     def backward(ctx, grad):
+        """PyTorch's ``logcumsumexp_backward``: the positive and the negative parts of the gradient, each
+        summed in log space by a logcumsumexp run from the end (so large values never overflow)."""
         backend = ctx.backend
         self, result = ctx.saved("self", "result")
         if not self.shape:
             return grad
-        x = np.moveaxis(np.asarray(backend.to_numpy(self)), ctx.axis, -1)
-        y = np.moveaxis(np.asarray(backend.to_numpy(result)), ctx.axis, -1)
-        g = np.moveaxis(np.asarray(backend.to_numpy(grad)), ctx.axis, -1)
-        size = x.shape[-1]
-        later = np.triu(np.ones((size, size), dtype=bool))  # later[i, j]: j >= i
-        with np.errstate(invalid="ignore", over="ignore"):
-            weights = np.where(later, np.exp(x[..., :, None] - y[..., None, :]), 0.0)
-            weights = np.where(later & np.isfinite(weights), weights, 0.0)
-        out = np.moveaxis((weights * g[..., None, :]).sum(-1).astype(x.dtype), -1, ctx.axis)
+        x, z, g = (np.asarray(backend.to_numpy(a)) for a in (self, result, grad))
+        lowest = np.finfo(g.dtype).min
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            log_abs = np.log(np.abs(g))
+            parts = [_reverse_logcumsumexp(np.where(side, log_abs, lowest).astype(g.dtype) - z, ctx.axis) + x
+                     for side in (g > 0, g < 0)]
+            out = (np.exp(parts[0]) - np.exp(parts[1])).astype(g.dtype)
         return backend.array(np.array(out, order="C"), _dtype.from_any(grad.dtype), backend.device_of(grad))
+
+
+def _reverse_logcumsumexp(values, axis):
+    return np.flip(np.logaddexp.accumulate(np.flip(values, axis), axis=axis), axis)
 
 
 def logcumsumexp(input, dim: int):
