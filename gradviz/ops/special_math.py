@@ -159,9 +159,17 @@ def _xlogy(backend, x, y):
     return backend.where(backend.logical_and(backend.eq(x, 0), backend.eq(y, y)), 0.0, product)
 
 
+def _self_grad(backend, grad, self, other):
+    """PyTorch's ``at::xlogy(grad, other).masked_fill((self == 0) & (other <= 0), 0)``: ``grad ln other``, but 0
+    where ``self`` is 0 and ``other`` has no real log (there ``x ln y`` is 0 whatever y does)."""
+    flat = backend.logical_and(backend.eq(self, 0), backend.le(other, 0))
+    return backend.where(flat, 0.0, _xlogy(backend, grad, other))
+
+
 class XlogyBackward0(OpFunction):
     inputs = ("self", "other")
-    derivatives = {"self": ("grad * at::xlogy((other != 0), other)", r"\bar{y}\,\ln b"),
+    derivatives = {"self": ("at::xlogy(grad, other).masked_fill((self == 0.) & (other <= 0.), 0.)",
+                            r"\bar{y}\,\ln b\ (0 \text{ where } a = 0,\ b \le 0)"),
                    "other": ("grad * self / other", r"\bar{y}\,a / b")}
 
     def forward(ctx, self, other):
@@ -172,16 +180,14 @@ class XlogyBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         self, other = ctx.saved("self", "other")
-        return _binary_grads(ctx, backend.mul(grad, _xlogy(backend, backend.astype(backend.ne(other, 0), _dtype.from_any(grad.dtype)), other))
-                             if ctx.needs_input_grad[0] else None,
+        return _binary_grads(ctx, _self_grad(backend, grad, self, other) if ctx.needs_input_grad[0] else None,
                              backend.div(backend.mul(grad, self), other) if ctx.needs_input_grad[1] else None)
 
     def backward_graph(ctx, grad):
         self, other = ctx.saved_graph("self", "other")
         backend = ctx.backend
-        return _graph_grads(ctx, lambda: grad * xlogy(Tensor._make(backend.astype(backend.ne(other._data, 0), grad.dtype),
-                                                                   backend=backend), other),
-                            lambda: grad * self / other)
+        flat = Tensor._make(backend.logical_and(backend.eq(self._data, 0), backend.le(other._data, 0)), backend=backend)
+        return _graph_grads(ctx, lambda: xlogy(grad, other).masked_fill(flat, 0), lambda: grad * self / other)
 
 
 class XlogyBackward1(OpFunction):
@@ -193,8 +199,7 @@ class XlogyBackward1(OpFunction):
     def forward(ctx, other, self):
         ctx.save(other=other, self=self)
         data = float_data(other)
-        return _xlogy(other._backend, other._backend.full((), self, _dtype.from_any(data.dtype),
-                                                          other._backend.device_of(data)), data)
+        return _xlogy(other._backend, _number_like(other._backend, self, data), data)
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -209,29 +214,39 @@ class XlogyBackward2(OpFunction):
     """``xlogy(tensor, number)``: the only edge is ``self``'s."""
 
     inputs = ("self",)
-    derivatives = {"self": ("grad * at::xlogy((other != 0), other)", r"\bar{y}\,\ln b")}
+    derivatives = {"self": ("other > 0. ? at::xlogy(grad, other) : at::xlogy(grad, other).masked_fill(self == 0., 0.)",
+                            r"\bar{y}\,\ln b")}
 
     def forward(ctx, self, other):
         ctx.save(other=other, self=self)
         data = float_data(self)
-        return _xlogy(self._backend, data, other)
+        return _xlogy(self._backend, data, _number_like(self._backend, other, data))
 
     def backward(ctx, grad):
         backend = ctx.backend
-        other = ctx.saved("other")
-        return backend.mul(grad, math.log(other) if other != 0 else 0.0)
+        self, other = ctx.saved("self", "other")
+        return _self_grad(backend, grad, self, _number_like(backend, other, grad))
 
     def backward_graph(ctx, grad):
-        other = ctx.saved("other")
-        return MulBackward1.apply(grad, math.log(other) if other != 0 else 0.0)
+        backend = ctx.backend
+        self, other = ctx.saved("self", "other")
+        out = xlogy(grad, other)
+        if not other > 0:
+            out = out.masked_fill(Tensor._make(backend.eq(self, 0), backend=backend), 0)
+        return out
+
+
+def _number_like(backend, number, like):
+    """A Python number as a 0-d array of ``like``'s dtype (so ``float32`` data stays ``float32``)."""
+    return backend.full((), number, _dtype.from_any(like.dtype), backend.device_of(like))
 
 
 def xlogy(input, other):
     """``input * log(other)``, 0 where ``input`` is 0 (entropy terms ``p log p`` without NaNs)."""
     if not isinstance(input, Tensor):
-        return XlogyBackward1.apply(other, float(input))
+        return XlogyBackward1.apply(other, input)
     if not isinstance(other, Tensor):
-        return XlogyBackward2.apply(input, float(other))
+        return XlogyBackward2.apply(input, other)
     return XlogyBackward0.apply(input, other)
 
 
@@ -304,9 +319,6 @@ def rad2deg(input):
 
 
 def _angle(node, input):
-    if input.dtype is _dtype.bool:
-        name = "deg2rad" if node is Deg2RadBackward0 else "rad2deg"
-        raise RuntimeError(f"{name} is not supported for bool tensors.")
     return node.apply(input, node.factor)
 
 

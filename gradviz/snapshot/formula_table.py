@@ -1666,13 +1666,14 @@ entry("Logaddexp2Backward0")(lambda o: {"self": Rule(local=1 / (1 + exp((b_other
 entry("AddcdivBackward0", options=("value",))(lambda o: {
     "self": Rule(local=Num(1)), "tensor1": Rule(local=Num(o["value"]) / Var("tensor2", "b"), symbol="a"),
     "tensor2": Rule(local=-(Num(o["value"]) * Var("tensor1", "a") / Var("tensor2", "b") ** 2), symbol="b")})
-register("log_or_zero")(lambda values: np.where(np.asarray(values) == 0, 0.0, np.log(np.asarray(values, np.float64))))
-entry("XlogyBackward0")(lambda o: {"self": Rule(local=Call("log_or_zero", (b_other,), "ln"), symbol="a",
-                                                note="ln b, taken as 0 where b = 0"),
+register("xlogy_local")(lambda a, b: np.where((np.asarray(a) == 0) & (np.asarray(b) <= 0), 0.0,
+                                             np.log(np.asarray(b, np.float64))))
+entry("XlogyBackward0")(lambda o: {"self": Rule(local=Call("xlogy_local", (a_self, b_other), "ln b"), symbol="a",
+                                                note="ln b, taken as 0 where a = 0 and b ≤ 0"),
                                    "other": Rule(local=a_self / b_other, symbol="b")})
 entry("XlogyBackward1", options=("self",))(lambda o: only(Rule(local=Num(o["self"]) / b_other, symbol="b"), "other"))
 entry("XlogyBackward2", options=("other",))(lambda o: only(Rule(
-    local=Num(math.log(o["other"]) if o["other"] else 0.0), note="ln of the number (0 when it is 0)")))
+    local=Call("xlogy_local", (x, Num(o["other"])), "ln b"), note=f"ln {o['other']}, taken as 0 where x = 0 if it is not positive")))
 
 
 @register("sinc_grad")
