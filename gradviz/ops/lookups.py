@@ -38,9 +38,20 @@ class TakeBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         self = ctx.saved("self")
-        out = backend.full((self.size,), 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
+        out = backend.full((int(np.prod(tuple(self.shape))),), 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
         key = (backend.array(ctx.flat, _dtype.int64, backend.device_of(grad)),)
         return backend.reshape(backend.index_add(out, key, backend.reshape(grad, (-1,))), tuple(self.shape))
+
+    def backward_graph(ctx, grad):
+        """PyTorch records ``zeros_like(self).put_(index, grad, accumulate=True)`` (PutBackward0); gradviz has no
+        ``put_``, so the same sum is recorded as ``zeros.index_add(0, flat index, grad.reshape(-1)).view(shape)``."""
+        from gradviz.ops.scatter import index_add
+
+        backend = ctx.backend
+        shape = tuple(ctx.saved("self").shape)
+        zeros = Tensor._make(backend.full((int(np.prod(shape)),), 0, grad.dtype, grad.device), backend=backend)
+        places = Tensor._make(backend.array(ctx.flat, _dtype.int64, grad.device), backend=backend)
+        return index_add(zeros, 0, places, grad.reshape(-1)).view(shape)
 
 
 def take(input, index):
@@ -131,7 +142,8 @@ class IndexCopyBackward0(OpFunction):
 
     def forward(ctx, self, source, dim, index):
         axis = wrap_dim(dim, max(self.ndim, 1))
-        ctx.save(dim=saved_dim(dim), index=index, source=source, source_dim=source.ndim)
+        ctx.save(dim=saved_dim(dim), index=index, source=source if ctx.needs_input_grad[1:] == (True,) else None,
+                 source_dim=source.ndim)
         ctx.axis = axis
         places = _index_array(index).reshape(-1)
         ctx.places = places
