@@ -8,6 +8,8 @@ is the sum of both outputs' formulas (``var_backward + mean_backward``; the min'
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from gradviz import _dtype
@@ -90,11 +92,17 @@ def _count(shape, axes) -> int:
     return count
 
 
-def _spread_and_mean(ctx, self, dim, correction, keepdim):
+def _spread_and_mean(ctx, self, dim, correction, keepdim, name: str):
     ctx.save(correction=correction, dim=saved_dim(dim) if dim is not None else None, keepdim=keepdim, self=self)
-    variance = _variance(ctx, self, dim, correction, keepdim)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        variance = _variance(ctx, self, dim, correction, keepdim)
+    for warning in caught:  # the degrees-of-freedom warning, under this function's name as PyTorch words it
+        if str(warning.message).startswith("var():"):
+            warnings.warn(str(warning.message).replace("var():", f"{name}():", 1), UserWarning, stacklevel=5)
     backend = self._backend
-    mean = backend.div(backend.sum(self._data, ctx.axes, keepdims=keepdim), _count(tuple(self.shape), ctx.axes))
+    axes = _dims(dim, self.ndim) if dim is not None and self.ndim else None  # as _variance reads dim (ctx may keep nothing)
+    mean = backend.div(backend.sum(self._data, axes, keepdims=keepdim), _count(tuple(self.shape), axes))
     return variance, mean
 
 
@@ -103,7 +111,7 @@ class VarMeanBackward0(_TwoResults):
                             r"\bar{v}\,2 (x - \bar{x}) / (n - c) + \bar{m} / n")}
 
     def forward(ctx, self, dim, correction, keepdim):
-        return _spread_and_mean(ctx, self, dim, correction, keepdim)
+        return _spread_and_mean(ctx, self, dim, correction, keepdim, "var_mean")
 
     def backward(ctx, *grads):
         var_grad, mean_grad = ctx._filled(grads)
@@ -120,7 +128,7 @@ class StdMeanBackward0(_TwoResults):
     saved_outputs = {"result0": 0}
 
     def forward(ctx, self, dim, correction, keepdim):
-        variance, mean = _spread_and_mean(ctx, self, dim, correction, keepdim)
+        variance, mean = _spread_and_mean(ctx, self, dim, correction, keepdim, "std_mean")
         return self._backend.sqrt(variance), mean
 
     def backward(ctx, *grads):
