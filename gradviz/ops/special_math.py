@@ -36,71 +36,67 @@ def _needs_tensor(name: str, *values) -> None:
 
 # -- log of a sum of exponentials, two at a time -------------------------------------------------------------
 class LogaddexpBackward0(OpFunction):
-    """``log(e^a + e^b)``, computed from the larger: ``max + log1p(e^{-|a - b|})``."""
+    """``log(e^a + e^b)``, computed from the larger: ``max + log1p(e^{-|a - b|})``. Its gradient for ``a`` is
+    the share ``e^a`` has in the sum, ``1 / (1 + e^{b - a})``; Logaddexp2Backward0 is the same in base 2."""
 
     inputs = ("self", "other")
     derivatives = {"self": ("grad / (1 + exp(other - self))", r"\bar{y} / (1 + e^{b - a})"),
                    "other": ("grad / (1 + exp(self - other))", r"\bar{y} / (1 + e^{a - b})")}
+    log_base = 1.0  # ln e
 
-    def forward(ctx, self, other):
-        backend, a, b = _floats(ctx, self, other)
-        ctx.save(other=other, self=self)
-        larger = backend.maximum(a, b)
-        rest = backend.log1p(backend.exp(backend.neg(backend.abs(backend.sub(a, b)))))
-        return backend.where(backend.eq(a, b), backend.add(a, LN2), backend.add(larger, rest))
+    @classmethod
+    def _power(cls, backend, exponent):
+        """``base ** exponent`` on arrays."""
+        return backend.exp(exponent) if cls.log_base == 1.0 else backend.pow(2.0, exponent)
 
-    def backward(ctx, grad):
-        backend = ctx.backend
-        self, other = ctx.saved("self", "other")
-        return _binary_grads(ctx, backend.div(grad, backend.add(backend.exp(backend.sub(other, self)), 1))
-                             if ctx.needs_input_grad[0] else None,
-                             backend.div(grad, backend.add(backend.exp(backend.sub(self, other)), 1))
-                             if ctx.needs_input_grad[1] else None)
-
-    def backward_graph(ctx, grad):
-        self, other = ctx.saved_graph("self", "other")
-        return _graph_grads(ctx, lambda: grad / AddBackward1.apply((other - self).exp(), 1),
-                            lambda: grad / AddBackward1.apply((self - other).exp(), 1))
-
-
-class Logaddexp2Backward0(OpFunction):
-    """``log2(2^a + 2^b)``: ``max + log2(1 + 2^{-|a - b|})``."""
-
-    inputs = ("self", "other")
-    derivatives = {"self": ("grad / (1 + pow(2, other - self))", r"\bar{y} / (1 + 2^{b - a})"),
-                   "other": ("grad / (1 + pow(2, self - other))", r"\bar{y} / (1 + 2^{a - b})")}
-
-    def forward(ctx, self, other):
-        backend, a, b = _floats(ctx, self, other)
-        ctx.save(other=other, self=self)
-        larger = backend.maximum(a, b)
-        rest = backend.div(backend.log1p(backend.pow(2.0, backend.neg(backend.abs(backend.sub(a, b))))), LN2)
-        return backend.where(backend.eq(a, b), backend.add(a, 1.0), backend.add(larger, rest))
-
-    def backward(ctx, grad):
-        backend = ctx.backend
-        self, other = ctx.saved("self", "other")
-        return _binary_grads(ctx, backend.div(grad, backend.add(backend.pow(2.0, backend.sub(other, self)), 1))
-                             if ctx.needs_input_grad[0] else None,
-                             backend.div(grad, backend.add(backend.pow(2.0, backend.sub(self, other)), 1))
-                             if ctx.needs_input_grad[1] else None)
-
-    def backward_graph(ctx, grad):
+    @classmethod
+    def _power_graph(cls, exponent):
         from gradviz.ops.arithmetic import rpow
 
+        return exponent.exp() if cls.log_base == 1.0 else rpow(exponent, 2)
+
+    def forward(ctx, self, other, kind):
+        """``kind``: this class or Logaddexp2Backward0 (``ctx`` is no node when nothing is recorded)."""
+        backend, a, b = _floats(ctx, self, other)
+        ctx.save(other=other, self=self)
+        larger = backend.maximum(a, b)
+        rest = backend.log1p(kind._power(backend, backend.neg(backend.abs(backend.sub(a, b)))))
+        if kind.log_base != 1.0:
+            rest = backend.div(rest, kind.log_base)
+        # equal operands (infinities too, where a - b is NaN): the log of twice the power, a + log(2)
+        return backend.where(backend.eq(a, b), backend.add(a, LN2 / kind.log_base), backend.add(larger, rest))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, other = ctx.saved("self", "other")
+        needs = ctx.needs_input_grad
+        return _binary_grads(ctx, backend.div(grad, backend.add(ctx._power(backend, backend.sub(other, self)), 1))
+                             if needs[0] else None,
+                             backend.div(grad, backend.add(ctx._power(backend, backend.sub(self, other)), 1))
+                             if needs[1] else None)
+
+    def backward_graph(ctx, grad):
         self, other = ctx.saved_graph("self", "other")
-        return _graph_grads(ctx, lambda: grad / AddBackward1.apply(rpow(other - self, 2), 1),
-                            lambda: grad / AddBackward1.apply(rpow(self - other, 2), 1))
+        return _graph_grads(ctx, lambda: grad / AddBackward1.apply(ctx._power_graph(other - self), 1),
+                            lambda: grad / AddBackward1.apply(ctx._power_graph(self - other), 1))
+
+
+class Logaddexp2Backward0(LogaddexpBackward0):
+    """``log2(2^a + 2^b)``: ``max + log2(1 + 2^{-|a - b|})``."""
+
+    derivatives = {"self": ("grad / (1 + pow(2, other - self))", r"\bar{y} / (1 + 2^{b - a})"),
+                   "other": ("grad / (1 + pow(2, self - other))", r"\bar{y} / (1 + 2^{a - b})")}
+    log_base = LN2  # ln 2: log2(x) = ln(x) / ln 2, and log2(2^a + 2^a) = a + 1
 
 
 def logaddexp(input, other):
     _needs_tensor("logaddexp", input, other)
-    return LogaddexpBackward0.apply(input, other)
+    return LogaddexpBackward0.apply(input, other, LogaddexpBackward0)
 
 
 def logaddexp2(input, other):
     _needs_tensor("logaddexp2", input, other)
-    return Logaddexp2Backward0.apply(input, other)
+    return Logaddexp2Backward0.apply(input, other, Logaddexp2Backward0)
 
 
 # -- addcdiv: self + value * tensor1 / tensor2 (Adam's step is written with it) ------------------------------
