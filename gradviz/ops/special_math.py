@@ -134,11 +134,13 @@ class AddcdivBackward0(OpFunction):
         return tuple(None if g is None else sum_to(backend, g, shape) for g, shape in zip(raw, ctx.shapes))
 
     def backward_graph(ctx, grad):
-        from gradviz.ops.arithmetic import rdiv
+        """``grad * (value / tensor2)`` (the Scalar divided: DivBackward0) and ``-grad * (value * tensor1 /
+        (tensor2 * tensor2))``, as PyTorch's generated code records them."""
+        from gradviz.ops.arithmetic import DivBackward0
 
         tensor1, tensor2, value = (ctx.saved_graph(name) for name in ("tensor1", "tensor2", "value"))
         needs = ctx.needs_input_grad
-        raw = (grad if needs[0] else None, grad * rdiv(tensor2, value) if needs[1] else None,
+        raw = (grad if needs[0] else None, grad * DivBackward0.apply(value, tensor2) if needs[1] else None,
                -grad * (MulBackward1.apply(tensor1, value) / (tensor2 * tensor2)) if needs[2] else None)
         return tuple(None if g is None else sum_to_tensor(g, shape) for g, shape in zip(raw, ctx.shapes))
 
@@ -274,12 +276,15 @@ class SincBackward0(OpFunction):
         return backend.mul(grad, backend.where(zero, 0.0, local))
 
     def backward_graph(ctx, grad):
-        """PyTorch's ``sinc_backward``: ``(cos(πx) πx - sin(πx)) / (π x²) * grad``, 0 at x = 0 (masked_fill)."""
+        """PyTorch's ``sinc_backward``: ``where(x == 0, 0, grad * ((πx cos(πx) - sin(πx)) / (π x²)))``, each
+        ``πx`` its own MulBackward1, as its C++ writes them."""
+        from gradviz.ops.comparison import where
+
         self = ctx.saved_graph("self")
-        angle = MulBackward1.apply(self, math.pi)
-        local = (angle.cos() * angle - angle.sin()) / MulBackward1.apply(self * self, math.pi)
-        zero = Tensor._make(ctx.backend.eq(self._data, 0), backend=ctx.backend)
-        return (local * grad).masked_fill(zero, 0)
+        pi = math.pi
+        numerator = MulBackward1.apply(self, pi) * MulBackward1.apply(self, pi).cos() - MulBackward1.apply(self, pi).sin()
+        out = grad * (numerator / MulBackward1.apply(self * self, pi))
+        return where(Tensor._make(ctx.backend.eq(self._data, 0), backend=ctx.backend), 0, out)
 
 
 def sinc(input):

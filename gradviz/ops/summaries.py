@@ -257,15 +257,13 @@ class NansumBackward0(OpFunction):
         return backend.where(backend.isnan(self), 0.0, spread)
 
     def backward_graph(ctx, grad):
-        """``grad`` put back over the reduced dims, then 0 where ``self`` was NaN (``where``)."""
-        from gradviz.ops.comparison import where
-
+        """PyTorch's ``nansum_backward``: ``grad`` put back over the reduced dims, times ``self.isnan().logical_not()``."""
         backend = ctx.backend
         self, keepdim = ctx.saved("self", "keepdim")
         shape = tuple(self.shape)
-        spread = grad.expand(shape) if ctx.axes is None else _expand_back_graph(grad, shape, ctx.axes, keepdim)
-        nan = Tensor._make(backend.isnan(self), backend=backend)
-        return where(nan, Tensor._make(backend.full((), 0, grad.dtype, grad.device), backend=backend), spread)
+        spread = grad if ctx.axes is None else _expand_back_graph(grad, shape, ctx.axes, keepdim)
+        kept = Tensor._make(backend.eq(self, self), backend=backend)  # not NaN
+        return spread * kept
 
 
 def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):
