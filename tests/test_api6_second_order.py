@@ -34,6 +34,8 @@ GRAPHS = {
     'var_mean': X + "v, m = torch.var_mean(x, 1)\ng, = torch.autograd.grad((v * m).sum(), x, create_graph=True)\n(g * g).sum().backward()\n",
     'aminmax': X + "lo, hi = x.aminmax(dim=0)\ng, = torch.autograd.grad((lo * hi).sum(), x, create_graph=True)\n(g * x).sum().backward()\n",
     'index_fill': X + "g, = torch.autograd.grad((x.index_fill(1, torch.tensor([1]), 2.0) ** 2).sum(), x, create_graph=True)\n(g * g).sum().backward()\n",
+    'logit_eps': "p = torch.tensor([0.05, 0.5, 0.97], requires_grad=True)\n"
+                 "g, = torch.autograd.grad((p.logit(0.1) ** 2).sum(), p, create_graph=True)\ng.sum().backward()\n",
     'index_copy': X + Y + "g = torch.autograd.grad((x.index_copy(0, torch.tensor([1]), y[:1] ** 2) ** 2).sum(), (x, y), create_graph=True)\n(g[0] * g[1].sum()).sum().backward()\n",
 }
 

@@ -203,7 +203,6 @@ from gradviz.ops.scatter import index_add, index_add_, scatter, scatter_, scatte
 MORE_MATH.update({"scatter": scatter, "scatter_": scatter_, "scatter_add": scatter_add, "scatter_add_": scatter_add_,
                   "index_add": index_add, "index_add_": index_add_})
 # -- api6: order statistics, summaries, special math, lookups, searching ------------------------------------
-from gradviz.ops import order_statistics  # noqa: E402
 from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode, nanmedian  # noqa: E402
 from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_mean, var_mean  # noqa: E402
 from gradviz.ops.special_math import (addcdiv, deg2rad, digamma, erfc, erfinv, heaviside, lgamma,  # noqa: E402
@@ -222,7 +221,8 @@ API6_METHODS = {
     "histc": histc, "bincount": bincount, "unique": unique, "unique_consecutive": unique_consecutive,
 }
 MORE_MATH.update(API6_METHODS)
-IN_PLACE_TOO += ("addcdiv", "xlogy", "sinc", "deg2rad", "rad2deg", "logit", "heaviside", "index_fill", "index_copy", "erfc", "erfinv", "lgamma", "digamma")
+IN_PLACE_TOO += ("addcdiv", "xlogy", "sinc", "deg2rad", "rad2deg", "logit", "heaviside", "index_fill", "index_copy",
+                 "erfc", "erfinv", "lgamma", "digamma")
 # -- end api6 -------------------------------------------------------------------------------------------------
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()

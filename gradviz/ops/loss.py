@@ -225,10 +225,12 @@ class LogitBackward0(OpFunction):
 
         x = ctx.saved_graph("self")
         backend = ctx.backend
-        nan = Tensor._make(backend.full((), float("nan"), x.dtype, x.device), backend=backend)
+        eps = ctx.saved("eps")  # api6: with eps, 0 outside [eps, 1 - eps] instead of NaN outside [0, 1]
+        low, high, fill = (0.0, 1.0, float("nan")) if eps is None else (eps, 1.0 - eps, 0.0)
+        nan = Tensor._make(backend.full((), fill, x.dtype, x.device), backend=backend)
         spread = _one_minus(x)
         local = grad / (x * spread)
-        inside = Tensor._make(backend.logical_and(backend.ge(x._data, 0.0), backend.le(x._data, 1.0)), backend=backend)
+        inside = Tensor._make(backend.logical_and(backend.ge(x._data, low), backend.le(x._data, high)), backend=backend)
         return where(inside, local, nan)
 
 
