@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gradviz.ops.activation import log_softmax as _log_softmax, softmax as _softmax
 from gradviz.ops.elementwise import erf, exp2, expm1, log1p
-from gradviz.ops.special_math import digamma, entr, erfc, erfinv, lgamma as gammaln, logit, ndtr, sinc, xlogy
+from gradviz.ops.special_math import digamma, entr, erfc, erfinv, i0, lgamma as gammaln, logit, ndtr, sinc, xlogy
 from gradviz.ops.statistics import logsumexp
 from gradviz.ops.unary import sigmoid as expit
 
@@ -22,5 +22,5 @@ def log_softmax(input, dim, *, dtype=None):
     return _log_softmax(input, dim, dtype=dtype)
 
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "log_softmax",
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "log1p", "log_softmax",
            "logit", "logsumexp", "ndtr", "psi", "sinc", "softmax", "xlogy"]

@@ -51,6 +51,8 @@ CASES = {
                                            " + torch.special.psi(q + 2)"),
     "special_entr": P + weighted_backward("torch.special.entr(p)") + "print(torch.special.entr(torch.tensor([-1.0, 0.0])))\n",
     "special_ndtr": X + weighted_backward("torch.special.ndtr(x)"),
+    "special_i0": X + weighted_backward("torch.special.i0(x * 3) + x.i0() + torch.i0(x * 30)")
+                  + "print(torch.tensor([1, 2]).i0(), y)\n",
     "poles": "x = torch.tensor([0.0, -1.0, -2.5, float('inf'), -float('inf'), float('nan')])\n"
              "a = x.lgamma()\nb = torch.digamma(x)\nc = torch.erfinv(torch.tensor([1.0, -1.0, 1.5, 0.0]))\nprint(a, b, c)\n",
 }
@@ -108,7 +110,8 @@ def test_special_functions_in_float32_within_a_few_ulps_of_torch():
     rng = np.random.default_rng(3)
     inside = rng.uniform(-0.999, 0.999, 500).astype(np.float32)
     positive = rng.uniform(0.05, 30, 500).astype(np.float32)
-    for name, data in (("erfinv", inside), ("erfc", inside * 4), ("lgamma", positive), ("digamma", positive)):
+    for name, data in (("erfinv", inside), ("erfc", inside * 4), ("lgamma", positive), ("digamma", positive),
+                       ("i0", inside * 20)):
         ours = getattr(gv.tensor(data), name)().numpy()
         theirs = getattr(torch.tensor(data), name)().numpy()
         np.testing.assert_allclose(ours, theirs, rtol=4e-6, atol=4e-6, err_msg=name)

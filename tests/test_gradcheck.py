@@ -414,4 +414,5 @@ CASES.update({
     "LgammaBackward0": (lambda x: gv.special.gammaln(x), [positive(4)]),
     "DigammaBackward0": (lambda x: x.digamma(), [positive(4)]),
     "SpecialEntrBackward0": (lambda x: gv.special.entr(x), [probabilities(4)]),
+    "I0Backward0": (lambda x: gv.special.i0(x * 3), [values(5)]),
 })

@@ -521,6 +521,50 @@ class SpecialEntrBackward0(OpFunction):
         return grad * -(AddBackward1.apply(ctx.saved_graph("self").log(), 1))
 
 
+def _bessel_series(x: float, order: int) -> float:
+    """The modified Bessel function I₀ or I₁: ``Σ (x/2)^(2k+order) / (k! (k+order)!)``, summed until the terms stop
+    mattering (they grow until k ≈ |x|/2, then fall fast; the series converges for every x)."""
+    if math.isnan(x):
+        return x
+    if math.isinf(x):
+        return math.inf if order == 0 or x > 0 else -math.inf
+    half = x / 2
+    term = 1.0 if order == 0 else half
+    total, k = term, 0
+    while True:
+        k += 1
+        term *= half * half / (k * (k + order))
+        total += term
+        if math.isinf(total) or (k > abs(half) and abs(term) <= 1e-17 * abs(total)):
+            return total
+
+
+def _i0(x: float) -> float:
+    return _bessel_series(x, 0)
+
+
+def _i1(x: float) -> float:
+    return _bessel_series(x, 1)
+
+
+class I0Backward0(OpFunction):
+    """The modified Bessel function of the first kind, order 0; its derivative is I₁."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad * at::special_i1(self)", r"\bar{y}\,I_1(x)")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return _elementwise(_i0, self)
+
+    def backward(ctx, grad):
+        return ctx.backend.mul(grad, _elementwise(_i1, Tensor._make(ctx.saved("self"), backend=ctx.backend)))
+
+
+def i0(input):
+    return I0Backward0.apply(input)
+
+
 def erfc(input):
     return ErfcBackward0.apply(input)
 

@@ -1737,3 +1737,5 @@ entry("ErfinvBackward0")(lambda o: only(Rule(local=sqrt(Num(np.pi)) / 2 * exp(Ca
 entry("LgammaBackward0")(lambda o: only(Rule(local=Call("digamma", (x,), "ψ"), note="ψ is digamma, the derivative of ln Γ")))
 entry("DigammaBackward0")(lambda o: only(Rule(local=Call("trigamma", (x,), "ψ′"), note="ψ′ is trigamma, the derivative of ψ")))
 entry("SpecialEntrBackward0")(lambda o: only(Rule(local=-(1 + ln(x)))))
+register("i1")(_special("_i1"))
+entry("I0Backward0")(lambda o: only(Rule(local=Call("i1", (x,), "I₁"), note="I₁ is the derivative of the Bessel function I₀")))
