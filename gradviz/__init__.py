@@ -46,7 +46,7 @@ from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode,
 from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_mean, var_mean  # noqa: E402
 from gradviz.ops.special_math import (addcdiv, deg2rad, digamma, erfc, erfinv, heaviside, i0, lgamma,  # noqa: E402
                                       logaddexp, logaddexp2, logit, rad2deg, sinc, xlogy)
-from gradviz.ops.lookups import index_copy, index_fill, take, take_along_dim  # noqa: E402
+from gradviz.ops.lookups import index_copy, index_fill, put, take, take_along_dim  # noqa: E402
 from gradviz.ops.searching import (bincount, bucketize, histc, isin, searchsorted, unique,  # noqa: E402
                                    unique_consecutive)
 from gradviz import special  # noqa: E402

@@ -1,4 +1,4 @@
-"""``take``, ``take_along_dim``, ``index_fill``, ``index_copy`` (and in place) against PyTorch 2.13: values, the graph
+"""``take``, ``take_along_dim``, ``put``, ``index_fill``, ``index_copy`` (and in place) against PyTorch 2.13: values, the graph
 (TakeBackward0; take_along_dim's ExpandBackward0 + GatherBackward0; IndexFillBackward0/1; IndexCopyBackward0 with
 its saved source), grads, printed text and errors."""
 from __future__ import annotations
@@ -19,6 +19,11 @@ CASES = {
     "take_along_dim_broadcast": X + weighted_backward("x.take_along_dim(torch.tensor([[2, 0, 1, 1]]), dim=0)"),
     "take_along_dim_flat": X + weighted_backward("torch.take_along_dim(x, torch.tensor([3, 0, 7]))"),
     "take_along_dim_argsort": X + weighted_backward("torch.take_along_dim(x, x.argsort(1), 1)"),
+    "put": X + S + weighted_backward("x.put(torch.tensor([-1, 0, 4]), s[0, :3] * 1)") + "print(y)\n",
+    "put_accumulate": X + S + weighted_backward("torch.put(x, torch.tensor([[1, 1], [2, 1]]), s[:, :2] ** 2, accumulate=True)"),
+    "put_in_place": X + S + "z = x * 1\nz.put_(torch.tensor([3]), s[1, :1] * 2)\nz.put_(torch.tensor([3, 0]), s[0, :2], True)\n"
+                            "z.sum().backward()\n",
+    "put_constant_source": X + weighted_backward("x.put(torch.tensor([2]), torch.tensor([9.0]))"),
     "index_fill": X + weighted_backward("x.index_fill(1, torch.tensor([0, 2, 2]), 3.0)") + "print(y)\n",
     "index_fill_negative_dim": X + weighted_backward("torch.index_fill(x, -2, torch.tensor([1]), -1)"),
     "index_fill_tensor_value": X + weighted_backward("x.index_fill(1, torch.tensor([3]), x[0, 0] * 2)"),
@@ -44,6 +49,10 @@ ERRORS = {
     "index_fill_float_index": "torch.ones(2, 3).index_fill(0, torch.tensor([1.0]), 1)",
     "index_fill_out_of_range": "torch.ones(2, 3).index_fill(0, torch.tensor([5]), 1)",
     "index_fill_vector_value": "torch.ones(2, 3).index_fill(0, torch.tensor([1]), torch.tensor([1.0, 2.0]))",
+    "put_sizes": "torch.zeros(2, 3).put(torch.tensor([1, 1]), torch.ones(1))",
+    "put_out_of_range": "torch.zeros(2, 3).put(torch.tensor([7]), torch.ones(1))",
+    "put_float_index": "torch.zeros(2, 3).put(torch.tensor([1.0]), torch.ones(1))",
+    "put_dtype": "torch.zeros(2, 3).put(torch.tensor([1]), torch.ones(1, dtype=torch.float64))",
     "index_copy_dtype": "torch.ones(2, 3, dtype=torch.float64).index_copy(0, torch.tensor([1]), torch.ones(1, 3))",
 }
 
@@ -54,8 +63,6 @@ def test_lookup_errors_match_torch(name):
 
 
 SECOND_ORDER = {
-    "take": X + "g, = torch.autograd.grad((x.take(torch.tensor([0, 5, 5])) ** 3).sum(), x, create_graph=True)\n"
-                "g.sum().backward()\n",
     "index_fill": X + "g, = torch.autograd.grad((x.index_fill(1, torch.tensor([1]), 2.0) ** 2).sum(), x, create_graph=True)\n"
                       "(g * g).sum().backward()\n",
     "index_copy": X + S + "g, = torch.autograd.grad((x.index_copy(0, torch.tensor([2, 0]), s[:2] ** 2) ** 2).sum(), x, "

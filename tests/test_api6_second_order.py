@@ -1,8 +1,7 @@
 """Second order through the api6 ops: ``create_graph=True`` records the backward pass, and the recorded graph
 (node names, ``next_functions``, saved values) and the second backward's gradients are torch's, compared with
-``assert_same``. (``take`` records IndexAddBackward0 where torch records PutBackward0, and addcdiv's wrapped
-number reads back as None instead of torch's freed-tensor error after backward: those two are checked in their
-own files by value.)"""
+``assert_same``. (addcdiv's wrapped number reads back as None instead of torch's freed-tensor error after backward:
+it is checked in its own file by value.)"""
 from __future__ import annotations
 
 import pytest
@@ -36,6 +35,10 @@ GRAPHS = {
     'index_fill': X + "g, = torch.autograd.grad((x.index_fill(1, torch.tensor([1]), 2.0) ** 2).sum(), x, create_graph=True)\n(g * g).sum().backward()\n",
     'logit_eps': "p = torch.tensor([0.05, 0.5, 0.97], requires_grad=True)\n"
                  "g, = torch.autograd.grad((p.logit(0.1) ** 2).sum(), p, create_graph=True)\ng.sum().backward()\n",
+    'take': X + "g, = torch.autograd.grad((x.take(torch.tensor([0, 5, 5])) ** 3).sum(), x, create_graph=True)\n"
+            "g.sum().backward()\n",
+    'put': X + Y + "g = torch.autograd.grad((x.put(torch.tensor([4, 0]), y[0, :2] ** 2) ** 2).sum(), (x, y), "
+                   "create_graph=True)\n(g[0].sum() * g[1]).sum().backward()\n",
     'index_copy': X + Y + "g = torch.autograd.grad((x.index_copy(0, torch.tensor([1]), y[:1] ** 2) ** 2).sum(), (x, y), create_graph=True)\n(g[0] * g[1].sum()).sum().backward()\n",
 }
 

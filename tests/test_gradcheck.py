@@ -415,4 +415,6 @@ CASES.update({
     "DigammaBackward0": (lambda x: x.digamma(), [positive(4)]),
     "SpecialEntrBackward0": (lambda x: gv.special.entr(x), [probabilities(4)]),
     "I0Backward0": (lambda x: gv.special.i0(x * 3), [values(5)]),
+    "PutBackward0": (lambda x, s: x.put(gv.tensor([4, 0]), s) + x.put(gv.tensor([1, 1]), s * s, accumulate=True),
+                     [values(2, 3), values(2)]),
 })

@@ -1,5 +1,5 @@
-"""Reading and writing by index: ``take``, ``take_along_dim``, ``index_fill``, ``index_copy`` (and the in-place
-``index_fill_``, ``index_copy_``).
+"""Reading and writing by index: ``take``, ``take_along_dim``, ``put``, ``index_fill``, ``index_copy`` (and the
+in-place ``put_``, ``index_fill_``, ``index_copy_``).
 
 A read sends each gradient back to the place it was read from (``take``: summed where an index repeats);
 a write sends none to the places it overwrote, and the written ``source`` gets the gradient of the places
@@ -43,26 +43,18 @@ class TakeBackward0(OpFunction):
         return backend.reshape(backend.index_add(out, key, backend.reshape(grad, (-1,))), tuple(self.shape))
 
     def backward_graph(ctx, grad):
-        """PyTorch records ``zeros_like(self).put_(index, grad, accumulate=True)`` (PutBackward0); gradviz has no
-        ``put_``, so the same sum is recorded as ``zeros.index_add(0, flat index, grad.reshape(-1)).view(shape)``."""
-        from gradviz.ops.scatter import index_add
-
+        """PyTorch's ``take_backward``: ``zeros_like(self).put_(index, grad, accumulate=True)`` (PutBackward0)."""
         backend = ctx.backend
-        shape = tuple(ctx.saved("self").shape)
-        zeros = Tensor._make(backend.full((int(np.prod(shape)),), 0, grad.dtype, grad.device), backend=backend)
-        places = Tensor._make(backend.array(ctx.flat, _dtype.int64, grad.device), backend=backend)
-        return index_add(zeros, 0, places, grad.reshape(-1)).view(shape)
+        self, index = ctx.saved("self", "index")
+        zeros = Tensor._make(backend.full(tuple(self.shape), 0, grad.dtype, grad.device), backend=backend)
+        return PutBackward0.apply(zeros, grad, Tensor._make(index, backend=backend), True)
 
 
 def take(input, index):
     """``input.flatten()[index]``, shaped like ``index`` (negative indices count from the end)."""
     if index.dtype is not _dtype.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {_dtype.SCALAR_TYPE_NAMES[index.dtype.name]}")
-    count = input.numel()
-    values = _index_array(index)
-    bad = values[(values >= count) | (values < -count)]
-    if bad.size:
-        raise IndexError(f"out of range: tried to access index {int(bad.flat[0])} on a tensor of {count} elements.")
+    _check_flat_range(input, index)
     return TakeBackward0.apply(input, index)
 
 
@@ -86,6 +78,74 @@ def take_along_dim(input, indices, dim=None):
     index_sizes[axis] = input.shape[axis]
     input_shape = broadcast_shapes(tuple(index_sizes), tuple(input.shape))
     return input.expand(input_shape).gather(axis, indices.expand(indices_shape))
+
+
+# -- put: values written at flat indices -----------------------------------------------------------------------
+class PutBackward0(OpFunction):
+    """``self`` read as one flat row with ``source``'s values written (or, with ``accumulate``, added) at ``index``."""
+
+    inputs = ("self", "source")
+    derivatives = {"self": ("accumulate ? grad : grad.put(index, zeros_like(source), false)",
+                            r"\bar{y}\ \text{(0 at the overwritten places)}"),
+                   "source": ("grad.take(index).reshape_as(source)", r"\bar{y}\ \text{at each flat index}")}
+
+    def forward(ctx, self, source, index, accumulate):
+        ctx.save(accumulate=accumulate, index=index, source=source if ctx.needs_input_grad[1:] == (True,) else None)
+        backend = self._backend
+        device = backend.device_of(self._data)
+        places = backend.array(_index_array(index).reshape(-1) % max(self.numel(), 1), _dtype.int64, device)
+        ctx.places = places
+        flat = backend.reshape(backend.copy(self._data), (-1,))
+        values = backend.reshape(backend.astype(source._data, self.dtype), (-1,))
+        written = backend.index_add(flat, (places,), values) if accumulate else backend.assign(flat, values, (places,))
+        return backend.reshape(written, tuple(self.shape))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        needs = ctx.needs_input_grad
+        grad_self = grad_source = None
+        if needs[0]:
+            grad_self = grad if ctx.saved("accumulate") else backend.reshape(
+                backend.assign(backend.reshape(backend.copy(grad), (-1,)), 0, (ctx.places,)), tuple(grad.shape))
+        if needs[1]:
+            grad_source = backend.reshape(backend.take(backend.reshape(grad, (-1,)), ctx.places, 0),
+                                          tuple(ctx.saved("source").shape))
+        return grad_self, grad_source
+
+    def backward_graph(ctx, grad):
+        backend = ctx.backend
+        index = Tensor._make(ctx.saved("index"), backend=backend)
+        needs = ctx.needs_input_grad
+        grad_self = grad_source = None
+        if needs[0]:
+            grad_self = grad if ctx.saved("accumulate") else put(
+                grad, index, Tensor._make(backend.full((index.numel(),), 0, grad.dtype, grad.device), backend=backend))
+        if needs[1]:
+            grad_source = take(grad, index).reshape_as(ctx.saved_graph("source"))
+        return grad_self, grad_source
+
+
+def put(input, index, source, accumulate: bool = False):
+    """A copy of ``input`` with ``source``'s values at the flat ``index`` (added there with ``accumulate``)."""
+    if index.dtype is not _dtype.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {_dtype.SCALAR_TYPE_NAMES[index.dtype.name]}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError("put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]} and source.dtype = "
+                           f"{_dtype.SCALAR_TYPE_NAMES[source.dtype.name]}")
+    if source.numel() != index.numel():
+        raise IndexError("put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    _check_flat_range(input, index)
+    return PutBackward0.apply(input, source, index, accumulate)
+
+
+def _check_flat_range(input, index) -> None:
+    count = input.numel()
+    values = _index_array(index)
+    bad = values[(values >= count) | (values < -count)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {int(bad.flat[0])} on a tensor of {count} elements.")
 
 
 # -- index_fill: a number written at some places along a dim -------------------------------------------------

@@ -1701,6 +1701,30 @@ def _take_back(grad, index, sizes):
 entry("TakeBackward0", present=("self",))(lambda o: only(Rule(
     sent=Call("take_back", (g, Var("index", "i")), "", (tuple(o["self"]),), "summed back at each flat index i"),
     note="take read x as one flat row: each read place gets the gradients of the outputs that read it")))
+register("zero_at_flat")(lambda grad, index: _zero_at_flat(np.array(grad, np.float64), np.asarray(index)))
+
+
+def _zero_at_flat(grad, index):
+    flat = grad.reshape(-1)
+    flat[index.astype(np.int64).reshape(-1) % max(flat.size, 1)] = 0
+    return flat.reshape(grad.shape)
+
+
+register("take_flat")(lambda grad, index, shape: np.asarray(grad, np.float64).reshape(-1)[
+    np.asarray(index).astype(np.int64).reshape(-1) % max(int(np.size(grad)), 1)].reshape(shape))
+
+
+@entry("PutBackward0", options=("accumulate",), present=("source",))
+def _put(o):
+    kept = Rule(sent=g, note="put added the source to these places: every place passes its gradient through") \
+        if o["accumulate"] else Rule(sent=Call("zero_at_flat", (g, Var("index", "i")), "", (), "0 at the flat indices i"),
+                                     note="the places put wrote over get no gradient")
+    return {"self": kept,
+            "source": Rule(sent=Call("take_flat", (g, Var("index", "i")), "", (tuple(o["source"]),),
+                                     "read at the flat indices i"), symbol="s",
+                           note="each source value gets the gradient of the place it was put")}
+
+
 entry("IndexFillBackward0", options=("dim",))(lambda o: only(Rule(
     sent=Call("zero_slices", (g, Var("index", "i")), "", (signed(o["dim"]),), f"0 at the indices i along dim {signed(o['dim'])}"),
     note="the filled places were overwritten: their gradient is 0")))
