@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from gradviz.ops.activation import log_softmax as _log_softmax, softmax as _softmax
 from gradviz.ops.elementwise import erf, exp2, expm1, log1p
-from gradviz.ops.special_math import digamma, entr, erfc, erfinv, i0, lgamma as gammaln, logit, ndtr, sinc, xlogy
+from gradviz.ops.special_math import (digamma, entr, erfc, erfinv, i0, lgamma as gammaln, logit, ndtr, sinc,
+                                      xlog1py, xlogy)
 from gradviz.ops.statistics import logsumexp
 from gradviz.ops.unary import sigmoid as expit
 
@@ -23,4 +24,4 @@ def log_softmax(input, dim, *, dtype=None):
 
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "log1p", "log_softmax",
-           "logit", "logsumexp", "ndtr", "psi", "sinc", "softmax", "xlogy"]
+           "logit", "logsumexp", "ndtr", "psi", "sinc", "softmax", "xlog1py", "xlogy"]

@@ -18,6 +18,9 @@ GRAPHS = {
     'logaddexp_both': X + Y + "g = torch.autograd.grad(torch.logaddexp(x, y).sum(), (x, y), create_graph=True)\n(g[0] * g[1]).sum().backward()\n",
     'logaddexp2': X + Y + "g, = torch.autograd.grad(torch.logaddexp2(x, y).sum(), x, create_graph=True)\n(g * y).sum().backward()\n",
     'xlogy': P + Y + "g = torch.autograd.grad(torch.xlogy(p, y.abs()).sum(), (p, y), create_graph=True)\n(g[0] + g[1]).sum().backward()\n",
+    'xlog1py': P + Y + "g = torch.autograd.grad(torch.special.xlog1py(p, y.abs()).sum(), (p, y), create_graph=True)\n"
+               "(g[0] + g[1]).sum().backward()\n",
+    'xlog1py1': P + "g, = torch.autograd.grad(torch.special.xlog1py(3.0, p).sum(), p, create_graph=True)\ng.sum().backward()\n",
     'xlogy1': P + "g, = torch.autograd.grad(torch.xlogy(3.0, p).sum(), p, create_graph=True)\ng.sum().backward()\n",
     'sinc': X + "g, = torch.autograd.grad(x.sinc().sum(), x, create_graph=True)\n(g * g).sum().backward()\n",
     'deg2rad': X + "g, = torch.autograd.grad((x.deg2rad() ** 2).sum(), x, create_graph=True)\n(g * g).sum().backward()\n",

@@ -31,6 +31,9 @@ CASES = {
     "xlogy_number_second": P + weighted_backward("p.xlogy(3)"),
     "xlogy_zero_other": P + weighted_backward("torch.xlogy(p, 0.0)"),
     "xlogy_in_place": P + Q + "z = p * 1\nz.xlogy_(q + 1)\nz.sum().backward()\n",
+    "xlog1py": P + Q + weighted_backward("torch.special.xlog1py(p, q - 1)"),
+    "xlog1py_numbers": P + Q + weighted_backward("torch.special.xlog1py(2, q) + torch.special.xlog1py(p, -1)"
+                                                 " + torch.special.xlog1py(p, 0.5)"),
     "sinc": X + weighted_backward("x.sinc()") + "print(y)\n",
     "deg2rad": X + weighted_backward("torch.deg2rad(x) + x.rad2deg()") + "print(y)\n",
     "deg2rad_int_bool": "i = torch.tensor([90, 180])\na = i.deg2rad()\nb = torch.rad2deg(i)\nc = torch.tensor([True, False]).deg2rad()\n"

@@ -415,6 +415,9 @@ CASES.update({
     "DigammaBackward0": (lambda x: x.digamma(), [positive(4)]),
     "SpecialEntrBackward0": (lambda x: gv.special.entr(x), [probabilities(4)]),
     "I0Backward0": (lambda x: gv.special.i0(x * 3), [values(5)]),
+    "SpecialXlog1PyBackward0": (lambda a, b: gv.special.xlog1py(a, b), [values(2, 3), positive(2, 3)]),
+    "SpecialXlog1PyBackward1": (lambda b: gv.special.xlog1py(2.5, b), [values(4, low=-0.5, high=2.0)]),
+    "SpecialXlog1PyBackward2": (lambda a: gv.special.xlog1py(a, 3.0), [values(4)]),
     "PutBackward0": (lambda x, s: x.put(gv.tensor([4, 0]), s) + x.put(gv.tensor([1, 1]), s * s, accumulate=True),
                      [values(2, 3), values(2)]),
 })

@@ -150,18 +150,24 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return AddcdivBackward0.apply(input, tensor1, tensor2, value=value)
 
 
-# -- x log y, 0 where x is 0 ----------------------------------------------------------------------------------
-def _xlogy(backend, x, y):
-    """``x * log(y)``, 0 where ``x`` is 0 (unless ``y`` is NaN)."""
-    product = backend.mul(x, backend.log(y))
+# -- x log y and x log(1 + y), 0 where x is 0 -------------------------------------------------------------------
+# ``shift`` is 0 for xlogy and 1 for special.xlog1py (``x log(shift + y)``): the same three nodes, PyTorch's
+# Xlogy... and SpecialXlog1Py... (a tensor and a tensor, a number first, a number second).
+def _xlogy(backend, x, y, shift: int = 0):
+    """``x * log(shift + y)``, 0 where ``x`` is 0 (unless ``y`` is NaN)."""
+    product = backend.mul(x, backend.log1p(y) if shift else backend.log(y))
     return backend.where(backend.logical_and(backend.eq(x, 0), backend.eq(y, y)), 0.0, product)
 
 
-def _self_grad(backend, grad, self, other):
-    """PyTorch's ``at::xlogy(grad, other).masked_fill((self == 0) & (other <= 0), 0)``: ``grad ln other``, but 0
-    where ``self`` is 0 and ``other`` has no real log (there ``x ln y`` is 0 whatever y does)."""
-    flat = backend.logical_and(backend.eq(self, 0), backend.le(other, 0))
-    return backend.where(flat, 0.0, _xlogy(backend, grad, other))
+def _self_grad(backend, grad, self, other, shift: int):
+    """PyTorch's ``at::xlogy(grad, other).masked_fill((self == 0) & (other <= 0), 0)`` (xlog1py: ``other <= -1``):
+    ``grad ln other``, but 0 where ``self`` is 0 and the log has no real value (there ``x ln y`` is 0)."""
+    flat = backend.logical_and(backend.eq(self, 0), backend.le(other, -shift))
+    return backend.where(flat, 0.0, _xlogy(backend, grad, other, shift))
+
+
+def _recorded(shift: int):
+    return xlog1py if shift else xlogy
 
 
 class XlogyBackward0(OpFunction):
@@ -169,23 +175,29 @@ class XlogyBackward0(OpFunction):
     derivatives = {"self": ("at::xlogy(grad, other).masked_fill((self == 0.) & (other <= 0.), 0.)",
                             r"\bar{y}\,\ln b\ (0 \text{ where } a = 0,\ b \le 0)"),
                    "other": ("grad * self / other", r"\bar{y}\,a / b")}
+    shift = 0
 
-    def forward(ctx, self, other):
+    def forward(ctx, self, other, shift):
         backend, a, b = _floats(ctx, self, other)
         ctx.save(other=other, self=self)
-        return _xlogy(backend, a, b)
+        return _xlogy(backend, a, b, shift)
 
     def backward(ctx, grad):
         backend = ctx.backend
         self, other = ctx.saved("self", "other")
-        return _binary_grads(ctx, _self_grad(backend, grad, self, other) if ctx.needs_input_grad[0] else None,
-                             backend.div(backend.mul(grad, self), other) if ctx.needs_input_grad[1] else None)
+        needs = ctx.needs_input_grad
+        return _binary_grads(ctx, _self_grad(backend, grad, self, other, ctx.shift) if needs[0] else None,
+                             backend.div(backend.mul(grad, self), backend.add(other, ctx.shift) if ctx.shift else other)
+                             if needs[1] else None)
 
     def backward_graph(ctx, grad):
         self, other = ctx.saved_graph("self", "other")
         backend = ctx.backend
-        flat = Tensor._make(backend.logical_and(backend.eq(self._data, 0), backend.le(other._data, 0)), backend=backend)
-        return _graph_grads(ctx, lambda: xlogy(grad, other).masked_fill(flat, 0), lambda: grad * self / other)
+        flat = Tensor._make(backend.logical_and(backend.eq(self._data, 0), backend.le(other._data, -ctx.shift)),
+                            backend=backend)
+        shifted = (lambda: AddBackward1.apply(other, 1)) if ctx.shift else (lambda: other)
+        return _graph_grads(ctx, lambda: _recorded(ctx.shift)(grad, other).masked_fill(flat, 0),
+                            lambda: grad * self / shifted())
 
 
 class XlogyBackward1(OpFunction):
@@ -193,19 +205,21 @@ class XlogyBackward1(OpFunction):
 
     inputs = ("other",)
     derivatives = {"other": ("grad * self / other", r"\bar{y}\,a / b")}
+    shift = 0
 
-    def forward(ctx, other, self):
+    def forward(ctx, other, self, shift):
         ctx.save(other=other, self=self)
         data = float_data(other)
-        return _xlogy(other._backend, _number_like(other._backend, self, data), data)
+        return _xlogy(other._backend, _number_like(other._backend, self, data), data, shift)
 
     def backward(ctx, grad):
         backend = ctx.backend
         other, self = ctx.saved("other", "self")
-        return backend.div(backend.mul(grad, self), other)
+        return backend.div(backend.mul(grad, self), backend.add(other, ctx.shift) if ctx.shift else other)
 
     def backward_graph(ctx, grad):
-        return MulBackward1.apply(grad, ctx.saved("self")) / ctx.saved_graph("other")
+        other = ctx.saved_graph("other")
+        return MulBackward1.apply(grad, ctx.saved("self")) / (AddBackward1.apply(other, 1) if ctx.shift else other)
 
 
 class XlogyBackward2(OpFunction):
@@ -214,24 +228,43 @@ class XlogyBackward2(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("other > 0. ? at::xlogy(grad, other) : at::xlogy(grad, other).masked_fill(self == 0., 0.)",
                             r"\bar{y}\,\ln b")}
+    shift = 0
 
-    def forward(ctx, self, other):
+    def forward(ctx, self, other, shift):
         ctx.save(other=other, self=self)
         data = float_data(self)
-        return _xlogy(self._backend, data, _number_like(self._backend, other, data))
+        return _xlogy(self._backend, data, _number_like(self._backend, other, data), shift)
 
     def backward(ctx, grad):
         backend = ctx.backend
         self, other = ctx.saved("self", "other")
-        return _self_grad(backend, grad, self, _number_like(backend, other, grad))
+        return _self_grad(backend, grad, self, _number_like(backend, other, grad), ctx.shift)
 
     def backward_graph(ctx, grad):
         backend = ctx.backend
         self, other = ctx.saved("self", "other")
-        out = xlogy(grad, other)
-        if not other > 0:
+        out = _recorded(ctx.shift)(grad, other)
+        if not other > -ctx.shift:
             out = out.masked_fill(Tensor._make(backend.eq(self, 0), backend=backend), 0)
         return out
+
+
+class SpecialXlog1PyBackward0(XlogyBackward0):
+    derivatives = {"self": ("at::xlog1py(grad, other).masked_fill((self == 0.) & (other <= -1.), 0.)",
+                            r"\bar{y}\,\ln(1 + b)\ (0 \text{ where } a = 0,\ b \le -1)"),
+                   "other": ("grad * self / (other + 1)", r"\bar{y}\,a / (1 + b)")}
+    shift = 1
+
+
+class SpecialXlog1PyBackward1(XlogyBackward1):
+    derivatives = {"other": ("grad * self / (other + 1)", r"\bar{y}\,a / (1 + b)")}
+    shift = 1
+
+
+class SpecialXlog1PyBackward2(XlogyBackward2):
+    derivatives = {"self": ("other.toDouble() > -1. ? at::xlog1py(grad, other) : "
+                            "at::xlog1py(grad, other).masked_fill(self == 0., 0.)", r"\bar{y}\,\ln(1 + b)")}
+    shift = 1
 
 
 def _number_like(backend, number, like):
@@ -239,13 +272,23 @@ def _number_like(backend, number, like):
     return backend.full((), number, _dtype.from_any(like.dtype), backend.device_of(like))
 
 
+def _x_log(nodes, input, other):
+    both, number_first, number_second = nodes
+    if not isinstance(input, Tensor):
+        return number_first.apply(other, input, number_first.shift)
+    if not isinstance(other, Tensor):
+        return number_second.apply(input, other, number_second.shift)
+    return both.apply(input, other, both.shift)
+
+
 def xlogy(input, other):
     """``input * log(other)``, 0 where ``input`` is 0 (entropy terms ``p log p`` without NaNs)."""
-    if not isinstance(input, Tensor):
-        return XlogyBackward1.apply(other, input)
-    if not isinstance(other, Tensor):
-        return XlogyBackward2.apply(input, other)
-    return XlogyBackward0.apply(input, other)
+    return _x_log((XlogyBackward0, XlogyBackward1, XlogyBackward2), input, other)
+
+
+def xlog1py(input, other):
+    """``input * log1p(other)``, 0 where ``input`` is 0 (``torch.special.xlog1py``)."""
+    return _x_log((SpecialXlog1PyBackward0, SpecialXlog1PyBackward1, SpecialXlog1PyBackward2), input, other)
 
 
 # -- sinc, angles --------------------------------------------------------------------------------------------

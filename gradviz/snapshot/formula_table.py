@@ -1671,6 +1671,16 @@ register("xlogy_local")(lambda a, b: np.where((np.asarray(a) == 0) & (np.asarray
 entry("XlogyBackward0")(lambda o: {"self": Rule(local=Call("xlogy_local", (a_self, b_other), "ln b"), symbol="a",
                                                 note="ln b, taken as 0 where a = 0 and b ≤ 0"),
                                    "other": Rule(local=a_self / b_other, symbol="b")})
+register("xlog1py_local")(lambda a, b: np.where((np.asarray(a) == 0) & (np.asarray(b) <= -1), 0.0,
+                                               np.log1p(np.asarray(b, np.float64))))
+entry("SpecialXlog1PyBackward0")(lambda o: {"self": Rule(local=Call("xlog1py_local", (a_self, b_other), "ln(1 + b)"),
+                                                         symbol="a", note="ln(1 + b), taken as 0 where a = 0 and b ≤ −1"),
+                                            "other": Rule(local=a_self / (1 + b_other), symbol="b")})
+entry("SpecialXlog1PyBackward1", options=("self",))(lambda o: only(Rule(local=Num(o["self"]) / (1 + b_other), symbol="b"),
+                                                                     "other"))
+entry("SpecialXlog1PyBackward2", options=("other",))(lambda o: only(Rule(
+    local=Call("xlog1py_local", (x, Num(o["other"])), "ln(1 + b)"),
+    note=f"ln(1 + {o['other']}), taken as 0 where x = 0 if that log has no value")))
 entry("XlogyBackward1", options=("self",))(lambda o: only(Rule(local=Num(o["self"]) / b_other, symbol="b"), "other"))
 entry("XlogyBackward2", options=("other",))(lambda o: only(Rule(
     local=Call("xlogy_local", (x, Num(o["other"])), "ln b"), note=f"ln {o['other']}, taken as 0 where x = 0 if it is not positive")))
