@@ -50,6 +50,16 @@ from gradviz import linalg  # noqa: E402
 from gradviz.ops.scatter import scatter_reduce  # noqa: E402
 from gradviz.ops.matrix import as_strided  # noqa: E402
 # -- end api7 ---------------------------------------------------------------------------------------------
+# -- api6: order statistics, summaries, special math, lookups, searching, torch.special --------------------
+from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode, nanmedian  # noqa: E402
+from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_mean, var_mean  # noqa: E402
+from gradviz.ops.special_math import (addcdiv, deg2rad, digamma, erfc, erfinv, heaviside, i0, lgamma,  # noqa: E402
+                                      logaddexp, logaddexp2, logit, rad2deg, sinc, xlogy)
+from gradviz.ops.lookups import index_copy, index_fill, put, take, take_along_dim  # noqa: E402
+from gradviz.ops.searching import (bincount, bucketize, histc, isin, searchsorted, unique,  # noqa: E402
+                                   unique_consecutive)
+from gradviz import special  # noqa: E402
+# -- end api6 -------------------------------------------------------------------------------------------------
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402
                             IntTensor, LongTensor, ShortTensor)

@@ -411,3 +411,47 @@ CASES.update({
         a.mT, b.mT, upper=True, left=False, unitriangular=True).mT, [WELL_CONDITIONED, values(3, 3)]),
 })
 # -- end api7 -----------------------------------------------------------------------------------------------
+# -- api6: order statistics, summaries, special math, lookups (each case also checks its learner formula) ----
+def _distinct(*shape):
+    """Values with no ties (a tie's winner is the index torch picks: tests/test_api6_order.py checks that)."""
+    return RNG.permutation(np.arange(int(np.prod(shape)), dtype=np.float64)).reshape(shape) * 0.25 - 1
+
+
+CASES.update({
+    "KthvalueBackward0": (lambda x: x.kthvalue(2, 1).values, [_distinct(3, 4)]),
+    "MedianBackward0": (lambda x: x.median() * x, [_distinct(3, 3)]),
+    "MedianBackward1": (lambda x: x.median(0, keepdim=True).values, [_distinct(3, 4)]),
+    "NanmedianBackward0": (lambda x: x.nanmedian() * x, [_distinct(2, 3)]),
+    "NanmedianBackward1": (lambda x: x.nanmedian(-1).values, [_distinct(3, 4)]),
+    "ModeBackward0": (lambda x: x.mode(1).values * x.sum(1), [np.array([[1.0, 2.0, 1.0], [0.5, 0.5, 3.0]])]),
+    "CummaxBackward0": (lambda x: x.cummax(1).values, [_distinct(2, 5)]),
+    "CumminBackward0": (lambda x: x.cummin(0).values, [_distinct(4, 2)]),
+    "VarMeanBackward0": (lambda x: gv.stack(gv.var_mean(x, 1)), [values(3, 4)]),
+    "StdMeanBackward0": (lambda x: gv.stack(gv.std_mean(x, 0, keepdim=True, correction=0)), [values(3, 4)]),
+    "AminmaxBackward0": (lambda x: gv.stack(tuple(x.aminmax(dim=1))), [_distinct(3, 4)]),
+    "NansumBackward0": (lambda x: x.nansum(1) + x.nanmean(), [values(3, 4)]),
+    "LogcumsumexpBackward0": (lambda x: x.logcumsumexp(1), [values(2, 5)]),
+    "LogaddexpBackward0": (lambda a, b: gv.logaddexp(a, b), [values(2, 3), values(3)]),
+    "Logaddexp2Backward0": (lambda a, b: gv.logaddexp2(a, b), [values(2, 3), values(2, 3)]),
+    "AddcdivBackward0": (lambda s, a, b: gv.addcdiv(s, a, b, value=0.5), [values(2, 3), values(2, 3), positive(3)]),
+    "XlogyBackward0": (lambda a, b: gv.xlogy(a, b), [values(2, 3), positive(2, 3)]),
+    "XlogyBackward1": (lambda b: gv.xlogy(2.5, b), [positive(4)]),
+    "XlogyBackward2": (lambda a: gv.xlogy(a, 3.0), [values(4)]),
+    "SincBackward0": (lambda x: x.sinc(), [values(5)]),
+    "Deg2RadBackward0": (lambda x: x.deg2rad(), [values(3)]),
+    "Rad2DegBackward0": (lambda x: x.rad2deg(), [values(3)]),
+    "TakeBackward0": (lambda x: x.take(gv.tensor([[0, 5], [5, -1]])), [values(2, 3)]),
+    "IndexFillBackward0": (lambda x: x.index_fill(1, gv.tensor([0, 2]), 1.5), [values(2, 3)]),
+    "IndexCopyBackward0": (lambda x, s: x.index_copy(0, gv.tensor([2, 0]), s), [values(3, 2), values(2, 2)]),
+    "ErfcBackward0": (lambda x: gv.special.erfc(x), [values(4)]),
+    "ErfinvBackward0": (lambda x: x.erfinv(), [values(4, low=-0.9, high=0.9)]),
+    "LgammaBackward0": (lambda x: gv.special.gammaln(x), [positive(4)]),
+    "DigammaBackward0": (lambda x: x.digamma(), [positive(4)]),
+    "SpecialEntrBackward0": (lambda x: gv.special.entr(x), [probabilities(4)]),
+    "I0Backward0": (lambda x: gv.special.i0(x * 3), [values(5)]),
+    "SpecialXlog1PyBackward0": (lambda a, b: gv.special.xlog1py(a, b), [values(2, 3), positive(2, 3)]),
+    "SpecialXlog1PyBackward1": (lambda b: gv.special.xlog1py(2.5, b), [values(4, low=-0.5, high=2.0)]),
+    "SpecialXlog1PyBackward2": (lambda a: gv.special.xlog1py(a, 3.0), [values(4)]),
+    "PutBackward0": (lambda x, s: x.put(gv.tensor([4, 0]), s) + x.put(gv.tensor([1, 1]), s * s, accumulate=True),
+                     [values(2, 3), values(2)]),
+})

@@ -698,8 +698,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.",
                       FutureWarning, stacklevel=2)
-    if is_grads_batched:
-        raise NotImplementedError("gradviz does not batch grad_outputs (is_grads_batched=True): call grad once per row")
+    if is_grads_batched:  # api6: one pass per row of the batched grad_outputs (see _batched_grad)
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads)
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")
@@ -726,6 +726,52 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         else:
             raise checks.unused_input(index)
     return tuple(results)
+
+
+
+# -- api6: autograd.grad(..., is_grads_batched=True) ----------------------------------------------------------------
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """PyTorch vmaps the backward pass over the first dim of each grad_output; gradviz runs it once per row, with
+    the same checks, and stacks each input's gradients along a new first dim (a None stays None)."""
+    from gradviz.ops import stack
+    from gradviz.tensor import Size
+
+    outputs = _as_list(outputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    grad_outputs = _as_list(grad_outputs)
+    rows = []
+    for index, (output, batched) in enumerate(zip(outputs, grad_outputs)):
+        if batched is None:
+            if output.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            batched = output.new_ones(()) if hasattr(output, "new_ones") else Tensor._make(
+                output._backend.full((), 1, output.dtype, output.device), backend=output._backend)
+        if tuple(batched.shape[1:]) != tuple(output.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
+                f"output, but a mismatch was detected: grad_output[{index}] has a shape of {Size(batched.shape[1:])!r} and "
+                f"output[{index}] has a shape of {output.shape!r}. If you only want some tensors in `grad_output` to "
+                "be considered batched, consider using vmap.")
+        if batched.ndim == 0:
+            raise ValueError("vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but that input is a "
+                             "Tensor of dimensionality 0 so expected in_dim to satisfy 0 <= in_dim < 0.")
+        rows.append(batched)
+    sizes = [batched.shape[0] for batched in rows]
+    if len(set(sizes)) > 1:
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes {sizes} "
+                         "for the mapped dimension")
+    per_row = []
+    for row in range(sizes[0]):
+        last = row == sizes[0] - 1
+        per_row.append(grad(outputs, inputs, [batched[row] for batched in rows],
+                            retain_graph=retain_graph if last else True, create_graph=create_graph,
+                            allow_unused=allow_unused or materialize_grads))
+    # an unused input's materialized gradient is one unbatched zeros_like, as PyTorch's vmap leaves it
+    return tuple(stack(list(column)) if column[0] is not None else
+                 tensor.new_zeros(tuple(tensor.shape)) if materialize_grads else None
+                 for column, tensor in zip(zip(*per_row), _as_list(inputs)))
 
 
 from gradviz.tensor import Tensor  # noqa: E402  (tensor.py reaches this package through the ops, after Tensor)

@@ -151,8 +151,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
     """
     from gradviz.ops import reshape, stack
 
-    if strategy != "reverse-mode":
-        raise NotImplementedError("gradviz computes Jacobians in reverse mode only (strategy='reverse-mode')")
+    _check_jacobian_strategy(strategy, create_graph, strict, vectorize)  # api6
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     inputs = _prepare_inputs(inputs, create_graph)
     outputs_tuple, outputs = _outputs(func, inputs, "jacobian")
@@ -181,6 +180,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
 def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
             outer_jacobian_strategy: str = "reverse-mode"):
     """The Hessian of a scalar function: the Jacobian of its gradient (recorded with ``create_graph``)."""
+    _check_hessian_strategy(outer_jacobian_strategy, vectorize)  # api6
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
 
     def scalar_output(*args):
@@ -226,3 +226,36 @@ def _hessian_product(func, inputs, v, create_graph: bool, fn_name: str, transpos
     products = _zeros_where_none(products, inputs)
     return (_untuple(outputs_tuple, _finish(outputs, create_graph)),
             _untuple(inputs_tuple, _finish(products, create_graph)))
+
+
+# -- api6: PyTorch's checks of ``strategy`` and ``vectorize`` ------------------------------------------------------
+# ``vectorize=True`` (PyTorch's vmap over the backward passes) and ``strategy="forward-mode"`` (forward AD) change
+# how PyTorch computes a Jacobian, not its values: gradviz runs one reverse-mode backward pass per output element
+# for every accepted combination, after raising PyTorch's errors for the combinations PyTorch refuses.
+_FORWARD_NEEDS_VECTORIZE = ("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
+                            "only implemented for `vectorize=True`.")
+
+
+def _check_jacobian_strategy(strategy, create_graph: bool, strict: bool, vectorize: bool) -> None:
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function '
+                             'has more outputs than inputs, "forward-mode" tends to be more performant. Otherwise, '
+                             'prefer to use "reverse-mode".')
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` and '
+                                      '`strategy="forward-mode"` are not supported together (yet). Please either set '
+                                      '`create_graph=False` or `strategy="reverse-mode"`.')
+        if strict:
+            raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are '
+                               'not supported together (yet). Please either set `strict=False` or '
+                               '`strategy="reverse-mode"`.')
+        if not vectorize:
+            raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)
+
+
+def _check_hessian_strategy(outer_jacobian_strategy, vectorize: bool) -> None:
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+    if outer_jacobian_strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError(_FORWARD_NEEDS_VECTORIZE)

@@ -220,6 +220,28 @@ API7_METHODS = {
 IN_PLACE_TOO += ("baddbmm", "addbmm", "addmv", "addr")
 MORE_MATH.update(API7_METHODS)
 # -- end api7 ---------------------------------------------------------------------------------------------
+# -- api6: order statistics, summaries, special math, lookups, searching ------------------------------------
+from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode, nanmedian  # noqa: E402
+from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_mean, var_mean  # noqa: E402
+from gradviz.ops.special_math import (addcdiv, deg2rad, digamma, erfc, erfinv, heaviside, i0, lgamma,  # noqa: E402
+                                      logaddexp, logaddexp2, logit, rad2deg, sinc, xlogy)
+from gradviz.ops.lookups import index_copy, index_fill, put, take, take_along_dim  # noqa: E402
+from gradviz.ops.searching import (bincount, bucketize, histc, isin, searchsorted, unique,  # noqa: E402
+                                   unique_consecutive)
+
+API6_METHODS = {
+    "kthvalue": kthvalue, "median": median, "nanmedian": nanmedian, "mode": mode, "cummax": cummax, "cummin": cummin,
+    "aminmax": aminmax, "nansum": nansum, "nanmean": nanmean, "logcumsumexp": logcumsumexp,
+    "logaddexp": logaddexp, "logaddexp2": logaddexp2, "addcdiv": addcdiv, "xlogy": xlogy, "sinc": sinc,
+    "deg2rad": deg2rad, "rad2deg": rad2deg, "heaviside": heaviside, "logit": logit,
+    "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma, "i0": i0,
+    "take": take, "take_along_dim": take_along_dim, "index_fill": index_fill, "index_copy": index_copy,
+    "put": put, "histc": histc, "bincount": bincount, "unique": unique, "unique_consecutive": unique_consecutive,
+}
+MORE_MATH.update(API6_METHODS)
+IN_PLACE_TOO += ("addcdiv", "xlogy", "sinc", "deg2rad", "rad2deg", "logit", "heaviside", "index_fill", "index_copy",
+                 "put", "erfc", "erfinv", "lgamma", "digamma", "i0")
+# -- end api6 -------------------------------------------------------------------------------------------------
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
                        if name in IN_PLACE_TOO})

@@ -204,12 +204,16 @@ class LogitBackward0(OpFunction):
     def forward(ctx, self, eps=None):
         ctx.save(eps=eps, self=self)
         backend = self._backend
-        return backend.log(backend.div(self._data, backend.sub(1.0, self._data)))
+        data = self._data if eps is None else backend.clip(self._data, eps, 1.0 - eps)  # api6: logit(eps) clamps first
+        return backend.log(backend.div(data, backend.sub(1.0, data)))
 
     def backward(ctx, grad):
         backend = ctx.backend
         x = ctx.saved("self")
         local = backend.div(grad, backend.mul(x, backend.sub(1.0, x)))
+        eps = ctx.saved("eps")
+        if eps is not None:  # api6: clamped places are flat, as PyTorch's logit_backward makes them
+            return backend.where(backend.logical_or(backend.lt(x, eps), backend.gt(x, 1.0 - eps)), 0.0, local)
         outside = backend.logical_or(backend.lt(x, 0.0), backend.gt(x, 1.0))  # no logit there: NaN, as PyTorch
         return backend.where(outside, backend.full((), float("nan"), _dtype.from_any(local.dtype), backend.device_of(x)),
                              local)
@@ -221,10 +225,12 @@ class LogitBackward0(OpFunction):
 
         x = ctx.saved_graph("self")
         backend = ctx.backend
-        nan = Tensor._make(backend.full((), float("nan"), x.dtype, x.device), backend=backend)
+        eps = ctx.saved("eps")  # api6: with eps, 0 outside [eps, 1 - eps] instead of NaN outside [0, 1]
+        low, high, fill = (0.0, 1.0, float("nan")) if eps is None else (eps, 1.0 - eps, 0.0)
+        nan = Tensor._make(backend.full((), fill, x.dtype, x.device), backend=backend)
         spread = _one_minus(x)
         local = grad / (x * spread)
-        inside = Tensor._make(backend.logical_and(backend.ge(x._data, 0.0), backend.le(x._data, 1.0)), backend=backend)
+        inside = Tensor._make(backend.logical_and(backend.ge(x._data, low), backend.le(x._data, high)), backend=backend)
         return where(inside, local, nan)
 
 

@@ -1825,3 +1825,239 @@ def _unfold(o):
     return only(Rule(sent=Call("unfold_backward", (g,), "", (sizes, dim, o["size"], o["step"]),
                                "windows added back where they were read"),
                      note="windows may overlap: an element gets the gradients of every window that holds it"))
+# ------------------------------------------------------------------ api6: order statistics, summaries, special math, lookups
+def _picked_dim(o) -> int:
+    sizes = o["self_sym_sizes"]
+    return _dims(o["dim"], len(sizes))[0] if sizes else 0
+
+
+@entry("KthvalueBackward0", "MedianBackward1", "NanmedianBackward1", "ModeBackward0",
+       options=("dim", "keepdim", "self_sym_sizes"))
+def _picked_along_dim(o):
+    sizes, dim = tuple(o["self_sym_sizes"]), _picked_dim(o)
+    return only(Rule(sent=Call("at_indices", (g, Var("indices", "i")), "", (dim, o["keepdim"], sizes),
+                               f"at the picked element along dim {dim}, 0 elsewhere"),
+                     note="i holds the index of the element each output picked"))
+
+
+@entry("MedianBackward0", "NanmedianBackward0")
+def _median_all(o):
+    hit = indicator(x, "=", result("m"))
+    return only(Rule(local=hit / Sum(hit, None, "i"), note="the elements equal to the median share its gradient"))
+
+
+@register("add_at_indices")
+def _add_at_indices(grad, indices, values, dim):
+    grad, values = np.asarray(grad, np.float64), np.asarray(values)
+    out = np.zeros(values.shape)
+    if not values.ndim:
+        return grad
+    grid = list(np.indices(values.shape, sparse=True))
+    grid[dim] = np.asarray(indices).astype(np.int64)
+    np.add.at(out, tuple(grid), grad)
+    return out
+
+
+entry("CummaxBackward0", "CumminBackward0", options=("dim",))(lambda o: only(Rule(
+    sent=Call("add_at_indices", (g, Var("indices", "i"), x), "", (signed(o["dim"]),),
+              f"summed at the running index along dim {signed(o['dim'])}"),
+    note="each output copied the element at index i: that element gets its gradient")))
+
+
+@register("var_mean_grad")
+def _var_mean_grad(grads, values, std, dims, keepdim, dof):
+    values = np.asarray(values, np.float64)
+    spread_back = _spread
+    n = _numel([values.shape[d] for d in dims])
+    out = np.zeros(values.shape)
+    variance_grad, mean_grad = grads
+    if variance_grad is not None:
+        variance_grad = np.asarray(variance_grad, np.float64)
+        if std is not None:  # std_mean: d std = d var / (2 std)
+            std = np.asarray(std, np.float64)
+            variance_grad = np.where(std == 0, 0.0, variance_grad / (2 * std))
+        deviation = values - values.mean(axis=dims, keepdims=True)
+        out = out + spread_back(variance_grad, dims, keepdim, values.shape) * 2 * deviation / dof
+    if mean_grad is not None:
+        out = out + spread_back(np.asarray(mean_grad, np.float64), dims, keepdim, values.shape) / n
+    return out
+
+
+def _var_mean_rule(o, std):
+    sizes = o["self"]
+    dims = _given_dims(o["dim"], len(sizes))
+    dof = _numel([sizes[d] for d in dims]) - (1 if o["correction"] is None else o["correction"])
+    arguments = (Grads(), x, std) if std is not None else (Grads(), x, Num(float("nan")))
+    name = "σ" if std is not None else "v"
+    return only(Rule(sent=Call("var_mean_grad" if std is not None else "var_only_grad", arguments, "",
+                               (dims, o["keepdim"], dof), f"from ∂L/∂{name} and ∂L/∂m"),
+                     note=f"the {'standard deviation' if std is not None else 'variance'} sends "
+                          f"{'(x − x̄) / ((n − c) σ)' if std is not None else '2 (x − x̄) / (n − c)'}, the mean 1/n; "
+                          f"n − c = {dof}"))
+
+
+register("var_only_grad")(lambda grads, values, _unused, dims, keepdim, dof: _var_mean_grad(
+    grads, values, None, dims, keepdim, dof))
+entry("VarMeanBackward0", options=("correction", "dim", "keepdim"), present=("self",))(lambda o: _var_mean_rule(o, None))
+entry("StdMeanBackward0", options=("correction", "dim", "keepdim"), present=("self",))(
+    lambda o: _var_mean_rule(o, Var("result0", "σ")))
+
+
+@register("aminmax_grad")
+def _aminmax_grad(grads, values, low, high, dims, keepdim):
+    values = np.asarray(values, np.float64)
+    kept = tuple(1 if i in dims else size for i, size in enumerate(values.shape))
+    out = np.zeros(values.shape)
+    for grad, extreme in zip(grads, (low, high)):
+        if grad is None:
+            continue
+        hit = (values == np.reshape(np.asarray(extreme, np.float64), kept)).astype(np.float64)
+        out = out + np.reshape(np.asarray(grad, np.float64), kept) * hit / hit.sum(axis=dims, keepdims=True)
+    return out
+
+
+@entry("AminmaxBackward0", options=("dim", "keepdim"), present=("self",))
+def _aminmax(o):
+    sizes = o["self"]
+    dims = tuple(range(len(sizes))) if o["dim"] is None else _dims(o["dim"], len(sizes))
+    return only(Rule(sent=Call("aminmax_grad", (Grads(), x, Var("min", "m"), Var("max", "M")), "", (dims, o["keepdim"]),
+                               "to the smallest and the largest elements"),
+                     note="the min's gradient goes to the elements equal to it, the max's to those equal to it, "
+                          "each shared evenly on a tie"))
+
+
+register("not_nan")(lambda values: (~np.isnan(np.asarray(values, np.float64))).astype(np.float64))
+entry("NansumBackward0", options=("dim", "keepdim"), present=("self",))(lambda o: only(Rule(
+    sent=_spread_all(g, o, o["self"]) * Call("not_nan", (x,), "[x ≠ NaN]"), note="NaNs were left out of the sum")))
+
+
+@register("logcumsumexp_grad")
+def _logcumsumexp_grad(grad, values, result_values, dim):
+    grad, values = np.asarray(grad, np.float64), np.asarray(values, np.float64)
+    result_values = np.asarray(result_values, np.float64)
+    if not values.ndim:
+        return grad
+    x_, z_, g_ = (np.moveaxis(a, dim, -1) for a in (values, result_values, grad))
+    later = np.triu(np.ones((x_.shape[-1],) * 2, dtype=bool))
+    with np.errstate(all="ignore"):
+        weights = np.where(later, np.exp(x_[..., :, None] - z_[..., None, :]), 0.0)
+    return np.moveaxis((np.nan_to_num(weights) * g_[..., None, :]).sum(-1), -1, dim)
+
+
+entry("LogcumsumexpBackward0", options=("dim",))(lambda o: only(Rule(
+    sent=Call("logcumsumexp_grad", (g, x, result("z")), "Σⱼ≥ᵢ", (signed(o["dim"]),), "∂L/∂zⱼ e^(xᵢ − zⱼ)"),
+    note="each xᵢ reaches every later output zⱼ, with weight e^(xᵢ − zⱼ)")))
+entry("LogaddexpBackward0")(lambda o: {"self": Rule(local=1 / (1 + exp(b_other - a_self)), symbol="a"),
+                                       "other": Rule(local=1 / (1 + exp(a_self - b_other)), symbol="b")})
+entry("Logaddexp2Backward0")(lambda o: {"self": Rule(local=1 / (1 + exp((b_other - a_self) * ln(Num(2)))), symbol="a"),
+                                        "other": Rule(local=1 / (1 + exp((a_self - b_other) * ln(Num(2)))), symbol="b")})
+entry("AddcdivBackward0", options=("value",))(lambda o: {
+    "self": Rule(local=Num(1)), "tensor1": Rule(local=Num(o["value"]) / Var("tensor2", "b"), symbol="a"),
+    "tensor2": Rule(local=-(Num(o["value"]) * Var("tensor1", "a") / Var("tensor2", "b") ** 2), symbol="b")})
+register("xlogy_local")(lambda a, b: np.where((np.asarray(a) == 0) & (np.asarray(b) <= 0), 0.0,
+                                             np.log(np.asarray(b, np.float64))))
+entry("XlogyBackward0")(lambda o: {"self": Rule(local=Call("xlogy_local", (a_self, b_other), "ln b"), symbol="a",
+                                                note="ln b, taken as 0 where a = 0 and b ≤ 0"),
+                                   "other": Rule(local=a_self / b_other, symbol="b")})
+register("xlog1py_local")(lambda a, b: np.where((np.asarray(a) == 0) & (np.asarray(b) <= -1), 0.0,
+                                               np.log1p(np.asarray(b, np.float64))))
+entry("SpecialXlog1PyBackward0")(lambda o: {"self": Rule(local=Call("xlog1py_local", (a_self, b_other), "ln(1 + b)"),
+                                                         symbol="a", note="ln(1 + b), taken as 0 where a = 0 and b ≤ −1"),
+                                            "other": Rule(local=a_self / (1 + b_other), symbol="b")})
+entry("SpecialXlog1PyBackward1", options=("self",))(lambda o: only(Rule(local=Num(o["self"]) / (1 + b_other), symbol="b"),
+                                                                     "other"))
+entry("SpecialXlog1PyBackward2", options=("other",))(lambda o: only(Rule(
+    local=Call("xlog1py_local", (x, Num(o["other"])), "ln(1 + b)"),
+    note=f"ln(1 + {o['other']}), taken as 0 where x = 0 if that log has no value")))
+entry("XlogyBackward1", options=("self",))(lambda o: only(Rule(local=Num(o["self"]) / b_other, symbol="b"), "other"))
+entry("XlogyBackward2", options=("other",))(lambda o: only(Rule(
+    local=Call("xlogy_local", (x, Num(o["other"])), "ln b"), note=f"ln {o['other']}, taken as 0 where x = 0 if it is not positive")))
+
+
+@register("sinc_grad")
+def _sinc_grad(values):
+    values = np.asarray(values, np.float64)
+    with np.errstate(all="ignore"):
+        angle = np.pi * values
+        return np.where(values == 0, 0.0, (np.cos(angle) * angle - np.sin(angle)) / (np.pi * values * values))
+
+
+entry("SincBackward0")(lambda o: only(Rule(local=Call("sinc_grad", (x,), "sinc′"),
+                                           note="sinc′(x) = (πx cos πx − sin πx) / (πx²), 0 at 0")))
+entry("Deg2RadBackward0")(lambda o: only(Rule(local=Num(math.pi / 180))))
+entry("Rad2DegBackward0")(lambda o: only(Rule(local=Num(180 / math.pi))))
+
+
+@register("take_back")
+def _take_back(grad, index, sizes):
+    out = np.zeros(_numel(sizes))
+    count = max(out.size, 1)
+    np.add.at(out, np.asarray(index).astype(np.int64).reshape(-1) % count, np.asarray(grad, np.float64).reshape(-1))
+    return out.reshape(sizes)
+
+
+entry("TakeBackward0", present=("self",))(lambda o: only(Rule(
+    sent=Call("take_back", (g, Var("index", "i")), "", (tuple(o["self"]),), "summed back at each flat index i"),
+    note="take read x as one flat row: each read place gets the gradients of the outputs that read it")))
+register("zero_at_flat")(lambda grad, index: _zero_at_flat(np.array(grad, np.float64), np.asarray(index)))
+
+
+def _zero_at_flat(grad, index):
+    flat = grad.reshape(-1)
+    flat[index.astype(np.int64).reshape(-1) % max(flat.size, 1)] = 0
+    return flat.reshape(grad.shape)
+
+
+register("take_flat")(lambda grad, index, shape: np.asarray(grad, np.float64).reshape(-1)[
+    np.asarray(index).astype(np.int64).reshape(-1) % max(int(np.size(grad)), 1)].reshape(shape))
+
+
+@entry("PutBackward0", options=("accumulate",), present=("source",))
+def _put(o):
+    kept = Rule(sent=g, note="put added the source to these places: every place passes its gradient through") \
+        if o["accumulate"] else Rule(sent=Call("zero_at_flat", (g, Var("index", "i")), "", (), "0 at the flat indices i"),
+                                     note="the places put wrote over get no gradient")
+    return {"self": kept,
+            "source": Rule(sent=Call("take_flat", (g, Var("index", "i")), "", (tuple(o["source"]),),
+                                     "read at the flat indices i"), symbol="s",
+                           note="each source value gets the gradient of the place it was put")}
+
+
+entry("IndexFillBackward0", options=("dim",))(lambda o: only(Rule(
+    sent=Call("zero_slices", (g, Var("index", "i")), "", (signed(o["dim"]),), f"0 at the indices i along dim {signed(o['dim'])}"),
+    note="the filled places were overwritten: their gradient is 0")))
+register("slices_at")(lambda grad, index, dim, shape: np.reshape(np.take(
+    np.asarray(grad, np.float64), np.asarray(index).astype(np.int64).reshape(-1), axis=dim), shape))
+
+
+@entry("IndexCopyBackward0", options=("dim",), present=("source",))
+def _index_copy(o):
+    dim = signed(o["dim"])
+    return {"self": Rule(sent=Call("zero_slices", (g, Var("index", "i")), "", (dim,), f"0 at the indices i along dim {dim}"),
+                         note="the copied-over places get no gradient"),
+            "source": Rule(sent=Call("slices_at", (g, Var("index", "i")), "", (dim, tuple(o["source"])),
+                                     f"the slices at i along dim {dim}"), symbol="s",
+                           note="each source slice gets the gradient of the place it was copied to")}
+
+
+def _special(name: str):
+    def function(values):
+        from gradviz.ops import special_math
+
+        kernel = getattr(special_math, name)
+        flat = np.asarray(values, np.float64)
+        return np.array([kernel(v) for v in flat.reshape(-1).tolist()]).reshape(flat.shape)
+
+    return function
+
+
+register("erfinv")(_special("_erfinv"))
+register("digamma")(_special("_digamma"))
+register("trigamma")(_special("_trigamma"))
+entry("ErfcBackward0")(lambda o: only(Rule(local=-(2 / sqrt(Num(np.pi)) * exp(-(x ** 2))))))
+entry("ErfinvBackward0")(lambda o: only(Rule(local=sqrt(Num(np.pi)) / 2 * exp(Call("erfinv", (x,), "erfinv") ** 2))))
+entry("LgammaBackward0")(lambda o: only(Rule(local=Call("digamma", (x,), "ψ"), note="ψ is digamma, the derivative of ln Γ")))
+entry("DigammaBackward0")(lambda o: only(Rule(local=Call("trigamma", (x,), "ψ′"), note="ψ′ is trigamma, the derivative of ψ")))
+entry("SpecialEntrBackward0")(lambda o: only(Rule(local=-(1 + ln(x)))))
+register("i1")(_special("_i1"))
+entry("I0Backward0")(lambda o: only(Rule(local=Call("i1", (x,), "I₁"), note="I₁ is the derivative of the Bessel function I₀")))

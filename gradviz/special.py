@@ -1,0 +1,27 @@
+"""``torch.special``: the special functions, under the names PyTorch gives them there.
+
+Most are the same op as the top-level function (``special.expit`` is ``sigmoid`` and records
+SigmoidBackward0, ``special.gammaln`` is ``lgamma``, ``special.psi`` is ``digamma``), as in PyTorch.
+"""
+from __future__ import annotations
+
+from gradviz.ops.activation import log_softmax as _log_softmax, softmax as _softmax
+from gradviz.ops.elementwise import erf, exp2, expm1, log1p
+from gradviz.ops.special_math import (digamma, entr, erfc, erfinv, i0, lgamma as gammaln, logit, ndtr, sinc,
+                                      xlog1py, xlogy)
+from gradviz.ops.statistics import logsumexp
+from gradviz.ops.unary import sigmoid as expit
+
+psi = digamma
+
+
+def softmax(input, dim, *, dtype=None):
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    return _log_softmax(input, dim, dtype=dtype)
+
+
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "log1p", "log_softmax",
+           "logit", "logsumexp", "ndtr", "psi", "sinc", "softmax", "xlog1py", "xlogy"]
