@@ -288,8 +288,9 @@ class DivBackward0(OpFunction):
             out = backend.div(x, y)
         needs = ctx.needs_input_grad
         if needs:  # recording: ctx.save(self=..., other=...), written out
-            ctx._packed = {"self": _save_operand(ctx, self, self) if needs[1] else None,
-                           "other": _save_operand(ctx, other, self)}
+            carrier = self if isinstance(self, Tensor) else other  # a number divided by a tensor too
+            ctx._packed = {"self": _save_operand(ctx, self, carrier) if needs[1] else None,
+                           "other": _save_operand(ctx, other, carrier)}
         return out
 
     def backward(ctx, grad):
