@@ -32,6 +32,11 @@ CASES.update({
     "z = x * 1\nz.scatter_reduce_(0, torch.tensor([2, 0]), s, 'mean')\n(z * torch.tensor([1.0, 2.0, 3.0])).sum().backward()\n",
     "scatter_reduce_add_graph": X + S + I + "y = x.scatter(1, i, s, reduce='add')\nprint(y)\n",
     "scatter_reduce_multiply_value": X + I + "y = x.scatter(1, i, 2.0, reduce='multiply')\nprint(y)\n",
+    # the NotImplemented node has an edge only for the inputs that require grad (no (None, 0) edges)
+    "scatter_reduce_add_src_only": X.replace("requires_grad=True", "requires_grad=False") + S + I
+    + "y = x.scatter(1, i, s, reduce='add')\nprint(y)\n",
+    "scatter_reduce_add_self_only": X + S.replace("requires_grad=True", "requires_grad=False") + I
+    + "y = x.scatter(1, i, s, reduce='multiply')\nprint(y)\n",
 })
 
 

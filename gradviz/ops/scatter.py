@@ -12,10 +12,10 @@ import warnings
 
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
-from gradviz.autograd.not_implemented import not_implemented
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.ops.double_backward import IndexAddBackward0, ScatterAddBackward0, ScatterBackward0
 from gradviz.ops.inplace import in_place
+from gradviz.ops.no_derivative import NotImplemented, without_derivative
 from gradviz.tensor import Tensor
 
 
@@ -161,11 +161,11 @@ def _scatter_reduce_old(input, dim, index, source, reduce):
         warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
                       "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
                       UserWarning, stacklevel=3)
-        return not_implemented("scatter", lambda self, src: _reduce_into(
-            self, src._data if src.dtype is self.dtype else self._backend.astype(src._data, self.dtype), dim, index,
-            reduce), input, source)
-    return not_implemented("scatter", lambda self: _reduce_into(
-        self, self._backend.full(tuple(index.shape), source, self.dtype, self.device), dim, index, reduce), input)
+        values = source._data if source.dtype is input.dtype else input._backend.astype(source._data, input.dtype)
+        return without_derivative(NotImplemented, _reduce_into(input, values, dim, index, reduce), (input, source),
+                                  "scatter")
+    values = input._backend.full(tuple(index.shape), source, input.dtype, input.device)
+    return without_derivative(NotImplemented, _reduce_into(input, values, dim, index, reduce), (input,), "scatter")
 
 
 def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True):
