@@ -222,3 +222,17 @@ def test_in_place_operator_with_an_unsupported_operand_is_a_type_error():
     p = gradviz.tensor(1.0)
     with pytest.raises(TypeError):
         p -= "a"
+
+
+def test_leaves_as_roots_match_torch():
+    """A leaf as the one root (its AccumulateGrad is the first node popped) and leaves among several
+    roots (GraphRoot sends to their AccumulateGrads, which run as soon as they are ready)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, gradviz):
+        x = lib.tensor(2.0, requires_grad=True)
+        x.backward()
+        y = lib.tensor([1.0, 2.0], requires_grad=True)
+        lib.autograd.backward([x, (y * 3).sum(), y], [lib.tensor(5.0), None, lib.tensor([1.0, 1.0])])
+        results.append((x.grad.item(), y.grad.tolist()))
+    assert results[0] == results[1] == (6.0, [4.0, 4.0])
