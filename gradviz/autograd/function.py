@@ -118,7 +118,14 @@ class OpFunction(Node):
             raise RuntimeError(FREED_MESSAGE)
         if len(names) == 1:  # the common call, ``ctx.saved("other")``: no list to build
             entry = saved[names[0]]
-            return entry.unpack() if type(entry) is SavedTensor or type(entry) is SavedTensors else entry
+            if type(entry) is SavedTensor:
+                # (perf5b) SavedTensor.unpack's answer when no unpack hook is set, the entry is not
+                # freed and its tensor was not changed in place; else unpack itself (and its errors)
+                data = entry.data
+                if entry.hooks is None and data is not None and entry.version_counter[0] == entry.saved_version:
+                    return data
+                return entry.unpack()
+            return entry.unpack() if type(entry) is SavedTensors else entry
         values = []
         for name in names:
             entry = saved[name]
