@@ -439,9 +439,10 @@ class Tensor:
         """Run an in-place update ``self op= alpha * other``: mutate the array, or record it when
         grad mode tracks it."""
         backend = self._backend
-        if not _grad_state.enabled and not backend.overlaps_itself(self._data):
+        if not _grad_state.enabled and not grad_mode.inference_tensors:
             # An optimizer's updates (no_grad; a same-dtype tensor, or a float into a float tensor):
-            # nothing to record and no promotion to check, so go straight to the backend.
+            # nothing to record and no promotion to check, so go straight to the backend. (Once
+            # inference_mode has made a tensor, the general path checks each update against it.)
             data = self._data
             if (type(other) is Tensor and other._backend is backend and other._data.dtype == data.dtype
                     and (alpha == 1 or self.dtype.is_floating_point)):
@@ -452,13 +453,16 @@ class Tensor:
                 value = None
             if value is not None:
                 if type(data) is np.ndarray and data.ndim == 0 and data.dtype.kind == "f":
-                    # a 0-d float array (a scalar parameter): numpy's operator and a store cost half of a
-                    # ufunc call with out=, and compute the same number in the same dtype
+                    # a 0-d float array (a scalar parameter; one element cannot overlap itself): numpy's
+                    # operator and a store cost half of a ufunc call with out=, and compute the same
+                    # number in the same dtype
                     data[()] = _UPDATE_OPERATORS[op_name](data, value)
-                else:
+                    self._vc[0] += 1
+                    return self
+                if not backend.overlaps_itself(data):  # else the general path below raises PyTorch's error
                     getattr(backend, op_name)(data, value)
-                self._vc[0] += 1
-                return self
+                    self._vc[0] += 1
+                    return self
         inplace = ops.inplace
         other_is_tensor = isinstance(other, Tensor)
         if not other_is_tensor and not isinstance(other, numbers.Number):

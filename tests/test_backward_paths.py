@@ -236,3 +236,18 @@ def test_leaves_as_roots_match_torch():
         lib.autograd.backward([x, (y * 3).sum(), y], [lib.tensor(5.0), None, lib.tensor([1.0, 1.0])])
         results.append((x.grad.item(), y.grad.tolist()))
     assert results[0] == results[1] == (6.0, [4.0, 4.0])
+
+
+@pytest.mark.parametrize("update", ["t += 1.0", "t -= other", "t.mul_(2.0)"])
+def test_no_grad_update_of_an_inference_tensor_is_refused_as_in_torch(update):
+    """The no_grad shortcut used to skip this check for a float or same-dtype operand."""
+    pytest.importorskip("torch")
+    from parity import assert_same_error
+
+    assert_same_error(f"""
+with torch.inference_mode():
+    t = torch.ones(2)
+    other = torch.ones(2)
+with torch.no_grad():
+    {update}
+""")
