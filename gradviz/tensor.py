@@ -447,7 +447,8 @@ class Tensor:
             if (type(other) is Tensor and other._backend is backend and other._data.dtype == data.dtype
                     and (alpha == 1 or self.dtype.is_floating_point)):
                 value = other._data if alpha == 1 else backend.mul(other._data, alpha)
-            elif type(other) is float and self.dtype.is_floating_point:
+            elif type(other) is float and (data.dtype.kind == "f" if type(data) is np.ndarray
+                                           else self.dtype.is_floating_point):
                 value = other * alpha
             else:
                 value = None
@@ -509,22 +510,22 @@ class Tensor:
     # (perf5b) the in-place operators go straight to _in_place: ``p -= lr * p.grad`` runs for every
     # parameter of every step of a hand-written training loop
     def __iadd__(self, other):
-        if type(other) is Tensor or _is_operand(other):
+        if type(other) is Tensor or type(other) is float or _is_operand(other):
             return self._in_place("iadd", other, ops.add)
         return NotImplemented
 
     def __isub__(self, other):
-        if type(other) is Tensor or _is_operand(other):
+        if type(other) is Tensor or type(other) is float or _is_operand(other):
             return self._in_place("isub", other, ops.sub)
         return NotImplemented
 
     def __imul__(self, other):
-        if type(other) is Tensor or _is_operand(other):
+        if type(other) is Tensor or type(other) is float or _is_operand(other):
             return self._in_place("imul", other, ops.mul)
         return NotImplemented
 
     def __itruediv__(self, other):
-        if type(other) is Tensor or _is_operand(other):
+        if type(other) is Tensor or type(other) is float or _is_operand(other):
             return self._in_place("idiv", other, ops.div)
         return NotImplemented
 
