@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
+import operator
 import warnings
 import weakref
 
@@ -432,24 +433,38 @@ class Tensor:
     # -- in place --------------------------------------------------------------------------------
     # The new value is always written into the tensor's own memory, so every view of it (and the
     # tensor a view was made from) sees it; gradviz.ops.inplace records the history as PyTorch does.
+    # (perf5b) The in-place methods reach ops.inplace and ops.conversion as attributes of ``ops``,
+    # imported at the end of this module: an import statement in the body cost more than the update.
     def _in_place(self, op_name: str, other, out_of_place, alpha=1) -> Tensor:
         """Run an in-place update ``self op= alpha * other``: mutate the array, or record it when
         grad mode tracks it."""
         backend = self._backend
-        if not _grad_state.enabled and not backend.overlaps_itself(self._data):
+        if not _grad_state.enabled and not grad_mode.inference_tensors:
             # An optimizer's updates (no_grad; a same-dtype tensor, or a float into a float tensor):
-            # nothing to record and no promotion to check, so go straight to the backend.
-            if (type(other) is Tensor and other._backend is backend and other._data.dtype == self._data.dtype
+            # nothing to record and no promotion to check, so go straight to the backend. (Once
+            # inference_mode has made a tensor, the general path checks each update against it.)
+            data = self._data
+            if (type(other) is Tensor and other._backend is backend and other._data.dtype == data.dtype
                     and (alpha == 1 or self.dtype.is_floating_point)):
-                getattr(backend, op_name)(self._data, other._data if alpha == 1 else backend.mul(other._data, alpha))
-                self._vc[0] += 1
-                return self
-            if type(other) is float and self.dtype.is_floating_point:
-                getattr(backend, op_name)(self._data, other * alpha)
-                self._vc[0] += 1
-                return self
-        from gradviz.ops import inplace
-
+                value = other._data if alpha == 1 else backend.mul(other._data, alpha)
+            elif type(other) is float and (data.dtype.kind == "f" if type(data) is np.ndarray
+                                           else self.dtype.is_floating_point):
+                value = other * alpha
+            else:
+                value = None
+            if value is not None:
+                if type(data) is np.ndarray and data.ndim == 0 and data.dtype.kind == "f":
+                    # a 0-d float array (a scalar parameter; one element cannot overlap itself): numpy's
+                    # operator and a store cost half of a ufunc call with out=, and compute the same
+                    # number in the same dtype
+                    data[()] = _UPDATE_OPERATORS[op_name](data, value)
+                    self._vc[0] += 1
+                    return self
+                if not backend.overlaps_itself(data):  # else the general path below raises PyTorch's error
+                    getattr(backend, op_name)(data, value)
+                    self._vc[0] += 1
+                    return self
+        inplace = ops.inplace
         other_is_tensor = isinstance(other, Tensor)
         if not other_is_tensor and not isinstance(other, numbers.Number):
             raise TypeError(f"{op_name[1:]}_(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
@@ -492,28 +507,36 @@ class Tensor:
     def div_(self, other) -> Tensor:
         return self._in_place("idiv", other, ops.div)
 
+    # (perf5b) the in-place operators go straight to _in_place: ``p -= lr * p.grad`` runs for every
+    # parameter of every step of a hand-written training loop
     def __iadd__(self, other):
-        return self.add_(other) if _is_operand(other) else NotImplemented
+        if type(other) is Tensor or type(other) is float or _is_operand(other):
+            return self._in_place("iadd", other, ops.add)
+        return NotImplemented
 
     def __isub__(self, other):
-        return self.sub_(other) if _is_operand(other) else NotImplemented
+        if type(other) is Tensor or type(other) is float or _is_operand(other):
+            return self._in_place("isub", other, ops.sub)
+        return NotImplemented
 
     def __imul__(self, other):
-        return self.mul_(other) if _is_operand(other) else NotImplemented
+        if type(other) is Tensor or type(other) is float or _is_operand(other):
+            return self._in_place("imul", other, ops.mul)
+        return NotImplemented
 
     def __itruediv__(self, other):
-        return self.div_(other) if _is_operand(other) else NotImplemented
+        if type(other) is Tensor or type(other) is float or _is_operand(other):
+            return self._in_place("idiv", other, ops.div)
+        return NotImplemented
 
     def zero_(self) -> Tensor:
-        from gradviz.ops import conversion, inplace
-
+        conversion, inplace = ops.conversion, ops.inplace
         if inplace.records(self):
             return inplace.apply_(self, conversion.zero)
         return self._fill_unrecorded(0)
 
     def fill_(self, value) -> Tensor:
-        from gradviz.ops import conversion, inplace
-
+        conversion, inplace = ops.conversion, ops.inplace
         if isinstance(value, Tensor) and value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
         if inplace.records(self, value):
@@ -521,16 +544,14 @@ class Tensor:
         return self._fill_unrecorded(value._data.item() if isinstance(value, Tensor) else value)
 
     def _fill_unrecorded(self, value) -> Tensor:
-        from gradviz.ops import inplace
-
+        inplace = ops.inplace
         inplace.check_writable(self)
         self._backend.fill(self._data, value)
         self._vc[0] += 1
         return self
 
     def copy_(self, source) -> Tensor:
-        from gradviz.ops import conversion, inplace
-
+        conversion, inplace = ops.conversion, ops.inplace
         if not isinstance(source, Tensor):
             raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(source).__name__}")
         conversion.check_copy_shapes(self, source)
@@ -579,8 +600,7 @@ class Tensor:
     def _check_in_place(self, *others) -> None:
         """PyTorch's in-place checks, made before a random fill draws its numbers, so that a refused
         fill leaves the generator where it was."""
-        from gradviz.ops import inplace
-
+        inplace = ops.inplace
         if inplace.records(self, *others):
             inplace.check_in_place(self)
         inplace.check_writable(self)
@@ -588,8 +608,7 @@ class Tensor:
     def _fill_random(self, values, kind: str, probabilities=None) -> Tensor:
         """Write freshly drawn ``values`` (flat, in PyTorch's order: memory order) into this tensor;
         in the graph, the tensor's node becomes PyTorch's (``NormalBackward0``, ...)."""
-        from gradviz.ops import inplace
-
+        inplace = ops.inplace
         shape = self._data.shape
         values = np.asarray(values).astype(self.dtype.numpy, copy=False)
         if self.is_contiguous():
@@ -683,6 +702,10 @@ class Tensor:
 
 
 _TYPE_NAMES = _dtype.SCALAR_TYPE_NAMES
+
+
+# (perf5b) what ``Tensor._in_place`` computes for a 0-d float array before storing it back
+_UPDATE_OPERATORS = {"iadd": operator.add, "isub": operator.sub, "imul": operator.mul, "idiv": operator.truediv}
 
 
 def _is_operand(value) -> builtins.bool:

@@ -52,6 +52,7 @@ node being run (1 is the forward pass), which the graph snapshot shows.
 """
 from __future__ import annotations
 
+import heapq
 import warnings
 
 import numpy as np
@@ -62,6 +63,7 @@ from gradviz.autograd.node import GraphRoot
 from gradviz.autograd.step import Step
 from gradviz.grad_mode import _state as _grad_state
 
+_MISSING = object()  # not_ready.get's default: a held gradient may itself be None
 NO_GRAD_MESSAGE = "element {} of tensors does not require grad and does not have a grad_fn"
 REFERENCE_CYCLE_WARNING = (
     "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
@@ -188,6 +190,30 @@ def compute_dependencies(root) -> dict:
     return dependencies
 
 
+def _dependencies_and_hooks(root) -> tuple:
+    """``compute_dependencies``, and whether any node reachable from ``root`` has a hook of the user's
+    (tensor hooks, ``retain_grad``, node pre- or post-hooks): a graph without one takes the unhooked
+    loop of a plain backward, ``GraphTask._execute_unhooked``. The test is a few attribute reads of
+    class defaults per node, made once per node as it is first reached."""
+    dependencies = {}
+    hooked = bool(root._tensor_pre_hooks or root._retain_grad_hooks or root._pre_hooks or root._hooks)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for next_node, _ in node._next_functions:
+            if next_node is None:
+                continue
+            if next_node in dependencies:
+                dependencies[next_node] += 1
+            else:
+                dependencies[next_node] = 1
+                stack.append(next_node)
+                if (next_node._tensor_pre_hooks or next_node._retain_grad_hooks or next_node._pre_hooks
+                        or next_node._hooks):
+                    hooked = True
+    return dependencies, hooked
+
+
 class ExecInfo:
     """What ``autograd.grad`` (or ``backward(inputs=...)``) wants of one node.
 
@@ -237,7 +263,10 @@ class GraphTask:
             root = GraphRoot(roots, grads)
             input_buffer = self.input_buffer_type(())
         self.graph_root = root
-        self.dependencies = compute_dependencies(root)
+        if record_steps or dry_run or create_graph:  # never the plain loop: no hooks to look for
+            self.dependencies, self.hooked = compute_dependencies(root), True
+        else:
+            self.dependencies, self.hooked = _dependencies_and_hooks(root)
         self.not_ready = {}  # node -> InputBuffer, for nodes still waiting for a gradient
         self.ready_queue = ReadyQueue()
         self.ready_queue.push(root, input_buffer)
@@ -304,10 +333,92 @@ class GraphTask:
     def _execute_plain(self) -> None:
         """``execute`` for a plain ``backward()`` (every node runs, no Steps, no dry run, no recorded
         pass): ``evaluate_function`` and ``send_on`` written out as one loop, since on a graph of
-        scalars the engine's own bookkeeping costs more than the arithmetic. A node with hooks, and a
-        node with other than one output (GraphRoot, a custom Function), still goes through
-        ``evaluate_function``, so the order and every result are the same; only Python calls and
-        temporaries are saved."""
+        scalars the engine's own bookkeeping costs more than the arithmetic. A graph with a user's
+        hook anywhere takes ``_execute_hooked``, one without ``_execute_unhooked``."""
+        if self.hooked:
+            self._execute_hooked()
+        else:
+            self._execute_unhooked()
+
+    def _execute_unhooked(self) -> None:
+        """The plain backward of a graph in which no node has a user's hook: nothing but the gradients
+        can be observed while it runs, so it takes these shortcuts, each giving the same gradients,
+        summed in the same order, as ``_execute_hooked``:
+
+        * a node with one output (every gradviz op) is queued with its bare gradient, not an
+          ``InputBuffer``; a gradient that must wait for others waits bare in ``not_ready``;
+        * an AccumulateGrad runs as soon as its last gradient arrives, without a trip through the
+          queue (PyTorch numbers it UINT64_MAX, so it would be the next node popped anyway; only
+          the order among several ready at once, which nothing here can see, may differ);
+        * the queue then holds nodes of distinct sequence numbers only, so Python's ``heapq`` (in C)
+          pops them in exactly the order of the libstdc++ heap that ``ReadyQueue`` copies.
+
+        A node with other than one output (GraphRoot, a custom Function) gets its ``InputBuffer``
+        and ``call_function``, as in ``evaluate_function``.
+        """
+        heappush, heappop = heapq.heappush, heapq.heappop
+        accumulate_grad = self.accumulate_grad
+        dependencies = self.dependencies
+        not_ready = self.not_ready
+        release = not self.keep_graph
+        missing = _MISSING
+        heap = []
+        for _, node, input_buffer in self.ready_queue.heap:  # the root, queued by __init__
+            heap.append((-node._sequence_nr, node, input_buffer[0] if node._num_outputs == 1 else input_buffer))
+        self.ready_queue.heap.clear()
+        while heap:
+            _, node, grad = heappop(heap)
+            if node._is_accumulate:  # only a root gets here: other AccumulateGrads run when ready
+                accumulate_grad(node, grad)
+                continue
+            next_functions = node._next_functions
+            if node._num_outputs != 1:  # grad is the node's InputBuffer
+                grad_inputs = call_function(node, grad)
+            elif grad is None:  # every path here was cut off: undefined gradients flow on
+                grad_inputs = (None,) * len(next_functions)
+            else:
+                grad_inputs = node.backward(grad)
+                if type(grad_inputs) is not tuple:
+                    grad_inputs = (grad_inputs,)
+            if release:
+                node._release_variables()
+            for (next_node, slot), grad in zip(next_functions, grad_inputs):  # send_on, written out
+                if next_node is None:
+                    continue
+                remaining = dependencies[next_node] - 1
+                if remaining:  # more gradients are to come: this one waits, summed with earlier ones
+                    dependencies[next_node] = remaining
+                    held = not_ready.get(next_node, missing)
+                    if next_node._num_outputs == 1:
+                        if held is missing or held is None:
+                            not_ready[next_node] = grad
+                        elif grad is not None:
+                            not_ready[next_node] = held + grad
+                    else:
+                        if held is missing:
+                            held = not_ready[next_node] = InputBuffer((None,) * next_node._num_outputs)
+                        held.add(slot, grad, node)
+                    continue
+                held = not_ready.pop(next_node, missing) if not_ready else missing
+                if next_node._num_outputs == 1:
+                    if held is not missing and held is not None:
+                        grad = held if grad is None else held + grad
+                else:
+                    if held is missing:
+                        held = InputBuffer((None,) * next_node._num_outputs)
+                    held.add(slot, grad, node)
+                    grad = held
+                if next_node._is_accumulate:
+                    accumulate_grad(next_node, grad)
+                else:
+                    heappush(heap, (-next_node._sequence_nr, next_node, grad))
+
+    def _execute_hooked(self) -> None:
+        """The plain backward of a graph with a user's hook somewhere: the libstdc++ heap of
+        ``ReadyQueue`` (ties among AccumulateGrads come out in torch's order, which hooks can see).
+        A node with hooks, and a node with other than one output (GraphRoot, a custom Function),
+        goes through ``evaluate_function``, so the order and every result are the same; only Python
+        calls and temporaries are saved."""
         ready_queue = self.ready_queue
         heap = ready_queue.heap
         pop = ready_queue.pop

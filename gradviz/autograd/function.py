@@ -133,7 +133,14 @@ class OpFunction(Node):
             raise RuntimeError(FREED_MESSAGE)
         if len(names) == 1:  # the common call, ``ctx.saved("other")``: no list to build
             entry = saved[names[0]]
-            return entry.unpack() if type(entry) is SavedTensor or type(entry) is SavedTensors else entry
+            if type(entry) is SavedTensor:
+                # (perf5b) SavedTensor.unpack's answer when no unpack hook is set, the entry is not
+                # freed and its tensor was not changed in place; else unpack itself (and its errors)
+                data = entry.data
+                if entry.hooks is None and data is not None and entry.version_counter[0] == entry.saved_version:
+                    return data
+                return entry.unpack()
+            return entry.unpack() if type(entry) is SavedTensors else entry
         values = []
         for name in names:
             entry = saved[name]
@@ -205,7 +212,7 @@ class OpFunction(Node):
             wrapped_numbers = self.wrapped_numbers
             for name, entry in packed.items():
                 if type(entry) is SavedTensor:  # runs for every saved entry after each backward
-                    entry.free()
+                    entry.data = entry.tensor = entry.hooks = None  # SavedTensor.free, written out (perf5b)
                 elif type(entry) is SavedTensors:
                     entry.free()
                 elif wrapped_numbers and entry is not None and name in wrapped_numbers:

@@ -1,0 +1,255 @@
+"""The backward pass and the update of gradviz against PyTorch, per phase, and as instruction counts.
+
+Three workloads from ``bench_core.py`` (the same code runs against both libraries):
+
+* ``cubic``: the cubic fitted to 16 points one 0-d tensor at a time;
+* ``micrograd``: the micrograd-style network (2-4-4-1 neurons of 0-d weights, tanh) on 4 samples;
+* ``raw``: the lesson-size MLP step (2-16-16-1 on 64 points) in the raw-tensor style.
+
+Each step is split into three phases: ``forward`` (building the graph), ``backward``
+(``loss.backward()``) and ``update`` (``p -= lr * p.grad; p.grad = None`` under ``no_grad``).
+
+Modes::
+
+    python benchmarks/bench_backward.py [cubic micrograd raw]   # µs per phase, gradviz / torch ratios
+    python benchmarks/bench_backward.py --callgrind            # instructions per phase (gradviz only)
+    python benchmarks/bench_backward.py --count cubic 5        # what --callgrind runs under valgrind
+
+Timing interleaves the two libraries' samples (CPU time of this one-threaded process) and prints the
+median of the paired ratios, with the load average: the machine may be shared, so read the spread.
+``--callgrind`` runs ``valgrind --tool=callgrind`` once per workload on ``--count``, which runs each
+phase of each measured step in its own ``exec``; callgrind counts only inside those and dumps after
+each, so the instructions of every phase come out separately (the median over the steps is
+printed): steady under load, for before/after comparisons of small changes.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")  # before numpy loads its BLAS
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+import gradviz  # noqa: E402
+
+WORKLOADS = ("cubic", "micrograd", "raw")
+
+
+# -- the workloads: (forward() -> loss, update(), parameters) for one library ---------------------
+def cubic(lib, points=16):
+    """As ``bench_core.make_cubic_fit``, split into phases."""
+    xs = [lib.tensor(float(v)) for v in np.linspace(-1.5, 1.5, points)]
+    ts = [lib.tensor(float(np.sin(v))) for v in np.linspace(-1.5, 1.5, points)]
+    coefficients = [lib.tensor(0.1 * (i + 1), requires_grad=True) for i in range(4)]
+
+    def forward():
+        a, b, c, d = coefficients
+        loss = 0.0
+        for x, t in zip(xs, ts):
+            prediction = a + b * x + c * x ** 2 + d * x ** 3
+            loss = loss + (prediction - t) ** 2
+        return loss
+
+    def update():
+        with lib.no_grad():
+            for p in coefficients:
+                p -= 1e-3 * p.grad
+                p.grad = None
+    return forward, update
+
+
+def micrograd(lib, sizes=(2, 4, 4, 1), samples=4, seed=0):
+    """As ``bench_core.make_neuron_net``, split into phases."""
+    rng = np.random.default_rng(seed)
+    layers = [[([lib.tensor(float(rng.uniform(-1, 1)), requires_grad=True) for _ in range(fan_in)],
+                lib.tensor(float(rng.uniform(-1, 1)), requires_grad=True)) for _ in range(fan_out)]
+              for fan_in, fan_out in zip(sizes[:-1], sizes[1:])]
+    params = [p for layer in layers for weights, bias in layer for p in weights + [bias]]
+    data = [[lib.tensor(float(v)) for v in rng.uniform(-1, 1, sizes[0])] for _ in range(samples)]
+    targets = [lib.tensor(float(v)) for v in (1.0, -1.0, -1.0, 1.0)[:samples]]
+
+    def forward():
+        loss = 0.0
+        for inputs, target in zip(data, targets):
+            values = inputs
+            for layer in layers:
+                outputs = []
+                for weights, bias in layer:
+                    total = bias
+                    for w, v in zip(weights, values):
+                        total = total + w * v
+                    outputs.append(total.tanh())
+                values = outputs
+            loss = loss + (values[0] - target) ** 2
+        return loss
+
+    def update():
+        with lib.no_grad():
+            for p in params:
+                p -= 0.05 * p.grad
+                p.grad = None
+    return forward, update
+
+
+def raw(lib, sizes=(2, 16, 16, 1), points=64, seed=0):
+    """As ``bench_core.raw_step``, split into phases."""
+    rng = np.random.default_rng(seed)
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        bound = 1 / np.sqrt(fan_in)
+        for shape in ((fan_in, fan_out), (fan_out,)):
+            params.append(lib.tensor(rng.uniform(-bound, bound, shape).astype(np.float32), requires_grad=True))
+    x = lib.tensor(rng.standard_normal((points, sizes[0])).astype(np.float32))
+    y = lib.tensor((rng.standard_normal((points, 1)) > 0).astype(np.float32))
+
+    def forward():
+        w1, b1, w2, b2, w3, b3 = params
+        hidden = lib.relu(x @ w1 + b1)
+        hidden = lib.tanh(hidden @ w2 + b2)
+        return lib.nn.functional.binary_cross_entropy_with_logits(hidden @ w3 + b3, y)
+
+    def update():
+        with lib.no_grad():
+            for p in params:
+                p -= 0.1 * p.grad
+                p.grad = None
+    return forward, update
+
+
+# -- instruction counts ---------------------------------------------------------------------------
+# Each phase of each measured step runs inside its own ``exec`` of a compiled line: callgrind counts
+# only inside ``builtin_exec`` (--toggle-collect) and writes one dump as each exec returns
+# (--dump-after), so one process gives every phase of every step separately. The imports before
+# (which exec modules too) make the earlier dumps; the measured ones are the last 3 * N.
+FORWARD = compile("loss = forward()", "<forward>", "exec")
+BACKWARD = compile("loss.backward()", "<backward>", "exec")
+UPDATE = compile("update()", "<update>", "exec")
+
+
+def count(workload: str, iterations: int) -> None:
+    """Set up, warm up, then run ``iterations`` steps, each phase in its own ``exec`` (for callgrind)."""
+    forward, update = globals()[workload](gradviz)
+    for _ in range(3):  # warm up: first calls import lazily and fill caches
+        forward().backward()
+        update()
+    namespace = {"forward": forward, "update": update}
+    gc.collect()
+    gc.disable()  # a collection would land in one step and not another
+    for _ in range(iterations):
+        exec(FORWARD, namespace)
+        exec(BACKWARD, namespace)
+        exec(UPDATE, namespace)
+        del namespace["loss"]
+
+
+def callgrind_counts(workload: str, iterations: int) -> list:
+    """Instructions of each measured step's phases: ``iterations`` lists [forward, backward, update]."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "callgrind.out")
+        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=builtin_exec",
+                        "--dump-after=builtin_exec", f"--callgrind-out-file={out}", sys.executable,
+                        os.path.abspath(__file__), "--count", workload, str(iterations)],
+                       capture_output=True, text=True, check=True)
+        dumps = sorted((name for name in os.listdir(folder) if re.fullmatch(r"callgrind\.out\.\d+", name)),
+                       key=lambda name: int(name.rsplit(".", 1)[1]))[-3 * iterations:]
+        totals = []
+        for name in dumps:
+            with open(os.path.join(folder, name)) as dump:
+                totals.append(int(re.search(r"^summary: (\d+)", dump.read(), re.MULTILINE).group(1)))
+    return [totals[i:i + 3] for i in range(0, len(totals), 3)]
+
+
+def callgrind_table(workloads, iterations: int) -> None:
+    print(f"instructions per phase (callgrind, median of {iterations} steps after 3 warm-up steps)")
+    print(f"{'workload':10} {'forward':>12} {'backward':>12} {'update':>12} {'step':>12}")
+    for workload in workloads:
+        steps = callgrind_counts(workload, iterations)
+        phases = [statistics.median(step[i] for step in steps) for i in range(3)]
+        total = statistics.median(sum(step) for step in steps)
+        print(f"{workload:10} {phases[0]:12,.0f} {phases[1]:12,.0f} {phases[2]:12,.0f} {total:12,.0f}", flush=True)
+
+
+# -- timing against torch -------------------------------------------------------------------------
+CLOCK = time.process_time
+
+
+def phase_times(forward, update, calls: int) -> list:
+    """Seconds per call of forward, backward and update."""
+    totals = [0.0, 0.0, 0.0]
+    gc.collect()
+    for _ in range(calls):
+        start = CLOCK()
+        loss = forward()
+        middle = CLOCK()
+        loss.backward()
+        end = CLOCK()
+        update()
+        totals[0] += middle - start
+        totals[1] += end - middle
+        totals[2] += CLOCK() - end
+    return [total / calls for total in totals]
+
+
+def timing_table(workloads, repeats: int) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    calls = {"cubic": 20, "micrograd": 10, "raw": 200}
+    with open("/proc/loadavg") as loadavg:
+        load = " ".join(loadavg.read().split()[:3])
+    print(f"µs per call, median of {repeats} interleaved samples; ratio: median of paired ratios; load {load}")
+    print(f"{'workload':10} {'phase':9} {'gradviz':>10} {'torch':>10} {'ratio':>6} {'spread':>11}")
+    for workload in workloads:
+        runs = {name: globals()[workload](lib) for name, lib in (("gradviz", gradviz), ("torch", torch))}
+        for forward, update in runs.values():
+            phase_times(forward, update, max(1, calls[workload] // 4))
+        samples = {name: [] for name in runs}
+        for _ in range(repeats):
+            for name, (forward, update) in runs.items():
+                times = phase_times(forward, update, calls[workload])
+                samples[name].append(times + [sum(times)])
+        for index, phase in enumerate(("forward", "backward", "update", "step")):
+            mine = [sample[index] for sample in samples["gradviz"]]
+            theirs = [sample[index] for sample in samples["torch"]]
+            ratios = sorted(m / t for m, t in zip(mine, theirs))
+            print(f"{workload:10} {phase:9} {statistics.median(mine) * 1e6:10.1f} "
+                  f"{statistics.median(theirs) * 1e6:10.1f} {statistics.median(ratios):6.2f} "
+                  f"{ratios[len(ratios) // 4]:5.2f}-{ratios[(3 * len(ratios)) // 4]:<5.2f}", flush=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", nargs=2, metavar=("WORKLOAD", "N"),
+                        help="run N steps of WORKLOAD, each phase in its own exec (what --callgrind measures)")
+    parser.add_argument("--callgrind", action="store_true", help="instructions per phase, from callgrind")
+    parser.add_argument("--iterations", type=int, default=5, help="measured steps per callgrind run")
+    parser.add_argument("--repeats", type=int, default=15, help="timing samples per library")
+    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), help=f"some of {WORKLOADS}")
+    args = parser.parse_args(argv)
+    if not set(args.workloads) <= set(WORKLOADS):
+        parser.error(f"workloads are some of {WORKLOADS}")
+    if args.count:
+        workload, iterations = args.count
+        if workload not in WORKLOADS:
+            parser.error(f"WORKLOAD is one of {WORKLOADS}")
+        count(workload, int(iterations))
+    elif args.callgrind:
+        callgrind_table(args.workloads, args.iterations)
+    else:
+        timing_table(args.workloads, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
