@@ -35,6 +35,7 @@ from typing import Any
 from gradviz._kinds import is_tensor
 from gradviz.snapshot.names import names_from_frame
 from gradviz.widget.state import ACCEPTED, check_options, no_cyclic_gc, state_of, view_state
+from gradviz.widget.wire import pack_state, unpack_state
 
 _HERE = pathlib.Path(__file__).parent
 
@@ -86,10 +87,11 @@ def state_block(state: dict, element_id: str) -> str:
 
 
 def read_state(block_text: str, encoding: str | None = None) -> dict:
-    """The state a ``state_block`` carries, read back in Python (what ``readState`` does in the page)."""
+    """The state a ``state_block`` carries, read back in Python and unpacked (what ``readState``
+    and ``decodingModel`` do in the page)."""
     if encoding == GZIP_ENCODING:
         block_text = gzip.decompress(base64.b64decode(block_text)).decode("ascii")
-    return json.loads(block_text)
+    return unpack_state(json.loads(block_text))
 
 
 def fragment_html(state: dict) -> str:
@@ -100,7 +102,7 @@ def fragment_html(state: dict) -> str:
     if "</style" in css.lower():
         raise ValueError("gradviz.css must not contain '</style'")
     with no_cyclic_gc():
-        block = state_block(state, element_id)
+        block = state_block(pack_state(state), element_id)
     return "\n".join([
         f"<style>{css}</style>",
         f'<div class="gradviz-embed" id="{element_id}"></div>',

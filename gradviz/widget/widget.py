@@ -30,7 +30,7 @@ from gradviz.snapshot.labels import check_model, name_pairs
 from gradviz.snapshot.model import Graph
 from gradviz.snapshot.names import names_from_frame
 from gradviz.snapshot.sources import source_for
-from gradviz.widget import live
+from gradviz.widget import live, wire
 from gradviz.widget.changes import EVERYTHING, GRADS, NOTHING, GraphWatch, with_new_grads
 from gradviz.widget.state import ACCEPTED, OPTIONS, check_options, check_tensor, layout_key, take_snapshot
 
@@ -59,9 +59,10 @@ def _json_buffer(value: Any, _widget: Any) -> bytes:
     ipywidgets looks for binary buffers in every dict and list of the state it sends (a 20,000-node
     graph is half a million of them, about a second), and the kernel's session writes the rest as
     JSON again; a buffer is one value to both, sent as it is. The trait itself stays the dict or
-    list in Python (``widget.graph["nodes"]``). ASCII-only JSON, so any label round-trips.
+    list in Python (``widget.graph["nodes"]``). ASCII-only JSON, so any label round-trips. The
+    traits of a big graph go packed (``gradviz.widget.wire``); the front end unpacks them.
     """
-    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
+    return json.dumps(wire.pack_trait(value), separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
 class GraphWidget(anywidget.AnyWidget):
