@@ -25,7 +25,7 @@ def gradviz_graphs():
     w = gv.tensor([0.3, -0.7, 1.1], requires_grad=True)
     broadcast = ((x * w).tanh() + x.exp() * 2).sum()
     y = x.clone()
-    y[0] = y[0] * w  # a view's step (CopySlices) carries the view's numbers
+    y[0] = x[0] * w  # a view's step (CopySlices) carries the view's numbers
     return {"chain": shapes.chain(40), "fan-out": shapes.fan_out(30), "rnn": shapes.unrolled_rnn(12),
             "broadcast": broadcast, "copy-slices": (y * y).sum(), "non-scalar": x * w}
 
@@ -62,6 +62,18 @@ def test_packing_a_gradviz_state_round_trips(name):
 def test_packing_a_torch_state_round_trips():
     for output, model in torch_graphs().values():
         assert_round_trip(view_state(output, {}, model=model))
+
+
+def all_graphs():
+    return [(output, None) for output in gradviz_graphs().values()] + list(torch_graphs().values())
+
+
+def test_a_state_built_packed_unpacks_to_the_plain_state(monkeypatch):
+    monkeypatch.setattr(wire, "PACK_ABOVE", 0)  # every graph is built packed, straight from its Steps
+    for output, model in all_graphs():
+        packed = view_state(output, {}, model=model, packed=True)
+        assert packed["graph"]["packed"] == 1 and packed["trace"]["packed"] == 1
+        assert wire.unpack_state(plain_json(packed)) == plain_json(view_state(output, {}, model=model))
 
 
 def test_each_distinct_summary_and_text_is_written_once():

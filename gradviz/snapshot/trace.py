@@ -62,6 +62,74 @@ def trace_to_dict(steps: Iterable, graph: Graph) -> list:
     return [step_to_dict(step, graph, leaves, summaries) for step in steps]
 
 
+def packed_trace(steps: Iterable, graph: Graph) -> dict:
+    """The trace in the packed wire form (``gradviz.widget.wire``), written straight from the Steps:
+    no per-step dicts. ``unpack_trace`` of it equals ``trace_to_dict`` of the same Steps."""
+    steps = tuple(steps)  # held while the trace is made: the tables key on the arrays' ids
+    leaves = leaf_ids(graph)
+    id_of = (graph.node_ids or {}).get
+    table = SummaryIndex()
+    summary = table.index
+    packed = []
+    for position, step in enumerate(steps):
+        if step.index != position:  # not a whole pass from its first step: keep the plain form
+            return trace_to_dict(steps, graph)
+        node = step.node
+        node_id = id_of(id(node))
+        numbers = []
+        for number in step_numbers(step):
+            if number is None:
+                numbers.append(None)
+            else:
+                local = number["local"]
+                packed_number = [None if local is None else table.of_dict(local), number["summed"]]
+                if "view" in number:
+                    packed_number.append(number["view"])
+                numbers.append(packed_number)
+        packed.append([
+            node_id, step.name,
+            [summary(g) for g in step.grad_outputs],
+            [summary(g, True) for g in step.grad_inputs],
+            [None if fn is None else id_of(id(fn)) for fn, _ in node.next_functions],
+            [[[None if sender is None else id_of(id(sender)), summary(g)] for sender, g in pieces]
+             for pieces in step.contributions],
+            leaves.get(node_id) if step.is_accumulate else None,
+            summary(step.grad_before), summary(step.grad_after), numbers])
+    return {"packed": 1, "summaries": table.items, "steps": packed}
+
+
+class SummaryIndex:
+    """The packed trace's ``summaries`` table: each distinct summary once, found by the array it
+    describes (``id``, for arrays the Steps hold) or by its content."""
+
+    def __init__(self):
+        self.items: list = []
+        self._by_array: dict = {}
+        self._by_content: dict = {}
+
+    def index(self, array, whole: bool = False) -> int | None:
+        if array is None:
+            return None
+        key = (id(array), whole)
+        known = self._by_array.get(key)
+        if known is None:
+            plain = summarize(array).to_dict()
+            if whole:
+                full = full_values(array)
+                if full is not None:
+                    plain["full"] = full
+            known = self._by_array[key] = self.of_dict(plain)
+        return known
+
+    def of_dict(self, summary: dict) -> int:
+        key = (tuple(summary["shape"]), summary["dtype"], summary["preview"], summary.get("full"), len(summary))
+        known = self._by_content.get(key)
+        if known is None:
+            known = self._by_content[key] = len(self.items)
+            self.items.append(summary)
+        return known
+
+
 class Summaries:
     """Summary dicts of a trace's gradients, each array summarised once and the dict shared.
 

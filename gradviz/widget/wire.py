@@ -26,6 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gradviz.snapshot.model import Graph
+from gradviz.snapshot.trace import SummaryIndex
+
 PACK_ABOVE = 250
 """Graphs of more nodes than this are shipped packed; smaller ones stay plain, readable JSON."""
 
@@ -107,6 +110,43 @@ def pack_graph(graph: dict) -> dict:
     return {**graph, PACKED: 1, "nodes": nodes, "edges": edges}
 
 
+def packed_graph(graph: Graph) -> dict:
+    """``pack_graph(graph.to_dict())``, written straight from the Graph's nodes."""
+    formulas: list = []
+    formula_index: dict = {}
+    nodes = []
+    for node in graph.nodes:
+        packed = {"id": node.id, "kind": node.kind, "name": node.name}
+        if node.label != node.name:
+            packed["label"] = node.label
+        if node.shape is not None:
+            packed["shape"] = list(node.shape)
+        if node.dtype is not None:
+            packed["dtype"] = node.dtype
+        if node.value:
+            packed["value"] = node.value.to_dict()
+        if node.grad:
+            packed["grad"] = node.grad.to_dict()
+        if node.saved:
+            packed["saved"] = [saved.to_dict() for saved in node.saved]
+        if node.formula:
+            index = formula_index.get(id(node.formula))
+            if index is None:
+                index = formula_index[id(node.formula)] = len(formulas)
+                formulas.append([formula.to_dict() for formula in node.formula])
+            packed["formula"] = index
+        for key in ("module", "note", "code"):
+            value = getattr(node, key)
+            if value is not None:
+                packed[key] = value
+        if node.order != 1:
+            packed["order"] = node.order
+        nodes.append(packed)
+    return {"version": 1, "source": graph.source, "root": graph.root, "nodes": nodes,
+            "edges": [[edge.source, edge.target, edge.slot, edge.kind] for edge in graph.edges],
+            "formulas": formulas, PACKED: 1}
+
+
 def unpack_graph(graph: Any) -> Any:
     if not is_packed(graph):
         return graph
@@ -155,29 +195,22 @@ def unpack_layout(layout: Any) -> Any:
 
 # --- trace -----------------------------------------------------------------------------------
 
-class SummaryTable:
-    """Distinct array summaries in first-seen order, each with its index (a dict is looked up by
-    identity first: a trace shares one dict for each gradient, see ``snapshot/trace.Summaries``)."""
+class SummaryTable(SummaryIndex):
+    """``SummaryIndex`` over summary dicts, each looked up by identity first: a plain trace shares
+    one dict for each gradient (``snapshot/trace.Summaries``)."""
 
     def __init__(self):
-        self.items: list = []
+        super().__init__()
         self._by_id: dict = {}
-        self._by_content: dict = {}
         self._held: list = []  # the dicts whose ids are keys, kept alive while the table is
 
     def __call__(self, summary: dict | None) -> int | None:
         if summary is None:
             return None
         index = self._by_id.get(id(summary))
-        if index is not None:
-            return index
-        key = (tuple(summary["shape"]), summary["dtype"], summary["preview"], summary.get("full"), len(summary))
-        index = self._by_content.get(key)
         if index is None:
-            index = self._by_content[key] = len(self.items)
-            self.items.append(summary)
-        self._by_id[id(summary)] = index
-        self._held.append(summary)
+            index = self._by_id[id(summary)] = self.of_dict(summary)
+            self._held.append(summary)
         return index
 
 
