@@ -132,12 +132,19 @@ def export_html(tensor_or_widget: Any, path: str | pathlib.Path, names: dict | N
         names = names_from_frame(sys._getframe(1))
     with no_cyclic_gc():  # one pause for the whole export; the state is freed before it ends
         state = _state_for(tensor_or_widget, names, model, options, "export_html")
-        root = next((n for n in state["graph"]["nodes"] if n["id"] == state["graph"]["root"]), None)
-        heading = title or f"gradviz: {root.get('label', root['name']) if root else 'graph'}"
+        heading = title or f"gradviz: {root_label(state['graph']) or 'graph'}"
         page = page_html(state, heading)
-        del state, root
+        del state
         target.write_text(page, encoding="utf-8")
     return target
+
+
+def root_label(graph: dict) -> str | None:
+    """The label of the graph's root node, in a plain or a packed graph (``wire``)."""
+    for position, node in enumerate(graph["nodes"]):
+        if node.get("id", f"n{position}") == graph["root"]:
+            return node.get("label", node["name"])
+    return None
 
 
 def to_html(tensor_or_widget: Any, names: dict | None = None, model: Any = None, **options) -> str:

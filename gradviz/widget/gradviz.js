@@ -1610,9 +1610,12 @@ function unpacked(name, value) {
 }
 
 function unpackGraph(packed) {
-  const { packed: _, ...graph } = packed;
-  const nodes = packed.nodes.map((node) => ({ ...NODE_DEFAULTS, label: node.name, saved: [], ...node }));
-  const edges = packed.edges.map(([source, target, slot, kind]) => ({ source, target, slot, kind }));
+  const { packed: _, summaries, ...graph } = packed;
+  const summary = (index) => (index === null || index === undefined ? null : summaries[index]);
+  const nodes = packed.nodes.map((node, position) => ({ ...NODE_DEFAULTS, id: `n${position}`, label: node.name,
+    ...node, value: summary(node.value), grad: summary(node.grad),
+    saved: (node.saved || []).map(([name, at, freed]) => ({ name, value: summary(at), freed })) }));
+  const edges = packed.edges.map(([source, target, slot = 0, kind = "data"]) => ({ source, target, slot, kind }));
   return { ...graph, nodes, edges };
 }
 

@@ -5,7 +5,10 @@ again and again; writing it (``json.dumps``) and compressing it is most of an ex
 packed form says the same thing once:
 
 * graph: a node leaves out every field that holds its default (``NODE_DEFAULTS``; ``label`` when
-  it equals ``name``), and an edge is ``[source, target, slot, kind]``;
+  it equals ``name``, ``id`` when it is ``n<position>``), each distinct array summary (a value,
+  a ``.grad``, a saved tensor's value) is written once, in ``summaries``, and named by its index
+  there; a saved tensor is ``[name, summary, freed]``, an edge ``[source, target, slot, kind]``
+  or, for slot 0 of kind ``data``, ``[source, target]``;
 * graph_layout: each distinct list of node text lines is written once, in ``texts``, and ``text``
   maps a node id to its index there (a chain's 66,000 boxes say ``saved: self`` the same way);
 * trace: each distinct array summary is written once, in ``summaries``, and a step is a list of
@@ -93,73 +96,98 @@ def is_packed(value: Any) -> bool:
 def pack_graph(graph: dict) -> dict:
     if is_packed(graph) or not graph:
         return graph
+    table = SummaryTable()
     nodes = []
-    defaults = tuple(NODE_DEFAULTS.items())
-    for node in graph["nodes"]:
-        if len(node) != len(NODE_FIELDS):  # not the shape this packing knows: keep the graph plain
-            return graph
-        packed = {"id": node["id"], "kind": node["kind"], "name": node["name"]}
-        if node["label"] != node["name"]:
-            packed["label"] = node["label"]
-        for key, default in defaults:
-            value = node[key]
-            if value != default:
-                packed[key] = value
-        nodes.append(packed)
-    edges = [[edge["source"], edge["target"], edge["slot"], edge["kind"]] for edge in graph["edges"]]
-    return {**graph, PACKED: 1, "nodes": nodes, "edges": edges}
+    for position, node in enumerate(graph["nodes"]):
+        if len(node) != len(NODE_FIELDS) or any(len(saved) != 3 for saved in node["saved"]):
+            return graph  # not the shape this packing knows: keep the graph plain
+        nodes.append(_packed_node(
+            position, node["id"], node["kind"], node["name"], node["label"], node["shape"], node["dtype"],
+            node["value"], node["grad"], [(saved["name"], saved["value"], saved["freed"]) for saved in node["saved"]],
+            node["formula"], node["module"], node["note"], node["code"], node["order"], table))
+    edges = [_packed_edge(edge["source"], edge["target"], edge["slot"], edge["kind"]) for edge in graph["edges"]]
+    return {**graph, PACKED: 1, "nodes": nodes, "edges": edges, "summaries": table.items}
 
 
 def packed_graph(graph: Graph) -> dict:
     """``pack_graph(graph.to_dict())``, written straight from the Graph's nodes."""
     formulas: list = []
     formula_index: dict = {}
+    table = SummaryTable()
     nodes = []
-    for node in graph.nodes:
-        packed = {"id": node.id, "kind": node.kind, "name": node.name}
-        if node.label != node.name:
-            packed["label"] = node.label
-        if node.shape is not None:
-            packed["shape"] = list(node.shape)
-        if node.dtype is not None:
-            packed["dtype"] = node.dtype
-        if node.value:
-            packed["value"] = node.value.to_dict()
-        if node.grad:
-            packed["grad"] = node.grad.to_dict()
-        if node.saved:
-            packed["saved"] = [saved.to_dict() for saved in node.saved]
+    for position, node in enumerate(graph.nodes):
+        formula = None
         if node.formula:
-            index = formula_index.get(id(node.formula))
-            if index is None:
-                index = formula_index[id(node.formula)] = len(formulas)
-                formulas.append([formula.to_dict() for formula in node.formula])
-            packed["formula"] = index
-        for key in ("module", "note", "code"):
-            value = getattr(node, key)
-            if value is not None:
-                packed[key] = value
-        if node.order != 1:
-            packed["order"] = node.order
-        nodes.append(packed)
+            formula = formula_index.get(id(node.formula))
+            if formula is None:
+                formula = formula_index[id(node.formula)] = len(formulas)
+                formulas.append([item.to_dict() for item in node.formula])
+        nodes.append(_packed_node(
+            position, node.id, node.kind, node.name, node.label, node.shape, node.dtype, node.value, node.grad,
+            [(saved.name, saved.value, saved.freed) for saved in node.saved], formula,
+            node.module, node.note, node.code, node.order, table))
     return {"version": 1, "source": graph.source, "root": graph.root, "nodes": nodes,
-            "edges": [[edge.source, edge.target, edge.slot, edge.kind] for edge in graph.edges],
-            "formulas": formulas, PACKED: 1}
+            "edges": [_packed_edge(edge.source, edge.target, edge.slot, edge.kind) for edge in graph.edges],
+            "formulas": formulas, PACKED: 1, "summaries": table.items}
+
+
+def _packed_node(position, node_id, kind, name, label, shape, dtype, value, grad, saved, formula, module,
+                 note, code, order, table) -> dict:
+    """A node with only the fields that differ from ``NODE_DEFAULTS``: ``id`` when it is not
+    ``n<position>``, ``label`` when it is not ``name``; summaries as indices into ``summaries``,
+    a saved tensor as ``[name, summary, freed]``."""
+    packed = {"kind": kind, "name": name}
+    if node_id != f"n{position}":
+        packed["id"] = node_id
+    if label != name:
+        packed["label"] = label
+    if shape is not None:
+        packed["shape"] = list(shape)
+    if dtype is not None:
+        packed["dtype"] = dtype
+    if value:
+        packed["value"] = table(value)
+    if grad:
+        packed["grad"] = table(grad)
+    if saved:
+        packed["saved"] = [[saved_name, table(summary) if summary else None, freed]
+                           for saved_name, summary, freed in saved]
+    if formula is not None:
+        packed["formula"] = formula
+    if module is not None:
+        packed["module"] = module
+    if note is not None:
+        packed["note"] = note
+    if code is not None:
+        packed["code"] = code
+    if order != 1:
+        packed["order"] = order
+    return packed
+
+
+def _packed_edge(source: str, target: str, slot: int, kind: str) -> list:
+    return [source, target] if slot == 0 and kind == "data" else [source, target, slot, kind]
 
 
 def unpack_graph(graph: Any) -> Any:
     if not is_packed(graph):
         return graph
+    summaries = graph["summaries"]
     nodes = []
-    for packed in graph["nodes"]:
-        node = {"id": packed["id"], "kind": packed["kind"], "name": packed["name"],
+    for position, packed in enumerate(graph["nodes"]):
+        node = {"id": packed.get("id", f"n{position}"), "kind": packed["kind"], "name": packed["name"],
                 "label": packed.get("label", packed["name"])}
         for key, default in NODE_DEFAULTS.items():
-            node[key] = packed.get(key, [] if key == "saved" else default)
+            node[key] = packed.get(key, default)
+        for key in ("value", "grad"):
+            if node[key] is not None:
+                node[key] = summaries[node[key]]
+        node["saved"] = [{"name": name, "value": None if at is None else summaries[at], "freed": freed}
+                         for name, at, freed in node["saved"]]
         nodes.append(node)
-    edges = [{"source": source, "target": target, "slot": slot, "kind": kind}
-             for source, target, slot, kind in graph["edges"]]
-    plain = {key: value for key, value in graph.items() if key != PACKED}
+    edges = [{"source": edge[0], "target": edge[1], "slot": edge[2] if len(edge) > 2 else 0,
+              "kind": edge[3] if len(edge) > 2 else "data"} for edge in graph["edges"]]
+    plain = {key: value for key, value in graph.items() if key not in (PACKED, "summaries")}
     return {**plain, "nodes": nodes, "edges": edges}
 
 
@@ -204,12 +232,14 @@ class SummaryTable(SummaryIndex):
         self._by_id: dict = {}
         self._held: list = []  # the dicts whose ids are keys, kept alive while the table is
 
-    def __call__(self, summary: dict | None) -> int | None:
+    def __call__(self, summary) -> int | None:
+        """The index of a summary dict (or of an ``ArraySummary``, as its dict)."""
         if summary is None:
             return None
         index = self._by_id.get(id(summary))
         if index is None:
-            index = self._by_id[id(summary)] = self.of_dict(summary)
+            plain = summary if isinstance(summary, dict) else summary.to_dict()
+            index = self._by_id[id(summary)] = self.of_dict(plain)
             self._held.append(summary)
         return index
 
