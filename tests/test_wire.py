@@ -145,8 +145,28 @@ def test_the_widget_sends_big_traits_packed_and_keeps_them_plain_in_python():
             unpacked = {"graph": wire.unpack_graph, "graph_layout": wire.unpack_layout, "trace": wire.unpack_trace}[name]
             assert unpacked(sent) == plain_json(value)
         assert isinstance(widget.trace, list) and "nodes" in widget.graph
+        assert widget.trace == plain_json(view_state(widget.tensor, {}))["trace"]  # unpacked from the packed one
         small = gv.GraphWidget(shapes.chain(3), names={})
         assert json.loads(_json_buffer(small.graph, small)) == plain_json(small.graph)
         small.close()
+    finally:
+        widget.close()
+
+
+def test_after_a_grad_only_update_the_widget_sends_what_python_holds():
+    pytest.importorskip("anywidget")
+    from gradviz.widget.changes import GRADS
+    from gradviz.widget.widget import _json_buffer
+
+    output = shapes.fan_out(wire.PACK_ABOVE)
+    widget = gv.GraphWidget(output, names={})
+    try:
+        output.backward(retain_graph=True)
+        assert widget.refresh_if_changed() == GRADS  # .grad moved: updated in place, no new trace
+        for name, unpack in (("graph", wire.unpack_graph), ("trace", wire.unpack_trace)):
+            value = getattr(widget, name)
+            assert unpack(json.loads(_json_buffer(value, widget))) == plain_json(value)
+        assert any("grad: None" not in line["text"] for lines in widget.graph_layout["text"].values()
+                   for line in lines if line["cls"] == "gv-grad")
     finally:
         widget.close()

@@ -104,22 +104,25 @@ class SummaryIndex:
 
     def __init__(self):
         self.items: list = []
-        self._by_array: dict = {}
+        self._by_array: dict = {}   # id(array) -> index of its summary
+        self._whole: dict = {}      # id(array) -> index of its summary with ``full``
         self._by_content: dict = {}
 
     def index(self, array, whole: bool = False) -> int | None:
+        """The index of ``array``'s summary (``whole``: with ``full``, every value, when it is small);
+        each array is summarised once, whichever way it is asked for first."""
         if array is None:
             return None
-        key = (id(array), whole)
-        known = self._by_array.get(key)
+        known = self._by_array.get(id(array))
         if known is None:
-            plain = summarize(array).to_dict()
-            if whole:
-                full = full_values(array)
-                if full is not None:
-                    plain["full"] = full
-            known = self._by_array[key] = self.of_dict(plain)
-        return known
+            known = self._by_array[id(array)] = self.of_dict(summarize(array).to_dict())
+        if not whole:
+            return known
+        with_full = self._whole.get(id(array))
+        if with_full is None:
+            full = full_values(array)
+            with_full = self._whole[id(array)] = known if full is None else self.of_dict({**self.items[known], "full": full})
+        return with_full
 
     def of_dict(self, summary: dict) -> int:
         key = (tuple(summary["shape"]), summary["dtype"], summary["preview"], summary.get("full"), len(summary))
