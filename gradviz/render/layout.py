@@ -38,7 +38,7 @@ from collections import Counter, defaultdict
 
 from gradviz.render.dot import layout_source
 from gradviz.render.frames import GROUP_HEADER, GROUP_PAD, FrameLayout, is_placeholder
-from gradviz.render.node_text import LINE_HEIGHT, PADDING_Y, node_lines, node_size, with_node_text
+from gradviz.render.node_text import LINE_HEIGHT, PADDING_Y, node_size, shared_lines, with_node_text
 from gradviz.snapshot.model import Graph
 
 LAYER_GAP = 36          # vertical space between layers
@@ -95,8 +95,8 @@ def compute_layout(graph: Graph, engine: str = "auto") -> dict:
     ``auto`` picks by the graph's shape (``choose_engine``); a ``dot`` that fails (or is killed
     by ``DOT_GUARD_S``) falls back to the layered layout, unless ``dot`` was asked for.
     """
-    lines = {node.id: node_lines(node) for node in graph.nodes}
-    sizes = {node.id: node_size(node, lines[node.id]) for node in graph.nodes}
+    lines = shared_lines(graph.nodes)
+    sizes = _sizes(graph, lines)
     shape = Shape(graph)
     modules = _module_groups(_module_paths(graph))
     chosen = choose_engine(shape, bool(modules)) if engine == "auto" else engine
@@ -109,6 +109,21 @@ def compute_layout(graph: Graph, engine: str = "auto") -> dict:
         result = _layered_layout(graph, sizes, shape, modules)
     result["groups"] = _groups(graph, result, modules, shape)
     return with_node_text(result, graph, lines)
+
+
+def _sizes(graph: Graph, lines: dict) -> dict:
+    """``{node id: node_size}``, once per shared list of lines (and leaf or not: a leaf's box
+    keeps room for its ``.grad``)."""
+    known: dict = {}
+    sizes = {}
+    for node in graph.nodes:
+        own = lines[node.id]
+        key = (id(own), node.kind == "leaf")
+        size = known.get(key)
+        if size is None:
+            size = known[key] = node_size(node, own)
+        sizes[node.id] = size
+    return sizes
 
 
 def _dot_layout(graph: Graph, sizes: dict, modules: list, stacking: list, strict: bool) -> dict | None:
