@@ -25,11 +25,15 @@ from __future__ import annotations
 
 from typing import Iterable
 
+import numpy as np
+
 from gradviz.snapshot.formulas import full_values, step_numbers
 from gradviz.snapshot.model import Graph, summarize
 
 
-def step_to_dict(step, graph: Graph, leaves: dict | None = None, summaries: "Summaries | None" = None) -> dict:
+def step_to_dict(step, graph: Graph, leaves: dict | None = None, summaries: "Summaries | None" = None,
+                 silenced: bool = False) -> dict:
+    """One entry of the trace; ``silenced``: numpy's warnings are off already (``step_numbers``)."""
     node = step.node
     summary = summaries if summaries is not None else Summaries()
     targets = [graph.id_of(fn) if fn is not None else None for fn, _ in node.next_functions]
@@ -51,7 +55,7 @@ def step_to_dict(step, graph: Graph, leaves: dict | None = None, summaries: "Sum
         "leaf": leaf,
         "grad_before": summary(step.grad_before),
         "grad_after": summary(step.grad_after),
-        "numbers": step_numbers(step),
+        "numbers": step_numbers(step, silenced),
     }
 
 
@@ -59,25 +63,34 @@ def trace_to_dict(steps: Iterable, graph: Graph) -> list:
     steps = tuple(steps)  # held while the trace is made: Summaries keys on the arrays' ids
     leaves = leaf_ids(graph)
     summaries = Summaries()
-    return [step_to_dict(step, graph, leaves, summaries) for step in steps]
+    with np.errstate(all="ignore"):  # once for the whole trace (see step_numbers)
+        return [step_to_dict(step, graph, leaves, summaries, silenced=True) for step in steps]
 
 
 def packed_trace(steps: Iterable, graph: Graph) -> dict:
     """The trace in the packed wire form (``gradviz.widget.wire``), written straight from the Steps:
     no per-step dicts. ``unpack_trace`` of it equals ``trace_to_dict`` of the same Steps."""
     steps = tuple(steps)  # held while the trace is made: the tables key on the arrays' ids
+    table = SummaryIndex()
+    with np.errstate(all="ignore"):  # once for the whole trace (see step_numbers)
+        packed = _packed_steps(steps, graph, table)
+    if packed is None:  # not a whole pass from its first step: keep the plain form
+        return trace_to_dict(steps, graph)
+    return {"packed": 1, "summaries": table.items, "steps": packed}
+
+
+def _packed_steps(steps: tuple, graph: Graph, table: "SummaryIndex") -> list | None:
     leaves = leaf_ids(graph)
     id_of = (graph.node_ids or {}).get
-    table = SummaryIndex()
     summary = table.index
     packed = []
     for position, step in enumerate(steps):
-        if step.index != position:  # not a whole pass from its first step: keep the plain form
-            return trace_to_dict(steps, graph)
+        if step.index != position:
+            return None
         node = step.node
         node_id = id_of(id(node))
         numbers = []
-        for number in step_numbers(step):
+        for number in step_numbers(step, silenced=True):
             if number is None:
                 numbers.append(None)
             else:
@@ -95,7 +108,7 @@ def packed_trace(steps: Iterable, graph: Graph) -> dict:
              for pieces in step.contributions],
             leaves.get(node_id) if step.is_accumulate else None,
             summary(step.grad_before), summary(step.grad_after), numbers])
-    return {"packed": 1, "summaries": table.items, "steps": packed}
+    return packed
 
 
 class SummaryIndex:

@@ -27,8 +27,6 @@ from typing import Any
 
 from gradviz._kinds import is_gradviz_tensor, is_tensor
 from gradviz.render.layout import compute_layout
-import numpy as np
-
 from gradviz.snapshot import CannotObserve, Graph, graph_of, observe_all_steps
 from gradviz.snapshot.trace import packed_trace, trace_to_dict
 from gradviz.widget import wire
@@ -131,9 +129,7 @@ def take_snapshot(tensor: Any, names: dict | None, previous_trace: list | None =
             return Snapshot(graph, replay, _joined(note, reason, REPLAY_NOTE, from_ones))
         return Snapshot(graph, [], _joined(note, reason, NOTHING_TO_STEP))
     as_trace = packed_trace if packed and len(graph.nodes) > wire.PACK_ABOVE else trace_to_dict
-    with np.errstate(all="ignore"):  # (step_numbers evaluates local derivatives: log(0) must not warn)
-        trace = as_trace(steps, graph)
-    return Snapshot(graph, trace, _joined(note, from_ones), steps)
+    return Snapshot(graph, as_trace(steps, graph), _joined(note, from_ones), steps)
 
 
 def _ones_like(tensor: Any) -> Any:
