@@ -238,14 +238,14 @@ def _assign_layers(ids, successors, predecessors) -> list[list[str]]:
     remaining = {node_id: len(successors[node_id]) for node_id in ids}
     depth = {node_id: 0 for node_id in ids}
     queue = [node_id for node_id in ids if remaining[node_id] == 0]
-    head = 0
-    while head < len(queue):
-        node_id = queue[head]
-        head += 1
+    for node_id in queue:  # (the loop also visits what it appends)
+        below = depth[node_id] + 1
         for parent in predecessors[node_id]:
-            depth[parent] = max(depth[parent], depth[node_id] + 1)
-            remaining[parent] -= 1
-            if remaining[parent] == 0:
+            if depth[parent] < below:
+                depth[parent] = below
+            left = remaining[parent] - 1
+            remaining[parent] = left
+            if not left:
                 queue.append(parent)
     deepest = max(depth.values(), default=0)
     seen = set(queue)
@@ -301,16 +301,21 @@ def _place(layers, sizes, successors, predecessors, layer_gaps=None, above=0):
             x[node_id] = cursor + width / 2
             cursor += width + NODE_GAP
     neighbours = {node_id: predecessors[node_id] + successors[node_id] for node_id in x}
+    # a layer of one node (most of a chain's): (node, its neighbours, how many), made once
+    alone = [(layer[0], neighbours[layer[0]], len(neighbours[layer[0]])) if len(layer) == 1 else None
+             for layer in layers]
+    x_of = x.__getitem__
     for sweep in range(sweeps):
         downward = sweep % 2 == 0
         order = range(1, len(layers)) if downward else range(len(layers) - 2, -1, -1)
         for layer_index in order:
-            layer = layers[layer_index]
-            if len(layer) == 1:
-                linked = neighbours[layer[0]]
-                if linked:
-                    x[layer[0]] = sum(map(x.__getitem__, linked)) / len(linked)
+            single = alone[layer_index]
+            if single is not None:
+                node_id, linked, count = single
+                if count:
+                    x[node_id] = sum(map(x_of, linked)) / count
                 continue
+            layer = layers[layer_index]
             wanted = []
             for node_id in layer:
                 linked = neighbours[node_id]
@@ -322,12 +327,14 @@ def _place(layers, sizes, successors, predecessors, layer_gaps=None, above=0):
     left = min((x[n] - sizes[n][0] / 2 for n in x), default=0.0)
     positions, y, right, gap = {}, MARGIN + above, 0.0, 0
     for index, layer in enumerate(layers):
-        layer_height = max((sizes[n][1] for n in layer), default=0)
+        layer_height = sizes[layer[0]][1] if len(layer) == 1 else max((sizes[n][1] for n in layer), default=0)
         for node_id in layer:
             width, height = sizes[node_id]
             center_x = x[node_id] - left + MARGIN
             positions[node_id] = [round(center_x, 1), round(y + layer_height / 2, 1), width, height]
-            right = max(right, center_x + width / 2)
+            reach = center_x + width / 2
+            if reach > right:
+                right = reach
         gap = layer_gaps[index] if layer_gaps is not None and index < len(layer_gaps) else LAYER_GAP
         y += layer_height + gap
     return positions, round(right + MARGIN), round(y - gap + MARGIN)
