@@ -170,3 +170,18 @@ def test_after_a_grad_only_update_the_widget_sends_what_python_holds():
                    for line in lines if line["cls"] == "gv-grad")
     finally:
         widget.close()
+
+
+def test_a_packed_export_escapes_every_user_string(tmp_path):
+    from fixtures.widget_graphs import HOSTILE
+
+    x = gv.tensor(0.5, requires_grad=True)
+    output = x
+    for _ in range(wire.PACK_ABOVE):
+        output = output.sin()
+    text, encoding = exported_state_text(export_html(output, tmp_path / "hostile.html", names={HOSTILE: x}))
+    assert encoding is None and json.loads(text)["graph"]["packed"] == 1  # packed, and still plain JSON
+    assert "<" not in text and ">" not in text and "&" not in text
+    state = read_state(text, encoding)
+    assert HOSTILE in [node["label"] for node in state["graph"]["nodes"]]
+    assert state == plain_json(view_state(output, {HOSTILE: x}))
