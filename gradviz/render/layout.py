@@ -38,7 +38,7 @@ from collections import Counter, defaultdict
 
 from gradviz.render.dot import layout_source
 from gradviz.render.frames import GROUP_HEADER, GROUP_PAD, FrameLayout, is_placeholder
-from gradviz.render.node_text import LINE_HEIGHT, PADDING_Y, node_lines, node_size, with_node_text
+from gradviz.render.node_text import LINE_HEIGHT, PADDING_Y, node_size, shared_lines, with_node_text
 from gradviz.snapshot.model import Graph
 
 LAYER_GAP = 36          # vertical space between layers
@@ -95,8 +95,8 @@ def compute_layout(graph: Graph, engine: str = "auto") -> dict:
     ``auto`` picks by the graph's shape (``choose_engine``); a ``dot`` that fails (or is killed
     by ``DOT_GUARD_S``) falls back to the layered layout, unless ``dot`` was asked for.
     """
-    lines = {node.id: node_lines(node) for node in graph.nodes}
-    sizes = {node.id: node_size(node, lines[node.id]) for node in graph.nodes}
+    lines = shared_lines(graph.nodes)
+    sizes = _sizes(graph, lines)
     shape = Shape(graph)
     modules = _module_groups(_module_paths(graph))
     chosen = choose_engine(shape, bool(modules)) if engine == "auto" else engine
@@ -109,6 +109,21 @@ def compute_layout(graph: Graph, engine: str = "auto") -> dict:
         result = _layered_layout(graph, sizes, shape, modules)
     result["groups"] = _groups(graph, result, modules, shape)
     return with_node_text(result, graph, lines)
+
+
+def _sizes(graph: Graph, lines: dict) -> dict:
+    """``{node id: node_size}``, once per shared list of lines (and leaf or not: a leaf's box
+    keeps room for its ``.grad``)."""
+    known: dict = {}
+    sizes = {}
+    for node in graph.nodes:
+        own = lines[node.id]
+        key = (id(own), node.kind == "leaf")
+        size = known.get(key)
+        if size is None:
+            size = known[key] = node_size(node, own)
+        sizes[node.id] = size
+    return sizes
 
 
 def _dot_layout(graph: Graph, sizes: dict, modules: list, stacking: list, strict: bool) -> dict | None:
@@ -223,14 +238,14 @@ def _assign_layers(ids, successors, predecessors) -> list[list[str]]:
     remaining = {node_id: len(successors[node_id]) for node_id in ids}
     depth = {node_id: 0 for node_id in ids}
     queue = [node_id for node_id in ids if remaining[node_id] == 0]
-    head = 0
-    while head < len(queue):
-        node_id = queue[head]
-        head += 1
+    for node_id in queue:  # (the loop also visits what it appends)
+        below = depth[node_id] + 1
         for parent in predecessors[node_id]:
-            depth[parent] = max(depth[parent], depth[node_id] + 1)
-            remaining[parent] -= 1
-            if remaining[parent] == 0:
+            if depth[parent] < below:
+                depth[parent] = below
+            left = remaining[parent] - 1
+            remaining[parent] = left
+            if not left:
                 queue.append(parent)
     deepest = max(depth.values(), default=0)
     seen = set(queue)
@@ -286,16 +301,21 @@ def _place(layers, sizes, successors, predecessors, layer_gaps=None, above=0):
             x[node_id] = cursor + width / 2
             cursor += width + NODE_GAP
     neighbours = {node_id: predecessors[node_id] + successors[node_id] for node_id in x}
+    # a layer of one node (most of a chain's): (node, its neighbours, how many), made once
+    alone = [(layer[0], neighbours[layer[0]], len(neighbours[layer[0]])) if len(layer) == 1 else None
+             for layer in layers]
+    x_of = x.__getitem__
     for sweep in range(sweeps):
         downward = sweep % 2 == 0
         order = range(1, len(layers)) if downward else range(len(layers) - 2, -1, -1)
         for layer_index in order:
-            layer = layers[layer_index]
-            if len(layer) == 1:
-                linked = neighbours[layer[0]]
-                if linked:
-                    x[layer[0]] = sum(map(x.__getitem__, linked)) / len(linked)
+            single = alone[layer_index]
+            if single is not None:
+                node_id, linked, count = single
+                if count:
+                    x[node_id] = sum(map(x_of, linked)) / count
                 continue
+            layer = layers[layer_index]
             wanted = []
             for node_id in layer:
                 linked = neighbours[node_id]
@@ -307,12 +327,14 @@ def _place(layers, sizes, successors, predecessors, layer_gaps=None, above=0):
     left = min((x[n] - sizes[n][0] / 2 for n in x), default=0.0)
     positions, y, right, gap = {}, MARGIN + above, 0.0, 0
     for index, layer in enumerate(layers):
-        layer_height = max((sizes[n][1] for n in layer), default=0)
+        layer_height = sizes[layer[0]][1] if len(layer) == 1 else max((sizes[n][1] for n in layer), default=0)
         for node_id in layer:
             width, height = sizes[node_id]
             center_x = x[node_id] - left + MARGIN
             positions[node_id] = [round(center_x, 1), round(y + layer_height / 2, 1), width, height]
-            right = max(right, center_x + width / 2)
+            reach = center_x + width / 2
+            if reach > right:
+                right = reach
         gap = layer_gaps[index] if layer_gaps is not None and index < len(layer_gaps) else LAYER_GAP
         y += layer_height + gap
     return positions, round(right + MARGIN), round(y - gap + MARGIN)

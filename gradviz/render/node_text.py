@@ -55,6 +55,19 @@ def node_lines(node: GraphNode) -> list[dict]:
     return lines
 
 
+def shared_lines(nodes) -> dict:
+    """``{node id: node_lines(node)}``, one list shared by all the nodes whose lines are the same
+    (a chain's 66,000 ``SinBackward0 / saved: self`` boxes), so that their sizes, their fitted
+    text and their packed form (``gradviz.widget.wire``) are each made once. Lists are never
+    changed in place."""
+    known: dict = {}
+    lines = {}
+    for node in nodes:
+        own = node_lines(node)
+        lines[node.id] = known.setdefault(tuple(tuple(line.values()) for line in own), own)
+    return lines
+
+
 def _line(text: str, cls: str) -> dict:
     return {"text": text, "cls": cls}
 
@@ -113,7 +126,17 @@ def with_node_text(layout: dict, graph: Graph, lines: dict | None = None) -> dic
     when the caller made them already.
     """
     positions = layout["nodes"]
-    lines = lines or {}
-    text = {node.id: fitted_lines(node, positions[node.id][2], lines.get(node.id))
-            for node in graph.nodes if node.id in positions}
+    lines = lines or shared_lines(graph.nodes)
+    fitted: dict = {}  # (id(lines), width) -> shipped lines: shared lines are fitted once per width
+    text = {}
+    for node in graph.nodes:
+        box = positions.get(node.id)
+        if box is None:
+            continue
+        own = lines[node.id]
+        key = (id(own), box[2])
+        shipped = fitted.get(key)
+        if shipped is None:
+            shipped = fitted[key] = fitted_lines(node, box[2], own)
+        text[node.id] = shipped
     return {**layout, "text": text, "line_height": LINE_HEIGHT}

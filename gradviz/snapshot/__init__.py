@@ -65,6 +65,15 @@ def observe_steps(tensor: Any, gradient: Any = None):
         yield step
 
 
+def observe_all_steps(tensor: Any, gradient: Any = None) -> tuple:
+    """Every Step of ``observe_steps``, taken in one go: numpy's warnings are silenced once around
+    the whole pass (no user code runs between its steps here), not once per step."""
+    from gradviz.autograd.engine import backward_steps
+
+    with np.errstate(all="ignore"):
+        return tuple(backward_steps(tensor, gradient, retain_graph=True, dry_run=True, run_hooks=False))
+
+
 def graph(tensor: Any, names: dict | None = None, model: Any = None) -> Graph:
     """``gv.graph(loss)``: the graph snapshot, labelled with the caller's variable names."""
     if names is None:
@@ -72,5 +81,5 @@ def graph(tensor: Any, names: dict | None = None, model: Any = None) -> Graph:
     return graph_of(tensor, names, model)
 
 
-__all__ = ["CannotObserve", "Graph", "GraphEdge", "GraphNode", "graph", "graph_of", "observe_steps", "register_foreign_source",
+__all__ = ["CannotObserve", "Graph", "GraphEdge", "GraphNode", "graph", "graph_of", "observe_all_steps", "observe_steps", "register_foreign_source",
            "trace_of"]

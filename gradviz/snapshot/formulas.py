@@ -197,7 +197,7 @@ def gradient_sent(node: Any, slot: int, grad_outputs, input_shapes: tuple, name:
         return fit_to(evaluate(rule.expression, env), input_shapes[slot])
 
 
-def step_numbers(step: Any) -> list:
+def step_numbers(step: Any, silenced: bool = False) -> list:
     """Per input of a step, what the panel needs beyond the step and the graph (``None`` if nothing).
 
     ``{"local": summary | None, "summed": bool}``: the local derivative's value (elementwise ops
@@ -205,7 +205,17 @@ def step_numbers(step: Any) -> list:
     broadcasting summed the gradient back to the input's shape. The values the formula reads are
     already in the trace (the arriving gradient, AccumulateGrad's ``grad_before``) or in the graph
     (the node's ``saved`` tensors), so they are not repeated here: a 2,000-layer trace stays small.
+    numpy's warnings are silenced while the local derivative is computed (``log(0)`` must not
+    warn); ``silenced``: the caller has done so already, once for a whole trace
+    (``snapshot/trace.py``), which saves a ``np.errstate`` per step.
     """
+    if not silenced:
+        with np.errstate(all="ignore"):
+            return _step_numbers(step)
+    return _step_numbers(step)
+
+
+def _step_numbers(step: Any) -> list:
     node = step.node
     if step.is_accumulate or not step.grad_outputs or step.grad_outputs[0] is None:
         return []
@@ -230,13 +240,12 @@ def _numbers(node, rule, slot, grad_output, sent) -> dict | None:
             env = {name: _saved_value(node, name, exact=False) for name in variables(rule.local)}
         except (AttributeError, RuntimeError, ValueError, TypeError):
             return None  # a saved value is gone (freed by backward()) or not exposed
-        with np.errstate(all="ignore"):
-            try:
-                value = evaluate(rule.local, env)
-            except (ValueError, TypeError, IndexError, KeyError):
-                return None
-        local_shape = np.shape(value)
-        if np.size(value) <= LARGEST_EVALUATED:
+        try:  # (under the np.errstate of step_numbers)
+            value = evaluate(rule.local, env)
+        except (ValueError, TypeError, IndexError, KeyError):
+            return None
+        local_shape, size = (value.shape, value.size) if hasattr(value, "size") else (np.shape(value), np.size(value))
+        if size <= LARGEST_EVALUATED:
             local = summary_dict(value)
     grad_shape = tuple(grad_output.shape)
     product = (grad_shape if local_shape in ((), grad_shape)

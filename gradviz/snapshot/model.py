@@ -31,7 +31,8 @@ node recorded by the forward pass, 2 for one recorded by a backward pass with ``
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 import numpy as np
@@ -218,6 +219,27 @@ class GraphNode:
             "formula": [f.to_dict() for f in self.formula],
             "module": self.module, "note": self.note, "code": self.code, "order": self.order,
         }
+
+
+def built(cls, fields: dict):
+    """``cls(**fields)`` for a frozen dataclass without ``__post_init__``, made without the frozen
+    ``__init__``'s one ``object.__setattr__`` per field: the same object (equal, hashed and
+    printed alike), about four times faster, which a 66,000-node walk notices. Fields left out
+    take their defaults; an unknown field is a TypeError, as in ``cls(**fields)``."""
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        defaults = _DEFAULTS[cls] = ({f.name: f.default for f in dataclass_fields(cls)
+                                      if f.default is not MISSING}, frozenset(f.name for f in dataclass_fields(cls)))
+    values, names = defaults
+    if not names.issuperset(fields) or not names.issubset(values.keys() | fields.keys()):
+        return cls(**fields)  # let the dataclass say what is wrong
+    made = object.__new__(cls)
+    made.__dict__.update(values)
+    made.__dict__.update(fields)
+    return made
+
+
+_DEFAULTS: dict = {}
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,15 @@ from __future__ import annotations
 
 from typing import Iterable
 
+import numpy as np
+
 from gradviz.snapshot.formulas import full_values, step_numbers
 from gradviz.snapshot.model import Graph, summarize
 
 
-def step_to_dict(step, graph: Graph, leaves: dict | None = None, summaries: "Summaries | None" = None) -> dict:
+def step_to_dict(step, graph: Graph, leaves: dict | None = None, summaries: "Summaries | None" = None,
+                 silenced: bool = False) -> dict:
+    """One entry of the trace; ``silenced``: numpy's warnings are off already (``step_numbers``)."""
     node = step.node
     summary = summaries if summaries is not None else Summaries()
     targets = [graph.id_of(fn) if fn is not None else None for fn, _ in node.next_functions]
@@ -51,7 +55,7 @@ def step_to_dict(step, graph: Graph, leaves: dict | None = None, summaries: "Sum
         "leaf": leaf,
         "grad_before": summary(step.grad_before),
         "grad_after": summary(step.grad_after),
-        "numbers": step_numbers(step),
+        "numbers": step_numbers(step, silenced),
     }
 
 
@@ -59,7 +63,87 @@ def trace_to_dict(steps: Iterable, graph: Graph) -> list:
     steps = tuple(steps)  # held while the trace is made: Summaries keys on the arrays' ids
     leaves = leaf_ids(graph)
     summaries = Summaries()
-    return [step_to_dict(step, graph, leaves, summaries) for step in steps]
+    with np.errstate(all="ignore"):  # once for the whole trace (see step_numbers)
+        return [step_to_dict(step, graph, leaves, summaries, silenced=True) for step in steps]
+
+
+def packed_trace(steps: Iterable, graph: Graph) -> dict:
+    """The trace in the packed wire form (``gradviz.widget.wire``), written straight from the Steps:
+    no per-step dicts. ``unpack_trace`` of it equals ``trace_to_dict`` of the same Steps."""
+    steps = tuple(steps)  # held while the trace is made: the tables key on the arrays' ids
+    table = SummaryIndex()
+    with np.errstate(all="ignore"):  # once for the whole trace (see step_numbers)
+        packed = _packed_steps(steps, graph, table)
+    if packed is None:  # not a whole pass from its first step: keep the plain form
+        return trace_to_dict(steps, graph)
+    return {"packed": 1, "summaries": table.items, "steps": packed}
+
+
+def _packed_steps(steps: tuple, graph: Graph, table: "SummaryIndex") -> list | None:
+    leaves = leaf_ids(graph)
+    id_of = (graph.node_ids or {}).get
+    summary = table.index
+    packed = []
+    for position, step in enumerate(steps):
+        if step.index != position:
+            return None
+        node = step.node
+        node_id = id_of(id(node))
+        numbers = []
+        for number in step_numbers(step, silenced=True):
+            if number is None:
+                numbers.append(None)
+            else:
+                local = number["local"]
+                packed_number = [None if local is None else table.of_dict(local), number["summed"]]
+                if "view" in number:
+                    packed_number.append(number["view"])
+                numbers.append(packed_number)
+        packed.append([
+            node_id, step.name,
+            [summary(g) for g in step.grad_outputs],
+            [summary(g, True) for g in step.grad_inputs],
+            [None if fn is None else id_of(id(fn)) for fn, _ in node.next_functions],
+            [[[None if sender is None else id_of(id(sender)), summary(g)] for sender, g in pieces]
+             for pieces in step.contributions],
+            leaves.get(node_id) if step.is_accumulate else None,
+            summary(step.grad_before), summary(step.grad_after), numbers])
+    return packed
+
+
+class SummaryIndex:
+    """The packed trace's ``summaries`` table: each distinct summary once, found by the array it
+    describes (``id``, for arrays the Steps hold) or by its content."""
+
+    def __init__(self):
+        self.items: list = []
+        self._by_array: dict = {}   # id(array) -> index of its summary
+        self._whole: dict = {}      # id(array) -> index of its summary with ``full``
+        self._by_content: dict = {}
+
+    def index(self, array, whole: bool = False) -> int | None:
+        """The index of ``array``'s summary (``whole``: with ``full``, every value, when it is small);
+        each array is summarised once, whichever way it is asked for first."""
+        if array is None:
+            return None
+        known = self._by_array.get(id(array))
+        if known is None:
+            known = self._by_array[id(array)] = self.of_dict(summarize(array).to_dict())
+        if not whole:
+            return known
+        with_full = self._whole.get(id(array))
+        if with_full is None:
+            full = full_values(array)
+            with_full = self._whole[id(array)] = known if full is None else self.of_dict({**self.items[known], "full": full})
+        return with_full
+
+    def of_dict(self, summary: dict) -> int:
+        key = (tuple(summary["shape"]), summary["dtype"], summary["preview"], summary.get("full"), len(summary))
+        known = self._by_content.get(key)
+        if known is None:
+            known = self._by_content[key] = len(self.items)
+            self.items.append(summary)
+        return known
 
 
 class Summaries:

@@ -22,7 +22,7 @@ from typing import Any
 from gradviz._kinds import ACCUMULATE_GRAD, is_accumulate_grad, is_tensor
 from gradviz.snapshot.formulas import formulas_for
 from gradviz.snapshot.labels import Labels, module_paths, shape_label
-from gradviz.snapshot.model import Graph, GraphEdge, GraphNode
+from gradviz.snapshot.model import Graph, GraphEdge, GraphNode, built
 
 NO_GRAPH_NOTE = ("No autograd graph: this tensor has no grad_fn and does not require grad (it was "
                  "created without requires_grad=True, made under no_grad(), or returned by detach()).")
@@ -211,4 +211,6 @@ class _Walk:
 
     def finish(self, graph_id: str, modules: dict) -> GraphNode:
         """The finished node; ``modules`` maps id(autograd node) to its module path."""
-        return GraphNode(module=modules.get(self.owner_key.get(graph_id)), **self.pending[graph_id])
+        fields = self.pending[graph_id]
+        fields["module"] = modules.get(self.owner_key.get(graph_id))
+        return built(GraphNode, fields)

@@ -14,7 +14,9 @@ number (a 66,000-node graph's 46 MB of JSON becomes about 3 MB); the page inflat
 browser's own ``DecompressionStream`` (``readState`` in ``gradviz.js``), so nothing is fetched and
 no library is shipped. Smaller states stay readable JSON. Building a big state makes millions of
 small dicts and lists that hold no reference cycles, so the cyclic garbage collector is paused
-while it is built (``state.no_cyclic_gc``): it would otherwise rescan them again and again.
+for the whole export (``state.no_cyclic_gc``): it would otherwise rescan them again and again.
+A big graph's state is built and shipped in the packed wire form (``gradviz.widget.wire``):
+every repeated text and summary once, no default field, no per-step dict.
 
 The state comes from ``gradviz.widget.state``, as the widget's does; this module never imports
 anywidget (a ``GraphWidget`` is recognised only if its module was loaded), so exporting works on
@@ -35,6 +37,7 @@ from typing import Any
 from gradviz._kinds import is_tensor
 from gradviz.snapshot.names import names_from_frame
 from gradviz.widget.state import ACCEPTED, check_options, no_cyclic_gc, state_of, view_state
+from gradviz.widget.wire import pack_state, unpack_state
 
 _HERE = pathlib.Path(__file__).parent
 
@@ -86,10 +89,11 @@ def state_block(state: dict, element_id: str) -> str:
 
 
 def read_state(block_text: str, encoding: str | None = None) -> dict:
-    """The state a ``state_block`` carries, read back in Python (what ``readState`` does in the page)."""
+    """The state a ``state_block`` carries, read back in Python and unpacked (what ``readState``
+    and ``decodingModel`` do in the page)."""
     if encoding == GZIP_ENCODING:
         block_text = gzip.decompress(base64.b64decode(block_text)).decode("ascii")
-    return json.loads(block_text)
+    return unpack_state(json.loads(block_text))
 
 
 def fragment_html(state: dict) -> str:
@@ -100,7 +104,7 @@ def fragment_html(state: dict) -> str:
     if "</style" in css.lower():
         raise ValueError("gradviz.css must not contain '</style'")
     with no_cyclic_gc():
-        block = state_block(state, element_id)
+        block = state_block(pack_state(state), element_id)
     return "\n".join([
         f"<style>{css}</style>",
         f'<div class="gradviz-embed" id="{element_id}"></div>',
@@ -126,11 +130,21 @@ def export_html(tensor_or_widget: Any, path: str | pathlib.Path, names: dict | N
     target = writable_path(path)
     if names is None and not _is_graph_widget(tensor_or_widget):
         names = names_from_frame(sys._getframe(1))
-    state = _state_for(tensor_or_widget, names, model, options, "export_html")
-    root = next((n for n in state["graph"]["nodes"] if n["id"] == state["graph"]["root"]), None)
-    heading = title or f"gradviz: {root['label'] if root else 'graph'}"
-    target.write_text(page_html(state, heading), encoding="utf-8")
+    with no_cyclic_gc():  # one pause for the whole export; the state is freed before it ends
+        state = _state_for(tensor_or_widget, names, model, options, "export_html")
+        heading = title or f"gradviz: {root_label(state['graph']) or 'graph'}"
+        page = page_html(state, heading)
+        del state
+        target.write_text(page, encoding="utf-8")
     return target
+
+
+def root_label(graph: dict) -> str | None:
+    """The label of the graph's root node, in a plain or a packed graph (``wire``)."""
+    for position, node in enumerate(graph["nodes"]):
+        if node.get("id", f"n{position}") == graph["root"]:
+            return node.get("label", node["name"])
+    return None
 
 
 def to_html(tensor_or_widget: Any, names: dict | None = None, model: Any = None, **options) -> str:
@@ -138,7 +152,8 @@ def to_html(tensor_or_widget: Any, names: dict | None = None, model: Any = None,
     in any page, with no kernel; accepts what ``export_html`` accepts."""
     if names is None and not _is_graph_widget(tensor_or_widget):
         names = names_from_frame(sys._getframe(1))
-    return fragment_html(_state_for(tensor_or_widget, names, model, options, "to_html"))
+    with no_cyclic_gc():
+        return fragment_html(_state_for(tensor_or_widget, names, model, options, "to_html"))
 
 
 def writable_path(path: Any) -> pathlib.Path:
@@ -164,8 +179,7 @@ def _state_for(tensor_or_widget: Any, names: dict | None, model: Any, options: d
     if _is_graph_widget(tensor_or_widget):
         return {**state_of(tensor_or_widget), **options}
     if is_tensor(tensor_or_widget):
-        with no_cyclic_gc():
-            return view_state(tensor_or_widget, names, model, **options)
+        return view_state(tensor_or_widget, names, model, packed=True, **options)
     raise TypeError(f"{caller}() expects {ACCEPTED} or a gradviz.GraphWidget, got "
                     f"{type(tensor_or_widget).__module__}.{type(tensor_or_widget).__qualname__}")
 

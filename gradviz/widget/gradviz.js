@@ -1559,6 +1559,7 @@ const UPDATED = new WeakMap(); // a parsed trait -> [the grad_updates laid over 
  * The model as the views read it. The kernel sends the big traits (graph, graph_layout, trace)
  * as one buffer of JSON text each (`_json_buffer` in widget/widget.py), which arrives as a
  * DataView; `get` parses each buffer once. A plain value (the HTML export's state) passes through.
+ * A big graph's traits come packed (widget/wire.py) and are unpacked once (`unpacked`).
  * Leaves whose .grad changed since come in the small `grad_updates` trait (`_set_grads` in
  * widget.py), laid over those three here: their nodes, their text, their AccumulateGrad steps.
  * @param {Model} model
@@ -1570,7 +1571,10 @@ function decodingModel(model) {
       let value = model.get(name);
       if (!ENCODED_TRAITS.has(name)) return value;
       if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
-        if (!DECODED.has(value)) DECODED.set(value, JSON.parse(new TextDecoder().decode(value)));
+        if (!DECODED.has(value)) DECODED.set(value, unpacked(name, JSON.parse(new TextDecoder().decode(value))));
+        value = DECODED.get(value);
+      } else if (value && value.packed === 1) {
+        if (!DECODED.has(value)) DECODED.set(value, unpacked(name, value));
         value = DECODED.get(value);
       }
       const updates = model.get("grad_updates");
@@ -1587,6 +1591,58 @@ function decodingModel(model) {
     save_changes: () => model.save_changes(),
     send: (content) => model.send(content),
   };
+}
+
+// The packed wire form of a big graph's traits (widget/wire.py, which holds the same three
+// constants; tests/test_wire.py compares them): unpacked here, before any view reads them.
+const NODE_DEFAULTS = { shape: null, dtype: null, value: null, grad: null, saved: [], formula: null,
+  module: null, note: null, code: null, order: 1 };
+const STEP_FIELDS = ["node", "name", "grad_outputs", "grad_inputs", "targets", "contributions", "leaf",
+  "grad_before", "grad_after", "numbers"];
+const SUMMARY_KEYS = ["grad_outputs", "grad_inputs", "grad_before", "grad_after"];
+
+/** A trait as the views read it: the plain form of a packed graph, layout or trace (others as they are). */
+function unpacked(name, value) {
+  if (!value || value.packed !== 1) return value;
+  if (name === "graph") return unpackGraph(value);
+  if (name === "graph_layout") return unpackLayout(value);
+  return unpackTrace(value);
+}
+
+function unpackGraph(packed) {
+  const { packed: _, summaries, ...graph } = packed;
+  const summary = (index) => (index === null || index === undefined ? null : summaries[index]);
+  const nodes = packed.nodes.map((node, position) => ({ ...NODE_DEFAULTS, id: `n${position}`, label: node.name,
+    ...node, value: summary(node.value), grad: summary(node.grad),
+    saved: (node.saved || []).map(([name, at, freed]) => ({ name, value: summary(at), freed })) }));
+  const edges = packed.edges.map(([source, target, slot = 0, kind = "data"]) => ({ source, target, slot, kind }));
+  return { ...graph, nodes, edges };
+}
+
+function unpackLayout(packed) {
+  const { packed: _, texts, ...layout } = packed;
+  const text = {};
+  for (const [id, index] of Object.entries(packed.text)) text[id] = texts[index];
+  return { ...layout, text };
+}
+
+function unpackTrace(packed) {
+  const summaries = packed.summaries;
+  const summary = (index) => (index === null || index === undefined ? null : summaries[index]);
+  return packed.steps.map((step, index) => {
+    const entry = { index };
+    STEP_FIELDS.forEach((key, i) => {
+      let value = step[i];
+      if (SUMMARY_KEYS.includes(key)) value = Array.isArray(value) ? value.map(summary) : summary(value);
+      else if (key === "contributions") value = value.map((pieces) => pieces.map(([from, at]) => ({ from, value: summary(at) })));
+      else if (key === "numbers") {
+        value = value.map((number) => number === null ? null
+          : { local: summary(number[0]), summed: number[1], ...(number.length > 2 ? { view: number[2] } : {}) });
+      }
+      entry[key] = value;
+    });
+    return entry;
+  });
 }
 
 /** `value` (the graph, layout or trace trait) with the `grad_updates` of its part laid over it. */

@@ -27,8 +27,9 @@ from typing import Any
 
 from gradviz._kinds import is_gradviz_tensor, is_tensor
 from gradviz.render.layout import compute_layout
-from gradviz.snapshot import CannotObserve, Graph, graph_of, observe_steps
-from gradviz.snapshot.trace import trace_to_dict
+from gradviz.snapshot import CannotObserve, Graph, graph_of, observe_all_steps
+from gradviz.snapshot.trace import packed_trace, trace_to_dict
+from gradviz.widget import wire
 
 OPTIONS = {"show_saved": False, "speed": 1.0, "height": 480, "collapse": "auto", "predict": False}
 """What a user may set (``gv.show(loss, height=600)``), each with its default:
@@ -58,8 +59,9 @@ FROM_ONES_NOTE = "The steps shown are those of {label}.backward(ones_like({label
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One look at a tensor: the Graph, the JSON trace, the note, and the Steps the trace came from
-    (kept so that a later ``.grad`` change can be shown without tracing again)."""
+    """One look at a tensor: the Graph, the JSON trace (plain, or packed when asked for), the note,
+    and the Steps the trace came from (kept so that a later ``.grad`` change can be shown without
+    tracing again)."""
 
     graph: Graph
     trace: list
@@ -67,12 +69,22 @@ class Snapshot:
     steps: tuple = ()
 
 
-def view_state(tensor: Any, names: dict | None, model: Any = None, **options) -> dict:
-    """The whole state for a tensor, without creating a live widget; ``options`` as in ``OPTIONS``."""
+def view_state(tensor: Any, names: dict | None, model: Any = None, packed: bool = False, **options) -> dict:
+    """The whole state for a tensor, without creating a live widget; ``options`` as in ``OPTIONS``.
+
+    ``packed``: a graph of over ``wire.PACK_ABOVE`` nodes comes in the packed wire form, written
+    straight from the Graph and the Steps (what an export ships; ``wire.unpack_state`` of it is
+    the plain state)."""
     check_options(options)
-    graph, trace, note = snapshot_state(tensor, names, model=model)
-    return {"graph": graph.to_dict(), "graph_layout": compute_layout(graph), "trace": trace,
-            "step_index": 0, "note": note, "grad_updates": {}, **OPTIONS, **options}
+    snapshot = take_snapshot(tensor, names, model=model, packed=packed)
+    graph = snapshot.graph
+    layout = compute_layout(graph)
+    if packed and len(graph.nodes) > wire.PACK_ABOVE:
+        graph_dict, layout = wire.packed_graph(graph), wire.pack_layout(layout)
+    else:
+        graph_dict = graph.to_dict()
+    return {"graph": graph_dict, "graph_layout": layout, "trace": snapshot.trace,
+            "step_index": 0, "note": snapshot.note, "grad_updates": {}, **OPTIONS, **options}
 
 
 def state_of(view: Any) -> dict:
@@ -88,7 +100,7 @@ def snapshot_state(tensor: Any, names: dict | None, previous_trace: list | None 
 
 
 def take_snapshot(tensor: Any, names: dict | None, previous_trace: list | None = None,
-                  model: Any = None) -> Snapshot:
+                  model: Any = None, packed: bool = False) -> Snapshot:
     """The snapshot of ``tensor``'s graph and the observed trace of its backward pass.
 
     A non-scalar tensor is traced from a gradient of ones, and the note says so. When the
@@ -104,7 +116,7 @@ def take_snapshot(tensor: Any, names: dict | None, previous_trace: list | None =
         gradient = _ones_like(tensor)
         note, from_ones = NON_SCALAR_NOTE.format(label=label), FROM_ONES_NOTE.format(label=label)
     try:
-        steps = tuple(observe_steps(tensor, gradient))
+        steps = observe_all_steps(tensor, gradient)
     except RuntimeError as error:  # freed by backward(), or a saved tensor changed in place
         replay = list(previous_trace or [])
         if isinstance(error, CannotObserve):
@@ -116,7 +128,8 @@ def take_snapshot(tensor: Any, names: dict | None, previous_trace: list | None =
         if replay:
             return Snapshot(graph, replay, _joined(note, reason, REPLAY_NOTE, from_ones))
         return Snapshot(graph, [], _joined(note, reason, NOTHING_TO_STEP))
-    return Snapshot(graph, trace_to_dict(steps, graph), _joined(note, from_ones), steps)
+    as_trace = packed_trace if packed and len(graph.nodes) > wire.PACK_ABOVE else trace_to_dict
+    return Snapshot(graph, as_trace(steps, graph), _joined(note, from_ones), steps)
 
 
 def _ones_like(tensor: Any) -> Any:

@@ -30,7 +30,7 @@ from gradviz.snapshot.labels import check_model, name_pairs
 from gradviz.snapshot.model import Graph
 from gradviz.snapshot.names import names_from_frame
 from gradviz.snapshot.sources import source_for
-from gradviz.widget import live
+from gradviz.widget import live, wire
 from gradviz.widget.changes import EVERYTHING, GRADS, NOTHING, GraphWatch, with_new_grads
 from gradviz.widget.state import ACCEPTED, OPTIONS, check_options, check_tensor, layout_key, take_snapshot
 
@@ -59,9 +59,14 @@ def _json_buffer(value: Any, _widget: Any) -> bytes:
     ipywidgets looks for binary buffers in every dict and list of the state it sends (a 20,000-node
     graph is half a million of them, about a second), and the kernel's session writes the rest as
     JSON again; a buffer is one value to both, sent as it is. The trait itself stays the dict or
-    list in Python (``widget.graph["nodes"]``). ASCII-only JSON, so any label round-trips.
+    list in Python (``widget.graph["nodes"]``). ASCII-only JSON, so any label round-trips. The
+    traits of a big graph go packed (``gradviz.widget.wire``); the front end unpacks them. The
+    packed graph and trace are made with the plain ones (``_set_graph``: the trace straight from
+    the Steps, then unpacked for Python) and kept in ``widget._wire`` until those change.
     """
-    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
+    sent = getattr(_widget, "_wire", {}).get(id(value))
+    packed = sent[1] if sent is not None and sent[0] is value else wire.pack_trait(value)
+    return json.dumps(packed, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
 class GraphWidget(anywidget.AnyWidget):
@@ -112,6 +117,7 @@ class GraphWidget(anywidget.AnyWidget):
         self._views = 0          # views on screen, as the front end reports them
         self._displayed = False  # handed to a front end to display
         self._ever_viewed = False
+        self._wire = {}          # id(trait value) -> (that value, its packed form), made with it
         self.on_msg(self._on_front_end_message)
         if tensor is not None:
             self._tensor = tensor
@@ -162,7 +168,7 @@ class GraphWidget(anywidget.AnyWidget):
         """
         if self._tensor is None:
             return
-        snapshot = take_snapshot(self._tensor, self._names, self.trace, self._model)
+        snapshot = take_snapshot(self._tensor, self._names, self.trace, self._model, packed=True)
         self._watch = GraphWatch(self._tensor, snapshot.graph, snapshot.steps, source_for(self._tensor))
         self._set_graph(snapshot.graph, snapshot.trace, snapshot.note)
 
@@ -184,9 +190,20 @@ class GraphWidget(anywidget.AnyWidget):
             self._set_grads(graph, trace, changed)
         return change
 
-    def _set_graph(self, graph: Graph, steps: list, note: str = "") -> None:
+    def _set_graph(self, graph: Graph, steps: list | dict, note: str = "") -> None:
+        """Show ``graph`` and its trace (``steps``: plain, or packed for a big graph, which is then
+        sent as it is and unpacked for Python's ``trace``)."""
         payload = graph.to_dict()
         key = layout_key(payload)
+        wire_forms = {}
+        if wire.is_packed(steps):
+            packed, steps = steps, wire.unpack_trace(steps)
+            wire_forms[id(steps)] = (steps, packed)
+        else:
+            steps = list(steps)
+        if wire.should_pack(payload):
+            wire_forms[id(payload)] = (payload, wire.packed_graph(graph))
+        self._wire = wire_forms  # before the traits change: hold_sync sends them on leaving
         with self.hold_sync():
             if key != self._layout_key:
                 self.graph_layout = compute_layout(graph)
@@ -194,7 +211,7 @@ class GraphWidget(anywidget.AnyWidget):
             else:  # same positions, the node text re-cut for the new values
                 self.graph_layout = with_node_text(self.graph_layout, graph)
             self.graph = payload
-            self.trace = list(steps)
+            self.trace = steps
             self.grad_updates = {}
             self.note = note
             self.step_index = min(self.step_index, len(self.trace))
@@ -208,6 +225,7 @@ class GraphWidget(anywidget.AnyWidget):
         and nothing re-sends those big traits) and sent in the small ``grad_updates`` trait, which
         the front end lays over them; the next full snapshot (``_set_graph``) clears it.
         """
+        self._wire = {}  # the traits change in place below: their packed forms would be stale
         nodes, text, boxes = self.graph["nodes"], self.graph_layout.get("text", {}), self.graph_layout["nodes"]
         updates = {"nodes": {}, "text": {}, "steps": {}, **self.grad_updates}
         updates = {part: dict(updates[part]) for part in ("nodes", "text", "steps")}

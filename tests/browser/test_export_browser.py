@@ -2,6 +2,8 @@
 in the trace's order, and hostile labels show as text and run nothing."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fixtures.widget_graphs import HOSTILE, lesson_graph
@@ -214,3 +216,52 @@ def test_a_compressed_export_draws_and_steps_like_any_other(offline_page, tmp_pa
     page.click("[data-action=end]")
     assert page.inner_text(".gv-status") == "Step 3001 of 3001"
     assert page.blocked == [] and page.errors == []
+
+
+PAGE_STATE = """() => ({
+  status: document.querySelector('.gv-status').innerText,
+  current: [...document.querySelectorAll('.gv-current')].map(e => e.getAttribute('data-node-id')),
+  grads: [...document.querySelectorAll('text.gv-grad')].map(t => t.textContent),
+  panel: document.querySelector('.gv-panel').innerText,
+  nodes: [...document.querySelectorAll('[data-node-id]')].map(e => [e.getAttribute('data-node-id'),
+    [...e.querySelectorAll('text.gv-text')].map(t => t.textContent)]),
+})"""
+
+
+def walk_export(page, path, steps: int) -> list:
+    """What the page shows before the pass, after each of the first ``steps`` steps, and at the end."""
+    page.goto(path.as_uri())
+    page.wait_for_selector("[data-node-id]")
+    seen = [page.evaluate(PAGE_STATE)]
+    for _ in range(steps):
+        page.click("[data-action=next]")
+        seen.append(page.evaluate(PAGE_STATE))
+    page.click("[data-action=end]")
+    seen.append(page.evaluate(PAGE_STATE))
+    assert page.blocked == [] and page.errors == []
+    return seen
+
+
+def packed_on_the_wire(path) -> bool:
+    import base64
+    import gzip
+    import re
+
+    block = re.search(r'id="[^"]*-state"(?: data-encoding="([^"]+)")?>([^<]*)</script>', path.read_text())
+    text = block.group(2) if block.group(1) is None else gzip.decompress(base64.b64decode(block.group(2))).decode()
+    return json.loads(text)["graph"].get("packed") == 1
+
+
+def test_a_packed_export_steps_exactly_as_a_plain_one(offline_page, tmp_path, monkeypatch):
+    from fixtures.shapes import fan_out, unrolled_rnn
+    from gradviz.widget import wire
+
+    for output in (fan_out(100), unrolled_rnn(70)):  # over PACK_ABOVE nodes: shipped packed
+        packed = export_html(output, tmp_path / "packed.html", names={}, collapse=False)
+        with monkeypatch.context() as patch:
+            patch.setattr(wire, "PACK_ABOVE", 10 ** 9)
+            plain = export_html(output, tmp_path / "plain.html", names={}, collapse=False)
+        assert packed_on_the_wire(packed) and not packed_on_the_wire(plain)
+        shown = walk_export(offline_page, packed, 12)
+        assert shown == walk_export(offline_page, plain, 12)
+        assert any(state["grads"] != shown[0]["grads"] for state in shown)  # the .grad texts did change
