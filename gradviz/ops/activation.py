@@ -10,6 +10,8 @@ second-order nodes a recorded backward pass makes (``GeluBackwardBackward0``, ..
 """
 from __future__ import annotations
 
+import numpy as np
+
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, saved_dim, wrap_dim
@@ -139,7 +141,7 @@ class LeakyReluBackwardBackward0(OpFunction):
         backend = ctx.backend
         x, slope = ctx.saved("self", "negative_slope")
         return (_leaky_relu_backward(backend, grad, x, slope),
-                backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None)
+                backend.zeros_like(grad) if ctx.needs_input_grad[1] else None)
 
     def backward_graph(ctx, grad):
         self, slope = ctx.saved_graph("self", "negative_slope")
@@ -149,7 +151,7 @@ class LeakyReluBackwardBackward0(OpFunction):
 
 def _zeros_like(ctx, grad):
     """PyTorch's ``zeros_like(grad)``: a zero gradient with no history."""
-    return Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
+    return Tensor._make(ctx.backend.zeros_like(grad._data), backend=ctx.backend)
 
 
 GELU_SQRT_2_OVER_PI = 0.7978845608028654  # √(2/π), PyTorch's kBeta for the tanh form
@@ -308,7 +310,8 @@ def _elu_backward(backend, grad, x, alpha, scale=1, input_scale=1):
     """``grad · scale`` where ``x > 0``, ``grad · alpha · scale · input_scale · e^(x · input_scale)`` elsewhere."""
     exponent = backend.exp(x if input_scale == 1 else backend.mul(x, input_scale))
     positive = grad if scale == 1 else backend.mul(grad, scale)
-    return backend.where(backend.gt(x, 0), positive, backend.mul(grad, backend.mul(exponent, alpha * scale * input_scale)))
+    # PyTorch's ``x <= 0 ? ... : grad · scale``: a NaN input passes ``grad · scale`` on
+    return backend.where(backend.le(x, 0), backend.mul(grad, backend.mul(exponent, alpha * scale * input_scale)), positive)
 
 
 def _elu_curvature(backend, x, alpha, scale=1, input_scale=1):
@@ -379,9 +382,10 @@ class HardtanhBackward0(OpFunction):
 
 
 def _hardtanh_backward(backend, grad, x, low, high):
-    """``grad`` where ``low < x < high``, 0 elsewhere."""
-    inside = backend.logical_and(backend.gt(x, low), backend.lt(x, high))
-    return backend.where(inside, grad, 0.0)
+    """``grad`` where ``low < x < high``, 0 elsewhere (PyTorch's ``x <= low || x >= high ? 0 : grad``: a NaN
+    input passes its gradient on)."""
+    outside = backend.logical_or(backend.le(x, low), backend.ge(x, high))
+    return backend.where(outside, 0.0, grad)
 
 
 class HardtanhBackwardBackward0(OpFunction):
@@ -400,7 +404,7 @@ class HardtanhBackwardBackward0(OpFunction):
         backend = ctx.backend
         x, low, high = ctx.saved("self", "min_val", "max_val")
         return (_hardtanh_backward(backend, grad, x, low, high),
-                backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None)
+                backend.zeros_like(grad) if ctx.needs_input_grad[1] else None)
 
     def backward_graph(ctx, grad):
         self, low, high = ctx.saved_graph("self", "min_val", "max_val")
@@ -457,9 +461,13 @@ class MishBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         x = ctx.saved("self")
+        half = isinstance(x, np.ndarray) and x.dtype == np.float16
+        if half:  # PyTorch computes a half's mish_backward in float (its opmath), then rounds
+            x, grad = x.astype(np.float32), np.asarray(grad, dtype=np.float32)
         tanh_softplus = backend.tanh(_softplus_of(backend, x))
         slope = backend.mul(backend.mul(x, backend.sigmoid(x)), backend.sub(1.0, backend.mul(tanh_softplus, tanh_softplus)))
-        return backend.mul(grad, backend.add(tanh_softplus, slope))
+        result = backend.mul(grad, backend.add(tanh_softplus, slope))
+        return result.astype(np.float16) if half else result
 
     def backward_graph(ctx, grad):
         """PyTorch's composite ``mish_backward``, node for node: ``t = tanh(log1p(exp(x)))``, ``s = sigmoid(x)``,

@@ -87,11 +87,11 @@ class ThresholdBackwardBackward0(OpFunction):
         self, threshold = ctx.saved("self", "threshold")
         return (backend.relu_backward(grad, self) if not threshold else backend.where(backend.gt(self, threshold),
                                                                                        grad, 0.0),
-                backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None)
+                backend.zeros_like(grad) if ctx.needs_input_grad[1] else None)
 
     def backward_graph(ctx, grad):
         self, threshold = ctx.saved_graph("self", "threshold")
-        zeros = Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
+        zeros = Tensor._make(ctx.backend.zeros_like(grad._data), backend=ctx.backend)
         return (ThresholdBackwardBackward0.apply(grad, self, threshold) if ctx.needs_input_grad[0] else None,
                 zeros if ctx.needs_input_grad[1] else None)
 
@@ -175,10 +175,10 @@ class SgnBackward0(OpFunction):
         return self._backend.sign(self._data)
 
     def backward(ctx, grad):
-        return ctx.backend.mul(grad, 0.0)
+        return ctx.backend.zeros_like(grad)
 
     def backward_graph(ctx, grad):
-        return Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
+        return Tensor._make(ctx.backend.zeros_like(grad._data), backend=ctx.backend)
 
 
 class ScatterBackward0(OpFunction):
@@ -350,7 +350,7 @@ class MaskedScatterBackward0(OpFunction):
         backend = ctx.backend
         mask, sizes = ctx.saved("mask", "source_sym_sizes")
         mask = backend.broadcast_to(mask, grad.shape)
-        grad_self = to_input(backend, backend.where(mask, backend.mul(grad, 0), grad), ctx.metas[0]) \
+        grad_self = to_input(backend, backend.where(mask, 0, grad), ctx.metas[0]) \
             if ctx.needs_input_grad[0] else None
         grad_source = None
         if ctx.needs_input_grad[1]:
@@ -730,7 +730,7 @@ class NllLossBackwardBackward0(OpFunction):
             local = backend.div(backend.sum(local, None), ctx.total._data)
         elif reduction == 2:
             local = backend.sum(local, None)
-        return local if ctx.needs_input_grad[0] else None, backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None
+        return local if ctx.needs_input_grad[0] else None, backend.zeros_like(grad) if ctx.needs_input_grad[1] else None
 
     def backward_graph(ctx, grad):
         """``grad_output``: ``nll_loss(grad, target, weight, reduction, ignore_index)`` (NllLossBackward0);
@@ -740,7 +740,7 @@ class NllLossBackwardBackward0(OpFunction):
         target, weight, reduction = ctx.saved_graph("target", "weight", "reduction")
         grad_grad_output = NllLossBackward0.apply(grad, target, weight=weight, reduction=reduction,
                                                   ignore_index=ctx.ignore) if ctx.needs_input_grad[0] else None
-        zeros = Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend) if ctx.needs_input_grad[1] else None
+        zeros = Tensor._make(ctx.backend.zeros_like(grad._data), backend=ctx.backend) if ctx.needs_input_grad[1] else None
         return grad_grad_output, zeros
 
 

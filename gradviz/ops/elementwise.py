@@ -432,7 +432,7 @@ class DivBackward2(OpFunction):
         return getattr(backend, rounding_mode)(backend.div(a, b))
 
     def backward(ctx, grad):
-        return _needed_grads(ctx, lambda: ctx.backend.mul(grad, 0.0), lambda: ctx.backend.mul(grad, 0.0))
+        return _needed_grads(ctx, lambda: ctx.backend.zeros_like(grad), lambda: ctx.backend.zeros_like(grad))
 
     def backward_graph(ctx, grad):
         """PyTorch's ``zeros_like(grad)``: zeros with no history."""

@@ -1,0 +1,225 @@
+"""Fidelity: the corners where gradviz used to differ from PyTorch 2.13 in what a learner sees.
+
+numpy's RuntimeWarnings that PyTorch never prints, unary ops on 0-d tensors of every float dtype,
+the sign of zero gradients, clamp with tensor bounds, ``inference_mode`` per thread, ``diagonal``
+as a view. Every expectation comes from running the same lines in torch.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import gradviz as gv
+
+FLOATS = ("float16", "float32", "float64")
+UNARY = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
+         "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "relu",
+         "erf", "erfc", "floor", "ceil", "trunc", "round", "frac", "sign", "sgn", "square", "nan_to_num", "fix",
+         "arcsin", "arccos", "arctan", "negative", "absolute", "logit", "sinc", "deg2rad", "rad2deg"]
+ACTIVATIONS = ["gelu", "silu", "mish", "softplus", "elu", "selu", "celu", "leaky_relu", "hardtanh", "hardsigmoid",
+               "hardswish", "logsigmoid", "relu6", "softsign", "tanhshrink", "relu", "sigmoid", "tanh"]
+SPECIAL = [0.5, -0.5, 0.0, -0.0, 1.0, -1.0, 2.5, -3.0, 1e-30, 100.0, -100.0, 1e30, math.inf, -math.inf, math.nan]
+
+
+def unary_names(library_module, names):
+    return [name for name in names if hasattr(library_module, name)]
+
+
+def no_warnings(function):
+    """Run ``function`` with every warning an error (PyTorch prints none for these)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return function()
+
+
+def assert_same_number(expected, actual, where):
+    expected, actual = np.asarray(expected, dtype=np.float64), np.asarray(actual, dtype=np.float64)
+    assert expected.shape == actual.shape, where
+    both_nan = np.isnan(expected) & np.isnan(actual)
+    np.testing.assert_allclose(np.where(both_nan, 0, actual), np.where(both_nan, 0, expected), rtol=2e-3, atol=1e-6,
+                               err_msg=where)
+
+
+def run_unary(library, name, value, dtype, functional=False):
+    module = library.nn.functional if functional else library
+    x = library.tensor(value, dtype=getattr(library, dtype), requires_grad=True)
+    y = getattr(module, name)(x)
+    if y.requires_grad:
+        y.backward()
+    grad = x.grad
+    if grad is not None and library.__name__ == "torch":
+        grad = grad.clone() + 0  # torch's sgn leaves a ZeroTensor, which numpy() refuses
+    return y, grad
+
+
+# -- unary ops on 0-d tensors of each float dtype ------------------------------------------------------------
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("functional", [False, True], ids=["torch", "F"])
+def test_every_unary_op_on_a_0d_tensor_matches_torch(torch, dtype, functional):
+    """``gv.erf(gv.tensor(0.5))`` once raised AttributeError (numpy handed back a float); a sweep of every
+    unary op, every float dtype, ordinary and special values: values, dtype, shape, grad_fn name and grad."""
+    names = ACTIVATIONS if functional else UNARY
+    module_t = torch.nn.functional if functional else torch
+    module_g = gv.nn.functional if functional else gv
+    checked = 0
+    for name in unary_names(module_g, names):
+        assert hasattr(module_t, name)
+        for value in SPECIAL:
+            where = f"{name}({value!r}, {dtype})"
+            y_t, grad_t = run_unary(torch, name, value, dtype, functional)
+            y_g, grad_g = no_warnings(lambda: run_unary(gv, name, value, dtype, functional))
+            assert tuple(y_g.shape) == () and repr(y_g.dtype) == str(y_t.dtype), where
+            assert_same_number(y_t.detach().numpy(), y_g.detach().numpy(), where)
+            assert (y_g.grad_fn is None) == (y_t.grad_fn is None), where
+            if y_t.grad_fn is not None:
+                assert y_g.grad_fn.name() == y_t.grad_fn.name(), where
+            assert (grad_g is None) == (grad_t is None), where
+            if grad_t is not None:
+                assert repr(grad_g.dtype) == str(grad_t.dtype), where
+                assert_same_number(grad_t.numpy(), grad_g.numpy(), where + " grad")
+            checked += 1
+    assert checked >= 10 * len(SPECIAL)
+
+
+def test_gelu_and_erf_of_a_0d_tensor(torch):
+    for library in (torch, gv):
+        x = library.tensor(0.5, requires_grad=True)
+        y = library.nn.functional.gelu(x) + library.erf(x)
+        y.backward()
+    assert math.isclose(gv.erf(gv.tensor(0.5)).item(), torch.erf(torch.tensor(0.5)).item(), rel_tol=1e-6)
+    assert str(gv.nn.functional.gelu(gv.tensor(0.5))) == str(torch.nn.functional.gelu(torch.tensor(0.5)))
+
+
+# -- numpy's RuntimeWarnings never reach the learner ----------------------------------------------------------
+WARN_PRONE = {
+    "log": "torch.log(x)", "log2": "torch.log2(x)", "log10": "torch.log10(x)", "log1p": "torch.log1p(x - 1)",
+    "div": "x / y", "div_number": "x / 0", "rdiv": "1 / x", "reciprocal": "torch.reciprocal(x)",
+    "pow_half": "x ** 0.5", "pow_tensor": "x ** y", "pow_negative": "x ** -2", "exp": "torch.exp(x * 100)",
+    "sqrt": "torch.sqrt(x)", "rsqrt": "torch.rsqrt(x)", "asin": "torch.asin(x * 2)", "acos": "torch.acos(x * 2)",
+    "sinh": "torch.sinh(x * 100)", "cosh": "torch.cosh(x * 100)", "exp2": "torch.exp2(x * 1000)",
+    "expm1": "torch.expm1(x * 1000)", "mul_inf": "x * (x * 1e38 * 1e38)", "sub_inf": "(x / 0) - (y / 0)",
+    "remainder": "torch.remainder(x, y)", "fmod": "torch.fmod(x, y)", "atan2": "torch.atan2(x, y)",
+    "hypot": "torch.hypot(x, y)", "norm": "(x * 0).norm()", "sum_overflow": "(x * 3e38).sum() * 2",
+    "softmax": "torch.softmax(x / 0, 0)", "log_softmax": "torch.log_softmax(-x / 0, 0)", "prod": "(x * 0).prod()",
+    "cumprod": "(x * 0).cumprod(0)", "bce": "F.binary_cross_entropy((x * 0).clamp(0, 1), torch.ones(4))",
+    "cosine_similarity": "F.cosine_similarity(x * 0, y * 0, dim=0)", "normalize": "F.normalize(x * 0, dim=0)",
+    "gelu_large": "F.gelu(x * 1e30)", "sigmoid_inf": "torch.sigmoid(-x / 0)", "tanh_inf": "torch.tanh(x / 0)",
+    "softplus": "F.softplus(x * 1e38 * 10)", "mish": "F.mish(x / 0)", "silu": "F.silu(x / 0)",
+    "logsigmoid": "F.logsigmoid(x / 0)", "elu": "F.elu(-x / 0)", "mse": "F.mse_loss(x / 0, y)",
+    "float16_overflow": "x.to(torch.float16) * 60000 * 60000", "cast_overflow": "(x * 1e38 * 1e3).to(torch.float16)",
+    "huber": "F.huber_loss(x / 0, y)", "smooth_l1": "F.smooth_l1_loss(x / 0, y)", "erf": "torch.erf(x / 0)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(WARN_PRONE))
+def test_no_numpy_warning_reaches_the_learner_where_torch_prints_nothing(torch, name):
+    code = ("x = torch.tensor([0.0, -1.0, 1.0, 2.0], requires_grad=True)\n"
+            "y = torch.tensor([0.0, 0.0, -2.0, 0.5], requires_grad=True)\n"
+            f"out = {WARN_PRONE[name]}\n"
+            "out.float().sum().backward()\n")
+    results = {}
+    for library in (torch, gv):
+        scope = {"torch": library, "F": library.nn.functional}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            exec(code, scope)
+        results[library.__name__] = (scope, [str(w.message) for w in caught])
+    (scope_t, warned_t), (scope_g, warned_g) = results["torch"], results["gradviz"]
+    assert warned_g == warned_t
+    assert_same_number(scope_t["out"].detach().float().numpy(), scope_g["out"].detach().float().numpy(), name)
+    assert_same_number(scope_t["x"].grad.numpy(), scope_g["x"].grad.numpy(), name + " x.grad")
+
+
+def test_silencing_leaves_the_users_own_numpy_settings_alone():
+    from gradviz.backends.quiet import silenced, silent
+
+    before = np.geterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert np.isinf(silent(np.log)(np.float64(0.0)))
+        with silenced():
+            np.float64(1.0) / np.float64(0.0)
+        gv.log(gv.tensor(0.0))
+        assert not caught
+        np.log(np.array(0.0))  # the user's own numpy call warns as numpy does
+    assert len(caught) == 1 and "divide by zero" in str(caught[0].message)
+    assert np.geterr() == before
+
+
+def test_silencing_is_per_thread_and_nests():
+    from gradviz.backends.quiet import silenced
+
+    seen = []
+
+    def other():
+        seen.append(np.geterr()["divide"])
+
+    with silenced():
+        with silenced():
+            thread = threading.Thread(target=other)
+            thread.start()
+            thread.join()
+            assert np.geterr()["divide"] == "ignore"
+        assert np.geterr()["divide"] == "ignore"
+    assert np.geterr()["divide"] == "warn" and seen == ["warn"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, math.inf, -math.inf, math.nan, 1e38]), min_size=2,
+                max_size=2), st.sampled_from(["div", "log", "pow", "sqrt", "exp", "mul", "sub", "remainder"]))
+def test_special_values_through_a_small_graph_warn_nothing(values, op):
+    ops = {"div": lambda a, b: a / b, "log": lambda a, b: (a * b).log(), "pow": lambda a, b: a ** b,
+           "sqrt": lambda a, b: (a - b).sqrt(), "exp": lambda a, b: (a * 1e3).exp() * b, "mul": lambda a, b: a * b * 1e38,
+           "sub": lambda a, b: (a - b) * (b - a), "remainder": lambda a, b: gv.remainder(a, b)}
+    a = gv.tensor(values[0], requires_grad=True)
+    b = gv.tensor(values[1], requires_grad=True)
+    no_warnings(lambda: ops[op](a, b).backward())
+
+
+# -- zero gradients are +0 where torch makes them with zeros_like ---------------------------------------------
+ZEROS = {
+    "pow_zero": "out = (x ** 0 * y).sum()",
+    "masked_fill": "out = (x.masked_fill(x > 0, 1.0) * y).sum()",
+    "where": "out = (torch.where(x > 0, x, y) * y).sum()",
+    "leaky_relu_slope": "out = (F.leaky_relu(x, 0.1) * y).sum()",
+    "remainder_other": "out = (torch.remainder(x, y) * y).sum()",
+    "fmod_other": "out = (torch.fmod(x, y) * y).sum()",
+    "sign": "out = (torch.sign(x) * y).sum()",
+    "floor": "out = (torch.floor(x) * y).sum()",
+    "hardtanh": "out = (F.hardtanh(x) * y).sum()",
+    "hardsigmoid": "out = (F.hardsigmoid(x * 3) * y).sum()",
+    "relu": "out = (torch.relu(x) * y).sum()",
+    "clamp": "out = (x.clamp(-0.6, 0.6) * y).sum()",
+    "maximum": "out = (torch.maximum(x, y * 0) * y).sum()",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZEROS))
+def test_zero_gradients_have_torchs_sign(torch, name):
+    """A negative upstream gradient times 0 is -0.0 (and inf times 0 is nan); torch's zeros_like is +0.0."""
+    grads = {}
+    for library in (torch, gv):
+        scope = {"torch": library, "F": library.nn.functional}
+        exec("x = torch.tensor([1.5, -0.5, 0.3, -2.0], requires_grad=True)\n"
+             "y = torch.tensor([-1.0, -2.0, 3.0, -0.5], requires_grad=True)\n" + ZEROS[name] + "\n"
+             "out.backward()\n", scope)
+        grads[library.__name__] = scope["x"].grad.numpy()
+    np.testing.assert_array_equal(grads["gradviz"], grads["torch"])
+    np.testing.assert_array_equal(np.signbit(grads["gradviz"]), np.signbit(grads["torch"]))
+
+
+def test_zero_gradients_stay_zero_for_an_infinite_upstream_gradient(torch):
+    grads = {}
+    for library in (torch, gv):
+        x = library.tensor([2.0, -1.0], requires_grad=True)
+        y = library.tensor([1e38, -1e38], requires_grad=True)
+        (library.remainder(y, x) * 1e38 * 10).sum().backward()
+        (x ** 0 * (y * 10)).sum().backward()
+        grads[library.__name__] = (x.grad.numpy(), y.grad.numpy())
+    for got, expected in zip(grads["gradviz"], grads["torch"]):
+        np.testing.assert_array_equal(got, expected)
