@@ -223,3 +223,102 @@ def test_zero_gradients_stay_zero_for_an_infinite_upstream_gradient(torch):
         grads[library.__name__] = (x.grad.numpy(), y.grad.numpy())
     for got, expected in zip(grads["gradviz"], grads["torch"]):
         np.testing.assert_array_equal(got, expected)
+
+
+# -- inference_mode: per thread, and is_grad_enabled reports the user's grad mode -----------------------------
+MODES = """
+x = torch.ones(2, requires_grad=True)
+seen = []
+def look(label):
+    y = x * 2
+    seen.append((label, torch.is_grad_enabled(), torch.is_inference_mode_enabled(), y.requires_grad, y.is_inference()))
+look("outside")
+with torch.inference_mode():
+    look("inference")
+    with torch.enable_grad():
+        look("enable_grad inside")
+    with torch.inference_mode(False):
+        look("inference_mode(False) inside")
+        with torch.no_grad():
+            look("no_grad inside that")
+    with torch.no_grad():
+        look("no_grad inside")
+    look("inference again")
+with torch.no_grad():
+    with torch.inference_mode(False):
+        look("inference_mode(False) in no_grad")
+    with torch.inference_mode():
+        look("inference in no_grad")
+    look("no_grad")
+@torch.inference_mode()
+def decorated():
+    look("decorated")
+decorated()
+look("outside at the end")
+"""
+
+
+def test_inference_mode_and_grad_mode_nest_as_in_torch(torch):
+    seen = {}
+    for library in (torch, gv):
+        scope = {"torch": library}
+        exec(MODES, scope)
+        seen[library.__name__] = scope["seen"]
+    assert seen["gradviz"] == seen["torch"]
+
+
+def test_inference_mode_is_per_thread(torch):
+    """A thread started inside inference mode records as usual (and makes normal tensors), while the
+    thread in inference mode records nothing; both meet at barriers so that they really overlap."""
+    seen = {}
+    for library in (torch, gv):
+        x = library.ones(2, requires_grad=True)
+        inside, entered, looked = {}, threading.Event(), threading.Event()
+
+        def worker(library=library, x=x, inside=inside):
+            entered.wait()
+            y = x * 2
+            inside["worker"] = (library.is_grad_enabled(), library.is_inference_mode_enabled(), y.requires_grad,
+                                y.is_inference())
+            looked.set()
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        with library.inference_mode():
+            entered.set()
+            looked.wait()
+            y = x * 2
+            inside["main"] = (library.is_grad_enabled(), library.is_inference_mode_enabled(), y.requires_grad,
+                              y.is_inference())
+        thread.join()
+
+        def later(inside=inside, library=library):
+            with library.inference_mode():
+                inside["thread in inference"] = (library.is_inference_mode_enabled(), (x * 2).is_inference())
+
+        thread = threading.Thread(target=later)
+        thread.start()
+        thread.join()
+        inside["main after"] = (library.is_inference_mode_enabled(), (x * 2).requires_grad, (x * 2).is_inference())
+        seen[library.__name__] = inside
+    assert seen["gradviz"] == seen["torch"]
+
+
+def test_a_no_grad_thread_does_not_switch_off_another_threads_inference_marking():
+    results = []
+    start, done = threading.Barrier(2), threading.Barrier(2)
+
+    def worker():
+        with gv.inference_mode():
+            start.wait()
+            done.wait()
+            results.append(gv.ones(1).is_inference())
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    start.wait()
+    with gv.inference_mode():  # enter and leave while the other thread is still inside
+        pass
+    done.wait()
+    thread.join()
+    assert results == [True] and not gv.ones(1).is_inference()
