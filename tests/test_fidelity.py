@@ -322,3 +322,95 @@ def test_a_no_grad_thread_does_not_switch_off_another_threads_inference_marking(
     done.wait()
     thread.join()
     assert results == [True] and not gv.ones(1).is_inference()
+
+
+# -- clamp with tensor bounds: ClampBackward0, ClampMinBackward1, ClampMaxBackward1 ---------------------------
+CLAMP_SETUP = ("nan = float('nan')\n"
+               "x = torch.tensor([1.0, -2.0, 0.5, 3.0, nan, 0.0, 1.0, 2.0], requires_grad=True)\n"
+               "lo = torch.tensor([0.0, -2.0, nan, 1.0, 0.0, 1.0, 1.0, 2.5], requires_grad=True)\n"
+               "hi = torch.tensor([2.0, -1.0, 1.0, 2.0, 1.0, -1.0, 1.0, 2.5], requires_grad=True)\n"
+               "w = torch.tensor([1.0, -2.0, 3.0, -4.0, 5.0, -6.0, 7.0, -8.0])\n")
+CLAMPS = {
+    "both": "torch.clamp(x, lo, hi)",
+    "min_only": "torch.clamp(x, lo)",
+    "min_keyword": "torch.clamp(x, min=lo)",
+    "max_only": "torch.clamp(x, max=hi)",
+    "none_min": "torch.clamp(x, None, hi)",
+    "method": "x.clamp(lo, hi)",
+    "clip": "torch.clip(x * 2, lo, hi)",
+    "clip_method": "(x * 2).clip(max=hi)",
+    "clamp_min": "torch.clamp_min(x, lo)",
+    "clamp_max": "torch.clamp_max(x, hi)",
+    "clamp_min_method": "x.clamp_min(lo * 1)",
+    "broadcast": "torch.clamp(x.reshape(2, 4), lo[:4] * 1, hi[4:].reshape(1, 4))",
+    "broadcast_bound": "torch.clamp(x.reshape(2, 4), lo[:4].reshape(1, 4), torch.tensor(1.5, requires_grad=True))",
+    "bound_without_grad": "torch.clamp(x, lo.detach(), hi)",
+    "input_without_grad": "torch.clamp(x.detach(), lo, hi * 2)",
+    "double_bound": "torch.clamp(x, lo.double(), hi)",
+    "integer_bound": "torch.clamp(x, torch.tensor([0, 1, 0, 1, 0, 1, 0, 1]))",
+    "integer_input": "torch.clamp(torch.tensor([0, 1, 2, 3, 4, 5, 6, 7]), lo, hi)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLAMPS))
+def test_clamp_with_tensor_bounds_matches_torch(torch, name):
+    """Names, edges (an empty one for a missing bound), saved tensors, values (NaN from either side,
+    crossed bounds) and every input's gradient (ties go to the input)."""
+    from parity import assert_same
+
+    assert_same(CLAMP_SETUP + f"out = {CLAMPS[name]}\nprint(out)\n"
+                "if out.requires_grad:\n    (out * w[:out.shape[-1]]).sum().backward()\n")
+
+
+@pytest.mark.parametrize("name", ["both", "min_only", "max_only", "clamp_min", "clamp_max", "broadcast", "double_bound"])
+def test_clamp_with_tensor_bounds_recorded_backward_matches_torch(torch, name):
+    """``create_graph=True``: the gradient of each input is a WhereBackward0 of the incoming gradient,
+    and a second backward through it runs in torch's order."""
+    from parity import assert_same
+
+    code = (CLAMP_SETUP + f"out = ({CLAMPS[name]}.float() * torch.cat([x, x]).reshape(-1)[:1]).sum() * "
+            "(torch.clamp(x * x, lo, hi) * x).sum()\n"
+            "gx, glo, ghi = torch.autograd.grad(out, (x, lo, hi), create_graph=True, allow_unused=True, "
+            "materialize_grads=True)\n"
+            "print(gx, glo, ghi)\n"
+            "(gx * w + glo * 2 + ghi * ghi).sum().backward()\n")
+    assert_same(code)
+
+
+def test_clamp_with_tensor_bounds_second_derivatives_by_central_differences():
+    lo = gv.tensor([0.2, -1.0, 0.5], dtype=gv.float64)
+    hi = gv.tensor([0.9, 1.0, 2.0], dtype=gv.float64)
+
+    def function(x):
+        return (gv.clamp(x * x.sin(), lo * x, hi + x) * x.exp()).sum()
+
+    def gradient(values):
+        x = gv.tensor(values, dtype=gv.float64, requires_grad=True)
+        return gv.autograd.grad(function(x), x)[0].numpy()
+
+    point = np.array([0.3, -0.7, 1.1])
+    x = gv.tensor(point, dtype=gv.float64, requires_grad=True)
+    g, = gv.autograd.grad(function(x), x, create_graph=True)
+    for row in range(3):
+        hessian_row, = gv.autograd.grad(g[row], x, retain_graph=True)
+        numeric = [(gradient(point + 1e-6 * np.eye(3)[j]) - gradient(point - 1e-6 * np.eye(3)[j]))[row] / 2e-6
+                   for j in range(3)]
+        np.testing.assert_allclose(hessian_row.numpy(), numeric, rtol=1e-5, atol=1e-7)
+
+
+MIXED_BOUNDS = ["torch.clamp(x, 0., hi)", "torch.clamp(x, lo, 1.)", "torch.clamp(x, 0, hi)", "torch.clamp(x, True, hi)",
+                "torch.clamp(x, min=0., max=hi)", "torch.clip(x, 0., hi)", "x.clamp(0., hi)", "x.clip(lo, 2)",
+                "x.clamp(min=lo, max=1)", "torch.clamp(x)", "torch.clamp(x, None, None)", "torch.clamp(x, lo[:2])",
+                "torch.clamp(x, lo, hi[:3])"]
+
+
+@pytest.mark.parametrize("call", MIXED_BOUNDS)
+def test_clamp_errors_match_torch(torch, call):
+    from parity import run
+
+    raised = []
+    for library in (torch, gv):
+        with pytest.raises(Exception) as error:
+            run(CLAMP_SETUP + call + "\n", library)
+        raised.append((type(error.value), str(error.value)))
+    assert raised[1] == raised[0]

@@ -51,6 +51,11 @@ EXTRA = {
     "pow 2 and 0.5": (lambda x: x ** 2 + x ** 0.5, [positive(3)]),
     "clamp min only": (lambda x: x.clamp(min=0.0), [np.array([-1.0, 0.5, 2.0])]),
     "softmax dim 0": (lambda x: gv.softmax(x, 0) * x, [values(3, 2)]),
+    # autograd7: clamp with tensor bounds (ops/clamping.py)
+    "clamp tensor bounds": (lambda x, lo, hi: gv.clamp(x, lo, hi) + gv.clamp(x, lo) + gv.clamp(x, max=hi),
+                            [np.array([-1.0, 0.5, 2.0, 0.1]), np.array([0.0, 0.0, 0.0, 0.3]), np.array([1.0, 1.0, 1.0, 0.2])]),
+    "clamp_min clamp_max tensors": (lambda x, lo, hi: gv.clamp_min(x, lo) * gv.clamp_max(x, hi),
+                                    [np.array([-1.0, 0.5, 2.0]), np.array([0.0, 1.0, 0.0]), np.array([1.0, 1.0, 1.5])]),
     "sum dims": (lambda x: x.sum((0, 2)), [values(2, 3, 2)]),
     "mean dim keepdim": (lambda x: x.mean(-1, keepdim=True), [values(2, 3)]),
     "norm 2 dim, 1, inf, 3": (lambda x: x.norm(dim=1) + x.norm(p=1) + x.norm(p=float("inf")) + x.norm(p=3),

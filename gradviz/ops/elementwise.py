@@ -638,18 +638,18 @@ def frac(input):
 
 
 def clamp_min(input, min):
-    if isinstance(min, Tensor):
-        from gradviz.ops.comparison import maximum
+    if isinstance(min, Tensor):  # autograd7: PyTorch's ClampMinBackward1 (ops/clamping.py)
+        from gradviz.ops.clamping import ClampMinBackward1
 
-        return maximum(input, min)
+        return ClampMinBackward1.apply(input, min)
     return ClampMinBackward0.apply(input, min)
 
 
 def clamp_max(input, max):
-    if isinstance(max, Tensor):
-        from gradviz.ops.comparison import minimum
+    if isinstance(max, Tensor):  # autograd7: PyTorch's ClampMaxBackward1 (ops/clamping.py)
+        from gradviz.ops.clamping import ClampMaxBackward1
 
-        return minimum(input, max)
+        return ClampMaxBackward1.apply(input, max)
     return ClampMaxBackward0.apply(input, max)
 
 

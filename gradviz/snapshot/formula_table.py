@@ -1535,3 +1535,32 @@ def _scatter_value(o):
     dim = signed(o["dim"]) % max(len(o["index"]), 1)
     return only(Rule(sent=Call("zero_along", (g, Var("index", "i")), "", (dim,), f"0 at i along dim {dim}"),
                      note="the number written over the places i: they get no gradient, the rest pass it through"))
+
+
+# ------------------------------------------------------------------ autograd7: clamp with tensor bounds (ops/clamping.py)
+_LOW, _HIGH = Var("min", "l"), Var("max", "h")
+_NO_BOUND = "no bound was given here: nothing to send"
+
+
+@entry("ClampBackward0", present=("min", "max"))
+def _clamp_tensors(o):
+    low, high = o["min"] is not None, o["max"] is not None
+    if low and high:
+        keep = Both(indicator(_LOW, "≤", x), indicator(x, "≤", _HIGH))
+        to_low = Both(indicator(x, "<", _LOW), indicator(_LOW, "<", _HIGH))
+        to_high = 1 - indicator(x, "≤", _HIGH) * indicator(_LOW, "≤", _HIGH)
+    else:
+        keep = indicator(_LOW, "≤", x) if low else indicator(x, "≤", _HIGH)
+        to_low, to_high = indicator(x, "<", _LOW), indicator(x, ">", _HIGH)
+    note = "the input keeps the gradient inside [l, h] (ties too); a bound gets it where it was the answer"
+    return {"self": Rule(local=keep, note=note),
+            "min": Rule(local=to_low, symbol="l", note=note) if low else Rule(sent=Num(0), symbol="l", note=_NO_BOUND),
+            "max": Rule(local=to_high, symbol="h", note=note) if high else Rule(sent=Num(0), symbol="h", note=_NO_BOUND)}
+
+
+entry("ClampMinBackward1")(lambda o: {
+    "self": Rule(local=indicator(x, "≥", _LOW), note="the gradient passes where the input was at or above the bound"),
+    "min": Rule(local=indicator(x, "<", _LOW), symbol="l", note="the bound gets the gradient where it was the answer")})
+entry("ClampMaxBackward1")(lambda o: {
+    "self": Rule(local=indicator(x, "≤", _HIGH), note="the gradient passes where the input was at or below the bound"),
+    "max": Rule(local=indicator(x, ">", _HIGH), symbol="h", note="the bound gets the gradient where it was the answer")})
