@@ -414,3 +414,24 @@ def test_clamp_errors_match_torch(torch, call):
             run(CLAMP_SETUP + call + "\n", library)
         raised.append((type(error.value), str(error.value)))
     assert raised[1] == raised[0]
+
+
+# -- diagonal is a view ------------------------------------------------------------------------------------------
+DIAGONAL_VIEWS = [
+"x = torch.arange(12.).reshape(3, 4)\nd = x.diagonal()\nd[0] = 100\nprint(x, d, d._is_view(), d._base is x, d.is_contiguous(), d.stride(), d._version, x._version)\n",
+"x = torch.arange(24.).reshape(2, 3, 4)\nd = x.diagonal(1, 2, 0)\nd.mul_(2)\nprint(x, d, d.stride(), x._version, d._version)\nd2 = x.diagonal(-1, -1, 1)\nprint(d2, d2.stride())\n",
+"x = torch.arange(9., requires_grad=True)\ny = x.reshape(3, 3) * 1\nd = y.diagonal(1)\nd.mul_(3)\nprint(y, d)\ny.sum().backward()\n",
+"x = torch.arange(9., requires_grad=True)\nd = x.reshape(3, 3).diagonal()\nout = (d * d).sum()\nout.backward()\n",
+"x = torch.ones(3, 3, requires_grad=True)\nd = x.diagonal()\ntry:\n    d.add_(1)\nexcept RuntimeError as e:\n    print(e)\n",
+"x = torch.arange(6.).reshape(2, 3)\nd = x.diagonal(5)\nprint(d, d.shape, x.diagonal(-2), torch.diag(x)._is_view(), torch.diagonal(x, 1)._is_view())\n",
+"x = torch.arange(9.).reshape(3, 3).t()\nd = x.diagonal(1)\nd.zero_()\nprint(x, d, d.stride())\n",
+]
+
+
+@pytest.mark.parametrize("code", DIAGONAL_VIEWS)
+def test_diagonal_is_a_view_as_in_torch(torch, code):
+    """Writes through the diagonal reach the base (and back), the version counter is shared, ``_base`` and
+    ``_is_view()`` as torch's, in-place on the diagonal of a leaf raises torch's error; ``diag`` copies."""
+    from parity import assert_same
+
+    assert_same(code)

@@ -707,3 +707,18 @@ def scatter(out, axis, index, values):
     grid[axis] = index
     out[tuple(grid)] = values if np.ndim(values) == 0 else values[tuple(slice(0, size) for size in index.shape)]
     return out
+
+
+# -- autograd7 -----------------------------------------------------------------------------------------------
+def diagonal_view(a, offset, axis1, axis2):
+    """The diagonal as a writable view (PyTorch's ``diagonal`` shares memory; numpy's is read-only): the
+    other dims first, then the diagonal, whose stride is the sum of the two dims' strides."""
+    rows, cols = a.shape[axis1], a.shape[axis2]
+    first_row, first_col = max(0, -offset), max(0, offset)
+    length = max(0, min(rows - first_row, cols - first_col))
+    start = [slice(None)] * a.ndim  # a view that begins at the diagonal's first element
+    start[axis1], start[axis2] = slice(min(first_row, rows), None), slice(min(first_col, cols), None)
+    rest = [d for d in range(a.ndim) if d not in (axis1, axis2)]
+    shape = tuple(a.shape[d] for d in rest) + (length,)
+    strides = tuple(a.strides[d] for d in rest) + (a.strides[axis1] + a.strides[axis2],)
+    return np.lib.stride_tricks.as_strided(a[tuple(start)], shape, strides, writeable=a.flags.writeable)

@@ -422,3 +422,9 @@ def argsort(a, axis, descending):
 
 def scatter(out, axis, index, values):
     return out.scatter_(axis, index, values)
+
+
+# -- autograd7 -----------------------------------------------------------------------------------------------
+def diagonal_view(a, offset, axis1, axis2):
+    """The diagonal as a view sharing ``a``'s memory (PyTorch's own ``diagonal``)."""
+    return torch.diagonal(a, offset, axis1, axis2)
