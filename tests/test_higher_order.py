@@ -853,3 +853,45 @@ def test_reshape_is_a_view_an_alias_or_a_copy_as_torch_decides(torch, expression
     assert_same(M + f"r = {expression}\nshares = r._base is not None\nprint(shares)\n"
                 "out = (r * r * torch.arange(1.0, r.numel() + 1.0).reshape(r.shape)).sum()\n"
                 "g, = torch.autograd.grad(out, M, create_graph=True)\n(g ** 2).sum().backward()\n")
+
+
+# -- autograd7: more recorded backward forms ------------------------------------------------------------------
+SAMPLERS = {
+    "bernoulli_number": "((x * 1).bernoulli_(0.5) * x).sum()",
+    "normal_": "((x * 1).normal_() * x).sum()",
+    "uniform_": "((x * 1).uniform_(-1, 2) * x * x).sum()",
+    "bernoulli_tensor_p": ("((y * 1).bernoulli_(x.sigmoid()) * x).sum()", "x"),
+    "bernoulli_tensor_p_self": ("((y * 1).bernoulli_(x.sigmoid()) * y).sum()", "y"),
+    "bernoulli": "(torch.bernoulli(x.sigmoid()) * x).sum()",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_the_samplers_recorded_backward_is_zeros_as_torch_records_it(torch, name):
+    """A sampler's gradient is ``zeros_like(grad)`` with no history: the buffer that sums it with the other
+    path's gradient records an AddBackward0 with an empty edge, as PyTorch's does (same seed, same draws)."""
+    from parity import assert_same
+
+    expression, wrt = SAMPLERS[name] if isinstance(SAMPLERS[name], tuple) else (SAMPLERS[name], "x")
+    assert_same("torch.manual_seed(3)\n" + second_order(expression, wrt))
+
+
+HARDSIGMOID = ("x = torch.tensor([1.5, -0.5, 2.0, 4.0, -3.5], requires_grad=True)\n"
+               "g, = torch.autograd.grad((F.hardsigmoid(x * x) * x).sum(), x, create_graph=True)\n"
+               "print(g, g.grad_fn, [n.name() for n, _ in g.grad_fn.next_functions])\n")
+
+
+def test_hardsigmoids_recorded_backward_is_torchs_not_implemented_node(torch):
+    """PyTorch has no derivative for ``hardsigmoid_backward``: its result hangs from a
+    ``torch::autograd::NotImplemented`` node (edges to the gradient and to x), node for node here too."""
+    from parity import assert_same
+
+    assert_same(HARDSIGMOID)
+
+
+def test_differentiating_hardsigmoid_twice_raises_torchs_error(torch):
+    from parity import raised
+
+    code = HARDSIGMOID + "g.sum().backward()\n"
+    expected, got = raised(code, torch), raised(code, gv)
+    assert expected is not None and type(got) is type(expected) and str(got) == str(expected)

@@ -536,6 +536,34 @@ class HardsigmoidBackward0(OpFunction):
         inside = backend.logical_and(backend.gt(x, -3.0), backend.lt(x, 3.0))
         return backend.where(inside, backend.mul(grad, HARDSIGMOID_SLOPE), 0.0)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``hardsigmoid_backward`` has no derivative formula: its result hangs from a
+        ``torch::autograd::NotImplemented`` node (edges to the gradient and to x), which raises when
+        a further backward reaches it."""
+        return _NotImplemented.apply(grad, ctx.saved_graph("self"), values=ctx.backward(grad._data),
+                                     op="aten::hardsigmoid_backward")
+
+
+class _NotImplemented(OpFunction):
+    """``torch::autograd::NotImplemented``: the node PyTorch gives the output of an op that has no
+    derivative formula (recorded by a ``create_graph`` backward). It computes nothing itself (forward
+    hands on the values already computed); differentiating through it raises PyTorch's error."""
+
+    inputs = ("grad_output", "self")
+    qualified_name = "torch::autograd::NotImplemented"
+
+    def name(self) -> str:
+        return self.qualified_name
+
+    def forward(ctx, grad_output, self, values, op):
+        ctx.op = op
+        return values
+
+    def backward(ctx, *grads):
+        raise RuntimeError(f"derivative for {ctx.op} is not implemented")
+
+    backward_graph = backward
+
 
 HARDSIGMOID_SLOPE = 0.1666666716337204  # PyTorch's kernel multiplies by 1/6 rounded to float32, even for doubles
 
