@@ -895,3 +895,92 @@ def test_differentiating_hardsigmoid_twice_raises_torchs_error(torch):
     code = HARDSIGMOID + "g.sum().backward()\n"
     expected, got = raised(code, torch), raised(code, gv)
     assert expected is not None and type(got) is type(expected) and str(got) == str(expected)
+
+
+Z = "z = torch.tensor([1.0, 0.0, 1.0])\n"
+PRODUCTS = {
+    "cumprod": "(x.cumprod(0) * y).sum()",
+    "cumprod_dim1": ("(M.cumprod(1) ** 2).sum()", "M"),
+    "cumprod_dim0_negative": ("(M.cumprod(-2) * M).sum()", "M"),
+    "cumprod_a_zero": "((x * z).cumprod(0) * y).sum()",
+    "cumprod_zeros_2d": ("((M * torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])).cumprod(1) * M).sum()", "M"),
+    "cumprod_zero_first": "((x * torch.tensor([0.0, 1.0, 1.0])).cumprod(0) ** 2).sum()",
+    "cumprod_one_element": "(x[:1].cumprod(0) * y[:1]).sum()",
+    "prod_a_zero": "(x * z).prod() * x.sum()",
+    "prod_two_zeros": "(x * torch.tensor([0.0, 0.0, 1.0])).prod() + (x * x).sum()",
+    "prod_strided_zero": ("(M * torch.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])).t().prod() * M.sum()", "M"),
+    "prod_dim_a_zero": ("((M * torch.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])).prod(1) * y[:2]).sum()", "M"),
+    "prod_single_zero": "(x[:1] * 0).prod() * x.sum()",
+    "prod_dim_size_one_zero": ("((M * torch.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])).reshape(6, 1).prod(1) "
+                               "* y.repeat(2)).sum()", "M"),
+    "prod_dim_keepdim_zero": ("((M * torch.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]])).prod(0, keepdim=True) * M).sum()",
+                              "M"),
+}
+
+
+def _product_case(name):
+    expression, wrt = PRODUCTS[name] if isinstance(PRODUCTS[name], tuple) else (PRODUCTS[name], "x")
+    return Z + expression, wrt
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCTS))
+def test_cumprod_and_prod_with_zeros_record_torchs_backward(torch, name):
+    """cumprod's backward (reversed cumsum over the input, or with a zero PyTorch's O(n²) form: omitted
+    products copied into a zero gradient, CopySlices each) and prod's zero-safe backward (cumprods of the
+    input before and after each element), node for node, then a backward through them."""
+    from parity import assert_same
+
+    setup, wrt = _product_case(name)
+    expression = setup.splitlines()[-1]
+    assert_same(Z + second_order(expression, wrt))
+
+
+@pytest.mark.parametrize("name", sorted(set(PRODUCTS) - {"cumprod_one_element"}))  # its gradient is grad itself
+def test_cumprod_and_prod_with_zeros_third_order_and_step_order_match_torch(torch, name):
+    from orders import torch_order
+    from parity import assert_same
+
+    setup, wrt = _product_case(name)
+    expression = setup.splitlines()[-1]
+    assert_same(Z + third_order(expression, wrt))
+    totals = {}
+    for library in (torch, gv):
+        scope = {"torch": library, "F": library.nn.functional}
+        exec(X + M + Z + f"g1, = torch.autograd.grad({expression}, {wrt}, create_graph=True)\n"
+             f"g2, = torch.autograd.grad((g1 ** 2).sum(), {wrt}, create_graph=True)\ntotal = (g2 ** 2).sum()\n", scope)
+        totals[library.__name__] = scope["total"]
+    assert steps_in_order(totals["gradviz"]) == torch_order(totals["torch"])
+
+
+PRODUCT_DERIVATIVES = {
+    "cumprod": lambda x: (x.cumprod(0) * x.exp()).sum(),
+    "cumprod_zero": lambda x: ((x * gv.tensor([1.0, 0.0, 1.0], **F64)).cumprod(0) * x.sin()).sum(),
+    "prod_zero": lambda x: (x * gv.tensor([1.0, 0.0, 1.0], **F64)).prod() * x.exp().sum(),
+    "prod_two_zeros": lambda x: (x.reshape(3, 1) * x * gv.tensor([[0.0, 1.0, 1.0]], **F64)).prod(1).sum() ** 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCT_DERIVATIVES))
+def test_cumprod_and_prod_second_and_third_derivatives_by_central_differences(name):
+    function = PRODUCT_DERIVATIVES[name]
+    point = np.array([0.3, -0.7, 1.1])
+
+    def gradient_at(values):
+        x = gv.tensor(values, requires_grad=True, **F64)
+        return gv.autograd.grad(function(x), x)[0].numpy()
+
+    def hessian_sum_at(values):
+        x = gv.tensor(values, requires_grad=True, **F64)
+        g, = gv.autograd.grad(function(x), x, create_graph=True)
+        return gv.autograd.grad(g.sum(), x)[0].numpy().sum()
+
+    x = gv.tensor(point, requires_grad=True, **F64)
+    g, = gv.autograd.grad(function(x), x, create_graph=True)
+    h, = gv.autograd.grad(g.sum(), x, create_graph=True)
+    third, = gv.autograd.grad(h.sum(), x)
+    eye = np.eye(3)
+    numeric_h = [(gradient_at(point + 1e-6 * eye[j]) - gradient_at(point - 1e-6 * eye[j])).sum() / 2e-6 for j in range(3)]
+    np.testing.assert_allclose(h.detach().numpy(), numeric_h, rtol=1e-5, atol=1e-7)
+    numeric_third = [(hessian_sum_at(point + 1e-5 * eye[j]) - hessian_sum_at(point - 1e-5 * eye[j])) / 2e-5
+                     for j in range(3)]
+    np.testing.assert_allclose(third.numpy(), numeric_third, rtol=1e-5, atol=1e-6)

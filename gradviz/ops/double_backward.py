@@ -763,3 +763,75 @@ def _scalar_add(tensor, number):
     from gradviz.ops.arithmetic import AddBackward1
 
     return AddBackward1.apply(tensor, number)
+
+
+# -- autograd7: the recorded forms of cumprod's and prod's backward (PyTorch's FunctionsManual, step by step) ----
+def _constant(like: Tensor, shape, value) -> Tensor:
+    """A tensor of ``value`` with no history, in ``like``'s dtype and backend (PyTorch's ``at::ones``/``zeros``)."""
+    backend = like._backend
+    return Tensor._make(backend.full(tuple(shape), value, like.dtype, like.device), backend=backend)
+
+
+def _slice(tensor: Tensor, dim: int, start: int, end=None) -> Tensor:
+    """``tensor.slice(dim, start, end)`` as C++ calls it (an end not given is saved as None)."""
+    from gradviz.ops.shape import slice_along
+
+    size = tensor.shape[dim]
+    stop = size if end is None else min(end, size)
+    return slice_along(tensor, dim, min(start, size), stop, 1, given=(start, end))
+
+
+def cumprod_backward_graph(grad: Tensor, input: Tensor, dim: int, output: Tensor) -> Tensor:
+    """PyTorch's ``cumprod_backward`` with grad mode on: ``reversed_cumsum(output * grad) / input`` when no
+    element is 0, else its O(n²) form (each slice's omitted products, copied into a zero gradient)."""
+    from gradviz.ops.combine import cat
+    from gradviz.ops.matrix import flip
+    from gradviz.ops.shape import select
+    from gradviz.ops.statistics import cumprod, cumsum, prod
+
+    if input.numel() <= 1:
+        return grad
+    size = input.shape[dim]
+    if size == 1:
+        return grad
+    weighted = output * grad
+    if not input._backend.any(input._backend.eq(input._data, 0)):
+        return flip(cumsum(flip(weighted, (dim,)), dim), (dim,)).div(input)
+    ones_size = list(input.shape)
+    ones_size[dim] = 1
+    ones = _constant(grad, ones_size, 1)
+    grad_input = _constant(grad, input.shape, 0)
+    for k in range(size):
+        if k == 0:
+            omitted = cat([ones, cumprod(_slice(input, dim, k + 1), dim)], dim)
+        elif k == size - 1:
+            omitted = prod(_slice(input, dim, 0, k), dim, True)
+        else:
+            until_k = prod(_slice(input, dim, 0, k), dim, True)
+            from_k_plus_1 = cumprod(_slice(input, dim, k + 1), dim)
+            omitted = cat([until_k, until_k.expand_as(from_k_plus_1) * from_k_plus_1], dim)
+        view = select(grad_input, dim, k)
+        view.copy_((_slice(grad, dim, k) * omitted).sum(dim))
+    return grad_input
+
+
+def prod_safe_zeros_backward_graph(grad: Tensor, input: Tensor, dim: int) -> Tensor:
+    """PyTorch's ``prod_safe_zeros_backward``: the product of everything before each element (a cumprod of
+    ``[1, x_0, ...]``) times the product of everything after it (the same, reversed)."""
+    from gradviz.ops.combine import cat
+    from gradviz.ops.matrix import flip
+    from gradviz.ops.shape import narrow
+    from gradviz.ops.statistics import cumprod
+
+    if input.numel() == 0:
+        return grad.expand_as(input)
+    if input.shape[dim] == 1:  # nothing else to multiply by: the gradient as it came
+        return grad
+    ones_size = list(input.shape)
+    ones_size[dim] = 1
+    ones = _constant(grad, ones_size, 1)
+    size = input.shape[dim]
+    exclusive_normal = cumprod(cat([ones, narrow(input, dim, 0, size - 1)], dim), dim)
+    narrow_reverse = flip(narrow(input, dim, 1, size - 1), (dim,))
+    exclusive_reverse = flip(cumprod(cat([ones, narrow_reverse], dim), dim), (dim,))
+    return grad * (exclusive_normal * exclusive_reverse)
