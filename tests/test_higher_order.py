@@ -984,3 +984,62 @@ def test_cumprod_and_prod_second_and_third_derivatives_by_central_differences(na
     numeric_third = [(hessian_sum_at(point + 1e-5 * eye[j]) - hessian_sum_at(point - 1e-5 * eye[j])) / 2e-5
                      for j in range(3)]
     np.testing.assert_allclose(third.numpy(), numeric_third, rtol=1e-5, atol=1e-6)
+
+
+THIRD_ORDER_MORE = {
+    "gelu": ("(F.gelu(x * y) * x).sum()", "x"),
+    "gelu_tanh": ("(F.gelu(x * y, approximate='tanh') * x).sum()", "x"),
+    "gelu_of_a_matrix": ("(F.gelu(M * 2) * M).sum()", "M"),
+    "huber": ("F.huber_loss(x * x, y, delta=0.7)", "x"),
+    "huber_sum_target": ("F.huber_loss(x, y * y, reduction='sum', delta=1.5)", "y"),
+    "huber_none": ("(F.huber_loss(x * y, y.exp(), reduction='none') * x).sum()", "x"),
+    "smooth_l1": ("F.smooth_l1_loss(x * x, y, beta=0.7)", "x"),
+    "smooth_l1_target": ("F.smooth_l1_loss(x, y * y, reduction='sum')", "y"),
+    "smooth_l1_none": ("(F.smooth_l1_loss(x.sin(), y * x, reduction='none', beta=2.0) * y).sum()", "x"),
+    "smooth_l1_beta_zero": ("F.smooth_l1_loss(x * x, y, beta=0.0) + (x ** 3).sum()", "x"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(THIRD_ORDER_MORE))
+def test_gelu_huber_and_smooth_l1_second_order_nodes_differentiated_match_torch(torch, name):
+    """GeluBackwardBackward0 (PyTorch's gelu_double_backward, both forms), HuberLossBackwardBackward0 and
+    SmoothL1LossBackwardBackward0 recorded: graph, values, then the third backward's step order."""
+    from orders import torch_order
+    from parity import assert_same
+
+    expression, wrt = THIRD_ORDER_MORE[name]
+    assert_same(third_order(expression, wrt))
+    totals = {}
+    for library in (torch, gv):
+        scope = {"torch": library, "F": library.nn.functional}
+        exec(X + M + f"g1, = torch.autograd.grad({expression}, {wrt}, create_graph=True)\n"
+             f"g2, = torch.autograd.grad((g1 ** 2).sum(), {wrt}, create_graph=True)\ntotal = (g2 ** 2).sum()\n", scope)
+        totals[library.__name__] = scope["total"]
+    assert steps_in_order(totals["gradviz"]) == torch_order(totals["torch"])
+
+
+MORE_THIRD_DERIVATIVES = {
+    "gelu": lambda x: (gv.nn.functional.gelu(x.reshape(3, 1) * x) * x.exp()).sum(),
+    "gelu_tanh": lambda x: (gv.nn.functional.gelu(x.reshape(3, 1) * x, approximate="tanh") * x.sin()).sum(),
+    "huber": lambda x: gv.nn.functional.huber_loss(x.reshape(3, 1) * x, x.exp() * 0.5, delta=0.4) * x.sum() ** 2,
+    "smooth_l1": lambda x: (gv.nn.functional.smooth_l1_loss(x.reshape(3, 1) * x, x.sin(), reduction="none", beta=0.6)
+                            * x.exp()).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_THIRD_DERIVATIVES))
+def test_gelu_huber_and_smooth_l1_third_derivatives_by_central_differences(name):
+    function = MORE_THIRD_DERIVATIVES[name]
+    point = np.array([0.3, -0.7, 1.1])
+
+    def hessian_sums(values, create_graph=False):
+        x = gv.tensor(values, requires_grad=True, **F64)
+        g, = gv.autograd.grad(function(x), x, create_graph=True)
+        h, = gv.autograd.grad(g.sum(), x, create_graph=create_graph)
+        return x, h
+
+    x, h = hessian_sums(point, create_graph=True)
+    third, = gv.autograd.grad(h.sum(), x)
+    numeric = [(hessian_sums(point + 1e-5 * np.eye(3)[j])[1].sum().item()
+                - hessian_sums(point - 1e-5 * np.eye(3)[j])[1].sum().item()) / 2e-5 for j in range(3)]
+    np.testing.assert_allclose(third.numpy(), numeric, rtol=1e-5, atol=1e-6)

@@ -817,6 +817,60 @@ class GeluBackwardBackward0(_ActivationBackwardBackward):
     def forward(ctx, grad_output, self, approximate):
         return GeluBackwardBackward0._run(ctx, grad_output, self, approximate)
 
+    def backward_graph(ctx, grad):
+        """As PyTorch: ``gelu_backward`` again for ``grad_output``; for ``self`` its composite
+        ``gelu_double_backward(grad, grad_output, self, approximate)``, op by op (C++ Scalar operators are
+        ops of their own; a binary operator's right operand is built first)."""
+        grad_output, x = ctx.saved_graph("grad_output", "self")
+        approximate = ctx.saved("approximate")
+        needs = ctx.needs_input_grad
+        first = GeluBackwardBackward0.apply(grad, x, approximate) if needs[0] else None
+        if not needs[1]:
+            return first, None
+        return first, (_gelu_double_backward_tanh if approximate == "tanh" else _gelu_double_backward)(grad, grad_output, x)
+
+
+M_2_SQRTPI, M_SQRT1_2, M_SQRT2 = 1.12837916709551257390, 0.70710678118654752440, 1.41421356237309504880  # <cmath>
+
+
+def _gelu_double_backward(ggI, gO, x):
+    """``ggI * gO * (2·pdf − x²·pdf)``, ``pdf = kBeta · exp(−x²/2)``, ``kBeta = 1/√(2π)``."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    input_sq = x * x
+    pdf = MulBackward1.apply(MulBackward1.apply(input_sq, -0.5).exp(), M_2_SQRTPI * M_SQRT1_2 * 0.5)
+    right = input_sq * pdf
+    dgrad_dinput = MulBackward1.apply(pdf, 2) - right
+    return ggI * gO * dgrad_dinput
+
+
+def _gelu_double_backward_tanh(ggI, gO, x):
+    """The tanh approximation's second derivative, in PyTorch's pieces: ``f = x/2``, ``g = 1 − tanh²(inner)``,
+    ``h = kBeta·(1 + 3κx²)`` and their derivatives."""
+    from gradviz.ops.arithmetic import AddBackward1, DivBackward0, MulBackward1
+    from gradviz.ops.double_backward import _one_minus
+
+    beta, kappa = M_SQRT2 * M_2_SQRTPI * 0.5, GELU_KAPPA  # the double constants PyTorch's C++ computes
+    inner = MulBackward1.apply(x + MulBackward1.apply(x.pow(3), kappa), beta)
+    tanh_inner = inner.tanh()
+    sech_inner = DivBackward0.apply(_wrapped_number(x, 1.0), inner.cosh())  # ``1 / cosh``: a wrapped number's div
+    f = MulBackward1.apply(x, 0.5)
+    g = _one_minus(tanh_inner * tanh_inner)
+    h = MulBackward1.apply(AddBackward1.apply(MulBackward1.apply(x, 3 * kappa) * x, 1), beta)
+    f_prime_gh = MulBackward1.apply(g, 0.5) * h
+    right = -sech_inner * tanh_inner
+    g_prime = MulBackward1.apply(sech_inner, 2) * right * h
+    g_prime_fh = f * h * g_prime
+    h_prime = MulBackward1.apply(MulBackward1.apply(x, 6 * kappa), beta)
+    f_g_h_prime = f * g * h_prime
+    total = MulBackward1.apply(f_prime_gh, 2) + g_prime_fh + f_g_h_prime
+    return ggI * gO * total
+
+
+def _wrapped_number(like, value) -> Tensor:
+    """A Python number as ATen wraps it for a Tensor operator: a 0-d tensor with no history."""
+    return Tensor._make(like._backend.full((), value, like.dtype, like.device), backend=like._backend)
+
 
 class EluBackwardBackward0(_ActivationBackwardBackward):
     inputs = ("grad_output", "self_or_result")
