@@ -1021,8 +1021,8 @@ def test_gelu_huber_and_smooth_l1_second_order_nodes_differentiated_match_torch(
 MORE_THIRD_DERIVATIVES = {
     "gelu": lambda x: (gv.nn.functional.gelu(x.reshape(3, 1) * x) * x.exp()).sum(),
     "gelu_tanh": lambda x: (gv.nn.functional.gelu(x.reshape(3, 1) * x, approximate="tanh") * x.sin()).sum(),
-    "huber": lambda x: gv.nn.functional.huber_loss(x.reshape(3, 1) * x, x.exp() * 0.5, delta=0.4) * x.sum() ** 2,
-    "smooth_l1": lambda x: (gv.nn.functional.smooth_l1_loss(x.reshape(3, 1) * x, x.sin(), reduction="none", beta=0.6)
+    "huber": lambda x: gv.nn.functional.huber_loss(x.reshape(3, 1) * x, x.reshape(3, 1).exp() * x * 0.5, delta=0.4) * x.sum() ** 2,
+    "smooth_l1": lambda x: (gv.nn.functional.smooth_l1_loss(x.reshape(3, 1) * x, x.reshape(3, 1).sin() + x, reduction="none", beta=0.6)
                             * x.exp()).sum(),
 }
 
