@@ -51,6 +51,11 @@ EXTRA = {
     "pow 2 and 0.5": (lambda x: x ** 2 + x ** 0.5, [positive(3)]),
     "clamp min only": (lambda x: x.clamp(min=0.0), [np.array([-1.0, 0.5, 2.0])]),
     "softmax dim 0": (lambda x: gv.softmax(x, 0) * x, [values(3, 2)]),
+    # autograd7: PReLU's kernel backward recorded (one node, two outputs), differentiated
+    "prelu twice": (lambda x, a: _gradient_of(lambda y: (F.prelu(y * y - 0.5, a[:1]) * y).sum(), x) * 1.5
+                    + gv.autograd.grad((F.prelu(x.reshape(1, 2, 2) * x.reshape(1, 2, 2), a * 1) * x.reshape(1, 2, 2)).sum(),
+                                       a, create_graph=True)[0].sum(),
+                    [np.array([-1.5, 0.5, 2.0, -0.3]), np.array([0.25, -0.5])]),
     # autograd7: clamp with tensor bounds (ops/clamping.py)
     "clamp tensor bounds": (lambda x, lo, hi: gv.clamp(x, lo, hi) + gv.clamp(x, lo) + gv.clamp(x, max=hi),
                             [np.array([-1.0, 0.5, 2.0, 0.1]), np.array([0.0, 0.0, 0.0, 0.3]), np.array([1.0, 1.0, 1.0, 0.2])]),

@@ -1043,3 +1043,61 @@ def test_gelu_huber_and_smooth_l1_third_derivatives_by_central_differences(name)
     numeric = [(hessian_sums(point + 1e-5 * np.eye(3)[j])[1].sum().item()
                 - hessian_sums(point - 1e-5 * np.eye(3)[j])[1].sum().item()) / 2e-5 for j in range(3)]
     np.testing.assert_allclose(third.numpy(), numeric, rtol=1e-5, atol=1e-6)
+
+
+PRELU = "a = torch.tensor([0.25], requires_grad=True)\nc = torch.tensor([0.25, -0.5, 1.5], requires_grad=True)\n"
+PRELU_CASES = {
+    "input": ("(F.prelu(M * M - 0.3, a) * M).sum()", "M"),
+    "weight": ("(F.prelu(M * M - 0.3, a) * M).sum()", "a"),
+    "per_channel_input": ("(F.prelu((M - 0.2).t(), c[:2]) ** 2).sum()", "M"),
+    "per_channel_weight": ("(F.prelu(M.reshape(1, 3, 2) * x.reshape(1, 3, 1), c) ** 2).sum()", "c"),
+    "vector": ("(F.prelu(x * y, a) * x).sum()", "x"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRELU_CASES))
+def test_prelu_records_torchs_two_output_kernel_backward(torch, name):
+    """PreluKernelBackwardBackward0: one node, two outputs (the input's gradient and the slope's, summed to
+    the slope's shape), as torch records it; then differentiated again (its own formulas)."""
+    from parity import assert_same
+
+    expression, wrt = PRELU_CASES[name]
+    assert_same(PRELU + second_order(expression, wrt))
+    if name != "weight":  # linear in the slope: its second gradient has no graph to differentiate
+        assert_same(PRELU + third_order(expression, wrt))
+
+
+@pytest.mark.parametrize("name", sorted(PRELU_CASES))
+def test_prelu_backward_passes_run_in_torch_order(torch, name):
+    from orders import torch_order
+
+    expression, wrt = PRELU_CASES[name]
+    totals = {}
+    for library in (torch, gv):
+        scope = {"torch": library, "F": library.nn.functional}
+        exec(X + M + PRELU + f"g1, = torch.autograd.grad({expression}, {wrt}, create_graph=True)\n"
+             f"g2, = torch.autograd.grad((g1 ** 2).sum() + (a * c).sum() * g1.sum(), {wrt}, create_graph=True)\n"
+             "total = (g2 ** 2).sum()\n", scope)
+        totals[library.__name__] = scope["total"]
+    assert steps_in_order(totals["gradviz"]) == torch_order(totals["torch"])
+
+
+def test_prelu_second_derivatives_by_central_differences():
+    def function(v):
+        weight = v[:3] * 0.5
+        return (gv.nn.functional.prelu(v[3:].reshape(2, 3) * v[3:].reshape(2, 3).sin(), weight) * v[3:].reshape(2, 3)).sum() \
+            + (weight ** 3).sum()
+
+    point = np.array([0.3, -0.7, 1.1, 0.5, -1.2, 0.8, -0.4, 1.5, -0.9])
+
+    def gradient(values):
+        v = gv.tensor(values, requires_grad=True, **F64)
+        return gv.autograd.grad(function(v), v)[0].numpy()
+
+    v = gv.tensor(point, requires_grad=True, **F64)
+    g, = gv.autograd.grad(function(v), v, create_graph=True)
+    eye = np.eye(point.size)
+    for row in range(point.size):
+        hessian_row, = gv.autograd.grad(g[row], v, retain_graph=True)
+        numeric = [(gradient(point + 1e-6 * eye[j]) - gradient(point - 1e-6 * eye[j]))[row] / 2e-6 for j in range(point.size)]
+        np.testing.assert_allclose(hessian_row.numpy(), numeric, rtol=1e-5, atol=1e-6)

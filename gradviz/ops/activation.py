@@ -595,6 +595,125 @@ class PreluKernelBackward0(OpFunction):
             if needs[1] else None
         return grad_input, grad_weight
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``_prelu_kernel_backward(grad, self, weight)``, one node with two outputs
+        (PreluKernelBackwardBackward0); the weight's gradient is then summed to the weight's shape."""
+        from gradviz.ops._util import sum_to_tensor
+
+        x, weight = ctx.saved_graph("self", "weight")
+        grad_input, grad_weight = PreluKernelBackwardBackward0.apply(grad, x, weight)
+        needs = ctx.needs_input_grad
+        return (grad_input if needs[0] else None,
+                sum_to_tensor(grad_weight, ctx.weight_shape) if needs[1] else None)
+
+
+class PreluKernelBackwardBackward0(OpFunction):
+    """``_prelu_kernel_backward(grad_output, self, weight)``: PReLU's two gradients, ``where(x > 0, g, a·g)``
+    for the input and ``where(x > 0, 0, x·g)`` for the slope (not yet summed), as one node with two outputs."""
+
+    inputs = ("grad_output", "self", "weight")
+    derivatives = {"grad_output": ("where(self >= 0, grads[0], grads[0] * weight + grads[1] * self)",
+                                   r"\bar{z}_1\,([x \ge 0] + a\,[x < 0]) + \bar{z}_2\,x\,[x < 0]"),
+                   "self": ("where(self >= 0, 0, grad_output * grads[1])", r"\bar{y}\,\bar{z}_2\,[x < 0]"),
+                   "weight": ("where(self >= 0, 0, grad_output * grads[0])", r"\bar{y}\,\bar{z}_1\,[x < 0]")}
+
+    @classmethod
+    def apply(cls, grad_output, self, weight):
+        """One node, two outputs (the input's gradient, output 0; the slope's, output 1)."""
+        from gradviz.autograd.function import _NO_RECORD, NO_EDGE, gradient_edge
+        from gradviz.grad_mode import _state as grad_state
+
+        args = (grad_output, self, weight)
+        record = grad_state.enabled and any(arg.requires_grad for arg in args)
+        node = cls() if record else _NO_RECORD
+        backend = grad_output._backend
+        if record:
+            edges = tuple(gradient_edge(arg) if arg.requires_grad else NO_EDGE for arg in args)
+            node._next_functions = edges
+            node.needs_input_grad = tuple(edge[0] is not None for edge in edges)
+            if backend is not node.backend:
+                node.backend = backend
+            if grad_state.backward_order:
+                node._order = grad_state.backward_order
+        outputs = []
+        for output_nr, array in enumerate(cls.forward(node, *args)):
+            out = Tensor._make(array, record, node if record else None, backend)
+            out._output_nr = output_nr
+            outputs.append(out)
+        if record:
+            node._num_outputs = 2
+        return tuple(outputs)
+
+    def forward(ctx, grad_output, self, weight):
+        ctx.save(grad_output=grad_output, self=self, weight=weight)
+        ctx.shapes = (tuple(grad_output.shape), tuple(self.shape), tuple(weight.shape))
+        backend = grad_output._backend
+        g, x, a = grad_output._data, self._data, weight._data
+        positive = backend.gt(x, 0)
+        return backend.where(positive, g, backend.mul(a, g)), backend.where(positive, 0.0, backend.mul(x, g))
+
+    def backward(ctx, *grads):
+        from gradviz.ops._util import sum_to
+
+        backend = ctx.backend
+        g0, g1 = (grads + (None, None))[:2]
+        grad_output, x, weight = ctx.saved("grad_output", "self", "weight")
+        nonnegative = backend.ge(x, 0)
+        needs = ctx.needs_input_grad
+        results = [None, None, None]
+        if needs[0]:
+            if g0 is not None:
+                scaled = backend.mul(g0, weight)
+                results[0] = backend.where(nonnegative, g0, scaled if g1 is None else backend.add(scaled, backend.mul(g1, x)))
+            else:
+                results[0] = backend.where(nonnegative, 0.0, backend.mul(g1, x))
+            results[0] = sum_to(backend, results[0], ctx.shapes[0])
+        if needs[1]:
+            results[1] = backend.where(nonnegative, 0.0, backend.mul(grad_output, g1)) if g1 is not None \
+                else backend.zeros_like(x)
+        if needs[2]:
+            local = backend.where(nonnegative, 0.0, backend.mul(grad_output, g0)) if g0 is not None \
+                else backend.zeros_like(x)
+            results[2] = sum_to(backend, local, ctx.shapes[2])
+        return tuple(results)
+
+    def backward_graph(ctx, *grads):
+        """PyTorch's formulas, in its order (grad_output, self, weight; a binary operator's right operand
+        first), ``at::zeros({})`` a 0-d zero with no history; the slope's gradient summed to its shape."""
+        from gradviz.ops._util import sum_to_tensor
+        from gradviz.ops.comparison import where
+
+        g0, g1 = (grads + (None, None))[:2]
+        grad_output, x, weight = ctx.saved_graph("grad_output", "self", "weight")
+        backend = ctx.backend
+        nonnegative = Tensor._make(backend.ge(x._data, 0), backend=backend)
+
+        def zero():
+            return Tensor._make(backend.full((), 0, x.dtype, x.device), backend=backend)
+
+        needs = ctx.needs_input_grad
+        results = [None, None, None]
+        if needs[0]:
+            if g0 is not None:
+                other = g0 * weight if g1 is None else _right_first(lambda: g1 * x, lambda: g0 * weight)
+                results[0] = sum_to_tensor(where(nonnegative, g0, other), ctx.shapes[0])
+            else:
+                results[0] = sum_to_tensor(where(nonnegative, zero(), g1 * x), ctx.shapes[0])
+        if needs[1]:
+            results[1] = where(nonnegative, zero(), grad_output * g1) if g1 is not None else \
+                Tensor._make(backend.zeros_like(x._data), backend=backend)
+        if needs[2]:
+            local = where(nonnegative, zero(), grad_output * g0) if g0 is not None else \
+                Tensor._make(backend.zeros_like(x._data), backend=backend)
+            results[2] = sum_to_tensor(local, ctx.shapes[2])
+        return tuple(results)
+
+
+def _right_first(right, left):
+    """``left() + right()`` with the right operand built first, as C++ evaluates a binary operator's operands."""
+    built = right()
+    return left() + built
+
 
 def prelu(input, weight):
     """PReLU: the slope ``weight`` (one, or one per channel) is viewed to ``(1, C, 1, ...)`` first."""

@@ -1564,3 +1564,43 @@ entry("ClampMinBackward1")(lambda o: {
 entry("ClampMaxBackward1")(lambda o: {
     "self": Rule(local=indicator(x, "≤", _HIGH), note="the gradient passes where the input was at or below the bound"),
     "max": Rule(local=indicator(x, ">", _HIGH), symbol="h", note="the bound gets the gradient where it was the answer")})
+
+
+# ------------------------------------------------------------------ autograd7: PReLU's kernel backward, recorded
+def _summed_to(value, shape):
+    """``value`` summed over the dims broadcasting added or stretched, down to ``shape``."""
+    value = np.asarray(value, np.float64)
+    shape = tuple(shape)
+    lead = value.ndim - len(shape)
+    value = value.sum(axis=tuple(range(lead))) if lead > 0 else value
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and value.shape[i] != 1)
+    return value.sum(axis=stretched, keepdims=True) if stretched else value
+
+
+@register("prelu_twice_grad_output")
+def _prelu_twice_grad_output(grads, x, a, shape):
+    first, second = (list(grads) + [None, None])[:2]
+    x = np.asarray(x, np.float64)
+    other = (0 if first is None else np.asarray(first) * a) + (0 if second is None else np.asarray(second) * x)
+    return _summed_to(np.where(x >= 0, 0 if first is None else first, other), shape)
+
+
+@register("prelu_twice_input")
+def _prelu_twice_input(grads, grad_output, x, shape, slot):
+    grad = (list(grads) + [None, None])[slot]
+    x = np.asarray(x, np.float64)
+    local = np.zeros_like(x) if grad is None else np.where(x >= 0, 0.0, np.asarray(grad_output) * grad)
+    return _summed_to(local, shape)
+
+
+@entry("PreluKernelBackwardBackward0")
+def _prelu_twice(o):
+    a, g_out, z = Var("weight", "a"), Var("grad_output", "ȳ"), Grads()
+    note = recorded("PReLU's two gradients, ∂L/∂z₁ = ȳ·prelu′(x) for x and ∂L/∂z₂ = ȳ·x·[x < 0] for a, "
+                    "ȳ being the gradient that arrived")
+    return {"grad_output": Rule(sent=Call("prelu_twice_grad_output", (z, x, a, hidden(INPUT_SHAPE)), "",
+                                          shown="∂L/∂z₁·([x ≥ 0] + a·[x < 0]) + ∂L/∂z₂·x·[x < 0]"), symbol="ȳ", note=note),
+            "self": Rule(sent=Call("prelu_twice_input", (z, g_out, x, hidden(INPUT_SHAPE)), "", (1,),
+                                   "ȳ·∂L/∂z₂·[x < 0]"), note=note),
+            "weight": Rule(sent=Call("prelu_twice_input", (z, g_out, x, hidden(INPUT_SHAPE)), "", (0,),
+                                     "ȳ·∂L/∂z₁·[x < 0], summed to a's shape"), symbol="a", note=note)}
