@@ -997,13 +997,16 @@ THIRD_ORDER_MORE = {
     "smooth_l1_target": ("F.smooth_l1_loss(x, y * y, reduction='sum')", "y"),
     "smooth_l1_none": ("(F.smooth_l1_loss(x.sin(), y * x, reduction='none', beta=2.0) * y).sum()", "x"),
     "smooth_l1_beta_zero": ("F.smooth_l1_loss(x * x, y, beta=0.0) + (x ** 3).sum()", "x"),
+    "mish": ("(F.mish(x * y) * x).sum()", "x"),
+    "mish_of_a_matrix": ("(F.mish(M * 2) * M).sum()", "M"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(THIRD_ORDER_MORE))
 def test_gelu_huber_and_smooth_l1_second_order_nodes_differentiated_match_torch(torch, name):
     """GeluBackwardBackward0 (PyTorch's gelu_double_backward, both forms), HuberLossBackwardBackward0 and
-    SmoothL1LossBackwardBackward0 recorded: graph, values, then the third backward's step order."""
+    SmoothL1LossBackwardBackward0 recorded, and mish's composite (its sigmoid made first, as PyTorch's
+    infinitely_differentiable_mish_backward does): graph, values, then the third backward's step order."""
     from orders import torch_order
     from parity import assert_same
 
@@ -1020,6 +1023,7 @@ def test_gelu_huber_and_smooth_l1_second_order_nodes_differentiated_match_torch(
 
 MORE_THIRD_DERIVATIVES = {
     "gelu": lambda x: (gv.nn.functional.gelu(x.reshape(3, 1) * x) * x.exp()).sum(),
+    "mish": lambda x: (gv.nn.functional.mish(x.reshape(3, 1) * x) * x.exp()).sum(),
     "gelu_tanh": lambda x: (gv.nn.functional.gelu(x.reshape(3, 1) * x, approximate="tanh") * x.sin()).sum(),
     "huber": lambda x: gv.nn.functional.huber_loss(x.reshape(3, 1) * x, x.reshape(3, 1).exp() * x * 0.5, delta=0.4) * x.sum() ** 2,
     "smooth_l1": lambda x: (gv.nn.functional.smooth_l1_loss(x.reshape(3, 1) * x, x.reshape(3, 1).sin() + x, reduction="none", beta=0.6)

@@ -470,13 +470,15 @@ class MishBackward0(OpFunction):
         return result.astype(np.float16) if half else result
 
     def backward_graph(ctx, grad):
-        """PyTorch's composite ``mish_backward``, node for node: ``t = tanh(log1p(exp(x)))``, ``s = sigmoid(x)``,
-        then ``grad * (t + x * s * (1 - t * t))`` (C++ builds the right operand of each product first)."""
+        """PyTorch's ``infinitely_differentiable_mish_backward``, node for node: ``s = sigmoid(x)`` first, then
+        ``t = tanh(log1p(exp(x)))``, then ``grad * (t + x * s * (1 - t * t))`` (C++ builds the right operand of
+        each product first). The sigmoid's node is older than the exp's, so a later backward through this
+        graph runs (and sums) them in PyTorch's order."""
         from gradviz.ops.elementwise import log1p
 
         x = ctx.saved_graph("self")
-        tanh_softplus = log1p(x.exp()).tanh()
         sigmoid = x.sigmoid()
+        tanh_softplus = log1p(x.exp()).tanh()
         one = Tensor._make(ctx.backend.full((), 1, x.dtype, x.device), backend=ctx.backend)
         bend = one - tanh_softplus * tanh_softplus
         slope = x * sigmoid * bend
