@@ -435,3 +435,25 @@ def test_diagonal_is_a_view_as_in_torch(torch, code):
     from parity import assert_same
 
     assert_same(code)
+
+
+# -- left over from an earlier session: masked_fill on a transposed tensor, smooth L1 with beta=0, x ** (x - 1) at 0
+LEFT_OVER = {
+ "masked_fill_t": "x = torch.tensor([[1., 2., 3.], [4., 5., 6.]], requires_grad=True)\ny = x.t() * 1\nz = y.t().masked_fill(torch.tensor([[True, False, True], [False, True, False]]), 0.)\nprint(z, z.stride(), z.is_contiguous())\n(z * torch.arange(6.).reshape(2, 3)).sum().backward()\n",
+ "masked_fill_t2": "x = torch.tensor([[1., 2., 3.], [4., 5., 6.]], requires_grad=True)\nz = x.t().masked_fill(torch.tensor([[True, False], [False, True], [True, True]]), 7.)\nprint(z, z.stride())\nw = z.view(-1) if z.is_contiguous() else z.reshape(-1)\n(w * torch.arange(6.)).sum().backward()\n",
+ "masked_fill_t_inplace": "x = torch.tensor([[1., 2., 3.], [4., 5., 6.]], requires_grad=True)\nz = (x * 1).t()\nz.masked_fill_(torch.tensor([[True, False], [False, True], [True, True]]), 7.)\nprint(z, z.stride())\n(z * torch.arange(6.).reshape(3, 2)).sum().backward()\n",
+ "smooth_l1_beta0": "x = torch.tensor([1., 2., 3.], requires_grad=True)\ny = torch.tensor([1., 0., 4.])\nl = torch.nn.functional.smooth_l1_loss(x, y, beta=0.)\nprint(l)\nl.backward()\n",
+ "smooth_l1_beta0_2": "x = torch.tensor([1., 2., 3.], requires_grad=True)\ny = torch.tensor([1., 0., 4.])\nl = torch.nn.functional.smooth_l1_loss(x * x, y, beta=0.)\ng, = torch.autograd.grad(l, x, create_graph=True)\nprint(g)\ng.sum().backward()\n",
+ "pow_x_xm1": "x = torch.tensor([0., 1., 2.], requires_grad=True)\ny = x ** (x - 1)\nprint(y)\ny.sum().backward()\n",
+ "pow_x_xm1_2": "x = torch.tensor([0., 1., 2.], requires_grad=True)\ny = x ** (x - 1)\ng, = torch.autograd.grad(y.sum(), x, create_graph=True)\nprint(g)\ng.sum().backward()\n",
+ "pow_x_x": "x = torch.tensor([0., 1., 2.], requires_grad=True)\ny = x ** x\ny.sum().backward()\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEFT_OVER))
+def test_left_over_corners_match_torch(torch, name):
+    """``x ** (x - 1)`` at 0: the exponent's gradient is ``inf * ln 0 = -inf`` (PyTorch zeroes the term only
+    where the exponent is >= 0); masked_fill of a transposed tensor keeps its layout; smooth L1 with beta=0."""
+    from parity import assert_same
+
+    assert_same(LEFT_OVER[name])

@@ -375,3 +375,12 @@ CASES.update({
     "MaskedSelectBackward0": (lambda x: x.masked_select(gv.tensor([True, False, True])), [values(2, 3)]),
 })
 CASES["ScatterBackward1"] = (lambda x: x.scatter(1, gv.tensor([[2], [0]]), 0.5) * x, [values(2, 3)])
+# -- autograd7: clamp with tensor bounds, PReLU's two-output kernel backward
+CASES.update({
+    "ClampBackward0": (lambda x, lo, hi: gv.clamp(x, lo, hi) + gv.clamp(x, lo) * 2 + gv.clamp(x, None, hi) * 3,
+                       [np.array([-1.5, 0.2, 0.7, 2.0]), np.array([-0.5, 0.1, 0.6, 0.5]), np.array([1.0, 1.1, 0.65, 1.5])]),
+    "ClampMinBackward1": (lambda x, lo: gv.clamp_min(x, lo), [np.array([-1.5, 0.2, 2.0]), np.array([-0.5, 0.3, 0.5])]),
+    "ClampMaxBackward1": (lambda x, hi: gv.clamp_max(x, hi), [np.array([-1.5, 0.2, 2.0]), np.array([-0.5, 0.3, 0.5])]),
+    "PreluKernelBackwardBackward0": (lambda g, x, a: (lambda grads: grads[0] * 1.5 + grads[1])(
+        activation.PreluKernelBackwardBackward0.apply(g, x, a)), [values(2, 3), values(2, 3), values(1, 3)]),
+})

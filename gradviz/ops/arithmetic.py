@@ -296,9 +296,11 @@ class PowBackward1(OpFunction):
             # autograd7: PyTorch's pow_backward_self picks 0 where the exponent is 0 (not 0 * inf = nan, nor -0.)
             grad_self = backend.where(backend.eq(exponent, 0.0), 0.0, grad_self)
         if needs[1]:
-            # d(a**b)/db = a**b * ln(a); PyTorch takes the term as 0 where a == 0 and b >= 0
-            log_self = backend.where(backend.eq(self, 0), 0.0, backend.log(self))
-            grad_exponent = backend.mul(grad, backend.mul(ctx.saved("result"), log_self))
+            # d(a**b)/db = a**b * ln(a); PyTorch takes the term as 0 where a == 0 and b >= 0 (autograd7: only
+            # there: 0 ** -1 * ln 0 is inf * -inf = -inf, as in PyTorch, not 0 * inf = nan)
+            at_zero = backend.logical_and(backend.eq(self, 0), backend.ge(exponent, 0))
+            term = backend.where(at_zero, 0.0, backend.mul(ctx.saved("result"), backend.log(self)))
+            grad_exponent = backend.mul(grad, term)
         return _binary_grads(ctx, grad_self, grad_exponent)
 
     def backward_graph(ctx, grad):
