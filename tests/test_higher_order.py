@@ -821,9 +821,9 @@ def test_nodes_recorded_by_a_backward_pass_know_their_order():
 
 
 def test_an_op_without_a_recorded_backward_says_so():
-    x = gv.tensor([1.0, -2.0, 3.0], requires_grad=True)
-    loss = gv.nn.functional.binary_cross_entropy_with_logits(x, x.sigmoid(), pos_weight=gv.tensor([2.0, 1.0, 0.5]))
-    with pytest.raises(NotImplementedError, match="BinaryCrossEntropyWithLogitsBackward0"):  # the target's: log_sigmoid
+    x = gv.tensor([[1.0, -2.0, 3.0]], requires_grad=True)
+    loss = (gv.nn.functional.layer_norm(x, (3,)) ** 2).sum()
+    with pytest.raises(NotImplementedError, match="NativeLayerNormBackward0"):
         gv.autograd.grad(loss, x, create_graph=True)
 
 
@@ -999,6 +999,13 @@ THIRD_ORDER_MORE = {
     "smooth_l1_beta_zero": ("F.smooth_l1_loss(x * x, y, beta=0.0) + (x ** 3).sum()", "x"),
     "mish": ("(F.mish(x * y) * x).sum()", "x"),
     "mish_of_a_matrix": ("(F.mish(M * 2) * M).sum()", "M"),
+    "bce_logits_pos_weight_target": ("F.binary_cross_entropy_with_logits(y * 2, x.sigmoid(), "
+                                     "pos_weight=torch.tensor([2.0, 1.0, 0.5]), reduction='sum')", "x"),
+    "bce_logits_pos_weight_both": ("F.binary_cross_entropy_with_logits(x * y, (x * 0.3).sigmoid(), "
+                                   "pos_weight=torch.tensor([2.0, 1.0, 0.5]))", "x"),
+    "bce_logits_pos_weight_weight_none": ("(F.binary_cross_entropy_with_logits(M, (M * M).sigmoid(), weight=torch.tensor("
+                                          "[1.0, 2.0, 0.5]), pos_weight=torch.tensor([2.0, 1.0, 0.5]), reduction='none') * M).sum()",
+                                          "M"),
 }
 
 

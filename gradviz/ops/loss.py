@@ -102,14 +102,12 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
         """PyTorch's composites, op for op. ``self``: ``binary_cross_entropy_with_logits_backward``,
         ``(sigmoid(x) - t) * grad`` (with ``pos_weight``: ``((p t + 1 - t) sigmoid(x) - p t) * grad``), times
         the weight, ``div_(n)`` for 'mean'. ``target``: ``..._target_backward``, ``-x * grad``, ``mul_(weight)``,
-        ``div_(n)`` (with ``pos_weight`` it goes through ``log_sigmoid``, which gradviz does not record yet)."""
+        ``div_(n)``; with ``pos_weight``: ``log_sigmoid(-x).sub_(log_sigmoid(x).mul_(p)).mul_(grad)`` first."""
         from gradviz.ops import inplace
         from gradviz.ops.double_backward import _scalar_add
 
         self, target, weight, pos_weight, reduction = ctx.saved_graph("self", "target", "weight", "pos_weight",
                                                                        "reduction")
-        if ctx.needs_input_grad[1] and pos_weight is not None:
-            return OpFunction.backward_graph(ctx, grad)
         grad_input = grad_target = None
         if ctx.needs_input_grad[0]:
             if pos_weight is None:
@@ -123,7 +121,14 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
             if reduction == 1:
                 inplace.apply_(grad_input, DivBackward1.apply, self.numel())
         if ctx.needs_input_grad[1]:
-            grad_target = _weighted_mean_(-self * grad, weight, reduction)
+            if pos_weight is None:
+                grad_target = -self * grad
+            else:  # autograd7: PyTorch's in-place chain (the object of ``sub_`` is made before its argument)
+                from gradviz.ops.activation import logsigmoid
+
+                grad_target = logsigmoid(-self)
+                grad_target = grad_target.sub_(logsigmoid(self).mul_(pos_weight)).mul_(grad)
+            grad_target = _weighted_mean_(grad_target, weight, reduction)
         return grad_input, grad_target
 
 
