@@ -56,6 +56,9 @@ EXTRA = {
                     + gv.autograd.grad((F.prelu(x.reshape(1, 2, 2) * x.reshape(1, 2, 2), a * 1) * x.reshape(1, 2, 2)).sum(),
                                        a, create_graph=True)[0].sum(),
                     [np.array([-1.5, 0.5, 2.0, -0.3]), np.array([0.25, -0.5])]),
+    # autograd7: embedding's backward recorded (EmbeddingDenseBackwardBackward0), padding row too
+    "embedding twice": (lambda w: _gradient_of(lambda v: (F.embedding(gv.tensor([[1, 0], [2, 1]]), v, padding_idx=0)
+                                                         ** 3).sum(), w), [values(3, 2)]),
     # autograd7: clamp with tensor bounds (ops/clamping.py)
     "clamp tensor bounds": (lambda x, lo, hi: gv.clamp(x, lo, hi) + gv.clamp(x, lo) + gv.clamp(x, max=hi),
                             [np.array([-1.0, 0.5, 2.0, 0.1]), np.array([0.0, 0.0, 0.0, 0.3]), np.array([1.0, 1.0, 1.0, 0.2])]),

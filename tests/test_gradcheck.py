@@ -384,3 +384,6 @@ CASES.update({
     "PreluKernelBackwardBackward0": (lambda g, x, a: (lambda grads: grads[0] * 1.5 + grads[1])(
         activation.PreluKernelBackwardBackward0.apply(g, x, a)), [values(2, 3), values(2, 3), values(1, 3)]),
 })
+CASES["EmbeddingDenseBackwardBackward0"] = (
+    lambda g: __import__("gradviz.ops.double_backward", fromlist=["x"]).EmbeddingDenseBackwardBackward0.apply(
+        g, gv.tensor([[1, 0], [2, 1]]), 3, 0, False), [values(2, 2, 2)])

@@ -1112,3 +1112,23 @@ def test_prelu_second_derivatives_by_central_differences():
         hessian_row, = gv.autograd.grad(g[row], v, retain_graph=True)
         numeric = [(gradient(point + 1e-6 * eye[j]) - gradient(point - 1e-6 * eye[j]))[row] / 2e-6 for j in range(point.size)]
         np.testing.assert_allclose(hessian_row.numpy(), numeric, rtol=1e-5, atol=1e-6)
+
+
+EMBEDDING = "W = torch.tensor([[0.3, -0.2, 0.1], [0.5, 1.1, -0.7], [0.9, -1.3, 0.2]], requires_grad=True)\n"
+EMBEDDINGS = {
+    "plain": ("(F.embedding(torch.tensor([1, 0, 1]), W) * x).pow(2).sum()", "W"),
+    "padding": ("(F.embedding(torch.tensor([[1, 0], [2, 1]]), W, padding_idx=0) * x).pow(2).sum()", "W"),
+    "scale_grad_by_freq": ("(F.embedding(torch.tensor([1, 0, 1, 2]), W * 1, scale_grad_by_freq=True) ** 3).sum()", "W"),
+    "through_the_other_factor": ("(F.embedding(torch.tensor([1, 0, 1]), W) * x).pow(2).sum()", "x"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDINGS))
+def test_embedding_records_torchs_dense_backward(torch, name):
+    """EmbeddingDenseBackwardBackward0 (saved indices and padding_idx), and its own backward
+    (``index_select`` of the rows, ``masked_fill_`` of the padding row, a view), against torch."""
+    from parity import assert_same
+
+    expression, wrt = EMBEDDINGS[name]
+    assert_same(EMBEDDING + second_order(expression, wrt))
+    assert_same(EMBEDDING + third_order(expression, wrt))

@@ -835,3 +835,39 @@ def prod_safe_zeros_backward_graph(grad: Tensor, input: Tensor, dim: int) -> Ten
     narrow_reverse = flip(narrow(input, dim, 1, size - 1), (dim,))
     exclusive_reverse = flip(cumprod(cat([ones, narrow_reverse], dim), dim), (dim,))
     return grad * (exclusive_normal * exclusive_reverse)
+
+
+class EmbeddingDenseBackwardBackward0(OpFunction):
+    """``embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)``, the op a
+    recorded backward of ``embedding`` makes: each gradient row added into the table row it was read from.
+    Its own gradient is PyTorch's ``embedding_dense_double_backward``: the rows of ``grad`` read back at the
+    indices (``index_select``), 0 at the padding row, viewed to the indices' shape plus one dim (it does not
+    scale by frequency, as PyTorch's does not)."""
+
+    inputs = ("grad_output",)
+    derivatives = {"grad_output": ("embedding_dense_double_backward_symint(grad, indices, padding_idx)",
+                                   r"\bar{z}_{i_k}")}
+
+    def forward(ctx, grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+        from gradviz.ops.embedding import NO_PADDING, dense_backward
+
+        ctx.save(indices=indices, padding_idx=padding_idx if padding_idx >= 0 else NO_PADDING)
+        ctx.padding = padding_idx
+        return dense_backward(grad_output._backend, grad_output._data, indices._data, num_weights, padding_idx,
+                              scale_grad_by_freq)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        indices = ctx.saved("indices")
+        flat = backend.reshape(indices, (-1,))
+        picked = backend.take(grad, flat, 0)
+        if ctx.padding >= 0:
+            picked = backend.where(backend.reshape(backend.eq(flat, ctx.padding), (-1, 1)), 0, picked)
+        return backend.reshape(picked, tuple(indices.shape) + (grad.shape[-1],))
+
+    def backward_graph(ctx, grad):
+        indices = ctx.saved_graph("indices")
+        picked = grad.index_select(0, indices.reshape(-1))
+        if ctx.padding >= 0:
+            picked.masked_fill_((indices == ctx.padding).reshape(-1, 1), 0)
+        return picked.view(tuple(indices.shape) + (-1,))

@@ -1604,3 +1604,23 @@ def _prelu_twice(o):
                                    "ȳ·∂L/∂z₂·[x < 0]"), note=note),
             "weight": Rule(sent=Call("prelu_twice_input", (z, g_out, x, hidden(INPUT_SHAPE)), "", (0,),
                                      "ȳ·∂L/∂z₁·[x < 0], summed to a's shape"), symbol="a", note=note)}
+
+
+# ------------------------------------------------------------------ autograd7: embedding's backward, recorded
+@register("rows_at")
+def _rows_at(grad, indices, padding):
+    indices = np.asarray(indices).astype(np.int64)
+    picked = np.take(np.asarray(grad, np.float64), indices.reshape(-1), axis=0)
+    if padding >= 0:
+        picked[indices.reshape(-1) == padding] = 0
+    return picked.reshape(indices.shape + (-1,))
+
+
+@entry("EmbeddingDenseBackwardBackward0", options=("padding_idx",))
+def _embedding_twice(o):
+    padding = signed(o["padding_idx"])
+    note = recorded("the table's gradient, each row of ȳ added into the row it read")
+    if padding >= 0:
+        note += f"; row {padding} is padding: its reads get 0"
+    return only(Rule(sent=Call("rows_at", (g, Var("indices", "i")), "", (padding,), "the rows read at i"),
+                     symbol="ȳ", note=note), "grad_output")
