@@ -59,6 +59,9 @@ EXTRA = {
     # autograd7: embedding's backward recorded (EmbeddingDenseBackwardBackward0), padding row too
     "embedding twice": (lambda w: _gradient_of(lambda v: (F.embedding(gv.tensor([[1, 0], [2, 1]]), v, padding_idx=0)
                                                          ** 3).sum(), w), [values(3, 2)]),
+    # autograd7: masked_select differentiated twice (MaskedScatterBackwardBackward0)
+    "masked_select thrice": (lambda x: _gradient_of(lambda v: (_gradient_of(lambda u: (u.masked_select(gv.tensor(
+        [[True, False, True], [False, True, True]])) ** 4).sum(), v) ** 2).sum(), x), [values(2, 3)]),
     # autograd7: clamp with tensor bounds (ops/clamping.py)
     "clamp tensor bounds": (lambda x, lo, hi: gv.clamp(x, lo, hi) + gv.clamp(x, lo) + gv.clamp(x, max=hi),
                             [np.array([-1.0, 0.5, 2.0, 0.1]), np.array([0.0, 0.0, 0.0, 0.3]), np.array([1.0, 1.0, 1.0, 0.2])]),

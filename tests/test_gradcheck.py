@@ -387,3 +387,6 @@ CASES.update({
 CASES["EmbeddingDenseBackwardBackward0"] = (
     lambda g: __import__("gradviz.ops.double_backward", fromlist=["x"]).EmbeddingDenseBackwardBackward0.apply(
         g, gv.tensor([[1, 0], [2, 1]]), 3, 0, False), [values(2, 2, 2)])
+CASES["MaskedScatterBackwardBackward0"] = (
+    lambda g: __import__("gradviz.ops.double_backward", fromlist=["x"]).MaskedScatterBackwardBackward0.apply(
+        g, gv.tensor([[True, False, True], [False, True, False]]), (2, 2)), [values(2, 3)])

@@ -1132,3 +1132,22 @@ def test_embedding_records_torchs_dense_backward(torch, name):
     expression, wrt = EMBEDDINGS[name]
     assert_same(EMBEDDING + second_order(expression, wrt))
     assert_same(EMBEDDING + third_order(expression, wrt))
+
+
+MASKED_SELECTS = {
+    "vector": ("(x.masked_select(torch.tensor([True, False, True])) ** 3).sum()", "x"),
+    "matrix": ("(M.masked_select(torch.tensor([[True, False, True], [False, True, True]])) * y.repeat(2)[:4]).pow(2).sum()",
+               "M"),
+    "broadcast_mask": ("(M.masked_select(torch.tensor([True, False, True])) ** 3).sum()", "M"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASKED_SELECTS))
+def test_a_users_masked_select_differentiated_three_times_matches_torch(torch, name):
+    """The source gradient of MaskedScatterBackward0 is PyTorch's ``masked_scatter_backward``, a node of its own
+    (MaskedScatterBackwardBackward0), whose gradient is a masked_scatter into zeros."""
+    from parity import assert_same
+
+    expression, wrt = MASKED_SELECTS[name]
+    assert_same(second_order(expression, wrt))
+    assert_same(third_order(expression, wrt))

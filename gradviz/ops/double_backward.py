@@ -362,22 +362,47 @@ class MaskedScatterBackward0(OpFunction):
         return grad_self, grad_source
 
     def backward_graph(ctx, grad):
-        """``self``: ``grad.masked_fill(mask, 0)``; ``source``: ``grad.masked_select(mask)``, zeros appended up
-        to ``source``'s size (CatBackward0), viewed as it (ViewBackward0)."""
+        """``self``: ``grad.masked_fill(mask, 0)``; ``source``: ``masked_scatter_backward(grad, mask, sizes)``,
+        an op of its own in PyTorch (MaskedScatterBackwardBackward0)."""
         from gradviz.ops._util import sum_to_tensor
-        from gradviz.ops.combine import cat
 
         mask, sizes = ctx.saved_graph("mask"), ctx.saved("source_sym_sizes")
         grad_self = sum_to_tensor(grad.masked_fill(mask, 0), ctx.metas[0][0]) if ctx.needs_input_grad[0] else None
         grad_source = None
-        if ctx.needs_input_grad[1]:
-            picked = MaskedSelectBackward0.apply(grad, mask)
-            missing = _numel(sizes) - picked.shape[0]
-            if missing:
-                zeros = Tensor._make(ctx.backend.full((missing,), 0, grad.dtype, grad.device), backend=ctx.backend)
-                picked = cat([picked, zeros], 0)
-            grad_source = picked.view(sizes)
+        if ctx.needs_input_grad[1]:  # autograd7: PyTorch's masked_scatter_backward, an op of its own
+            grad_source = MaskedScatterBackwardBackward0.apply(grad, mask, sizes)
         return grad_self, grad_source
+
+
+class MaskedScatterBackwardBackward0(OpFunction):
+    """``masked_scatter_backward(grad_output, mask, sizes)``: the elements of ``grad_output`` where ``mask``
+    holds, in order, zeros appended up to ``prod(sizes)``, shaped as ``sizes`` (the source's gradient of a
+    masked_scatter, recorded). Its own gradient: ``zeros_like(grad_output).masked_scatter(mask, grad)``."""
+
+    inputs = ("grad_output",)
+    derivatives = {"grad_output": ("zeros_like(grad_output).masked_scatter(mask, grad)", r"\bar{z}\ \mathrm{where}\ m")}
+
+    def forward(ctx, grad_output, mask, sizes):
+        ctx.save(mask=mask)
+        ctx.shape, ctx.dtype, ctx.device = tuple(grad_output.shape), grad_output.dtype, grad_output.device
+        backend = grad_output._backend
+        grad = grad_output._data
+        picked = backend.getitem(grad, backend.broadcast_to(mask._data, grad.shape))
+        missing = _numel(sizes) - picked.shape[0]
+        if missing:
+            picked = backend.concatenate([picked, backend.full((missing,), 0, _dtype_of(grad), backend.device_of(grad))], 0)
+        return backend.reshape(picked, tuple(sizes))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        mask = backend.broadcast_to(ctx.saved("mask"), ctx.shape)
+        count = int(backend.to_numpy(mask).sum())
+        out = backend.full(ctx.shape, 0, ctx.dtype, ctx.device)
+        return backend.assign(out, backend.reshape(grad, (-1,))[:count], mask)
+
+    def backward_graph(ctx, grad):
+        zeros = Tensor._make(ctx.backend.full(ctx.shape, 0, ctx.dtype, ctx.device), backend=ctx.backend)
+        return _masked_scatter(zeros, ctx.saved_graph("mask"), grad)
 
 
 def _dtype_of(array):

@@ -1624,3 +1624,18 @@ def _embedding_twice(o):
         note += f"; row {padding} is padding: its reads get 0"
     return only(Rule(sent=Call("rows_at", (g, Var("indices", "i")), "", (padding,), "the rows read at i"),
                      symbol="ȳ", note=note), "grad_output")
+
+
+# ------------------------------------------------------------------ autograd7: masked_scatter_backward, recorded
+@register("scatter_masked_into_zeros")
+def _scatter_masked_into_zeros(grad, mask, shape):
+    out = np.zeros(tuple(shape))
+    picked = np.broadcast_to(np.asarray(mask, bool), out.shape)
+    out[picked] = np.asarray(grad, np.float64).reshape(-1)[:int(picked.sum())]
+    return out
+
+
+entry("MaskedScatterBackwardBackward0")(lambda o: only(Rule(
+    sent=Call("scatter_masked_into_zeros", (g, Var("mask", "m"), hidden(INPUT_SHAPE)), "", (), "written where m holds"),
+    symbol="ḡ", note=recorded("masked_scatter's gradient for its source: ḡ read where the mask m holds")),
+    "grad_output"))
