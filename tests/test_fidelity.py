@@ -457,3 +457,29 @@ def test_left_over_corners_match_torch(torch, name):
     from parity import assert_same
 
     assert_same(LEFT_OVER[name])
+
+
+def test_silencing_falls_back_to_errstate_where_numpy_has_no_context_variable(monkeypatch):
+    """quiet.py reads numpy's private ContextVar; a numpy without it gets the np.errstate form."""
+    import importlib.util
+    import pathlib
+
+    import numpy._core._ufunc_config as config
+
+    monkeypatch.delattr(config, "_extobj_contextvar")
+    path = pathlib.Path(gv.__file__).parent / "backends" / "quiet.py"
+    spec = importlib.util.spec_from_file_location("quiet_without_contextvar", path)
+    quiet = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(quiet)
+    monkeypatch.undo()
+    assert quiet._state is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        token = quiet._set(quiet._IGNORE)
+        np.log(np.array(0.0))
+        quiet._reset(token)
+        quiet.silent(np.log)(np.array(0.0))
+        with quiet.silenced():
+            np.log(np.array(0.0))
+    with pytest.warns(RuntimeWarning):
+        np.log(np.array(0.0))

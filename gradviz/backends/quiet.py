@@ -56,6 +56,16 @@ if _state is not None:
             return False
 
 else:  # pragma: no cover - the portable, slower form
+    _IGNORE = None
+
+    def _set(_ignore):
+        """Enter an ``np.errstate`` (the token ``_reset`` leaves)."""
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def _reset(state):
+        state.__exit__(None, None, None)
 
     def silent(fn):
         """``fn`` with numpy's floating-point warnings off while it runs."""
