@@ -25,7 +25,6 @@ def array(data, dtype, device=None):
     return np.array(data, dtype=dtype.numpy if dtype is not None else None)
 
 
-@silent
 def full(shape, value, dtype, device=None):
     return np.full(tuple(shape), value, dtype=dtype.numpy)
 
@@ -55,7 +54,6 @@ def copy(x):
     return np.array(x, copy=True)
 
 
-@silent
 def copy_as(value, like):
     """A copy of ``value`` laid out in memory like ``like`` (how PyTorch stores a leaf's ``.grad``)."""
     if value.strides == like.strides:  # already laid out alike: the plain copy keeps it (the common case)
@@ -210,7 +208,7 @@ log = _unary(np.log, "log", quiet=True)
 log1p = _unary(np.log1p, "log1p", quiet=True)
 sin = _unary(np.sin, "sin", quiet=True)
 cos = _unary(np.cos, "cos", quiet=True)
-tanh = _unary(np.tanh, "tanh", quiet=True)
+tanh = _unary(np.tanh, "tanh")  # never warns (tanh(±inf) = ±1): no silencing to pay for
 sqrt = _unary(np.sqrt, "sqrt", quiet=True)
 abs = _unary(np.abs, "abs")
 
@@ -232,9 +230,8 @@ _FLOAT_POWERS = {
 }
 
 
-@silent
 def sigmoid(a):
-    """``1 / (1 + e^-x)``, from ``e^-|x|`` so that it never overflows."""
+    """``1 / (1 + e^-x)``, from ``e^-|x|`` so that it never overflows (nor warns: no silencing needed)."""
     exp_neg_abs = np.exp(-np.abs(a))
     return _arr(np.where(a >= 0, 1, exp_neg_abs) / (1 + exp_neg_abs))
 
@@ -290,12 +287,10 @@ maximum = _elementwise(np.maximum, "maximum")
 minimum = _elementwise(np.minimum, "minimum")
 
 
-@silent
 def clip(a, low, high):
     return _arr(np.clip(a, low, high))
 
 
-@silent
 def where(condition, a, b):
     out = _layout_like_torch(condition, a, b)
     if out is None:
