@@ -483,3 +483,16 @@ def test_silencing_falls_back_to_errstate_where_numpy_has_no_context_variable(mo
             np.log(np.array(0.0))
     with pytest.warns(RuntimeWarning):
         np.log(np.array(0.0))
+
+
+def test_hypot_reports_the_saved_tensor_torch_names_first_after_in_place_changes(torch):
+    """PyTorch unpacks a node's saved tensors in name order (other, result, self): when two were changed
+    in place, the error names the one it unpacked first (found by the random tensor programs)."""
+    from parity import raised
+
+    code = ("a = torch.tensor([[0.5, -0.9], [1.2, 1.6]], dtype=torch.float64, requires_grad=True)\n"
+            "b = torch.tensor([1.4, -1.8], dtype=torch.float64, requires_grad=True)\n"
+            "t0 = a * 1\nt1 = a.exp() * b\nt2 = t0.hypot(t1)\n"
+            "t0[0] = 2.\nt0[0] = 2.\nt0[0] = 2.\nt1[0] = 2.\nt2.sum().backward()\n")
+    expected, got = raised(code, torch), raised(code, gv)
+    assert expected is not None and type(got) is type(expected) and str(got) == str(expected)

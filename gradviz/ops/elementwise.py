@@ -516,12 +516,14 @@ class HypotBackward0(OpFunction):
 
     def backward(ctx, grad):
         backend = ctx.backend
-        self, other, result = ctx.saved("self", "other", "result")
+        # autograd7: unpacked in PyTorch's order (other, result, self), so an in-place change is reported
+        # for the same tensor PyTorch names first
+        other, result, self = ctx.saved("other", "result", "self")
         scale = backend.div(grad, result)
         return _needed_grads(ctx, lambda: backend.mul(scale, self), lambda: backend.mul(scale, other))
 
     def backward_graph(ctx, grad):
-        self, other, result = ctx.saved_graph("self", "other", "result")
+        other, result, self = ctx.saved_graph("other", "result", "self")
         return _graph_grads(ctx, lambda: grad * self / result, lambda: grad * other / result)
 
 
