@@ -111,6 +111,9 @@ INFERENCE_VERSION = "Inference tensors do not track version counter."
 # The tensors made in inference mode, by id (a weak reference tells a live one from a reused id). Empty
 # unless inference mode was used, so the checks that read it cost one test of an empty dict.
 inference_tensors: dict = {}
+# How many threads are in inference mode now: while any is, ``Tensor._make`` is the marking one (which marks
+# only in such a thread). A fast path that makes tensors without ``Tensor._make`` checks this first.
+_inference_depth = [0]
 
 
 def is_inference_mode_enabled() -> bool:

@@ -10,9 +10,8 @@ import functools
 import threading
 import weakref
 
-from gradviz.grad_mode import _forget, _set_enabled, _state, inference_tensors, is_grad_enabled
+from gradviz.grad_mode import _forget, _inference_depth, _set_enabled, _state, inference_tensors, is_grad_enabled
 
-_marking = [0]  # how many threads are in inference mode now: Tensor._make marks while any is
 _marking_lock = threading.Lock()
 
 
@@ -69,8 +68,8 @@ def _start_marking() -> None:
     from gradviz.tensor import Tensor  # the circle tensor <-> autograd: closed inside a function
 
     with _marking_lock:
-        _marking[0] += 1
-        if _marking[0] > 1:
+        _inference_depth[0] += 1
+        if _inference_depth[0] > 1:
             return
         plain = Tensor.__dict__["_make"].__func__
 
@@ -89,6 +88,6 @@ def _stop_marking() -> None:
     from gradviz.tensor import Tensor
 
     with _marking_lock:
-        _marking[0] -= 1
-        if _marking[0] == 0:
+        _inference_depth[0] -= 1
+        if _inference_depth[0] == 0:
             Tensor._make = classmethod(Tensor.__dict__["_make"].__func__.plain)
