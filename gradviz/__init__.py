@@ -67,7 +67,7 @@ from gradviz import _kinds, accelerator, autograd, cuda, interop, snapshot  # no
 from gradviz.snapshot import graph  # noqa: E402
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
-clip = clamp
+from gradviz.ops.clamping import clip  # noqa: E402  (autograd7: its errors say clip())
 arcsin, arccos, arctan, arctan2, fix, ger = asin, acos, atan, atan2, trunc, outer
 moveaxis, swapdims, subtract, multiply, divide, negative, absolute = movedim, swapaxes, sub, mul, div, neg, abs
 

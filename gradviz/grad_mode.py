@@ -9,7 +9,14 @@ import functools
 import threading
 
 class _State(threading.local):
-    enabled = True  # every thread starts with grad mode on (a class default: no AttributeError to catch)
+    # Whether ops record: grad mode on and inference mode off. Every op reads this one attribute, so it
+    # is kept up to date by whoever changes either mode (every thread starts with both at their defaults;
+    # class defaults: no AttributeError to catch).
+    enabled = True
+    # The user's grad mode, which ``is_grad_enabled()`` reports while inference mode is on (``enable_grad``
+    # inside ``inference_mode`` turns it on, and still nothing records, as in PyTorch).
+    grad_mode = True
+    inference = False  # inference mode, per thread as in PyTorch
     # While a create_graph backward pass runs a node of order k, the nodes it records get order k + 1
     # (1 is the forward pass); 0 when no such pass runs. The graph snapshot shows it.
     backward_order = 0
@@ -19,11 +26,15 @@ _state = _State()
 
 
 def is_grad_enabled() -> bool:
-    return _state.enabled
+    state = _state
+    # outside inference mode the grad mode is what records (the engine sets ``enabled`` while it runs nodes)
+    return state.grad_mode if state.inference else state.enabled
 
 
 def _set_enabled(mode: bool) -> None:
-    _state.enabled = bool(mode)
+    state = _state
+    state.grad_mode = mode = bool(mode)
+    state.enabled = mode and not state.inference
 
 
 class _GradModeSwitch:
@@ -100,11 +111,13 @@ INFERENCE_VERSION = "Inference tensors do not track version counter."
 # The tensors made in inference mode, by id (a weak reference tells a live one from a reused id). Empty
 # unless inference mode was used, so the checks that read it cost one test of an empty dict.
 inference_tensors: dict = {}
+# How many threads are in inference mode now: while any is, ``Tensor._make`` is the marking one (which marks
+# only in such a thread). A fast path that makes tensors without ``Tensor._make`` checks this first.
 _inference_depth = [0]
 
 
 def is_inference_mode_enabled() -> bool:
-    return _inference_depth[0] > 0
+    return _state.inference
 
 
 def is_inference(tensor) -> bool:
@@ -125,5 +138,5 @@ def _forget(key: int, reference) -> None:
 
 def check_not_inference(tensor, message: str) -> None:
     """Raise PyTorch's error when an inference tensor is used as ``message`` says, outside inference mode."""
-    if inference_tensors and not _inference_depth[0] and is_inference(tensor):
+    if inference_tensors and not _state.inference and is_inference(tensor):
         raise RuntimeError(message)

@@ -455,3 +455,18 @@ CASES.update({
     "PutBackward0": (lambda x, s: x.put(gv.tensor([4, 0]), s) + x.put(gv.tensor([1, 1]), s * s, accumulate=True),
                      [values(2, 3), values(2)]),
 })
+# -- autograd7: clamp with tensor bounds, PReLU's two-output kernel backward
+CASES.update({
+    "ClampBackward0": (lambda x, lo, hi: gv.clamp(x, lo, hi) + gv.clamp(x, lo) * 2 + gv.clamp(x, None, hi) * 3,
+                       [np.array([-1.5, 0.2, 0.7, 2.0]), np.array([-0.5, 0.1, 0.6, 0.5]), np.array([1.0, 1.1, 0.65, 1.5])]),
+    "ClampMinBackward1": (lambda x, lo: gv.clamp_min(x, lo), [np.array([-1.5, 0.2, 2.0]), np.array([-0.5, 0.3, 0.5])]),
+    "ClampMaxBackward1": (lambda x, hi: gv.clamp_max(x, hi), [np.array([-1.5, 0.2, 2.0]), np.array([-0.5, 0.3, 0.5])]),
+    "PreluKernelBackwardBackward0": (lambda g, x, a: (lambda grads: grads[0] * 1.5 + grads[1])(
+        activation.PreluKernelBackwardBackward0.apply(g, x, a)), [values(2, 3), values(2, 3), values(1, 3)]),
+})
+CASES["EmbeddingDenseBackwardBackward0"] = (
+    lambda g: __import__("gradviz.ops.double_backward", fromlist=["x"]).EmbeddingDenseBackwardBackward0.apply(
+        g, gv.tensor([[1, 0], [2, 1]]), 3, 0, False), [values(2, 2, 2)])
+CASES["MaskedScatterBackwardBackward0"] = (
+    lambda g: __import__("gradviz.ops.double_backward", fromlist=["x"]).MaskedScatterBackwardBackward0.apply(
+        g, gv.tensor([[True, False, True], [False, True, False]]), (2, 2)), [values(2, 3)])

@@ -821,9 +821,9 @@ def test_nodes_recorded_by_a_backward_pass_know_their_order():
 
 
 def test_an_op_without_a_recorded_backward_says_so():
-    x = gv.tensor([1.0, -2.0, 3.0], requires_grad=True)
-    loss = gv.nn.functional.binary_cross_entropy_with_logits(x, x.sigmoid(), pos_weight=gv.tensor([2.0, 1.0, 0.5]))
-    with pytest.raises(NotImplementedError, match="BinaryCrossEntropyWithLogitsBackward0"):  # the target's: log_sigmoid
+    x = gv.tensor([[1.0, -2.0, 3.0]], requires_grad=True)
+    loss = (gv.nn.functional.layer_norm(x, (3,)) ** 2).sum()
+    with pytest.raises(NotImplementedError, match="NativeLayerNormBackward0"):
         gv.autograd.grad(loss, x, create_graph=True)
 
 
@@ -853,3 +853,301 @@ def test_reshape_is_a_view_an_alias_or_a_copy_as_torch_decides(torch, expression
     assert_same(M + f"r = {expression}\nshares = r._base is not None\nprint(shares)\n"
                 "out = (r * r * torch.arange(1.0, r.numel() + 1.0).reshape(r.shape)).sum()\n"
                 "g, = torch.autograd.grad(out, M, create_graph=True)\n(g ** 2).sum().backward()\n")
+
+
+# -- autograd7: more recorded backward forms ------------------------------------------------------------------
+SAMPLERS = {
+    "bernoulli_number": "((x * 1).bernoulli_(0.5) * x).sum()",
+    "normal_": "((x * 1).normal_() * x).sum()",
+    "uniform_": "((x * 1).uniform_(-1, 2) * x * x).sum()",
+    "bernoulli_tensor_p": ("((y * 1).bernoulli_(x.sigmoid()) * x).sum()", "x"),
+    "bernoulli_tensor_p_self": ("((y * 1).bernoulli_(x.sigmoid()) * y).sum()", "y"),
+    "bernoulli": "(torch.bernoulli(x.sigmoid()) * x).sum()",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_the_samplers_recorded_backward_is_zeros_as_torch_records_it(torch, name):
+    """A sampler's gradient is ``zeros_like(grad)`` with no history: the buffer that sums it with the other
+    path's gradient records an AddBackward0 with an empty edge, as PyTorch's does (same seed, same draws)."""
+    from parity import assert_same
+
+    expression, wrt = SAMPLERS[name] if isinstance(SAMPLERS[name], tuple) else (SAMPLERS[name], "x")
+    assert_same("torch.manual_seed(3)\n" + second_order(expression, wrt))
+
+
+HARDSIGMOID = ("x = torch.tensor([1.5, -0.5, 2.0, 4.0, -3.5], requires_grad=True)\n"
+               "g, = torch.autograd.grad((F.hardsigmoid(x * x) * x).sum(), x, create_graph=True)\n"
+               "print(g, g.grad_fn, [n.name() for n, _ in g.grad_fn.next_functions])\n")
+
+
+def test_hardsigmoids_recorded_backward_is_torchs_not_implemented_node(torch):
+    """PyTorch has no derivative for ``hardsigmoid_backward``: its result hangs from a
+    ``torch::autograd::NotImplemented`` node (edges to the gradient and to x), node for node here too."""
+    from parity import assert_same
+
+    assert_same(HARDSIGMOID)
+
+
+def test_differentiating_hardsigmoid_twice_raises_torchs_error(torch):
+    from parity import raised
+
+    code = HARDSIGMOID + "g.sum().backward()\n"
+    expected, got = raised(code, torch), raised(code, gv)
+    assert expected is not None and type(got) is type(expected) and str(got) == str(expected)
+
+
+Z = "z = torch.tensor([1.0, 0.0, 1.0])\n"
+PRODUCTS = {
+    "cumprod": "(x.cumprod(0) * y).sum()",
+    "cumprod_dim1": ("(M.cumprod(1) ** 2).sum()", "M"),
+    "cumprod_dim0_negative": ("(M.cumprod(-2) * M).sum()", "M"),
+    "cumprod_a_zero": "((x * z).cumprod(0) * y).sum()",
+    "cumprod_zeros_2d": ("((M * torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])).cumprod(1) * M).sum()", "M"),
+    "cumprod_zero_first": "((x * torch.tensor([0.0, 1.0, 1.0])).cumprod(0) ** 2).sum()",
+    "cumprod_one_element": "(x[:1].cumprod(0) * y[:1]).sum()",
+    "prod_a_zero": "(x * z).prod() * x.sum()",
+    "prod_two_zeros": "(x * torch.tensor([0.0, 0.0, 1.0])).prod() + (x * x).sum()",
+    "prod_strided_zero": ("(M * torch.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])).t().prod() * M.sum()", "M"),
+    "prod_dim_a_zero": ("((M * torch.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])).prod(1) * y[:2]).sum()", "M"),
+    "prod_single_zero": "(x[:1] * 0).prod() * x.sum()",
+    "prod_dim_size_one_zero": ("((M * torch.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])).reshape(6, 1).prod(1) "
+                               "* y.repeat(2)).sum()", "M"),
+    "prod_dim_keepdim_zero": ("((M * torch.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]])).prod(0, keepdim=True) * M).sum()",
+                              "M"),
+}
+
+
+def _product_case(name):
+    expression, wrt = PRODUCTS[name] if isinstance(PRODUCTS[name], tuple) else (PRODUCTS[name], "x")
+    return Z + expression, wrt
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCTS))
+def test_cumprod_and_prod_with_zeros_record_torchs_backward(torch, name):
+    """cumprod's backward (reversed cumsum over the input, or with a zero PyTorch's O(n²) form: omitted
+    products copied into a zero gradient, CopySlices each) and prod's zero-safe backward (cumprods of the
+    input before and after each element), node for node, then a backward through them."""
+    from parity import assert_same
+
+    setup, wrt = _product_case(name)
+    expression = setup.splitlines()[-1]
+    assert_same(Z + second_order(expression, wrt))
+
+
+@pytest.mark.parametrize("name", sorted(set(PRODUCTS) - {"cumprod_one_element", "prod_dim_size_one_zero"}))  # linear
+def test_cumprod_and_prod_with_zeros_third_order_and_step_order_match_torch(torch, name):
+    from orders import torch_order
+    from parity import assert_same
+
+    setup, wrt = _product_case(name)
+    expression = setup.splitlines()[-1]
+    assert_same(Z + third_order(expression, wrt))
+    totals = {}
+    for library in (torch, gv):
+        scope = {"torch": library, "F": library.nn.functional}
+        exec(X + M + Z + f"g1, = torch.autograd.grad({expression}, {wrt}, create_graph=True)\n"
+             f"g2, = torch.autograd.grad((g1 ** 2).sum(), {wrt}, create_graph=True)\ntotal = (g2 ** 2).sum()\n", scope)
+        totals[library.__name__] = scope["total"]
+    assert steps_in_order(totals["gradviz"]) == torch_order(totals["torch"])
+
+
+PRODUCT_DERIVATIVES = {
+    "cumprod": lambda x: (x.cumprod(0) * x.exp()).sum(),
+    "cumprod_zero": lambda x: ((x * gv.tensor([1.0, 0.0, 1.0], **F64)).cumprod(0) * x.sin()).sum(),
+    "prod_zero": lambda x: (x * gv.tensor([1.0, 0.0, 1.0], **F64)).prod() * x.exp().sum(),
+    "prod_two_zeros": lambda x: (x.reshape(3, 1) * x * gv.tensor([[0.0, 1.0, 1.0]], **F64)).prod(1).sum() ** 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCT_DERIVATIVES))
+def test_cumprod_and_prod_second_and_third_derivatives_by_central_differences(name):
+    function = PRODUCT_DERIVATIVES[name]
+    point = np.array([0.3, -0.7, 1.1])
+
+    def gradient_at(values):
+        x = gv.tensor(values, requires_grad=True, **F64)
+        return gv.autograd.grad(function(x), x)[0].numpy()
+
+    def hessian_sum_at(values):
+        x = gv.tensor(values, requires_grad=True, **F64)
+        g, = gv.autograd.grad(function(x), x, create_graph=True)
+        return gv.autograd.grad(g.sum(), x)[0].numpy().sum()
+
+    x = gv.tensor(point, requires_grad=True, **F64)
+    g, = gv.autograd.grad(function(x), x, create_graph=True)
+    h, = gv.autograd.grad(g.sum(), x, create_graph=True)
+    third, = gv.autograd.grad(h.sum(), x)
+    eye = np.eye(3)
+    numeric_h = [(gradient_at(point + 1e-6 * eye[j]) - gradient_at(point - 1e-6 * eye[j])).sum() / 2e-6 for j in range(3)]
+    np.testing.assert_allclose(h.detach().numpy(), numeric_h, rtol=1e-5, atol=1e-7)
+    numeric_third = [(hessian_sum_at(point + 1e-5 * eye[j]) - hessian_sum_at(point - 1e-5 * eye[j])) / 2e-5
+                     for j in range(3)]
+    np.testing.assert_allclose(third.numpy(), numeric_third, rtol=1e-5, atol=1e-6)
+
+
+THIRD_ORDER_MORE = {
+    "gelu": ("(F.gelu(x * y) * x).sum()", "x"),
+    "gelu_tanh": ("(F.gelu(x * y, approximate='tanh') * x).sum()", "x"),
+    "gelu_of_a_matrix": ("(F.gelu(M * 2) * M).sum()", "M"),
+    "huber": ("F.huber_loss(x * x, y, delta=0.7)", "x"),
+    "huber_sum_target": ("F.huber_loss(x, y * y, reduction='sum', delta=1.5)", "y"),
+    "huber_none": ("(F.huber_loss(x * y, y.exp(), reduction='none') * x).sum()", "x"),
+    "smooth_l1": ("F.smooth_l1_loss(x * x, y, beta=0.7)", "x"),
+    "smooth_l1_target": ("F.smooth_l1_loss(x, y * y, reduction='sum')", "y"),
+    "smooth_l1_none": ("(F.smooth_l1_loss(x.sin(), y * x, reduction='none', beta=2.0) * y).sum()", "x"),
+    "smooth_l1_beta_zero": ("F.smooth_l1_loss(x * x, y, beta=0.0) + (x ** 3).sum()", "x"),
+    "mish": ("(F.mish(x * y) * x).sum()", "x"),
+    "mish_of_a_matrix": ("(F.mish(M * 2) * M).sum()", "M"),
+    "bce_logits_pos_weight_target": ("F.binary_cross_entropy_with_logits(y * 2, x.sigmoid(), "
+                                     "pos_weight=torch.tensor([2.0, 1.0, 0.5]), reduction='sum')", "x"),
+    "bce_logits_pos_weight_both": ("F.binary_cross_entropy_with_logits(x * y, (x * 0.3).sigmoid(), "
+                                   "pos_weight=torch.tensor([2.0, 1.0, 0.5]))", "x"),
+    "bce_logits_pos_weight_weight_none": ("(F.binary_cross_entropy_with_logits(M, (M * M).sigmoid(), weight=torch.tensor("
+                                          "[1.0, 2.0, 0.5]), pos_weight=torch.tensor([2.0, 1.0, 0.5]), reduction='none') * M).sum()",
+                                          "M"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(THIRD_ORDER_MORE))
+def test_gelu_huber_and_smooth_l1_second_order_nodes_differentiated_match_torch(torch, name):
+    """GeluBackwardBackward0 (PyTorch's gelu_double_backward, both forms), HuberLossBackwardBackward0 and
+    SmoothL1LossBackwardBackward0 recorded, and mish's composite (its sigmoid made first, as PyTorch's
+    infinitely_differentiable_mish_backward does): graph, values, then the third backward's step order."""
+    from orders import torch_order
+    from parity import assert_same
+
+    expression, wrt = THIRD_ORDER_MORE[name]
+    assert_same(third_order(expression, wrt))
+    totals = {}
+    for library in (torch, gv):
+        scope = {"torch": library, "F": library.nn.functional}
+        exec(X + M + f"g1, = torch.autograd.grad({expression}, {wrt}, create_graph=True)\n"
+             f"g2, = torch.autograd.grad((g1 ** 2).sum(), {wrt}, create_graph=True)\ntotal = (g2 ** 2).sum()\n", scope)
+        totals[library.__name__] = scope["total"]
+    assert steps_in_order(totals["gradviz"]) == torch_order(totals["torch"])
+
+
+MORE_THIRD_DERIVATIVES = {
+    "gelu": lambda x: (gv.nn.functional.gelu(x.reshape(3, 1) * x) * x.exp()).sum(),
+    "mish": lambda x: (gv.nn.functional.mish(x.reshape(3, 1) * x) * x.exp()).sum(),
+    "gelu_tanh": lambda x: (gv.nn.functional.gelu(x.reshape(3, 1) * x, approximate="tanh") * x.sin()).sum(),
+    "huber": lambda x: gv.nn.functional.huber_loss(x.reshape(3, 1) * x, x.reshape(3, 1).exp() * x * 0.5, delta=0.4) * x.sum() ** 2,
+    "smooth_l1": lambda x: (gv.nn.functional.smooth_l1_loss(x.reshape(3, 1) * x, x.reshape(3, 1).sin() + x, reduction="none", beta=0.6)
+                            * x.exp()).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_THIRD_DERIVATIVES))
+def test_gelu_huber_and_smooth_l1_third_derivatives_by_central_differences(name):
+    function = MORE_THIRD_DERIVATIVES[name]
+    point = np.array([0.3, -0.7, 1.1])
+
+    def hessian_sums(values, create_graph=False):
+        x = gv.tensor(values, requires_grad=True, **F64)
+        g, = gv.autograd.grad(function(x), x, create_graph=True)
+        h, = gv.autograd.grad(g.sum(), x, create_graph=create_graph)
+        return x, h
+
+    x, h = hessian_sums(point, create_graph=True)
+    third, = gv.autograd.grad(h.sum(), x)
+    numeric = [(hessian_sums(point + 1e-5 * np.eye(3)[j])[1].sum().item()
+                - hessian_sums(point - 1e-5 * np.eye(3)[j])[1].sum().item()) / 2e-5 for j in range(3)]
+    np.testing.assert_allclose(third.numpy(), numeric, rtol=1e-5, atol=1e-6)
+
+
+PRELU = "a = torch.tensor([0.25], requires_grad=True)\nc = torch.tensor([0.25, -0.5, 1.5], requires_grad=True)\n"
+PRELU_CASES = {
+    "input": ("(F.prelu(M * M - 0.3, a) * M).sum()", "M"),
+    "weight": ("(F.prelu(M * M - 0.3, a) * M).sum()", "a"),
+    "per_channel_input": ("(F.prelu((M - 0.2).t(), c[:2]) ** 2).sum()", "M"),
+    "per_channel_weight": ("(F.prelu(M.reshape(1, 3, 2) * x.reshape(1, 3, 1), c) ** 2).sum()", "c"),
+    "vector": ("(F.prelu(x * y, a) * x).sum()", "x"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRELU_CASES))
+def test_prelu_records_torchs_two_output_kernel_backward(torch, name):
+    """PreluKernelBackwardBackward0: one node, two outputs (the input's gradient and the slope's, summed to
+    the slope's shape), as torch records it; then differentiated again (its own formulas)."""
+    from parity import assert_same
+
+    expression, wrt = PRELU_CASES[name]
+    assert_same(PRELU + second_order(expression, wrt))
+    if name != "weight":  # linear in the slope: its second gradient has no graph to differentiate
+        assert_same(PRELU + third_order(expression, wrt))
+
+
+@pytest.mark.parametrize("name", sorted(PRELU_CASES))
+def test_prelu_backward_passes_run_in_torch_order(torch, name):
+    from orders import torch_order
+
+    expression, wrt = PRELU_CASES[name]
+    totals = {}
+    for library in (torch, gv):
+        scope = {"torch": library, "F": library.nn.functional}
+        exec(X + M + PRELU + f"g1, = torch.autograd.grad({expression}, {wrt}, create_graph=True)\n"
+             f"g2, = torch.autograd.grad((g1 ** 2).sum() + (a * c).sum() * g1.sum(), {wrt}, create_graph=True)\n"
+             "total = (g2 ** 2).sum()\n", scope)
+        totals[library.__name__] = scope["total"]
+    assert steps_in_order(totals["gradviz"]) == torch_order(totals["torch"])
+
+
+def test_prelu_second_derivatives_by_central_differences():
+    def function(v):
+        weight = v[:3] * 0.5
+        return (gv.nn.functional.prelu(v[3:].reshape(2, 3) * v[3:].reshape(2, 3).sin(), weight) * v[3:].reshape(2, 3)).sum() \
+            + (weight ** 3).sum()
+
+    point = np.array([0.3, -0.7, 1.1, 0.5, -1.2, 0.8, -0.4, 1.5, -0.9])
+
+    def gradient(values):
+        v = gv.tensor(values, requires_grad=True, **F64)
+        return gv.autograd.grad(function(v), v)[0].numpy()
+
+    v = gv.tensor(point, requires_grad=True, **F64)
+    g, = gv.autograd.grad(function(v), v, create_graph=True)
+    eye = np.eye(point.size)
+    for row in range(point.size):
+        hessian_row, = gv.autograd.grad(g[row], v, retain_graph=True)
+        numeric = [(gradient(point + 1e-6 * eye[j]) - gradient(point - 1e-6 * eye[j]))[row] / 2e-6 for j in range(point.size)]
+        np.testing.assert_allclose(hessian_row.numpy(), numeric, rtol=1e-5, atol=1e-6)
+
+
+EMBEDDING = "W = torch.tensor([[0.3, -0.2, 0.1], [0.5, 1.1, -0.7], [0.9, -1.3, 0.2]], requires_grad=True)\n"
+EMBEDDINGS = {
+    "plain": ("(F.embedding(torch.tensor([1, 0, 1]), W) * x).pow(2).sum()", "W"),
+    "padding": ("(F.embedding(torch.tensor([[1, 0], [2, 1]]), W, padding_idx=0) * x).pow(2).sum()", "W"),
+    "scale_grad_by_freq": ("(F.embedding(torch.tensor([1, 0, 1, 2]), W * 1, scale_grad_by_freq=True) ** 3).sum()", "W"),
+    "through_the_other_factor": ("(F.embedding(torch.tensor([1, 0, 1]), W) * x).pow(2).sum()", "x"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDINGS))
+def test_embedding_records_torchs_dense_backward(torch, name):
+    """EmbeddingDenseBackwardBackward0 (saved indices and padding_idx), and its own backward
+    (``index_select`` of the rows, ``masked_fill_`` of the padding row, a view), against torch."""
+    from parity import assert_same
+
+    expression, wrt = EMBEDDINGS[name]
+    assert_same(EMBEDDING + second_order(expression, wrt))
+    assert_same(EMBEDDING + third_order(expression, wrt))
+
+
+MASKED_SELECTS = {
+    "vector": ("(x.masked_select(torch.tensor([True, False, True])) ** 3).sum()", "x"),
+    "matrix": ("(M.masked_select(torch.tensor([[True, False, True], [False, True, True]])) * y.repeat(2)[:4]).pow(2).sum()",
+               "M"),
+    "broadcast_mask": ("(M.masked_select(torch.tensor([True, False, True])) ** 3).sum()", "M"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASKED_SELECTS))
+def test_a_users_masked_select_differentiated_three_times_matches_torch(torch, name):
+    """The source gradient of MaskedScatterBackward0 is PyTorch's ``masked_scatter_backward``, a node of its own
+    (MaskedScatterBackwardBackward0), whose gradient is a masked_scatter into zeros."""
+    from parity import assert_same
+
+    expression, wrt = MASKED_SELECTS[name]
+    assert_same(second_order(expression, wrt))
+    assert_same(third_order(expression, wrt))

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from gradviz.backends import numpy_ranges
+from gradviz.backends.quiet import _IGNORE, _reset, _set, silent
 
 name = "numpy"
 ndarray = np.ndarray
@@ -19,6 +20,7 @@ def _arr(x):
     return x if type(x) is np.ndarray else np.asarray(x)
 
 
+@silent
 def array(data, dtype, device=None):
     return np.array(data, dtype=dtype.numpy if dtype is not None else None)
 
@@ -39,6 +41,7 @@ def linspace(start, end, steps, dtype, device=None):
     return numpy_ranges.linspace(start, end, steps, dtype.numpy)
 
 
+@silent
 def astype(x, dtype):
     return x.astype(dtype.numpy)
 
@@ -133,17 +136,23 @@ def _layout_like_torch(*operands):
 
 
 def _elementwise(ufunc, name: str):
-    """A binary ufunc whose result is laid out as PyTorch lays it out (see ``_layout_like_torch``)."""
+    """A binary ufunc whose result is laid out as PyTorch lays it out (see ``_layout_like_torch``), with
+    numpy's floating-point warnings off while it runs (``1 / 0``, ``inf - inf``: PyTorch says nothing;
+    ``quiet.py``'s ContextVar set, written out here: one frame less on the hottest path)."""
 
     def apply(a, b):
-        # numpy agrees with PyTorch unless two matrices (or larger) are laid out differently: with a
-        # number or a vector on one side, numpy keeps the other side's layout, as PyTorch does
-        if (type(a) is not ndarray or type(b) is not ndarray or a.ndim < 2 or b.ndim < 2
-                or (a.strides == b.strides and a.shape == b.shape) or (a.flags.c_contiguous and b.flags.c_contiguous)):
-            result = ufunc(a, b)
-            return result if type(result) is ndarray else np.asarray(result)  # _arr, inlined: every op runs this
-        out = _layout_like_torch(a, b)
-        return _arr(ufunc(a, b) if out is None else ufunc(a, b, out=out))
+        token = _set(_IGNORE)
+        try:
+            # numpy agrees with PyTorch unless two matrices (or larger) are laid out differently: with a
+            # number or a vector on one side, numpy keeps the other side's layout, as PyTorch does
+            if (type(a) is not ndarray or type(b) is not ndarray or a.ndim < 2 or b.ndim < 2
+                    or (a.strides == b.strides and a.shape == b.shape) or (a.flags.c_contiguous and b.flags.c_contiguous)):
+                result = ufunc(a, b)
+                return result if type(result) is ndarray else np.asarray(result)  # _arr, inlined: every op runs this
+            out = _layout_like_torch(a, b)
+            return _arr(ufunc(a, b) if out is None else ufunc(a, b, out=out))
+        finally:
+            _reset(token)
 
     apply.__name__ = name
     return apply
@@ -155,6 +164,7 @@ mul = _elementwise(np.multiply, "mul")
 div = _elementwise(np.true_divide, "div")
 
 
+@silent
 def pow(a, b):
     """``a ** b``; a number exponent as PyTorch's CPU kernel computes it (``x ** 3`` is ``x * x * x``)."""
     if type(b) is float or type(b) is int:
@@ -167,29 +177,50 @@ def pow(a, b):
     return _arr(np.power(a, b))
 
 
-def _unary(ufunc, name: str):
+def _unary(ufunc, name: str, quiet: bool = False):
     """An elementwise function of one array, always returning an array (``_arr`` written out: numpy
-    hands back a scalar for a 0-d input, and these run for every op of a scalar graph)."""
+    hands back a scalar for a 0-d input, and these run for every op of a scalar graph). ``quiet``:
+    numpy's floating-point warnings off while it runs (``log(0)``: PyTorch says nothing)."""
 
     def apply(a):
         result = ufunc(a)
         return result if type(result) is ndarray else np.asarray(result)
 
+    def quiet_apply(a):
+        token = _set(_IGNORE)
+        try:
+            result = ufunc(a)
+        finally:
+            _reset(token)
+        return result if type(result) is ndarray else np.asarray(result)
+
+    if quiet:
+        apply = quiet_apply
+
     apply.__name__ = name
     return apply
 
 
-reciprocal = _unary(np.reciprocal, "reciprocal")
+reciprocal = _unary(np.reciprocal, "reciprocal", quiet=True)
 neg = _unary(np.negative, "neg")
-exp = _unary(np.exp, "exp")
-log = _unary(np.log, "log")
-log1p = _unary(np.log1p, "log1p")
-sin = _unary(np.sin, "sin")
-cos = _unary(np.cos, "cos")
-tanh = _unary(np.tanh, "tanh")
-sqrt = _unary(np.sqrt, "sqrt")
+exp = _unary(np.exp, "exp", quiet=True)
+log = _unary(np.log, "log", quiet=True)
+log1p = _unary(np.log1p, "log1p", quiet=True)
+sin = _unary(np.sin, "sin", quiet=True)
+cos = _unary(np.cos, "cos", quiet=True)
+tanh = _unary(np.tanh, "tanh")  # never warns (tanh(±inf) = ±1): no silencing to pay for
+sqrt = _unary(np.sqrt, "sqrt", quiet=True)
 abs = _unary(np.abs, "abs")
-sign = _unary(np.sign, "sign")
+
+
+def sign(a):
+    """-1, 0 or 1; 0 for NaN, as PyTorch's ``sign`` (numpy's gives NaN)."""
+    result = np.sign(a)
+    if result.dtype.kind == "f" and result.ndim == 0:
+        return np.asarray(0.0 if result != result else result, dtype=result.dtype)
+    if result.dtype.kind == "f":
+        np.copyto(result, 0, where=result != result)
+    return result if type(result) is ndarray else np.asarray(result)
 
 
 # PyTorch's pow_tensor_scalar kernel: these exponents are computed without pow(), so exactly so here
@@ -200,29 +231,42 @@ _FLOAT_POWERS = {
 
 
 def sigmoid(a):
-    """``1 / (1 + e^-x)``, from ``e^-|x|`` so that it never overflows."""
+    """``1 / (1 + e^-x)``, from ``e^-|x|`` so that it never overflows (nor warns: no silencing needed)."""
     exp_neg_abs = np.exp(-np.abs(a))
     return _arr(np.where(a >= 0, 1, exp_neg_abs) / (1 + exp_neg_abs))
 
 
 # -- fused backward formulas: one call instead of three backend round trips ------------------
+@silent
 def relu_backward(grad, result):
     """``grad`` where the ReLU's output is positive, else 0 (PyTorch's threshold_backward)."""
-    out = grad * (result > 0)  # a multiply by the mask: np.where is ~10x slower on a random mask
+    # a multiply by the mask (np.where is ~10x slower on a random mask). ReLU's output is >= 0 or NaN, so
+    # ``result != 0`` is PyTorch's ``not result <= 0`` (a NaN passes its gradient on); ``+ 0.0`` turns the
+    # -0.0 of a negative gradient masked into PyTorch's 0.
+    out = grad * (result != 0) + 0.0
     return out if type(out) is ndarray else np.asarray(out)  # _arr, written out
 
 
+@silent
 def tanh_backward(grad, result):
     """``grad * (1 - y^2)`` for ``y = tanh(x)``."""
+    if result.dtype == np.float16:  # PyTorch computes a half's formula in float (its opmath), then rounds
+        wide = np.asarray(result, dtype=np.float32)
+        return _arr((np.asarray(grad, dtype=np.float32) * (1 - wide * wide)).astype(np.float16))
     out = grad * (1 - result * result)
     return out if type(out) is ndarray else np.asarray(out)  # _arr, written out
 
 
+@silent
 def sigmoid_backward(grad, result):
     """``grad * y * (1 - y)`` for ``y = sigmoid(x)``."""
+    if result.dtype == np.float16:  # PyTorch computes a half's formula in float (its opmath), then rounds
+        wide = np.asarray(result, dtype=np.float32)
+        return _arr((np.asarray(grad, dtype=np.float32) * (wide * (1 - wide))).astype(np.float16))
     return _arr(grad * (result * (1 - result)))
 
 
+@silent
 def softplus_neg(x):
     """``log(1 + e^-x)`` as ``max(-x, 0) + log1p(e^-|x|)``: no overflow for large ``|x|``."""
     return _arr(np.maximum(np.negative(x), 0.0) + np.log1p(np.exp(np.negative(np.abs(x)))))
@@ -231,10 +275,12 @@ def softplus_neg(x):
 _erf_each = np.frompyfunc(math.erf, 1, 1)  # math.erf element by element (numpy has no erf)
 
 
+@silent
 def normal_cdf(x):
     """``(1 + erf(x / √2)) / 2`` (numpy has no erf: the C library's, one element at a time, in double)."""
     scaled = np.multiply(x, np.sqrt(0.5, dtype=x.dtype))
-    return _arr(((_erf_each(scaled.astype(np.float64)).astype(np.float64) + 1.0) * 0.5).astype(x.dtype))
+    each = np.asarray(_erf_each(scaled.astype(np.float64)), dtype=np.float64)  # 0-d: a float comes back
+    return _arr(((each + 1.0) * 0.5).astype(x.dtype))
 
 
 maximum = _elementwise(np.maximum, "maximum")
@@ -273,6 +319,7 @@ def eq(a, b):
     return _arr(np.equal(a, b))
 
 
+@silent
 def sum(a, axis, keepdims=False):
     # the ufunc's own reduce: what np.sum calls, without its Python-level argument handling
     return _arr(np.add.reduce(a, axis=axis, keepdims=keepdims))
@@ -286,6 +333,7 @@ def argmax(a, axis):
     return _arr(np.argmax(a, axis=axis))
 
 
+@silent
 def matmul(a, b):
     if a.ndim == 2 and b.ndim == 2:
         return np.dot(a, b)  # the same product for matrices, with less per-call overhead than matmul
@@ -328,27 +376,33 @@ def one_hot_scatter(shape, index, axis, dtype):
     return out
 
 
+@silent
 def iadd(out, b):
     return np.add(out, b, out=out)
 
 
+@silent
 def isub(out, b):
     return np.subtract(out, b, out=out)
 
 
+@silent
 def imul(out, b):
     return np.multiply(out, b, out=out)
 
 
+@silent
 def idiv(out, b):
     return np.true_divide(out, b, out=out)
 
 
+@silent
 def fill(out, value):
     out.fill(value)
     return out
 
 
+@silent
 def assign(out, value, index=Ellipsis):
     out[index] = value
     return out
@@ -413,6 +467,7 @@ def as_strided(x, sizes, strides, offset):
                                            writeable=x.flags.writeable)
 
 
+@silent
 def index_add(out, key, values):
     """``out[key] += values``, adding repeated indices as many times as they occur."""
     np.add.at(out, key, values)
@@ -458,6 +513,7 @@ def gather(a, axis, index):
     return _arr(a[tuple(grid)])
 
 
+@silent
 def scatter_add(out, axis, index, values):
     """``out[..., index[i], ...] += values[i]`` along ``axis`` (the backward of gather)."""
     grid = list(np.indices(index.shape, sparse=True))
@@ -484,14 +540,17 @@ bitwise_and, bitwise_or, bitwise_xor, bitwise_not = np.bitwise_and, np.bitwise_o
 
 
 # -- more elementwise math, scans and orderings (the tensor API tutorials use) ------------------------
+@silent
 def log2(a):
     return _arr(np.log2(a))
 
 
+@silent
 def log10(a):
     return _arr(np.log10(a))
 
 
+@silent
 def expm1(a):
     return _arr(np.expm1(a))
 
@@ -516,15 +575,18 @@ def round(a, decimals=0):
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 
+@silent
 def erf(a):
     """The error function, in double precision element by element (numpy has no ``erf``)."""
-    return _arr(_erf(a.astype(np.float64)).astype(a.dtype))
+    return np.asarray(_erf(a.astype(np.float64)), dtype=np.float64).astype(a.dtype)  # 0-d: a float comes back
 
 
+@silent
 def asin(a):
     return _arr(np.arcsin(a))
 
 
+@silent
 def acos(a):
     return _arr(np.arccos(a))
 
@@ -533,18 +595,22 @@ def atan(a):
     return _arr(np.arctan(a))
 
 
+@silent
 def atan2(a, b):
     return _arr(np.arctan2(a, b))
 
 
+@silent
 def sinh(a):
     return _arr(np.sinh(a))
 
 
+@silent
 def cosh(a):
     return _arr(np.cosh(a))
 
 
+@silent
 def remainder(a, b):
     """The remainder with the divisor's sign (Python's ``%``), as PyTorch computes it: ``fmod``, then
     moved by ``b`` when the signs differ (so ``-0.7 % 0.7`` is ``-0.``, as in PyTorch)."""
@@ -554,6 +620,7 @@ def remainder(a, b):
     return _arr(np.where((kept != 0) & ((np.asarray(b) < 0) != (kept < 0)), kept + b, kept))
 
 
+@silent
 def fmod(a, b):
     """The remainder with the dividend's sign (C's ``fmod``)."""
     return _arr(np.fmod(a, b))
@@ -571,14 +638,17 @@ def isfinite(a):
     return _arr(np.isfinite(a))
 
 
+@silent
 def nan_to_num(a, nan, posinf, neginf):
     return _arr(np.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf))
 
 
+@silent
 def prod(a, axis, keepdims=False):
     return _arr(np.multiply.reduce(a, axis=axis, keepdims=keepdims))
 
 
+@silent
 def cumsum(a, axis):
     """Accumulated in double for smaller floats, then rounded, as PyTorch's CPU kernel does."""
     if a.dtype.kind == "f" and a.itemsize < 8:
@@ -586,6 +656,7 @@ def cumsum(a, axis):
     return _arr(np.cumsum(a, axis=axis))
 
 
+@silent
 def cumprod(a, axis):
     if a.dtype.kind == "f" and a.itemsize < 8:
         return _arr(np.cumprod(a, axis=axis, dtype=np.float64).astype(a.dtype))
@@ -748,3 +819,16 @@ def solve_triangular(a, b, upper):
             known = np.matmul(a[..., i:i + 1, done], x[..., done, :])
             x[..., i:i + 1, :] = (b[..., i:i + 1, :] - known) / a[..., i:i + 1, i:i + 1]
     return _column_major(x)
+# -- autograd7 -----------------------------------------------------------------------------------------------
+def diagonal_view(a, offset, axis1, axis2):
+    """The diagonal as a writable view (PyTorch's ``diagonal`` shares memory; numpy's is read-only): the
+    other dims first, then the diagonal, whose stride is the sum of the two dims' strides."""
+    rows, cols = a.shape[axis1], a.shape[axis2]
+    first_row, first_col = max(0, -offset), max(0, offset)
+    length = max(0, min(rows - first_row, cols - first_col))
+    start = [slice(None)] * a.ndim  # a view that begins at the diagonal's first element
+    start[axis1], start[axis2] = slice(min(first_row, rows), None), slice(min(first_col, cols), None)
+    rest = [d for d in range(a.ndim) if d not in (axis1, axis2)]
+    shape = tuple(a.shape[d] for d in rest) + (length,)
+    strides = tuple(a.strides[d] for d in rest) + (a.strides[axis1] + a.strides[axis2],)
+    return np.lib.stride_tricks.as_strided(a[tuple(start)], shape, strides, writeable=a.flags.writeable)

@@ -461,3 +461,7 @@ def unfold(a, axis, size, step):
 
 def solve_triangular(a, b, upper):
     return torch.linalg.solve_triangular(a, b, upper=upper)
+# -- autograd7 -----------------------------------------------------------------------------------------------
+def diagonal_view(a, offset, axis1, axis2):
+    """The diagonal as a view sharing ``a``'s memory (PyTorch's own ``diagonal``)."""
+    return torch.diagonal(a, offset, axis1, axis2)

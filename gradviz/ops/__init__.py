@@ -246,6 +246,13 @@ TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
                        if name in IN_PLACE_TOO})
 
+# -- autograd7: clamp/clip with tensor bounds and PyTorch's errors for mixed bounds (ops/clamping.py) ------
+from gradviz.ops import clamping as _clamping  # noqa: E402
+
+clamp = _clamping.clamp
+TENSOR_METHODS.update({"clamp": _clamping.clamp_method, "clip": _clamping.clip_method})
+# -- end autograd7
+
 for _name, _function in TENSOR_METHODS.items():
     setattr(Tensor, _name, _function)
 Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise make tensors unhashable

@@ -10,6 +10,8 @@ second-order nodes a recorded backward pass makes (``GeluBackwardBackward0``, ..
 """
 from __future__ import annotations
 
+import numpy as np
+
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, saved_dim, wrap_dim
@@ -139,7 +141,7 @@ class LeakyReluBackwardBackward0(OpFunction):
         backend = ctx.backend
         x, slope = ctx.saved("self", "negative_slope")
         return (_leaky_relu_backward(backend, grad, x, slope),
-                backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None)
+                backend.zeros_like(grad) if ctx.needs_input_grad[1] else None)
 
     def backward_graph(ctx, grad):
         self, slope = ctx.saved_graph("self", "negative_slope")
@@ -149,7 +151,7 @@ class LeakyReluBackwardBackward0(OpFunction):
 
 def _zeros_like(ctx, grad):
     """PyTorch's ``zeros_like(grad)``: a zero gradient with no history."""
-    return Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
+    return Tensor._make(ctx.backend.zeros_like(grad._data), backend=ctx.backend)
 
 
 GELU_SQRT_2_OVER_PI = 0.7978845608028654  # √(2/π), PyTorch's kBeta for the tanh form
@@ -308,7 +310,8 @@ def _elu_backward(backend, grad, x, alpha, scale=1, input_scale=1):
     """``grad · scale`` where ``x > 0``, ``grad · alpha · scale · input_scale · e^(x · input_scale)`` elsewhere."""
     exponent = backend.exp(x if input_scale == 1 else backend.mul(x, input_scale))
     positive = grad if scale == 1 else backend.mul(grad, scale)
-    return backend.where(backend.gt(x, 0), positive, backend.mul(grad, backend.mul(exponent, alpha * scale * input_scale)))
+    # PyTorch's ``x <= 0 ? ... : grad · scale``: a NaN input passes ``grad · scale`` on
+    return backend.where(backend.le(x, 0), backend.mul(grad, backend.mul(exponent, alpha * scale * input_scale)), positive)
 
 
 def _elu_curvature(backend, x, alpha, scale=1, input_scale=1):
@@ -379,9 +382,10 @@ class HardtanhBackward0(OpFunction):
 
 
 def _hardtanh_backward(backend, grad, x, low, high):
-    """``grad`` where ``low < x < high``, 0 elsewhere."""
-    inside = backend.logical_and(backend.gt(x, low), backend.lt(x, high))
-    return backend.where(inside, grad, 0.0)
+    """``grad`` where ``low < x < high``, 0 elsewhere (PyTorch's ``x <= low || x >= high ? 0 : grad``: a NaN
+    input passes its gradient on)."""
+    outside = backend.logical_or(backend.le(x, low), backend.ge(x, high))
+    return backend.where(outside, 0.0, grad)
 
 
 class HardtanhBackwardBackward0(OpFunction):
@@ -400,7 +404,7 @@ class HardtanhBackwardBackward0(OpFunction):
         backend = ctx.backend
         x, low, high = ctx.saved("self", "min_val", "max_val")
         return (_hardtanh_backward(backend, grad, x, low, high),
-                backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None)
+                backend.zeros_like(grad) if ctx.needs_input_grad[1] else None)
 
     def backward_graph(ctx, grad):
         self, low, high = ctx.saved_graph("self", "min_val", "max_val")
@@ -457,18 +461,24 @@ class MishBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         x = ctx.saved("self")
+        half = isinstance(x, np.ndarray) and x.dtype == np.float16
+        if half:  # PyTorch computes a half's mish_backward in float (its opmath), then rounds
+            x, grad = x.astype(np.float32), np.asarray(grad, dtype=np.float32)
         tanh_softplus = backend.tanh(_softplus_of(backend, x))
         slope = backend.mul(backend.mul(x, backend.sigmoid(x)), backend.sub(1.0, backend.mul(tanh_softplus, tanh_softplus)))
-        return backend.mul(grad, backend.add(tanh_softplus, slope))
+        result = backend.mul(grad, backend.add(tanh_softplus, slope))
+        return result.astype(np.float16) if half else result
 
     def backward_graph(ctx, grad):
-        """PyTorch's composite ``mish_backward``, node for node: ``t = tanh(log1p(exp(x)))``, ``s = sigmoid(x)``,
-        then ``grad * (t + x * s * (1 - t * t))`` (C++ builds the right operand of each product first)."""
+        """PyTorch's ``infinitely_differentiable_mish_backward``, node for node: ``s = sigmoid(x)`` first, then
+        ``t = tanh(log1p(exp(x)))``, then ``grad * (t + x * s * (1 - t * t))`` (C++ builds the right operand of
+        each product first). The sigmoid's node is older than the exp's, so a later backward through this
+        graph runs (and sums) them in PyTorch's order."""
         from gradviz.ops.elementwise import log1p
 
         x = ctx.saved_graph("self")
-        tanh_softplus = log1p(x.exp()).tanh()
         sigmoid = x.sigmoid()
+        tanh_softplus = log1p(x.exp()).tanh()
         one = Tensor._make(ctx.backend.full((), 1, x.dtype, x.device), backend=ctx.backend)
         bend = one - tanh_softplus * tanh_softplus
         slope = x * sigmoid * bend
@@ -528,6 +538,34 @@ class HardsigmoidBackward0(OpFunction):
         inside = backend.logical_and(backend.gt(x, -3.0), backend.lt(x, 3.0))
         return backend.where(inside, backend.mul(grad, HARDSIGMOID_SLOPE), 0.0)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``hardsigmoid_backward`` has no derivative formula: its result hangs from a
+        ``torch::autograd::NotImplemented`` node (edges to the gradient and to x), which raises when
+        a further backward reaches it."""
+        return _NotImplemented.apply(grad, ctx.saved_graph("self"), values=ctx.backward(grad._data),
+                                     op="aten::hardsigmoid_backward")
+
+
+class _NotImplemented(OpFunction):
+    """``torch::autograd::NotImplemented``: the node PyTorch gives the output of an op that has no
+    derivative formula (recorded by a ``create_graph`` backward). It computes nothing itself (forward
+    hands on the values already computed); differentiating through it raises PyTorch's error."""
+
+    inputs = ("grad_output", "self")
+    qualified_name = "torch::autograd::NotImplemented"
+
+    def name(self) -> str:
+        return self.qualified_name
+
+    def forward(ctx, grad_output, self, values, op):
+        ctx.op = op
+        return values
+
+    def backward(ctx, *grads):
+        raise RuntimeError(f"derivative for {ctx.op} is not implemented")
+
+    backward_graph = backward
+
 
 HARDSIGMOID_SLOPE = 0.1666666716337204  # PyTorch's kernel multiplies by 1/6 rounded to float32, even for doubles
 
@@ -558,6 +596,125 @@ class PreluKernelBackward0(OpFunction):
         grad_weight = sum_to(backend, backend.where(positive, 0.0, backend.mul(x, grad)), ctx.weight_shape) \
             if needs[1] else None
         return grad_input, grad_weight
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``_prelu_kernel_backward(grad, self, weight)``, one node with two outputs
+        (PreluKernelBackwardBackward0); the weight's gradient is then summed to the weight's shape."""
+        from gradviz.ops._util import sum_to_tensor
+
+        x, weight = ctx.saved_graph("self", "weight")
+        grad_input, grad_weight = PreluKernelBackwardBackward0.apply(grad, x, weight)
+        needs = ctx.needs_input_grad
+        return (grad_input if needs[0] else None,
+                sum_to_tensor(grad_weight, ctx.weight_shape) if needs[1] else None)
+
+
+class PreluKernelBackwardBackward0(OpFunction):
+    """``_prelu_kernel_backward(grad_output, self, weight)``: PReLU's two gradients, ``where(x > 0, g, a·g)``
+    for the input and ``where(x > 0, 0, x·g)`` for the slope (not yet summed), as one node with two outputs."""
+
+    inputs = ("grad_output", "self", "weight")
+    derivatives = {"grad_output": ("where(self >= 0, grads[0], grads[0] * weight + grads[1] * self)",
+                                   r"\bar{z}_1\,([x \ge 0] + a\,[x < 0]) + \bar{z}_2\,x\,[x < 0]"),
+                   "self": ("where(self >= 0, 0, grad_output * grads[1])", r"\bar{y}\,\bar{z}_2\,[x < 0]"),
+                   "weight": ("where(self >= 0, 0, grad_output * grads[0])", r"\bar{y}\,\bar{z}_1\,[x < 0]")}
+
+    @classmethod
+    def apply(cls, grad_output, self, weight):
+        """One node, two outputs (the input's gradient, output 0; the slope's, output 1)."""
+        from gradviz.autograd.function import _NO_RECORD, NO_EDGE, gradient_edge
+        from gradviz.grad_mode import _state as grad_state
+
+        args = (grad_output, self, weight)
+        record = grad_state.enabled and any(arg.requires_grad for arg in args)
+        node = cls() if record else _NO_RECORD
+        backend = grad_output._backend
+        if record:
+            edges = tuple(gradient_edge(arg) if arg.requires_grad else NO_EDGE for arg in args)
+            node._next_functions = edges
+            node.needs_input_grad = tuple(edge[0] is not None for edge in edges)
+            if backend is not node.backend:
+                node.backend = backend
+            if grad_state.backward_order:
+                node._order = grad_state.backward_order
+        outputs = []
+        for output_nr, array in enumerate(cls.forward(node, *args)):
+            out = Tensor._make(array, record, node if record else None, backend)
+            out._output_nr = output_nr
+            outputs.append(out)
+        if record:
+            node._num_outputs = 2
+        return tuple(outputs)
+
+    def forward(ctx, grad_output, self, weight):
+        ctx.save(grad_output=grad_output, self=self, weight=weight)
+        ctx.shapes = (tuple(grad_output.shape), tuple(self.shape), tuple(weight.shape))
+        backend = grad_output._backend
+        g, x, a = grad_output._data, self._data, weight._data
+        positive = backend.gt(x, 0)
+        return backend.where(positive, g, backend.mul(a, g)), backend.where(positive, 0.0, backend.mul(x, g))
+
+    def backward(ctx, *grads):
+        from gradviz.ops._util import sum_to
+
+        backend = ctx.backend
+        g0, g1 = (grads + (None, None))[:2]
+        grad_output, x, weight = ctx.saved("grad_output", "self", "weight")
+        nonnegative = backend.ge(x, 0)
+        needs = ctx.needs_input_grad
+        results = [None, None, None]
+        if needs[0]:
+            if g0 is not None:
+                scaled = backend.mul(g0, weight)
+                results[0] = backend.where(nonnegative, g0, scaled if g1 is None else backend.add(scaled, backend.mul(g1, x)))
+            else:
+                results[0] = backend.where(nonnegative, 0.0, backend.mul(g1, x))
+            results[0] = sum_to(backend, results[0], ctx.shapes[0])
+        if needs[1]:
+            results[1] = backend.where(nonnegative, 0.0, backend.mul(grad_output, g1)) if g1 is not None \
+                else backend.zeros_like(x)
+        if needs[2]:
+            local = backend.where(nonnegative, 0.0, backend.mul(grad_output, g0)) if g0 is not None \
+                else backend.zeros_like(x)
+            results[2] = sum_to(backend, local, ctx.shapes[2])
+        return tuple(results)
+
+    def backward_graph(ctx, *grads):
+        """PyTorch's formulas, in its order (grad_output, self, weight; a binary operator's right operand
+        first), ``at::zeros({})`` a 0-d zero with no history; the slope's gradient summed to its shape."""
+        from gradviz.ops._util import sum_to_tensor
+        from gradviz.ops.comparison import where
+
+        g0, g1 = (grads + (None, None))[:2]
+        grad_output, x, weight = ctx.saved_graph("grad_output", "self", "weight")
+        backend = ctx.backend
+        nonnegative = Tensor._make(backend.ge(x._data, 0), backend=backend)
+
+        def zero():
+            return Tensor._make(backend.full((), 0, x.dtype, x.device), backend=backend)
+
+        needs = ctx.needs_input_grad
+        results = [None, None, None]
+        if needs[0]:
+            if g0 is not None:
+                other = g0 * weight if g1 is None else _right_first(lambda: g1 * x, lambda: g0 * weight)
+                results[0] = sum_to_tensor(where(nonnegative, g0, other), ctx.shapes[0])
+            else:
+                results[0] = sum_to_tensor(where(nonnegative, zero(), g1 * x), ctx.shapes[0])
+        if needs[1]:
+            results[1] = where(nonnegative, zero(), grad_output * g1) if g1 is not None else \
+                Tensor._make(backend.zeros_like(x._data), backend=backend)
+        if needs[2]:
+            local = where(nonnegative, zero(), grad_output * g0) if g0 is not None else \
+                Tensor._make(backend.zeros_like(x._data), backend=backend)
+            results[2] = sum_to_tensor(local, ctx.shapes[2])
+        return tuple(results)
+
+
+def _right_first(right, left):
+    """``left() + right()`` with the right operand built first, as C++ evaluates a binary operator's operands."""
+    built = right()
+    return left() + built
 
 
 def prelu(input, weight):
@@ -780,6 +937,60 @@ class GeluBackwardBackward0(_ActivationBackwardBackward):
 
     def forward(ctx, grad_output, self, approximate):
         return GeluBackwardBackward0._run(ctx, grad_output, self, approximate)
+
+    def backward_graph(ctx, grad):
+        """As PyTorch: ``gelu_backward`` again for ``grad_output``; for ``self`` its composite
+        ``gelu_double_backward(grad, grad_output, self, approximate)``, op by op (C++ Scalar operators are
+        ops of their own; a binary operator's right operand is built first)."""
+        grad_output, x = ctx.saved_graph("grad_output", "self")
+        approximate = ctx.saved("approximate")
+        needs = ctx.needs_input_grad
+        first = GeluBackwardBackward0.apply(grad, x, approximate) if needs[0] else None
+        if not needs[1]:
+            return first, None
+        return first, (_gelu_double_backward_tanh if approximate == "tanh" else _gelu_double_backward)(grad, grad_output, x)
+
+
+M_2_SQRTPI, M_SQRT1_2, M_SQRT2 = 1.12837916709551257390, 0.70710678118654752440, 1.41421356237309504880  # <cmath>
+
+
+def _gelu_double_backward(ggI, gO, x):
+    """``ggI * gO * (2·pdf − x²·pdf)``, ``pdf = kBeta · exp(−x²/2)``, ``kBeta = 1/√(2π)``."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    input_sq = x * x
+    pdf = MulBackward1.apply(MulBackward1.apply(input_sq, -0.5).exp(), M_2_SQRTPI * M_SQRT1_2 * 0.5)
+    right = input_sq * pdf
+    dgrad_dinput = MulBackward1.apply(pdf, 2) - right
+    return ggI * gO * dgrad_dinput
+
+
+def _gelu_double_backward_tanh(ggI, gO, x):
+    """The tanh approximation's second derivative, in PyTorch's pieces: ``f = x/2``, ``g = 1 − tanh²(inner)``,
+    ``h = kBeta·(1 + 3κx²)`` and their derivatives."""
+    from gradviz.ops.arithmetic import AddBackward1, DivBackward0, MulBackward1
+    from gradviz.ops.double_backward import _one_minus
+
+    beta, kappa = M_SQRT2 * M_2_SQRTPI * 0.5, GELU_KAPPA  # the double constants PyTorch's C++ computes
+    inner = MulBackward1.apply(x + MulBackward1.apply(x.pow(3), kappa), beta)
+    tanh_inner = inner.tanh()
+    sech_inner = DivBackward0.apply(_wrapped_number(x, 1.0), inner.cosh())  # ``1 / cosh``: a wrapped number's div
+    f = MulBackward1.apply(x, 0.5)
+    g = _one_minus(tanh_inner * tanh_inner)
+    h = MulBackward1.apply(AddBackward1.apply(MulBackward1.apply(x, 3 * kappa) * x, 1), beta)
+    f_prime_gh = MulBackward1.apply(g, 0.5) * h
+    right = -sech_inner * tanh_inner
+    g_prime = MulBackward1.apply(sech_inner, 2) * right * h
+    g_prime_fh = f * h * g_prime
+    h_prime = MulBackward1.apply(MulBackward1.apply(x, 6 * kappa), beta)
+    f_g_h_prime = f * g * h_prime
+    total = MulBackward1.apply(f_prime_gh, 2) + g_prime_fh + f_g_h_prime
+    return ggI * gO * total
+
+
+def _wrapped_number(like, value) -> Tensor:
+    """A Python number as ATen wraps it for a Tensor operator: a 0-d tensor with no history."""
+    return Tensor._make(like._backend.full((), value, like.dtype, like.device), backend=like._backend)
 
 
 class EluBackwardBackward0(_ActivationBackwardBackward):

@@ -34,7 +34,7 @@ def _mask(ctx, array) -> Tensor:
 
 
 def _zero_where(backend, mask, grad):
-    return backend.where(mask, backend.mul(grad, 0), grad)
+    return backend.where(mask, 0, grad)  # masked_fill_(mask, 0): +0. (grad * 0 would be -0. or nan)
 
 
 def _pick_forward(ctx, self, other, pick):
@@ -128,7 +128,7 @@ class WhereBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         condition = ctx.saved("condition")
-        zeros = backend.mul(grad, 0)
+        zeros = backend.zeros_like(grad)  # PyTorch's zeros_like: +0. (grad * 0 would be -0. or nan)
         return _grads(ctx, lambda: backend.where(condition, grad, zeros),
                       lambda: backend.where(condition, zeros, grad))
 

@@ -87,11 +87,11 @@ class ThresholdBackwardBackward0(OpFunction):
         self, threshold = ctx.saved("self", "threshold")
         return (backend.relu_backward(grad, self) if not threshold else backend.where(backend.gt(self, threshold),
                                                                                        grad, 0.0),
-                backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None)
+                backend.zeros_like(grad) if ctx.needs_input_grad[1] else None)
 
     def backward_graph(ctx, grad):
         self, threshold = ctx.saved_graph("self", "threshold")
-        zeros = Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
+        zeros = Tensor._make(ctx.backend.zeros_like(grad._data), backend=ctx.backend)
         return (ThresholdBackwardBackward0.apply(grad, self, threshold) if ctx.needs_input_grad[0] else None,
                 zeros if ctx.needs_input_grad[1] else None)
 
@@ -175,10 +175,10 @@ class SgnBackward0(OpFunction):
         return self._backend.sign(self._data)
 
     def backward(ctx, grad):
-        return ctx.backend.mul(grad, 0.0)
+        return ctx.backend.zeros_like(grad)
 
     def backward_graph(ctx, grad):
-        return Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend)
+        return Tensor._make(ctx.backend.zeros_like(grad._data), backend=ctx.backend)
 
 
 class ScatterBackward0(OpFunction):
@@ -350,7 +350,7 @@ class MaskedScatterBackward0(OpFunction):
         backend = ctx.backend
         mask, sizes = ctx.saved("mask", "source_sym_sizes")
         mask = backend.broadcast_to(mask, grad.shape)
-        grad_self = to_input(backend, backend.where(mask, backend.mul(grad, 0), grad), ctx.metas[0]) \
+        grad_self = to_input(backend, backend.where(mask, 0, grad), ctx.metas[0]) \
             if ctx.needs_input_grad[0] else None
         grad_source = None
         if ctx.needs_input_grad[1]:
@@ -362,22 +362,47 @@ class MaskedScatterBackward0(OpFunction):
         return grad_self, grad_source
 
     def backward_graph(ctx, grad):
-        """``self``: ``grad.masked_fill(mask, 0)``; ``source``: ``grad.masked_select(mask)``, zeros appended up
-        to ``source``'s size (CatBackward0), viewed as it (ViewBackward0)."""
+        """``self``: ``grad.masked_fill(mask, 0)``; ``source``: ``masked_scatter_backward(grad, mask, sizes)``,
+        an op of its own in PyTorch (MaskedScatterBackwardBackward0)."""
         from gradviz.ops._util import sum_to_tensor
-        from gradviz.ops.combine import cat
 
         mask, sizes = ctx.saved_graph("mask"), ctx.saved("source_sym_sizes")
         grad_self = sum_to_tensor(grad.masked_fill(mask, 0), ctx.metas[0][0]) if ctx.needs_input_grad[0] else None
         grad_source = None
-        if ctx.needs_input_grad[1]:
-            picked = MaskedSelectBackward0.apply(grad, mask)
-            missing = _numel(sizes) - picked.shape[0]
-            if missing:
-                zeros = Tensor._make(ctx.backend.full((missing,), 0, grad.dtype, grad.device), backend=ctx.backend)
-                picked = cat([picked, zeros], 0)
-            grad_source = picked.view(sizes)
+        if ctx.needs_input_grad[1]:  # autograd7: PyTorch's masked_scatter_backward, an op of its own
+            grad_source = MaskedScatterBackwardBackward0.apply(grad, mask, sizes)
         return grad_self, grad_source
+
+
+class MaskedScatterBackwardBackward0(OpFunction):
+    """``masked_scatter_backward(grad_output, mask, sizes)``: the elements of ``grad_output`` where ``mask``
+    holds, in order, zeros appended up to ``prod(sizes)``, shaped as ``sizes`` (the source's gradient of a
+    masked_scatter, recorded). Its own gradient: ``zeros_like(grad_output).masked_scatter(mask, grad)``."""
+
+    inputs = ("grad_output",)
+    derivatives = {"grad_output": ("zeros_like(grad_output).masked_scatter(mask, grad)", r"\bar{z}\ \mathrm{where}\ m")}
+
+    def forward(ctx, grad_output, mask, sizes):
+        ctx.save(mask=mask)
+        ctx.shape, ctx.dtype, ctx.device = tuple(grad_output.shape), grad_output.dtype, grad_output.device
+        backend = grad_output._backend
+        grad = grad_output._data
+        picked = backend.getitem(grad, backend.broadcast_to(mask._data, grad.shape))
+        missing = _numel(sizes) - picked.shape[0]
+        if missing:
+            picked = backend.concatenate([picked, backend.full((missing,), 0, _dtype_of(grad), backend.device_of(grad))], 0)
+        return backend.reshape(picked, tuple(sizes))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        mask = backend.broadcast_to(ctx.saved("mask"), ctx.shape)
+        count = int(backend.to_numpy(mask).sum())
+        out = backend.full(ctx.shape, 0, ctx.dtype, ctx.device)
+        return backend.assign(out, backend.reshape(grad, (-1,))[:count], mask)
+
+    def backward_graph(ctx, grad):
+        zeros = Tensor._make(ctx.backend.full(ctx.shape, 0, ctx.dtype, ctx.device), backend=ctx.backend)
+        return _masked_scatter(zeros, ctx.saved_graph("mask"), grad)
 
 
 def _dtype_of(array):
@@ -730,7 +755,7 @@ class NllLossBackwardBackward0(OpFunction):
             local = backend.div(backend.sum(local, None), ctx.total._data)
         elif reduction == 2:
             local = backend.sum(local, None)
-        return local if ctx.needs_input_grad[0] else None, backend.mul(grad, 0.0) if ctx.needs_input_grad[1] else None
+        return local if ctx.needs_input_grad[0] else None, backend.zeros_like(grad) if ctx.needs_input_grad[1] else None
 
     def backward_graph(ctx, grad):
         """``grad_output``: ``nll_loss(grad, target, weight, reduction, ignore_index)`` (NllLossBackward0);
@@ -740,7 +765,7 @@ class NllLossBackwardBackward0(OpFunction):
         target, weight, reduction = ctx.saved_graph("target", "weight", "reduction")
         grad_grad_output = NllLossBackward0.apply(grad, target, weight=weight, reduction=reduction,
                                                   ignore_index=ctx.ignore) if ctx.needs_input_grad[0] else None
-        zeros = Tensor._make(ctx.backend.mul(grad._data, 0.0), backend=ctx.backend) if ctx.needs_input_grad[1] else None
+        zeros = Tensor._make(ctx.backend.zeros_like(grad._data), backend=ctx.backend) if ctx.needs_input_grad[1] else None
         return grad_grad_output, zeros
 
 
@@ -763,3 +788,111 @@ def _scalar_add(tensor, number):
     from gradviz.ops.arithmetic import AddBackward1
 
     return AddBackward1.apply(tensor, number)
+
+
+# -- autograd7: the recorded forms of cumprod's and prod's backward (PyTorch's FunctionsManual, step by step) ----
+def _constant(like: Tensor, shape, value) -> Tensor:
+    """A tensor of ``value`` with no history, in ``like``'s dtype and backend (PyTorch's ``at::ones``/``zeros``)."""
+    backend = like._backend
+    return Tensor._make(backend.full(tuple(shape), value, like.dtype, like.device), backend=backend)
+
+
+def _slice(tensor: Tensor, dim: int, start: int, end=None) -> Tensor:
+    """``tensor.slice(dim, start, end)`` as C++ calls it (an end not given is saved as None)."""
+    from gradviz.ops.shape import slice_along
+
+    size = tensor.shape[dim]
+    stop = size if end is None else min(end, size)
+    return slice_along(tensor, dim, min(start, size), stop, 1, given=(start, end))
+
+
+def cumprod_backward_graph(grad: Tensor, input: Tensor, dim: int, output: Tensor) -> Tensor:
+    """PyTorch's ``cumprod_backward`` with grad mode on: ``reversed_cumsum(output * grad) / input`` when no
+    element is 0, else its O(n²) form (each slice's omitted products, copied into a zero gradient)."""
+    from gradviz.ops.combine import cat
+    from gradviz.ops.matrix import flip
+    from gradviz.ops.shape import select
+    from gradviz.ops.statistics import cumprod, cumsum, prod
+
+    if input.numel() <= 1:
+        return grad
+    size = input.shape[dim]
+    if size == 1:
+        return grad
+    weighted = output * grad
+    if not input._backend.any(input._backend.eq(input._data, 0)):
+        return flip(cumsum(flip(weighted, (dim,)), dim), (dim,)).div(input)
+    ones_size = list(input.shape)
+    ones_size[dim] = 1
+    ones = _constant(grad, ones_size, 1)
+    grad_input = _constant(grad, input.shape, 0)
+    for k in range(size):
+        if k == 0:
+            omitted = cat([ones, cumprod(_slice(input, dim, k + 1), dim)], dim)
+        elif k == size - 1:
+            omitted = prod(_slice(input, dim, 0, k), dim, True)
+        else:
+            until_k = prod(_slice(input, dim, 0, k), dim, True)
+            from_k_plus_1 = cumprod(_slice(input, dim, k + 1), dim)
+            omitted = cat([until_k, until_k.expand_as(from_k_plus_1) * from_k_plus_1], dim)
+        view = select(grad_input, dim, k)
+        view.copy_((_slice(grad, dim, k) * omitted).sum(dim))
+    return grad_input
+
+
+def prod_safe_zeros_backward_graph(grad: Tensor, input: Tensor, dim: int) -> Tensor:
+    """PyTorch's ``prod_safe_zeros_backward``: the product of everything before each element (a cumprod of
+    ``[1, x_0, ...]``) times the product of everything after it (the same, reversed)."""
+    from gradviz.ops.combine import cat
+    from gradviz.ops.matrix import flip
+    from gradviz.ops.shape import narrow
+    from gradviz.ops.statistics import cumprod
+
+    if input.numel() == 0:
+        return grad.expand_as(input)
+    if input.shape[dim] == 1:  # nothing else to multiply by: the gradient as it came
+        return grad
+    ones_size = list(input.shape)
+    ones_size[dim] = 1
+    ones = _constant(grad, ones_size, 1)
+    size = input.shape[dim]
+    exclusive_normal = cumprod(cat([ones, narrow(input, dim, 0, size - 1)], dim), dim)
+    narrow_reverse = flip(narrow(input, dim, 1, size - 1), (dim,))
+    exclusive_reverse = flip(cumprod(cat([ones, narrow_reverse], dim), dim), (dim,))
+    return grad * (exclusive_normal * exclusive_reverse)
+
+
+class EmbeddingDenseBackwardBackward0(OpFunction):
+    """``embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)``, the op a
+    recorded backward of ``embedding`` makes: each gradient row added into the table row it was read from.
+    Its own gradient is PyTorch's ``embedding_dense_double_backward``: the rows of ``grad`` read back at the
+    indices (``index_select``), 0 at the padding row, viewed to the indices' shape plus one dim (it does not
+    scale by frequency, as PyTorch's does not)."""
+
+    inputs = ("grad_output",)
+    derivatives = {"grad_output": ("embedding_dense_double_backward_symint(grad, indices, padding_idx)",
+                                   r"\bar{z}_{i_k}")}
+
+    def forward(ctx, grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+        from gradviz.ops.embedding import NO_PADDING, dense_backward
+
+        ctx.save(indices=indices, padding_idx=padding_idx if padding_idx >= 0 else NO_PADDING)
+        ctx.padding = padding_idx
+        return dense_backward(grad_output._backend, grad_output._data, indices._data, num_weights, padding_idx,
+                              scale_grad_by_freq)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        indices = ctx.saved("indices")
+        flat = backend.reshape(indices, (-1,))
+        picked = backend.take(grad, flat, 0)
+        if ctx.padding >= 0:
+            picked = backend.where(backend.reshape(backend.eq(flat, ctx.padding), (-1, 1)), 0, picked)
+        return backend.reshape(picked, tuple(indices.shape) + (grad.shape[-1],))
+
+    def backward_graph(ctx, grad):
+        indices = ctx.saved_graph("indices")
+        picked = grad.index_select(0, indices.reshape(-1))
+        if ctx.padding >= 0:
+            picked.masked_fill_((indices == ctx.padding).reshape(-1, 1), 0)
+        return picked.view(tuple(indices.shape) + (-1,))

@@ -432,7 +432,7 @@ class DivBackward2(OpFunction):
         return getattr(backend, rounding_mode)(backend.div(a, b))
 
     def backward(ctx, grad):
-        return _needed_grads(ctx, lambda: ctx.backend.mul(grad, 0.0), lambda: ctx.backend.mul(grad, 0.0))
+        return _needed_grads(ctx, lambda: ctx.backend.zeros_like(grad), lambda: ctx.backend.zeros_like(grad))
 
     def backward_graph(ctx, grad):
         """PyTorch's ``zeros_like(grad)``: zeros with no history."""
@@ -516,12 +516,14 @@ class HypotBackward0(OpFunction):
 
     def backward(ctx, grad):
         backend = ctx.backend
-        self, other, result = ctx.saved("self", "other", "result")
+        # autograd7: unpacked in PyTorch's order (other, result, self), so an in-place change is reported
+        # for the same tensor PyTorch names first
+        other, result, self = ctx.saved("other", "result", "self")
         scale = backend.div(grad, result)
         return _needed_grads(ctx, lambda: backend.mul(scale, self), lambda: backend.mul(scale, other))
 
     def backward_graph(ctx, grad):
-        self, other, result = ctx.saved_graph("self", "other", "result")
+        other, result, self = ctx.saved_graph("other", "result", "self")
         return _graph_grads(ctx, lambda: grad * self / result, lambda: grad * other / result)
 
 
@@ -638,18 +640,18 @@ def frac(input):
 
 
 def clamp_min(input, min):
-    if isinstance(min, Tensor):
-        from gradviz.ops.comparison import maximum
+    if isinstance(min, Tensor):  # autograd7: PyTorch's ClampMinBackward1 (ops/clamping.py)
+        from gradviz.ops.clamping import ClampMinBackward1
 
-        return maximum(input, min)
+        return ClampMinBackward1.apply(input, min)
     return ClampMinBackward0.apply(input, min)
 
 
 def clamp_max(input, max):
-    if isinstance(max, Tensor):
-        from gradviz.ops.comparison import minimum
+    if isinstance(max, Tensor):  # autograd7: PyTorch's ClampMaxBackward1 (ops/clamping.py)
+        from gradviz.ops.clamping import ClampMaxBackward1
 
-        return minimum(input, max)
+        return ClampMaxBackward1.apply(input, max)
     return ClampMaxBackward0.apply(input, max)
 
 

@@ -28,20 +28,33 @@ class EmbeddingBackward0(OpFunction):
         return backend.getitem(weight._data, indices._data)
 
     def backward(ctx, grad):
-        backend = ctx.backend
         indices, rows, scale_by_frequency = ctx.saved("indices", "weight_sym_argsize_0", "scale_grad_by_freq")
-        flat = backend.reshape(indices, (-1,))
-        grad_rows = backend.reshape(grad, (-1, grad.shape[-1]))
-        if ctx.padding >= 0:  # the padding row is never trained: its reads send nothing back
-            kept = backend.astype(backend.ne(flat, ctx.padding), _dtype.from_any(grad.dtype))
-            grad_rows = backend.mul(grad_rows, backend.reshape(kept, (-1, 1)))
-        if scale_by_frequency:  # each read of a row counts 1 / (how often the batch read that row)
-            counts = backend.index_add(backend.full((rows,), 0.0, _dtype.from_any(grad.dtype), backend.device_of(grad)),
-                                       (flat,), backend.full(tuple(flat.shape), 1.0, _dtype.from_any(grad.dtype),
-                                                             backend.device_of(grad)))
-            grad_rows = backend.div(grad_rows, backend.reshape(backend.getitem(counts, flat), (-1, 1)))
-        table = backend.full((rows, grad.shape[-1]), 0.0, _dtype.from_any(grad.dtype), backend.device_of(grad))
-        return backend.index_add(table, (flat,), grad_rows)
+        return dense_backward(ctx.backend, grad, indices, rows, ctx.padding, scale_by_frequency)
+
+    def backward_graph(ctx, grad):
+        """autograd7: PyTorch's ``embedding_dense_backward``, an op of its own (EmbeddingDenseBackwardBackward0)."""
+        from gradviz.ops.double_backward import EmbeddingDenseBackwardBackward0
+
+        rows, scale_by_frequency = ctx.saved("weight_sym_argsize_0", "scale_grad_by_freq")
+        return EmbeddingDenseBackwardBackward0.apply(grad, ctx.saved_graph("indices"), rows, ctx.padding,
+                                                     scale_by_frequency)
+
+
+def dense_backward(backend, grad, indices, rows: int, padding: int, scale_by_frequency: bool):
+    """``embedding_dense_backward``: each gradient row added into the table row it was read from (none into
+    the padding row; with ``scale_grad_by_freq`` each divided by how often the batch read that row)."""
+    flat = backend.reshape(indices, (-1,))
+    grad_rows = backend.reshape(grad, (-1, grad.shape[-1]))
+    if padding >= 0:  # the padding row is never trained: its reads send nothing back
+        kept = backend.astype(backend.ne(flat, padding), _dtype.from_any(grad.dtype))
+        grad_rows = backend.mul(grad_rows, backend.reshape(kept, (-1, 1)))
+    if scale_by_frequency:  # each read of a row counts 1 / (how often the batch read that row)
+        counts = backend.index_add(backend.full((rows,), 0.0, _dtype.from_any(grad.dtype), backend.device_of(grad)),
+                                   (flat,), backend.full(tuple(flat.shape), 1.0, _dtype.from_any(grad.dtype),
+                                                         backend.device_of(grad)))
+        grad_rows = backend.div(grad_rows, backend.reshape(backend.getitem(counts, flat), (-1, 1)))
+    table = backend.full((rows, grad.shape[-1]), 0.0, _dtype.from_any(grad.dtype), backend.device_of(grad))
+    return backend.index_add(table, (flat,), grad_rows)
 
 
 def _check_indices(indices: Tensor) -> None:

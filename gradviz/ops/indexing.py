@@ -384,7 +384,7 @@ class MaskedFillBackward0(OpFunction):
         from gradviz.ops._util import sum_to
 
         backend = ctx.backend
-        return sum_to(backend, backend.where(ctx.saved("mask"), backend.mul(grad, 0), grad), ctx.shape)
+        return sum_to(backend, backend.where(ctx.saved("mask"), 0, grad), ctx.shape)
 
     def backward_graph(ctx, grad):
         return sum_to_tensor(grad.masked_fill(ctx.saved_graph("mask"), 0), ctx.shape)
@@ -408,7 +408,7 @@ class MaskedFillBackward1(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         mask = ctx.saved("mask")
-        zeros = backend.mul(grad, 0)
+        zeros = backend.zeros_like(grad)  # masked_fill_(mask, 0): +0., never -0. or nan
         return (to_input(backend, backend.where(mask, zeros, grad), ctx.metas[0]) if ctx.needs_input_grad[0] else None,
                 to_input(backend, backend.sum(backend.where(mask, grad, zeros), None), ctx.metas[1])
                 if ctx.needs_input_grad[1] else None)

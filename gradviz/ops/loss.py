@@ -102,14 +102,12 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
         """PyTorch's composites, op for op. ``self``: ``binary_cross_entropy_with_logits_backward``,
         ``(sigmoid(x) - t) * grad`` (with ``pos_weight``: ``((p t + 1 - t) sigmoid(x) - p t) * grad``), times
         the weight, ``div_(n)`` for 'mean'. ``target``: ``..._target_backward``, ``-x * grad``, ``mul_(weight)``,
-        ``div_(n)`` (with ``pos_weight`` it goes through ``log_sigmoid``, which gradviz does not record yet)."""
+        ``div_(n)``; with ``pos_weight``: ``log_sigmoid(-x).sub_(log_sigmoid(x).mul_(p)).mul_(grad)`` first."""
         from gradviz.ops import inplace
         from gradviz.ops.double_backward import _scalar_add
 
         self, target, weight, pos_weight, reduction = ctx.saved_graph("self", "target", "weight", "pos_weight",
                                                                        "reduction")
-        if ctx.needs_input_grad[1] and pos_weight is not None:
-            return OpFunction.backward_graph(ctx, grad)
         grad_input = grad_target = None
         if ctx.needs_input_grad[0]:
             if pos_weight is None:
@@ -123,7 +121,14 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
             if reduction == 1:
                 inplace.apply_(grad_input, DivBackward1.apply, self.numel())
         if ctx.needs_input_grad[1]:
-            grad_target = _weighted_mean_(-self * grad, weight, reduction)
+            if pos_weight is None:
+                grad_target = -self * grad
+            else:  # autograd7: PyTorch's in-place chain (the object of ``sub_`` is made before its argument)
+                from gradviz.ops.activation import logsigmoid
+
+                grad_target = logsigmoid(-self)
+                grad_target = grad_target.sub_(logsigmoid(self).mul_(pos_weight)).mul_(grad)
+            grad_target = _weighted_mean_(grad_target, weight, reduction)
         return grad_input, grad_target
 
 
@@ -479,6 +484,46 @@ class _DistanceLossBackwardBackward(OpFunction):
         local = ctx.curvature(backend, backend.mul(grad, grad_output), difference, value)
         local = backend.div(local, _numel(x)) if reduction == 1 else local
         return grad_grad_output, local if needs[1] else None, backend.neg(local) if needs[2] else None
+
+    def backward_graph(ctx, grad):
+        """As PyTorch: for ``grad_output``, ``loss_backward(grad, ...)`` again (with reduction, PyTorch's
+        ``(loss_backward(ones_like(grad_output), ...) * grad).sum()``); for ``self`` and ``target`` (each
+        computed on its own), ``±loss_double_backward(grad * grad_output, self, target, ...)``."""
+        grad_output, x, t = ctx.saved_graph("grad_output", "self", "target")
+        reduction, value = ctx.saved("reduction", ctx.setting)
+        needs = ctx.needs_input_grad
+        cls = type(ctx)
+        first = None
+        if needs[0]:
+            if reduction == 0:
+                first = cls.apply(grad, x, t, reduction, value)
+            else:
+                ones = Tensor._make(ctx.backend.full(tuple(grad_output.shape), 1, grad_output.dtype, grad_output.device),
+                                   backend=ctx.backend)
+                first = (cls.apply(ones, x, t, reduction, value) * grad).sum()
+        second = _distance_double_backward(ctx, grad * grad_output, x, t, reduction, value) if needs[1] else None
+        third = -_distance_double_backward(ctx, grad * grad_output, x, t, reduction, value) if needs[2] else None
+        return first, second, third
+
+
+def _distance_double_backward(ctx, grad, x, t, reduction, value):
+    """PyTorch's ``huber_loss_double_backward`` / ``smooth_l1_loss_double_backward``: ``grad * (|x - t| < v)``
+    (smooth L1: ``/ beta``, and zeros with no history for ``beta = 0``), then ``/= numel`` for 'mean'."""
+    from gradviz.ops import inplace
+
+    smooth = ctx.setting == "beta"
+    if smooth and value == 0:
+        return Tensor._make(ctx.backend.full(tuple(grad.shape), 0, grad.dtype, grad.device), backend=ctx.backend)
+    distance = (x - t).abs()
+    inside = Tensor._make(ctx.backend.lt(distance._data, value), backend=ctx.backend)
+    if smooth:
+        inside = inside.to(grad.dtype)  # type_as(grad): a cast of a tensor with no history records nothing
+    local = grad * inside
+    if smooth:
+        local = DivBackward1.apply(local, value)
+    if reduction == 1:
+        local = inplace.apply_(local, DivBackward1.apply, _numel(x._data))
+    return local
 
 
 class HuberLossBackwardBackward0(_DistanceLossBackwardBackward):

@@ -119,13 +119,15 @@ class DiagonalBackward0(OpFunction):
     derivatives = {"self": ("diagonal_backward_symint(grad, self.sym_sizes(), offset, dim1, dim2)",
                             r"\bar{y} \text{ on the diagonal}")}
 
-    def forward(ctx, self, offset=0, dim1=0, dim2=1):
+    def forward(ctx, self, offset=0, dim1=0, dim2=1, view=False):
         axis1, axis2 = wrap_dim(dim1, self.ndim), wrap_dim(dim2, self.ndim)
         if axis1 == axis2:
             raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
         ctx.save(dim1=saved_dim(dim1), dim2=saved_dim(dim2), offset=saved_dim(offset), self_sym_sizes=tuple(self.shape))
         ctx.axes = (axis1, axis2)
         ctx.offset = offset
+        if view:  # autograd7: ``diagonal`` is a view (diag's diagonal_copy is not)
+            return self._backend.diagonal_view(self._data, offset, axis1, axis2)
         return self._backend.diagonal(self._data, offset, axis1, axis2)
 
     def backward(ctx, grad):
@@ -224,7 +226,9 @@ def triu(input, diagonal: int = 0):
 
 
 def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
-    return DiagonalBackward0.apply(input, offset, dim1, dim2)
+    from gradviz.ops.shape import _view_of  # autograd7: a view, sharing memory and version counter
+
+    return _view_of(DiagonalBackward0.apply(input, offset, dim1, dim2, view=True), input)
 
 
 def diag(input, diagonal: int = 0):

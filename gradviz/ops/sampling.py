@@ -9,6 +9,7 @@ are drawn by ``gradviz.random`` before the node is made; ``forward`` only hands 
 from __future__ import annotations
 
 from gradviz.autograd.function import OpFunction
+from gradviz.tensor import Tensor
 
 
 class _RandomFill(OpFunction):
@@ -22,6 +23,11 @@ class _RandomFill(OpFunction):
 
     def backward(ctx, grad):
         return ctx.backend.zeros_like(grad)
+
+    def backward_graph(ctx, grad):
+        """``zeros_like(grad)``: zeros with no history (under ``create_graph`` the buffer that sums them
+        with another gradient records an AddBackward0 with an empty edge, as PyTorch's does)."""
+        return _constant(ctx, ctx.backend.zeros_like(grad._data))
 
 
 class NormalBackward0(_RandomFill):
@@ -54,6 +60,16 @@ class BernoulliBackward1(OpFunction):
         backend = ctx.backend
         return (backend.zeros_like(grad) if ctx.needs_input_grad[0] else None,
                 _zeros(backend, *ctx.p_meta) if ctx.needs_input_grad[1] else None)
+
+
+    def backward_graph(ctx, grad):
+        backend = ctx.backend
+        return (_constant(ctx, backend.zeros_like(grad._data)) if ctx.needs_input_grad[0] else None,
+                _constant(ctx, _zeros(backend, *ctx.p_meta)) if ctx.needs_input_grad[1] else None)
+
+
+def _constant(ctx, array) -> Tensor:
+    return Tensor._make(array, backend=ctx.backend)
 
 
 def _zeros(backend, shape, dtype, device):

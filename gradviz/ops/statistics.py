@@ -292,8 +292,10 @@ class ProdBackward0(OpFunction):
         self = ctx.saved_graph("self")
         if self.ndim == 0:
             return grad
-        if ctx.backend.any(ctx.backend.eq(self._data, 0)):
-            return OpFunction.backward_graph(ctx, grad)  # PyTorch's zero-safe formula is not recorded here
+        if ctx.backend.any(ctx.backend.eq(self._data, 0)):  # autograd7: PyTorch's zero-safe formula, recorded
+            from gradviz.ops.double_backward import prod_safe_zeros_backward_graph
+
+            return prod_safe_zeros_backward_graph(grad, self.contiguous().view(-1), 0).view_as(self)
         return grad * (ctx.saved_graph("result") / self)
 
 
@@ -322,11 +324,13 @@ class ProdBackward1(OpFunction):
         self, keepdim = ctx.saved_graph("self"), ctx.saved("keepdim")
         if self.ndim == 0:
             return grad
-        if ctx.backend.any(ctx.backend.eq(self._data, 0)):
-            return OpFunction.backward_graph(ctx, grad)
         result = ctx.saved_graph("result")
-        if not keepdim:
+        if not keepdim:  # both unsqueezed first, as PyTorch's prod_backward does (whichever branch follows)
             grad, result = grad.unsqueeze(ctx.axis), result.unsqueeze(ctx.axis)
+        if ctx.backend.any(ctx.backend.eq(self._data, 0)):  # autograd7: PyTorch's zero-safe formula, recorded
+            from gradviz.ops.double_backward import prod_safe_zeros_backward_graph
+
+            return prod_safe_zeros_backward_graph(grad, self, ctx.axis)
         return grad * (result / self)
 
 
@@ -446,6 +450,15 @@ class CumprodBackward0(OpFunction):
             pieces.append(backend.sum(backend.getitem(running, (slice(None),) * axis + (slice(i, None),)),
                                       axis, keepdims=True))
         return backend.concatenate(pieces, axis)
+
+    def backward_graph(ctx, grad):
+        """autograd7: PyTorch's ``cumprod_backward`` recorded (``ops/double_backward.py``)."""
+        from gradviz.ops.double_backward import cumprod_backward_graph
+
+        self = ctx.saved_graph("self")
+        if self.ndim == 0:
+            return grad
+        return cumprod_backward_graph(grad, self, ctx.axis, ctx.saved_graph("result"))
 
 
 def cumsum(input, dim, *, dtype=None):

@@ -236,6 +236,11 @@ def abs(input):
 
 
 def clamp(input, min=None, max=None):
+    if isinstance(min, Tensor) or isinstance(max, Tensor):  # autograd7: tensor bounds (ops/clamping.py)
+        from gradviz.ops.clamping import ClampBackward0, tensor_bounds
+
+        tensor_bounds("clamp", False, (min, max), {}, min, max)
+        return ClampBackward0.apply(input, min, max)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     return ClampBackward1.apply(input, min=min, max=max)

@@ -2061,3 +2061,105 @@ entry("DigammaBackward0")(lambda o: only(Rule(local=Call("trigamma", (x,), "ψ�
 entry("SpecialEntrBackward0")(lambda o: only(Rule(local=-(1 + ln(x)))))
 register("i1")(_special("_i1"))
 entry("I0Backward0")(lambda o: only(Rule(local=Call("i1", (x,), "I₁"), note="I₁ is the derivative of the Bessel function I₀")))
+# ------------------------------------------------------------------ autograd7: clamp with tensor bounds (ops/clamping.py)
+_LOW, _HIGH = Var("min", "l"), Var("max", "h")
+_NO_BOUND = "no bound was given here: nothing to send"
+
+
+@entry("ClampBackward0", present=("min", "max"))
+def _clamp_tensors(o):
+    low, high = o["min"] is not None, o["max"] is not None
+    if low and high:
+        keep = Both(indicator(_LOW, "≤", x), indicator(x, "≤", _HIGH))
+        to_low = Both(indicator(x, "<", _LOW), indicator(_LOW, "<", _HIGH))
+        to_high = 1 - indicator(x, "≤", _HIGH) * indicator(_LOW, "≤", _HIGH)
+    else:
+        keep = indicator(_LOW, "≤", x) if low else indicator(x, "≤", _HIGH)
+        to_low, to_high = indicator(x, "<", _LOW), indicator(x, ">", _HIGH)
+    note = "the input keeps the gradient inside [l, h] (ties too); a bound gets it where it was the answer"
+    return {"self": Rule(local=keep, note=note),
+            "min": Rule(local=to_low, symbol="l", note=note) if low else Rule(sent=Num(0), symbol="l", note=_NO_BOUND),
+            "max": Rule(local=to_high, symbol="h", note=note) if high else Rule(sent=Num(0), symbol="h", note=_NO_BOUND)}
+
+
+entry("ClampMinBackward1")(lambda o: {
+    "self": Rule(local=indicator(x, "≥", _LOW), note="the gradient passes where the input was at or above the bound"),
+    "min": Rule(local=indicator(x, "<", _LOW), symbol="l", note="the bound gets the gradient where it was the answer")})
+entry("ClampMaxBackward1")(lambda o: {
+    "self": Rule(local=indicator(x, "≤", _HIGH), note="the gradient passes where the input was at or below the bound"),
+    "max": Rule(local=indicator(x, ">", _HIGH), symbol="h", note="the bound gets the gradient where it was the answer")})
+
+
+# ------------------------------------------------------------------ autograd7: PReLU's kernel backward, recorded
+def _summed_to(value, shape):
+    """``value`` summed over the dims broadcasting added or stretched, down to ``shape``."""
+    value = np.asarray(value, np.float64)
+    shape = tuple(shape)
+    lead = value.ndim - len(shape)
+    value = value.sum(axis=tuple(range(lead))) if lead > 0 else value
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and value.shape[i] != 1)
+    return value.sum(axis=stretched, keepdims=True) if stretched else value
+
+
+@register("prelu_twice_grad_output")
+def _prelu_twice_grad_output(grads, x, a, shape):
+    first, second = (list(grads) + [None, None])[:2]
+    x = np.asarray(x, np.float64)
+    other = (0 if first is None else np.asarray(first) * a) + (0 if second is None else np.asarray(second) * x)
+    return _summed_to(np.where(x >= 0, 0 if first is None else first, other), shape)
+
+
+@register("prelu_twice_input")
+def _prelu_twice_input(grads, grad_output, x, shape, slot):
+    grad = (list(grads) + [None, None])[slot]
+    x = np.asarray(x, np.float64)
+    local = np.zeros_like(x) if grad is None else np.where(x >= 0, 0.0, np.asarray(grad_output) * grad)
+    return _summed_to(local, shape)
+
+
+@entry("PreluKernelBackwardBackward0")
+def _prelu_twice(o):
+    a, g_out, z = Var("weight", "a"), Var("grad_output", "ȳ"), Grads()
+    note = recorded("PReLU's two gradients, ∂L/∂z₁ = ȳ·prelu′(x) for x and ∂L/∂z₂ = ȳ·x·[x < 0] for a, "
+                    "ȳ being the gradient that arrived")
+    return {"grad_output": Rule(sent=Call("prelu_twice_grad_output", (z, x, a, hidden(INPUT_SHAPE)), "",
+                                          shown="∂L/∂z₁·([x ≥ 0] + a·[x < 0]) + ∂L/∂z₂·x·[x < 0]"), symbol="ȳ", note=note),
+            "self": Rule(sent=Call("prelu_twice_input", (z, g_out, x, hidden(INPUT_SHAPE)), "", (1,),
+                                   "ȳ·∂L/∂z₂·[x < 0]"), note=note),
+            "weight": Rule(sent=Call("prelu_twice_input", (z, g_out, x, hidden(INPUT_SHAPE)), "", (0,),
+                                     "ȳ·∂L/∂z₁·[x < 0], summed to a's shape"), symbol="a", note=note)}
+
+
+# ------------------------------------------------------------------ autograd7: embedding's backward, recorded
+@register("rows_at")
+def _rows_at(grad, indices, padding):
+    indices = np.asarray(indices).astype(np.int64)
+    picked = np.take(np.asarray(grad, np.float64), indices.reshape(-1), axis=0)
+    if padding >= 0:
+        picked[indices.reshape(-1) == padding] = 0
+    return picked.reshape(indices.shape + (-1,))
+
+
+@entry("EmbeddingDenseBackwardBackward0", options=("padding_idx",))
+def _embedding_twice(o):
+    padding = signed(o["padding_idx"])
+    note = recorded("the table's gradient, each row of ȳ added into the row it read")
+    if padding >= 0:
+        note += f"; row {padding} is padding: its reads get 0"
+    return only(Rule(sent=Call("rows_at", (g, Var("indices", "i")), "", (padding,), "the rows read at i"),
+                     symbol="ȳ", note=note), "grad_output")
+
+
+# ------------------------------------------------------------------ autograd7: masked_scatter_backward, recorded
+@register("scatter_masked_into_zeros")
+def _scatter_masked_into_zeros(grad, mask, shape):
+    out = np.zeros(tuple(shape))
+    picked = np.broadcast_to(np.asarray(mask, bool), out.shape)
+    out[picked] = np.asarray(grad, np.float64).reshape(-1)[:int(picked.sum())]
+    return out
+
+
+entry("MaskedScatterBackwardBackward0")(lambda o: only(Rule(
+    sent=Call("scatter_masked_into_zeros", (g, Var("mask", "m"), hidden(INPUT_SHAPE)), "", (), "written where m holds"),
+    symbol="ḡ", note=recorded("masked_scatter's gradient for its source: ḡ read where the mask m holds")),
+    "grad_output"))
