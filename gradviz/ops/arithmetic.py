@@ -16,6 +16,7 @@ from gradviz.autograd.function import _NO_RECORD, OpFunction
 from gradviz.autograd.node import SavedTensor
 from gradviz.grad_mode import INFERENCE_SAVED, check_not_inference, inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
+from gradviz.backends.quiet import _IGNORE, _reset, _set
 from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
                                to_shape_and_dtype)
 from gradviz.tensor import Tensor, _is_operand
@@ -82,6 +83,11 @@ def _scalars(ctx, self, other):
     return None
 
 
+# numpy warns about 1 / 0 or an overflow in scalar arithmetic, where torch says nothing: the scalar paths
+# below run with numpy's warnings off, quiet.py's ContextVar set and reset around the one operation
+# (nothing in between can raise: numpy's "raise" mode is what the set turns off)
+
+
 def _times(backend, a, b):
     """``backend.mul(a, b)`` in a backward formula; numpy's scalar arithmetic (bit-identical, as in
     ``_scalars``) when ``a`` is a 0-d float32/float64 array and ``b`` a 0-d array of its dtype or a
@@ -91,9 +97,15 @@ def _times(backend, a, b):
         if dtype is _F32 or dtype is _F64:
             if type(b) is _ndarray:
                 if b.shape == () and b.dtype is dtype:
-                    return _asarray(a[()] * b[()])
+                    token = _set(_IGNORE)
+                    out = a[()] * b[()]
+                    _reset(token)
+                    return _asarray(out)
             elif type(b) is float or type(b) is int:
-                return _asarray(a[()] * b)
+                token = _set(_IGNORE)
+                out = a[()] * b
+                _reset(token)
+                return _asarray(out)
     return backend.mul(a, b)
 
 
@@ -104,9 +116,15 @@ def _over(backend, a, b):
         if dtype is _F32 or dtype is _F64:
             if type(b) is _ndarray:
                 if b.shape == () and b.dtype is dtype:
-                    return _asarray(a[()] / b[()])
+                    token = _set(_IGNORE)
+                    out = a[()] / b[()]
+                    _reset(token)
+                    return _asarray(out)
             elif type(b) is float or type(b) is int:
-                return _asarray(a[()] / b)
+                token = _set(_IGNORE)
+                out = a[()] / b
+                _reset(token)
+                return _asarray(out)
     return backend.div(a, b)
 
 
@@ -183,7 +201,10 @@ class AddBackward0(OpFunction):
         if alpha == 1:
             scalars = _scalars(ctx, self, other)
             if scalars is not None:
-                return _asarray(scalars[0] + scalars[1])
+                token = _set(_IGNORE)
+                out = scalars[0] + scalars[1]
+                _reset(token)
+                return _asarray(out)
         backend, x, y = _binary_operands(ctx, self, other)
         return backend.add(x, y if alpha == 1 else backend.mul(y, alpha))
 
@@ -207,7 +228,10 @@ class SubBackward0(OpFunction):
         if alpha == 1:
             scalars = _scalars(ctx, self, other)
             if scalars is not None:
-                return _asarray(scalars[0] - scalars[1])
+                token = _set(_IGNORE)
+                out = scalars[0] - scalars[1]
+                _reset(token)
+                return _asarray(out)
         backend, x, y = _binary_operands(ctx, self, other)
         return backend.sub(x, y if alpha == 1 else backend.mul(y, alpha))
 
@@ -247,7 +271,9 @@ class MulBackward0(OpFunction):
     def forward(ctx, self, other):
         scalars = _scalars(ctx, self, other)
         if scalars is not None:
+            token = _set(_IGNORE)
             out = _asarray(scalars[0] * scalars[1])
+            _reset(token)
         else:
             backend, x, y = _binary_operands(ctx, self, other)
             out = backend.mul(x, y)
@@ -278,7 +304,9 @@ class DivBackward0(OpFunction):
     def forward(ctx, self, other):
         scalars = _scalars(ctx, self, other)
         if scalars is not None:
+            token = _set(_IGNORE)
             out = _asarray(scalars[0] / scalars[1])
+            _reset(token)
         else:
             backend, x, y = _binary_operands(ctx, self, other)
             if not _is_float(x if isinstance(self, Tensor) else y):
@@ -363,7 +391,10 @@ class PowBackward0(OpFunction):
                 and type(x) is _ndarray and x.shape == () and (x.dtype is _F32 or x.dtype is _F64)):
             # PyTorch's kernel squares and cubes by multiplying (as the backend's pow does for arrays)
             value = x[()]
-            return _asarray(value * value if exponent == 2 else value * value * value)
+            token = _set(_IGNORE)
+            out = value * value if exponent == 2 else value * value * value
+            _reset(token)
+            return _asarray(out)
         x, n = promote(self, exponent)
         return self._backend.pow(x, n)
 
