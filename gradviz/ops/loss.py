@@ -219,6 +219,9 @@ class LogitBackward0(OpFunction):
         eps = ctx.saved("eps")
         if eps is not None:  # api6: clamped places are flat, as PyTorch's logit_backward makes them
             return backend.where(backend.logical_or(backend.lt(x, eps), backend.gt(x, 1.0 - eps)), 0.0, local)
+        # PyTorch's logit_backward kernel: grad * inf at the ends (so -0.0 gives +inf), NaN outside [0, 1]
+        ends = backend.logical_or(backend.eq(x, 0.0), backend.eq(x, 1.0))
+        local = backend.where(ends, backend.mul(grad, float("inf")), local)
         outside = backend.logical_or(backend.lt(x, 0.0), backend.gt(x, 1.0))  # no logit there: NaN, as PyTorch
         return backend.where(outside, backend.full((), float("nan"), _dtype.from_any(local.dtype), backend.device_of(x)),
                              local)
