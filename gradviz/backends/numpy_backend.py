@@ -135,6 +135,9 @@ def _layout_like_torch(*operands):
     return memory.transpose(np.argsort(outer_first))
 
 
+_HALF = np.dtype(np.float16)
+
+
 def _elementwise(ufunc, name: str):
     """A binary ufunc whose result is laid out as PyTorch lays it out (see ``_layout_like_torch``), with
     numpy's floating-point warnings off while it runs (``1 / 0``, ``inf - inf``: PyTorch says nothing;
@@ -147,6 +150,10 @@ def _elementwise(ufunc, name: str):
             # number or a vector on one side, numpy keeps the other side's layout, as PyTorch does
             if (type(a) is not ndarray or type(b) is not ndarray or a.ndim < 2 or b.ndim < 2
                     or (a.strides == b.strides and a.shape == b.shape) or (a.flags.c_contiguous and b.flags.c_contiguous)):
+                if type(b) is float and type(a) is ndarray and a.dtype is _HALF:
+                    # PyTorch computes a half with a number in float (its opmath), numpy rounds the number to half
+                    # first: 2.5 * pi is 7.8555 in torch, 7.85 in numpy
+                    return ufunc(a, np.float32(b)).astype(_HALF)
                 result = ufunc(a, b)
                 return result if type(result) is ndarray else np.asarray(result)  # _arr, inlined: every op runs this
             out = _layout_like_torch(a, b)

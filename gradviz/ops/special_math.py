@@ -302,21 +302,24 @@ class SincBackward0(OpFunction):
         ctx.save(self=self)
         backend = self._backend
         data = float_data(self)
+        half = self.dtype is _dtype.float16
+        if half:  # PyTorch's kernel computes a half in float (sinc(1.) is -0., not the 3e-4 of half arithmetic)
+            data = backend.astype(data, _dtype.float32)
         angle = backend.mul(data, math.pi)
         zero = backend.eq(data, 0)
         safe = backend.where(zero, 1.0, angle)
-        return backend.where(zero, 1.0, backend.div(backend.sin(safe), safe))
+        out = backend.where(zero, 1.0, backend.div(backend.sin(safe), safe))
+        return backend.astype(out, self.dtype) if half else out
 
     def backward(ctx, grad):
         backend = ctx.backend
         self = ctx.saved("self")
         angle = backend.mul(self, math.pi)
-        zero = backend.eq(self, 0)
-        safe_x = backend.where(zero, 1.0, self)
-        safe = backend.where(zero, 1.0, angle)
-        local = backend.div(backend.sub(backend.mul(backend.cos(safe), safe), backend.sin(safe)),
-                            backend.mul(backend.mul(safe_x, safe_x), math.pi))
-        return backend.mul(grad, backend.where(zero, 0.0, local))
+        squared = backend.mul(backend.mul(self, self), math.pi)
+        zero = backend.eq(squared, 0)  # PyTorch's test: pi x^2 == 0 (so also where x^2 underflows)
+        numerator = backend.sub(backend.mul(angle, backend.cos(angle)), backend.sin(angle))
+        out = backend.div(backend.mul(grad, numerator), backend.where(zero, 1.0, squared))  # C++: grad * (...) / ...
+        return backend.where(zero, 0.0, out)
 
     def backward_graph(ctx, grad):
         """PyTorch's ``sinc_backward``: ``where(x == 0, 0, grad * ((πx cos(πx) - sin(πx)) / (π x²)))``, each
@@ -326,8 +329,9 @@ class SincBackward0(OpFunction):
         self = ctx.saved_graph("self")
         pi = math.pi
         numerator = MulBackward1.apply(self, pi) * MulBackward1.apply(self, pi).cos() - MulBackward1.apply(self, pi).sin()
-        out = grad * (numerator / MulBackward1.apply(self * self, pi))
-        return where(Tensor._make(ctx.backend.eq(self._data, 0), backend=ctx.backend), 0, out)
+        squared = MulBackward1.apply(self * self, pi)
+        out = grad * (numerator / squared)
+        return where(Tensor._make(ctx.backend.eq(squared._data, 0), backend=ctx.backend), 0, out)
 
 
 def sinc(input):
