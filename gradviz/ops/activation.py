@@ -15,6 +15,7 @@ import numpy as np
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, saved_dim, wrap_dim
+from gradviz.ops.no_derivative import NotImplemented, without_derivative
 from gradviz.tensor import Tensor
 
 
@@ -542,29 +543,8 @@ class HardsigmoidBackward0(OpFunction):
         """PyTorch's ``hardsigmoid_backward`` has no derivative formula: its result hangs from a
         ``torch::autograd::NotImplemented`` node (edges to the gradient and to x), which raises when
         a further backward reaches it."""
-        return _NotImplemented.apply(grad, ctx.saved_graph("self"), values=ctx.backward(grad._data),
-                                     op="aten::hardsigmoid_backward")
-
-
-class _NotImplemented(OpFunction):
-    """``torch::autograd::NotImplemented``: the node PyTorch gives the output of an op that has no
-    derivative formula (recorded by a ``create_graph`` backward). It computes nothing itself (forward
-    hands on the values already computed); differentiating through it raises PyTorch's error."""
-
-    inputs = ("grad_output", "self")
-    qualified_name = "torch::autograd::NotImplemented"
-
-    def name(self) -> str:
-        return self.qualified_name
-
-    def forward(ctx, grad_output, self, values, op):
-        ctx.op = op
-        return values
-
-    def backward(ctx, *grads):
-        raise RuntimeError(f"derivative for {ctx.op} is not implemented")
-
-    backward_graph = backward
+        return without_derivative(NotImplemented, ctx.backward(grad._data), (grad, ctx.saved_graph("self")),
+                                  "hardsigmoid_backward")
 
 
 HARDSIGMOID_SLOPE = 0.1666666716337204  # PyTorch's kernel multiplies by 1/6 rounded to float32, even for doubles
