@@ -43,89 +43,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
 import gradviz  # noqa: E402
+from workloads import cubic_fit_phases as cubic, make_raw_problem, neuron_net_phases as micrograd  # noqa: E402
+from workloads import raw_forward, raw_update  # noqa: E402
 
 WORKLOADS = ("cubic", "micrograd", "raw")
 
 
-# -- the workloads: (forward() -> loss, update(), parameters) for one library ---------------------
-def cubic(lib, points=16):
-    """As ``bench_core.make_cubic_fit``, split into phases."""
-    xs = [lib.tensor(float(v)) for v in np.linspace(-1.5, 1.5, points)]
-    ts = [lib.tensor(float(np.sin(v))) for v in np.linspace(-1.5, 1.5, points)]
-    coefficients = [lib.tensor(0.1 * (i + 1), requires_grad=True) for i in range(4)]
-
-    def forward():
-        a, b, c, d = coefficients
-        loss = 0.0
-        for x, t in zip(xs, ts):
-            prediction = a + b * x + c * x ** 2 + d * x ** 3
-            loss = loss + (prediction - t) ** 2
-        return loss
-
-    def update():
-        with lib.no_grad():
-            for p in coefficients:
-                p -= 1e-3 * p.grad
-                p.grad = None
-    return forward, update
-
-
-def micrograd(lib, sizes=(2, 4, 4, 1), samples=4, seed=0):
-    """As ``bench_core.make_neuron_net``, split into phases."""
-    rng = np.random.default_rng(seed)
-    layers = [[([lib.tensor(float(rng.uniform(-1, 1)), requires_grad=True) for _ in range(fan_in)],
-                lib.tensor(float(rng.uniform(-1, 1)), requires_grad=True)) for _ in range(fan_out)]
-              for fan_in, fan_out in zip(sizes[:-1], sizes[1:])]
-    params = [p for layer in layers for weights, bias in layer for p in weights + [bias]]
-    data = [[lib.tensor(float(v)) for v in rng.uniform(-1, 1, sizes[0])] for _ in range(samples)]
-    targets = [lib.tensor(float(v)) for v in (1.0, -1.0, -1.0, 1.0)[:samples]]
-
-    def forward():
-        loss = 0.0
-        for inputs, target in zip(data, targets):
-            values = inputs
-            for layer in layers:
-                outputs = []
-                for weights, bias in layer:
-                    total = bias
-                    for w, v in zip(weights, values):
-                        total = total + w * v
-                    outputs.append(total.tanh())
-                values = outputs
-            loss = loss + (values[0] - target) ** 2
-        return loss
-
-    def update():
-        with lib.no_grad():
-            for p in params:
-                p -= 0.05 * p.grad
-                p.grad = None
-    return forward, update
-
-
-def raw(lib, sizes=(2, 16, 16, 1), points=64, seed=0):
-    """As ``bench_core.raw_step``, split into phases."""
-    rng = np.random.default_rng(seed)
-    params = []
-    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-        bound = 1 / np.sqrt(fan_in)
-        for shape in ((fan_in, fan_out), (fan_out,)):
-            params.append(lib.tensor(rng.uniform(-bound, bound, shape).astype(np.float32), requires_grad=True))
-    x = lib.tensor(rng.standard_normal((points, sizes[0])).astype(np.float32))
-    y = lib.tensor((rng.standard_normal((points, 1)) > 0).astype(np.float32))
-
-    def forward():
-        w1, b1, w2, b2, w3, b3 = params
-        hidden = lib.relu(x @ w1 + b1)
-        hidden = lib.tanh(hidden @ w2 + b2)
-        return lib.nn.functional.binary_cross_entropy_with_logits(hidden @ w3 + b3, y)
-
-    def update():
-        with lib.no_grad():
-            for p in params:
-                p -= 0.1 * p.grad
-                p.grad = None
-    return forward, update
+# -- the workloads: (forward() -> loss, update()) for one library, bench_core's own (workloads.py) ------
+def raw(lib, sizes=(2, 16, 16, 1), points=64):
+    """bench_core's raw-tensor lesson step as (forward, update)."""
+    params, x, y = make_raw_problem(lib, sizes, points)
+    return (lambda: raw_forward(lib, params, x, y)), (lambda: raw_update(lib, params))
 
 
 # -- instruction counts ---------------------------------------------------------------------------

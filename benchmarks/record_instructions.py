@@ -53,24 +53,14 @@ def run(name, calls):
     if name in ("cubic", "micrograd"):
         import gradviz as lib
 
-        step = _scalar_step(name, lib)
+        from workloads import make_cubic_fit, make_neuron_net  # bench_core's own steps, without torch
+
+        step = (make_cubic_fit if name == "cubic" else make_neuron_net)(lib)
     else:
         step = workload(name)
     step()  # warm: first calls fill caches
     for _ in range(calls):
         step()
-
-
-def _scalar_step(name, lib):
-    """bench_core's own step for ``name``, without importing bench_core (it imports torch at the top)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_core.py")
-    source = open(path).read()
-    # only the workload functions: everything from the first ``def`` to the timing section
-    start = source.index("def make_mlp")
-    end = source.index("# -- timing")
-    namespace = {"np": __import__("numpy")}
-    exec(compile(source[start:end], path, "exec"), namespace)
-    return namespace["make_cubic_fit"](lib) if name == "cubic" else namespace["make_neuron_net"](lib)
 
 
 def instructions(name, calls):
