@@ -14,6 +14,22 @@ from gradviz.ops.shape import _view_of
 from gradviz.tensor import Tensor
 
 
+def node_for_one_input(cls, input) -> tuple:
+    """``(record, node)`` for an op of one input with several outputs: a ``cls`` node with its one edge
+    when grad mode is on and ``input`` requires grad, else ``_NO_RECORD`` (whose attributes are dropped)."""
+    record = _grad_state.enabled and input.requires_grad
+    if not record:
+        return False, _NO_RECORD
+    node = cls()
+    node.backend = input._backend
+    edge = gradient_edge(input)
+    node._next_functions = (edge,)
+    node.needs_input_grad = (edge[0] is not None,)
+    if _grad_state.backward_order:
+        node._order = _grad_state.backward_order
+    return True, node
+
+
 class _Pieces(OpFunction):
     """An op whose outputs are several views of its one input."""
 
@@ -21,15 +37,7 @@ class _Pieces(OpFunction):
 
     @classmethod
     def apply(cls, input, *params):
-        record = _grad_state.enabled and input.requires_grad
-        node = cls() if record else _NO_RECORD
-        if record:
-            node.backend = input._backend
-            edge = gradient_edge(input)
-            node._next_functions = (edge,)
-            node.needs_input_grad = (edge[0] is not None,)
-            if _grad_state.backward_order:
-                node._order = _grad_state.backward_order
+        record, node = node_for_one_input(cls, input)
         arrays = cls.forward(node, input, *params)
         pieces = []
         for output_nr, array in enumerate(arrays):

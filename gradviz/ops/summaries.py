@@ -13,11 +13,11 @@ import warnings
 import numpy as np
 
 from gradviz import _dtype
-from gradviz.autograd.function import _NO_RECORD, OpFunction, gradient_edge
+from gradviz.autograd.function import OpFunction
 from gradviz.autograd.node import SavedTensor
-from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops import return_types
 from gradviz.ops._util import saved_dim, wrap_dim
+from gradviz.ops.pieces import node_for_one_input
 from gradviz.ops.reduction import _dims, _expand_back, _expand_back_graph
 from gradviz.ops.statistics import (_correction, _dim_tuple, _variance, _variance_backward, _variance_backward_graph)
 from gradviz.tensor import Tensor
@@ -31,15 +31,7 @@ class _TwoResults(OpFunction):
 
     @classmethod
     def apply(cls, input, *params):
-        record = _grad_state.enabled and input.requires_grad
-        node = cls() if record else _NO_RECORD
-        if record:
-            node.backend = input._backend
-            edge = gradient_edge(input)
-            node._next_functions = (edge,)
-            node.needs_input_grad = (edge[0] is not None,)
-            if _grad_state.backward_order:
-                node._order = _grad_state.backward_order
+        record, node = node_for_one_input(cls, input)
         arrays = cls.forward(node, input, *params)
         outputs = []
         for output_nr, array in enumerate(arrays):
