@@ -41,7 +41,7 @@ from gradviz.ops.ordering import argsort, msort, sort, topk  # noqa: E402
 from gradviz.ops.einsum import einsum  # noqa: E402
 from gradviz.ops.scatter import index_add, scatter, scatter_add  # noqa: E402
 from gradviz.autograd.inference import inference_mode  # noqa: E402
-# -- api7: more products, torch.linalg and its aliases ---------------------------------------------------
+# -- more products, torch.linalg and its aliases ---------------------------------------------------
 from gradviz.ops.products import (addbmm, addmv, addr, baddbmm, chain_matmul, cross, inner, kron,  # noqa: E402
                                   tensordot, vdot)
 from gradviz.ops.decompositions import (deprecated_cholesky as cholesky, det, inv as inverse,  # noqa: E402
@@ -49,8 +49,7 @@ from gradviz.ops.decompositions import (deprecated_cholesky as cholesky, det, in
 from gradviz import linalg  # noqa: E402
 from gradviz.ops.scatter import scatter_reduce  # noqa: E402
 from gradviz.ops.matrix import as_strided  # noqa: E402
-# -- end api7 ---------------------------------------------------------------------------------------------
-# -- api6: order statistics, summaries, special math, lookups, searching, torch.special --------------------
+# -- order statistics, summaries, special math, lookups, searching, torch.special --------------------
 from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode, nanmedian  # noqa: E402
 from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_mean, var_mean  # noqa: E402
 from gradviz.ops.special_math import (addcdiv, deg2rad, digamma, erfc, erfinv, heaviside, i0, lgamma,  # noqa: E402
@@ -59,7 +58,6 @@ from gradviz.ops.lookups import index_copy, index_fill, put, take, take_along_di
 from gradviz.ops.searching import (bincount, bucketize, histc, isin, searchsorted, unique,  # noqa: E402
                                    unique_consecutive)
 from gradviz import special  # noqa: E402
-# -- end api6 -------------------------------------------------------------------------------------------------
 from gradviz.ops.conversion import CONTIGUOUS_FORMAT as contiguous_format, PRESERVE_FORMAT as preserve_format
 from gradviz.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402
                             IntTensor, LongTensor, ShortTensor)
@@ -67,7 +65,7 @@ from gradviz import _kinds, accelerator, autograd, cuda, interop, snapshot  # no
 from gradviz.snapshot import graph  # noqa: E402
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
-from gradviz.ops.clamping import clip  # noqa: E402  (autograd7: its errors say clip())
+from gradviz.ops.clamping import clip  # noqa: E402  (its errors say clip())
 arcsin, arccos, arctan, arctan2, fix, ger = asin, acos, atan, atan2, trunc, outer
 moveaxis, swapdims, subtract, multiply, divide, negative, absolute = movedim, swapaxes, sub, mul, div, neg, abs
 

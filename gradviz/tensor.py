@@ -433,7 +433,7 @@ class Tensor:
     # -- in place --------------------------------------------------------------------------------
     # The new value is always written into the tensor's own memory, so every view of it (and the
     # tensor a view was made from) sees it; gradviz.ops.inplace records the history as PyTorch does.
-    # (perf5b) The in-place methods reach ops.inplace and ops.conversion as attributes of ``ops``,
+    # The in-place methods reach ops.inplace and ops.conversion as attributes of ``ops``,
     # imported at the end of this module: an import statement in the body cost more than the update.
     def _in_place(self, op_name: str, other, out_of_place, alpha=1) -> Tensor:
         """Run an in-place update ``self op= alpha * other``: mutate the array, or record it when
@@ -507,7 +507,7 @@ class Tensor:
     def div_(self, other) -> Tensor:
         return self._in_place("idiv", other, ops.div)
 
-    # (perf5b) the in-place operators go straight to _in_place: ``p -= lr * p.grad`` runs for every
+    # the in-place operators go straight to _in_place: ``p -= lr * p.grad`` runs for every
     # parameter of every step of a hand-written training loop
     def __iadd__(self, other):
         if type(other) is Tensor or type(other) is float or _is_operand(other):
@@ -704,7 +704,7 @@ class Tensor:
 _TYPE_NAMES = _dtype.SCALAR_TYPE_NAMES
 
 
-# (perf5b) what ``Tensor._in_place`` computes for a 0-d float array before storing it back
+# what ``Tensor._in_place`` computes for a 0-d float array before storing it back
 _UPDATE_OPERATORS = {"iadd": operator.add, "isub": operator.sub, "imul": operator.mul, "idiv": operator.truediv}
 
 

@@ -51,18 +51,18 @@ EXTRA = {
     "pow 2 and 0.5": (lambda x: x ** 2 + x ** 0.5, [positive(3)]),
     "clamp min only": (lambda x: x.clamp(min=0.0), [np.array([-1.0, 0.5, 2.0])]),
     "softmax dim 0": (lambda x: gv.softmax(x, 0) * x, [values(3, 2)]),
-    # autograd7: PReLU's kernel backward recorded (one node, two outputs), differentiated
+    # PReLU's kernel backward recorded (one node, two outputs), differentiated
     "prelu twice": (lambda x, a: _gradient_of(lambda y: (F.prelu(y * y - 0.5, a[:1]) * y).sum(), x) * 1.5
                     + gv.autograd.grad((F.prelu(x.reshape(1, 2, 2) * x.reshape(1, 2, 2), a * 1) * x.reshape(1, 2, 2)).sum(),
                                        a, create_graph=True)[0].sum(),
                     [np.array([-1.5, 0.5, 2.0, -0.3]), np.array([0.25, -0.5])]),
-    # autograd7: embedding's backward recorded (EmbeddingDenseBackwardBackward0), padding row too
+    # embedding's backward recorded (EmbeddingDenseBackwardBackward0), padding row too
     "embedding twice": (lambda w: _gradient_of(lambda v: (F.embedding(gv.tensor([[1, 0], [2, 1]]), v, padding_idx=0)
                                                          ** 3).sum(), w), [values(3, 2)]),
-    # autograd7: masked_select differentiated twice (MaskedScatterBackwardBackward0)
+    # masked_select differentiated twice (MaskedScatterBackwardBackward0)
     "masked_select thrice": (lambda x: _gradient_of(lambda v: (_gradient_of(lambda u: (u.masked_select(gv.tensor(
         [[True, False, True], [False, True, True]])) ** 4).sum(), v) ** 2).sum(), x), [values(2, 3)]),
-    # autograd7: clamp with tensor bounds (ops/clamping.py)
+    # clamp with tensor bounds (ops/clamping.py)
     "clamp tensor bounds": (lambda x, lo, hi: gv.clamp(x, lo, hi) + gv.clamp(x, lo) + gv.clamp(x, max=hi),
                             [np.array([-1.0, 0.5, 2.0, 0.1]), np.array([0.0, 0.0, 0.0, 0.3]), np.array([1.0, 1.0, 1.0, 0.2])]),
     "clamp_min clamp_max tensors": (lambda x, lo, hi: gv.clamp_min(x, lo) * gv.clamp_max(x, hi),

@@ -377,7 +377,7 @@ CASES.update({
 CASES["ScatterBackward1"] = (lambda x: x.scatter(1, gv.tensor([[2], [0]]), 0.5) * x, [values(2, 3)])
 
 
-# -- api7: more products, torch.linalg, scatter_reduce, padding modes, unfold -------------------------------
+# -- more products, torch.linalg, scatter_reduce, padding modes, unfold -------------------------------
 def _spd(a):
     """A symmetric positive-definite matrix made from ``a`` (so its Cholesky factor exists)."""
     return a @ a.t() + gv.eye(a.shape[0], dtype=a.dtype) * 3
@@ -410,10 +410,9 @@ CASES.update({
     "LinalgSolveTriangularBackward0": (lambda a, b: gv.linalg.solve_triangular(a, b, upper=False) + gv.linalg.solve_triangular(
         a.mT, b.mT, upper=True, left=False, unitriangular=True).mT, [WELL_CONDITIONED, values(3, 3)]),
 })
-# -- end api7 -----------------------------------------------------------------------------------------------
-# -- api6: order statistics, summaries, special math, lookups (each case also checks its learner formula) ----
+# -- order statistics, summaries, special math, lookups (each case also checks its learner formula) ----
 def _distinct(*shape):
-    """Values with no ties (a tie's winner is the index torch picks: tests/test_api6_order.py checks that)."""
+    """Values with no ties (a tie's winner is the index torch picks: tests/test_order_statistics.py checks that)."""
     return RNG.permutation(np.arange(int(np.prod(shape)), dtype=np.float64)).reshape(shape) * 0.25 - 1
 
 
@@ -455,7 +454,7 @@ CASES.update({
     "PutBackward0": (lambda x, s: x.put(gv.tensor([4, 0]), s) + x.put(gv.tensor([1, 1]), s * s, accumulate=True),
                      [values(2, 3), values(2)]),
 })
-# -- autograd7: clamp with tensor bounds, PReLU's two-output kernel backward
+# -- clamp with tensor bounds, PReLU's two-output kernel backward
 CASES.update({
     "ClampBackward0": (lambda x, lo, hi: gv.clamp(x, lo, hi) + gv.clamp(x, lo) * 2 + gv.clamp(x, None, hi) * 3,
                        [np.array([-1.5, 0.2, 0.7, 2.0]), np.array([-0.5, 0.1, 0.6, 0.5]), np.array([1.0, 1.1, 0.65, 1.5])]),

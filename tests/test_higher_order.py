@@ -855,7 +855,7 @@ def test_reshape_is_a_view_an_alias_or_a_copy_as_torch_decides(torch, expression
                 "g, = torch.autograd.grad(out, M, create_graph=True)\n(g ** 2).sum().backward()\n")
 
 
-# -- autograd7: more recorded backward forms ------------------------------------------------------------------
+# -- more recorded backward forms ------------------------------------------------------------------
 SAMPLERS = {
     "bernoulli_number": "((x * 1).bernoulli_(0.5) * x).sum()",
     "normal_": "((x * 1).normal_() * x).sum()",

@@ -809,7 +809,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.",
                       FutureWarning, stacklevel=2)
-    if is_grads_batched:  # api6: one pass per row of the batched grad_outputs (see _batched_grad)
+    if is_grads_batched:  # one pass per row of the batched grad_outputs (see _batched_grad)
         return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads)
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
@@ -840,7 +840,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
 
 
 
-# -- api6: autograd.grad(..., is_grads_batched=True) ----------------------------------------------------------------
+# -- autograd.grad(..., is_grads_batched=True) ----------------------------------------------------------------
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
     """PyTorch vmaps the backward pass over the first dim of each grad_output; gradviz runs it once per row, with
     the same checks, and stacks each input's gradients along a new first dim (a None stays None)."""

@@ -134,7 +134,7 @@ class OpFunction(Node):
         if len(names) == 1:  # the common call, ``ctx.saved("other")``: no list to build
             entry = saved[names[0]]
             if type(entry) is SavedTensor:
-                # (perf5b) SavedTensor.unpack's answer when no unpack hook is set, the entry is not
+                # SavedTensor.unpack's answer when no unpack hook is set, the entry is not
                 # freed and its tensor was not changed in place; else unpack itself (and its errors)
                 data = entry.data
                 if entry.hooks is None and data is not None and entry.version_counter[0] == entry.saved_version:
@@ -212,7 +212,7 @@ class OpFunction(Node):
             wrapped_numbers = self.wrapped_numbers
             for name, entry in packed.items():
                 if type(entry) is SavedTensor:  # runs for every saved entry after each backward
-                    entry.data = entry.tensor = entry.hooks = None  # SavedTensor.free, written out (perf5b)
+                    entry.data = entry.tensor = entry.hooks = None  # SavedTensor.free, written out
                 elif type(entry) is SavedTensors:
                     entry.free()
                 elif wrapped_numbers and entry is not None and name in wrapped_numbers:

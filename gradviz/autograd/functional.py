@@ -151,7 +151,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
     """
     from gradviz.ops import reshape, stack
 
-    _check_jacobian_strategy(strategy, create_graph, strict, vectorize)  # api6
+    _check_jacobian_strategy(strategy, create_graph, strict, vectorize)
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     inputs = _prepare_inputs(inputs, create_graph)
     outputs_tuple, outputs = _outputs(func, inputs, "jacobian")
@@ -180,7 +180,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
 def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
             outer_jacobian_strategy: str = "reverse-mode"):
     """The Hessian of a scalar function: the Jacobian of its gradient (recorded with ``create_graph``)."""
-    _check_hessian_strategy(outer_jacobian_strategy, vectorize)  # api6
+    _check_hessian_strategy(outer_jacobian_strategy, vectorize)
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
 
     def scalar_output(*args):
@@ -228,7 +228,7 @@ def _hessian_product(func, inputs, v, create_graph: bool, fn_name: str, transpos
             _untuple(inputs_tuple, _finish(products, create_graph)))
 
 
-# -- api6: PyTorch's checks of ``strategy`` and ``vectorize`` ------------------------------------------------------
+# -- PyTorch's checks of ``strategy`` and ``vectorize`` ------------------------------------------------------
 # ``vectorize=True`` (PyTorch's vmap over the backward passes) and ``strategy="forward-mode"`` (forward AD) change
 # how PyTorch computes a Jacobian, not its values: gradviz runs one reverse-mode backward pass per output element
 # for every accepted combination, after raising PyTorch's errors for the combinations PyTorch refuses.

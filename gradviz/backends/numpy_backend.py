@@ -711,7 +711,7 @@ def scatter(out, axis, index, values):
     return out
 
 
-# -- api7: products, linear algebra, scatter_reduce, padding modes, strided windows ------------------
+# -- products, linear algebra, scatter_reduce, padding modes, strided windows ------------------
 def cross(a, b, axis):
     return _arr(np.cross(a, b, axis=axis))
 
@@ -826,7 +826,6 @@ def solve_triangular(a, b, upper):
             known = np.matmul(a[..., i:i + 1, done], x[..., done, :])
             x[..., i:i + 1, :] = (b[..., i:i + 1, :] - known) / a[..., i:i + 1, i:i + 1]
     return _column_major(x)
-# -- autograd7 -----------------------------------------------------------------------------------------------
 def diagonal_view(a, offset, axis1, axis2):
     """The diagonal as a writable view (PyTorch's ``diagonal`` shares memory; numpy's is read-only): the
     other dims first, then the diagonal, whose stride is the sum of the two dims' strides."""

@@ -424,7 +424,7 @@ def scatter(out, axis, index, values):
     return out.scatter_(axis, index, values)
 
 
-# -- api7: products, linear algebra, scatter_reduce, padding modes, strided windows ------------------
+# -- products, linear algebra, scatter_reduce, padding modes, strided windows ------------------
 def cross(a, b, axis):
     return torch.linalg.cross(a, b, dim=axis)
 
@@ -461,7 +461,6 @@ def unfold(a, axis, size, step):
 
 def solve_triangular(a, b, upper):
     return torch.linalg.solve_triangular(a, b, upper=upper)
-# -- autograd7 -----------------------------------------------------------------------------------------------
 def diagonal_view(a, offset, axis1, axis2):
     """The diagonal as a view sharing ``a``'s memory (PyTorch's own ``diagonal``)."""
     return torch.diagonal(a, offset, axis1, axis2)

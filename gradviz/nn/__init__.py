@@ -20,11 +20,10 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Linear", "Sequ
            "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
            "SELU", "CELU", "LogSigmoid", "Softsign", "Mish", "Hardswish", "Hardsigmoid", "PReLU", "Tanhshrink", "Softmin",
            "CosineSimilarity", "Unflatten"]
-# -- api7: the padding layers ------------------------------------------------------------------------------
+# -- the padding layers ------------------------------------------------------------------------------
 from gradviz.nn.padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,  # noqa: E402
                                 ConstantPad2d, ConstantPad3d, PADDING_LAYERS, ReflectionPad1d, ReflectionPad2d,
                                 ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d,
                                 ZeroPad2d, ZeroPad3d)
 
 __all__ += list(PADDING_LAYERS)
-# -- end api7 ----------------------------------------------------------------------------------------------

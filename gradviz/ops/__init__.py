@@ -77,7 +77,7 @@ def _arithmetic_operator(function, op_class):
     straight to the op's node, as ``function`` itself would go (these are most of the ops in a
     learner's code); anything else takes ``function``'s own checks."""
     checked = _operator(function)
-    apply = op_class.apply  # perf5f: bound once, not looked up and bound again on every call
+    apply = op_class.apply  # bound once, not looked up and bound again on every call
 
     def operator(self, other):
         if type(other) is Tensor or type(other) is float or type(other) is int:
@@ -97,7 +97,7 @@ def _pow_operator(self, other):
     return _checked_pow(self, other)
 
 
-_pow_apply = arithmetic.PowBackward0.apply  # perf5f: bound once for ``x ** n``
+_pow_apply = arithmetic.PowBackward0.apply  # bound once for ``x ** n``
 
 
 def _method(function):
@@ -206,7 +206,7 @@ from gradviz.ops.scatter import index_add, index_add_, scatter, scatter_, scatte
 
 MORE_MATH.update({"scatter": scatter, "scatter_": scatter_, "scatter_add": scatter_add, "scatter_add_": scatter_add_,
                   "index_add": index_add, "index_add_": index_add_})
-# -- api7: more products, linear algebra, scatter_reduce, windows ---------------------------------------
+# -- more products, linear algebra, scatter_reduce, windows ---------------------------------------
 from gradviz.ops import decompositions, products  # noqa: E402
 from gradviz.ops.products import addbmm, addmv, addr, baddbmm, cross, inner, kron, vdot  # noqa: E402
 
@@ -219,8 +219,7 @@ API7_METHODS = {
 }
 IN_PLACE_TOO += ("baddbmm", "addbmm", "addmv", "addr")
 MORE_MATH.update(API7_METHODS)
-# -- end api7 ---------------------------------------------------------------------------------------------
-# -- api6: order statistics, summaries, special math, lookups, searching ------------------------------------
+# -- order statistics, summaries, special math, lookups, searching ------------------------------------
 from gradviz.ops.order_statistics import cummax, cummin, kthvalue, median, mode, nanmedian  # noqa: E402
 from gradviz.ops.summaries import aminmax, logcumsumexp, nanmean, nansum, std_mean, var_mean  # noqa: E402
 from gradviz.ops.special_math import (addcdiv, deg2rad, digamma, erfc, erfinv, heaviside, i0, lgamma,  # noqa: E402
@@ -241,17 +240,15 @@ API6_METHODS = {
 MORE_MATH.update(API6_METHODS)
 IN_PLACE_TOO += ("addcdiv", "xlogy", "sinc", "deg2rad", "rad2deg", "logit", "heaviside", "index_fill", "index_copy",
                  "put", "erfc", "erfinv", "lgamma", "digamma", "i0")
-# -- end api6 -------------------------------------------------------------------------------------------------
 TENSOR_METHODS.update(MORE_MATH)
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in MORE_MATH.items()
                        if name in IN_PLACE_TOO})
 
-# -- autograd7: clamp/clip with tensor bounds and PyTorch's errors for mixed bounds (ops/clamping.py) ------
+# -- clamp/clip with tensor bounds and PyTorch's errors for mixed bounds (ops/clamping.py) ------
 from gradviz.ops import clamping as _clamping  # noqa: E402
 
 clamp = _clamping.clamp
 TENSOR_METHODS.update({"clamp": _clamping.clamp_method, "clip": _clamping.clip_method})
-# -- end autograd7
 
 for _name, _function in TENSOR_METHODS.items():
     setattr(Tensor, _name, _function)

@@ -146,7 +146,7 @@ def saved_dim(dim):
     """A dim as PyTorch's ``_saved_dim`` shows it: as passed, negatives read back as uint64."""
     if isinstance(dim, (tuple, list)):
         return tuple(saved_dim(d) for d in dim)
-    return dim if dim is None or dim >= 0 else dim + 2**64  # None: a C++ slice end not given (autograd7)
+    return dim if dim is None or dim >= 0 else dim + 2**64  # None: a C++ slice end not given
 
 
 def sizes_and_strides(tensor, needed: bool) -> tuple:

@@ -402,7 +402,7 @@ class PowBackward0(OpFunction):
         backend = ctx.backend
         self, exponent = ctx.saved("self", "exponent")
         if exponent == 0:
-            return backend.zeros_like(grad)  # autograd7: PyTorch's zeros_like, +0. (grad * 0. is -0. or nan)
+            return backend.zeros_like(grad)  # PyTorch's zeros_like, +0. (grad * 0. is -0. or nan)
         # x ** 1 is a copy of x (PyTorch's kernel), so for a square x itself gives the same numbers
         if exponent == 2:
             power = self
@@ -415,7 +415,7 @@ class PowBackward0(OpFunction):
     def backward_graph(ctx, grad):
         self, exponent = ctx.saved_graph("self", "exponent")
         if exponent == 0:
-            return Tensor._make(ctx.backend.zeros_like(self._data), backend=ctx.backend)  # autograd7: +0.
+            return Tensor._make(ctx.backend.zeros_like(self._data), backend=ctx.backend)  # +0.
         exponent = float(exponent)  # PyTorch's pow_backward works with the exponent as a double
         return grad * _scalar_mul(self.pow(exponent - 1), exponent)
 
@@ -440,10 +440,10 @@ class PowBackward1(OpFunction):
         grad_self = grad_exponent = None
         if needs[0]:
             grad_self = backend.mul(grad, backend.mul(exponent, backend.pow(self, backend.sub(exponent, 1))))
-            # autograd7: PyTorch's pow_backward_self picks 0 where the exponent is 0 (not 0 * inf = nan, nor -0.)
+            # PyTorch's pow_backward_self picks 0 where the exponent is 0 (not 0 * inf = nan, nor -0.)
             grad_self = backend.where(backend.eq(exponent, 0.0), 0.0, grad_self)
         if needs[1]:
-            # d(a**b)/db = a**b * ln(a); PyTorch takes the term as 0 where a == 0 and b >= 0 (autograd7: only
+            # d(a**b)/db = a**b * ln(a); PyTorch takes the term as 0 where a == 0 and b >= 0 (only
             # there: 0 ** -1 * ln 0 is inf * -inf = -inf, as in PyTorch, not 0 * inf = nan)
             at_zero = backend.logical_and(backend.eq(self, 0), backend.ge(exponent, 0))
             term = backend.where(at_zero, 0.0, backend.mul(ctx.saved("result"), backend.log(self)))

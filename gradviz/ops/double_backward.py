@@ -369,7 +369,7 @@ class MaskedScatterBackward0(OpFunction):
         mask, sizes = ctx.saved_graph("mask"), ctx.saved("source_sym_sizes")
         grad_self = sum_to_tensor(grad.masked_fill(mask, 0), ctx.metas[0][0]) if ctx.needs_input_grad[0] else None
         grad_source = None
-        if ctx.needs_input_grad[1]:  # autograd7: PyTorch's masked_scatter_backward, an op of its own
+        if ctx.needs_input_grad[1]:  # PyTorch's masked_scatter_backward, an op of its own
             grad_source = MaskedScatterBackwardBackward0.apply(grad, mask, sizes)
         return grad_self, grad_source
 
@@ -790,7 +790,7 @@ def _scalar_add(tensor, number):
     return AddBackward1.apply(tensor, number)
 
 
-# -- autograd7: the recorded forms of cumprod's and prod's backward (PyTorch's FunctionsManual, step by step) ----
+# -- the recorded forms of cumprod's and prod's backward (PyTorch's FunctionsManual, step by step) ----
 def _constant(like: Tensor, shape, value) -> Tensor:
     """A tensor of ``value`` with no history, in ``like``'s dtype and backend (PyTorch's ``at::ones``/``zeros``)."""
     backend = like._backend

@@ -516,7 +516,7 @@ class HypotBackward0(OpFunction):
 
     def backward(ctx, grad):
         backend = ctx.backend
-        # autograd7: unpacked in PyTorch's order (other, result, self), so an in-place change is reported
+        # unpacked in PyTorch's order (other, result, self), so an in-place change is reported
         # for the same tensor PyTorch names first
         other, result, self = ctx.saved("other", "result", "self")
         scale = backend.div(grad, result)
@@ -640,7 +640,7 @@ def frac(input):
 
 
 def clamp_min(input, min):
-    if isinstance(min, Tensor):  # autograd7: PyTorch's ClampMinBackward1 (ops/clamping.py)
+    if isinstance(min, Tensor):  # PyTorch's ClampMinBackward1 (ops/clamping.py)
         from gradviz.ops.clamping import ClampMinBackward1
 
         return ClampMinBackward1.apply(input, min)
@@ -648,7 +648,7 @@ def clamp_min(input, min):
 
 
 def clamp_max(input, max):
-    if isinstance(max, Tensor):  # autograd7: PyTorch's ClampMaxBackward1 (ops/clamping.py)
+    if isinstance(max, Tensor):  # PyTorch's ClampMaxBackward1 (ops/clamping.py)
         from gradviz.ops.clamping import ClampMaxBackward1
 
         return ClampMaxBackward1.apply(input, max)

@@ -32,7 +32,7 @@ class EmbeddingBackward0(OpFunction):
         return dense_backward(ctx.backend, grad, indices, rows, ctx.padding, scale_by_frequency)
 
     def backward_graph(ctx, grad):
-        """autograd7: PyTorch's ``embedding_dense_backward``, an op of its own (EmbeddingDenseBackwardBackward0)."""
+        """PyTorch's ``embedding_dense_backward``, an op of its own (EmbeddingDenseBackwardBackward0)."""
         from gradviz.ops.double_backward import EmbeddingDenseBackwardBackward0
 
         rows, scale_by_frequency = ctx.saved("weight_sym_argsize_0", "scale_grad_by_freq")

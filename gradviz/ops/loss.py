@@ -123,7 +123,7 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
         if ctx.needs_input_grad[1]:
             if pos_weight is None:
                 grad_target = -self * grad
-            else:  # autograd7: PyTorch's in-place chain (the object of ``sub_`` is made before its argument)
+            else:  # PyTorch's in-place chain (the object of ``sub_`` is made before its argument)
                 from gradviz.ops.activation import logsigmoid
 
                 grad_target = logsigmoid(-self)
@@ -209,7 +209,7 @@ class LogitBackward0(OpFunction):
     def forward(ctx, self, eps=None):
         ctx.save(eps=eps, self=self)
         backend = self._backend
-        data = self._data if eps is None else backend.clip(self._data, eps, 1.0 - eps)  # api6: logit(eps) clamps first
+        data = self._data if eps is None else backend.clip(self._data, eps, 1.0 - eps)  # logit(eps) clamps first
         return backend.log(backend.div(data, backend.sub(1.0, data)))
 
     def backward(ctx, grad):
@@ -217,7 +217,7 @@ class LogitBackward0(OpFunction):
         x = ctx.saved("self")
         local = backend.div(grad, backend.mul(x, backend.sub(1.0, x)))
         eps = ctx.saved("eps")
-        if eps is not None:  # api6: clamped places are flat, as PyTorch's logit_backward makes them
+        if eps is not None:  # clamped places are flat, as PyTorch's logit_backward makes them
             return backend.where(backend.logical_or(backend.lt(x, eps), backend.gt(x, 1.0 - eps)), 0.0, local)
         # PyTorch's logit_backward kernel: grad * inf at the ends (so -0.0 gives +inf), NaN outside [0, 1]
         ends = backend.logical_or(backend.eq(x, 0.0), backend.eq(x, 1.0))
@@ -233,7 +233,7 @@ class LogitBackward0(OpFunction):
 
         x = ctx.saved_graph("self")
         backend = ctx.backend
-        eps = ctx.saved("eps")  # api6: with eps, 0 outside [eps, 1 - eps] instead of NaN outside [0, 1]
+        eps = ctx.saved("eps")  # with eps, 0 outside [eps, 1 - eps] instead of NaN outside [0, 1]
         low, high, fill = (0.0, 1.0, float("nan")) if eps is None else (eps, 1.0 - eps, 0.0)
         nan = Tensor._make(backend.full((), fill, x.dtype, x.device), backend=backend)
         spread = _one_minus(x)

@@ -126,7 +126,7 @@ class DiagonalBackward0(OpFunction):
         ctx.save(dim1=saved_dim(dim1), dim2=saved_dim(dim2), offset=saved_dim(offset), self_sym_sizes=tuple(self.shape))
         ctx.axes = (axis1, axis2)
         ctx.offset = offset
-        if view:  # autograd7: ``diagonal`` is a view (diag's diagonal_copy is not)
+        if view:  # ``diagonal`` is a view (diag's diagonal_copy is not)
             return self._backend.diagonal_view(self._data, offset, axis1, axis2)
         return self._backend.diagonal(self._data, offset, axis1, axis2)
 
@@ -226,7 +226,7 @@ def triu(input, diagonal: int = 0):
 
 
 def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
-    from gradviz.ops.shape import _view_of  # autograd7: a view, sharing memory and version counter
+    from gradviz.ops.shape import _view_of  # a view, sharing memory and version counter
 
     return _view_of(DiagonalBackward0.apply(input, offset, dim1, dim2, view=True), input)
 
@@ -244,7 +244,7 @@ def trace(input):
     return TraceBackward0.apply(input)
 
 
-# -- api7: strided windows (unfold) and as_strided ---------------------------------------------------------
+# -- strided windows (unfold) and as_strided ---------------------------------------------------------
 class UnfoldBackward0(OpFunction):
     """``x.unfold(dimension, size, step)``: every window of ``size`` elements, ``step`` apart, along
     ``dimension`` (a new last dim holds each window). A view: windows that overlap share elements, so
@@ -319,4 +319,3 @@ def as_strided(input, size, stride, storage_offset=None):
     return _view_of(AsStridedBackward0.apply(input, size, stride, offset), input)
 
 
-# -- end api7 ---------------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def _signed(count: int) -> int:
     return count - 2**64 if count >= 2**63 else count
 
 
-# -- api7: reflect, replicate and circular padding ---------------------------------------------------------
+# -- reflect, replicate and circular padding ---------------------------------------------------------
 def _source_positions(size: int, before: int, after: int, mode: str) -> list:
     """Which input position each output position reads along one dim: mirrored about the edges
     (``reflect``, the edge itself not repeated) or clamped to them (``replicate``)."""
@@ -220,4 +220,3 @@ def pad(input, pad, mode: str = "constant", value=None):
     if mode == "circular":
         return _circular_pad(input, pad)
     return _indexed_pad(input, pad, mode)
-# -- end api7 ---------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ min = _return_type("min")  # noqa: A001
 sort = _return_type("sort")
 topk = _return_type("topk")
 kthvalue = _return_type("kthvalue")
-# api6: the order statistics and summaries
+# the order statistics and summaries
 median = _return_type("median")
 nanmedian = _return_type("nanmedian")
 mode = _return_type("mode")

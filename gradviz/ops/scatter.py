@@ -69,7 +69,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):
     return IndexAddBackward0.apply(input, source, dim, index, alpha)
 
 
-# -- api7: scatter_reduce, and scatter's reduce= ----------------------------------------------------------
+# -- scatter_reduce, and scatter's reduce= ----------------------------------------------------------
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 
@@ -177,7 +177,6 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
 
 
 scatter_reduce_ = in_place(scatter_reduce, "scatter_reduce_")
-# -- end api7 ---------------------------------------------------------------------------------------------
 scatter_ = in_place(scatter, "scatter_")
 scatter_add_ = in_place(scatter_add, "scatter_add_")
 index_add_ = in_place(index_add, "index_add_")

@@ -317,7 +317,7 @@ class SliceBackward0(OpFunction):
         dim, start, end = ctx.bounds
         step, shape = ctx.saved("step", "self_sym_sizes")
         saved = dict(zip(("dim", "end", "start", "step"), ctx.saved("dim", "end", "start", "step")))
-        if saved["end"] is None:  # autograd7: a C++ slice with no end; slice_backward gets INT64_MAX
+        if saved["end"] is None:  # a C++ slice with no end; slice_backward gets INT64_MAX
             saved["end"] = INT64_MAX
         return SliceBackwardBackward0.apply(grad, shape, (slice(None),) * dim + (slice(start, end, step),), saved)
 

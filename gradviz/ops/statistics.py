@@ -292,7 +292,7 @@ class ProdBackward0(OpFunction):
         self = ctx.saved_graph("self")
         if self.ndim == 0:
             return grad
-        if ctx.backend.any(ctx.backend.eq(self._data, 0)):  # autograd7: PyTorch's zero-safe formula, recorded
+        if ctx.backend.any(ctx.backend.eq(self._data, 0)):  # PyTorch's zero-safe formula, recorded
             from gradviz.ops.double_backward import prod_safe_zeros_backward_graph
 
             return prod_safe_zeros_backward_graph(grad, self.contiguous().view(-1), 0).view_as(self)
@@ -327,7 +327,7 @@ class ProdBackward1(OpFunction):
         result = ctx.saved_graph("result")
         if not keepdim:  # both unsqueezed first, as PyTorch's prod_backward does (whichever branch follows)
             grad, result = grad.unsqueeze(ctx.axis), result.unsqueeze(ctx.axis)
-        if ctx.backend.any(ctx.backend.eq(self._data, 0)):  # autograd7: PyTorch's zero-safe formula, recorded
+        if ctx.backend.any(ctx.backend.eq(self._data, 0)):  # PyTorch's zero-safe formula, recorded
             from gradviz.ops.double_backward import prod_safe_zeros_backward_graph
 
             return prod_safe_zeros_backward_graph(grad, self, ctx.axis)
@@ -452,7 +452,7 @@ class CumprodBackward0(OpFunction):
         return backend.concatenate(pieces, axis)
 
     def backward_graph(ctx, grad):
-        """autograd7: PyTorch's ``cumprod_backward`` recorded (``ops/double_backward.py``)."""
+        """PyTorch's ``cumprod_backward`` recorded (``ops/double_backward.py``)."""
         from gradviz.ops.double_backward import cumprod_backward_graph
 
         self = ctx.saved_graph("self")

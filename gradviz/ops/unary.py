@@ -236,7 +236,7 @@ def abs(input):
 
 
 def clamp(input, min=None, max=None):
-    if isinstance(min, Tensor) or isinstance(max, Tensor):  # autograd7: tensor bounds (ops/clamping.py)
+    if isinstance(min, Tensor) or isinstance(max, Tensor):  # tensor bounds (ops/clamping.py)
         from gradviz.ops.clamping import ClampBackward0, tensor_bounds
 
         tensor_bounds("clamp", False, (min, max), {}, min, max)

@@ -1537,7 +1537,7 @@ def _scatter_value(o):
                      note="the number written over the places i: they get no gradient, the rest pass it through"))
 
 
-# ------------------------------------------------------------------ api7: more products, torch.linalg, scatter_reduce, padding, unfold
+# ------------------------------------------------------------------ more products, torch.linalg, scatter_reduce, padding, unfold
 def _scale(factor, expr: Expr) -> Expr:
     return expr if factor == 1 else Num(factor) * expr
 
@@ -1825,7 +1825,7 @@ def _unfold(o):
     return only(Rule(sent=Call("unfold_backward", (g,), "", (sizes, dim, o["size"], o["step"]),
                                "windows added back where they were read"),
                      note="windows may overlap: an element gets the gradients of every window that holds it"))
-# ------------------------------------------------------------------ api6: order statistics, summaries, special math, lookups
+# ------------------------------------------------------------------ order statistics, summaries, special math, lookups
 def _picked_dim(o) -> int:
     sizes = o["self_sym_sizes"]
     return _dims(o["dim"], len(sizes))[0] if sizes else 0
@@ -2061,7 +2061,7 @@ entry("DigammaBackward0")(lambda o: only(Rule(local=Call("trigamma", (x,), "ψ�
 entry("SpecialEntrBackward0")(lambda o: only(Rule(local=-(1 + ln(x)))))
 register("i1")(_special("_i1"))
 entry("I0Backward0")(lambda o: only(Rule(local=Call("i1", (x,), "I₁"), note="I₁ is the derivative of the Bessel function I₀")))
-# ------------------------------------------------------------------ autograd7: clamp with tensor bounds (ops/clamping.py)
+# ------------------------------------------------------------------ clamp with tensor bounds (ops/clamping.py)
 _LOW, _HIGH = Var("min", "l"), Var("max", "h")
 _NO_BOUND = "no bound was given here: nothing to send"
 
@@ -2090,7 +2090,7 @@ entry("ClampMaxBackward1")(lambda o: {
     "max": Rule(local=indicator(x, ">", _HIGH), symbol="h", note="the bound gets the gradient where it was the answer")})
 
 
-# ------------------------------------------------------------------ autograd7: PReLU's kernel backward, recorded
+# ------------------------------------------------------------------ PReLU's kernel backward, recorded
 def _summed_to(value, shape):
     """``value`` summed over the dims broadcasting added or stretched, down to ``shape``."""
     value = np.asarray(value, np.float64)
@@ -2130,7 +2130,7 @@ def _prelu_twice(o):
                                      "ȳ·∂L/∂z₁·[x < 0], summed to a's shape"), symbol="a", note=note)}
 
 
-# ------------------------------------------------------------------ autograd7: embedding's backward, recorded
+# ------------------------------------------------------------------ embedding's backward, recorded
 @register("rows_at")
 def _rows_at(grad, indices, padding):
     indices = np.asarray(indices).astype(np.int64)
@@ -2150,7 +2150,7 @@ def _embedding_twice(o):
                      symbol="ȳ", note=note), "grad_output")
 
 
-# ------------------------------------------------------------------ autograd7: masked_scatter_backward, recorded
+# ------------------------------------------------------------------ masked_scatter_backward, recorded
 @register("scatter_masked_into_zeros")
 def _scatter_masked_into_zeros(grad, mask, shape):
     out = np.zeros(tuple(shape))

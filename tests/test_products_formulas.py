@@ -1,4 +1,4 @@
-"""The learner formulas of the api7 nodes, evaluated on PyTorch's own graphs: each formula (keyed
+"""The learner formulas of the product, linear-algebra, scatter_reduce, padding and strided nodes, evaluated on PyTorch's own graphs: each formula (keyed
 by node name, computed from what the node saved) must give the gradient torch's node sent."""
 from __future__ import annotations
 

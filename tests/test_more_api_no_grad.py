@@ -1,4 +1,4 @@
-"""Every api6 function on tensors that need no gradient (and under ``no_grad``): nothing is recorded, so the
+"""Every function of ops/order_statistics, summaries, special_math, lookups and searching on tensors that need no gradient (and under ``no_grad``): nothing is recorded, so the
 forward must not lean on what a recording node keeps. Values, dtypes and text against PyTorch 2.13."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Second order through the api6 ops: ``create_graph=True`` records the backward pass, and the recorded graph
+"""Second order through the ops of ops/order_statistics, summaries, special_math and lookups: ``create_graph=True`` records the backward pass, and the recorded graph
 (node names, ``next_functions``, saved values) and the second backward's gradients are torch's, compared with
 ``assert_same``. (addcdiv's wrapped number reads back as None instead of torch's freed-tensor error after backward:
 it is checked in its own file by value.)"""

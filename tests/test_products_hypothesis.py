@@ -1,4 +1,4 @@
-"""Random shapes and indices for the api7 ops, each run in PyTorch 2.13 and in gradviz
+"""Random shapes and indices for products, einsum, scatter_reduce and padding, each run in PyTorch 2.13 and in gradviz
 (``assert_same``: values, grads, the whole graph with its saved values)."""
 from __future__ import annotations
 
