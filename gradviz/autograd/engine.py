@@ -839,7 +839,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     return tuple(results)
 
 
-
 # -- autograd.grad(..., is_grads_batched=True) ----------------------------------------------------------------
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
     """PyTorch vmaps the backward pass over the first dim of each grad_output; gradviz runs it once per row, with
@@ -856,8 +855,7 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
         if batched is None:
             if output.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            batched = output.new_ones(()) if hasattr(output, "new_ones") else Tensor._make(
-                output._backend.full((), 1, output.dtype, output.device), backend=output._backend)
+            batched = output.new_ones(())
         if tuple(batched.shape[1:]) != tuple(output.shape):
             raise RuntimeError(
                 "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
