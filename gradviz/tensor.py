@@ -20,6 +20,7 @@ from gradviz import _dtype, backends, random
 from gradviz._device import CPU, device as Device
 from gradviz import grad_mode
 from gradviz.grad_mode import _state as _grad_state, is_grad_enabled
+from gradviz.backends.quiet import _IGNORE as _QUIET, _reset as _quiet_reset, _set as _quiet_set
 
 NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
@@ -457,7 +458,9 @@ class Tensor:
                     # a 0-d float array (a scalar parameter; one element cannot overlap itself): numpy's
                     # operator and a store cost half of a ufunc call with out=, and compute the same
                     # number in the same dtype
+                    token = _quiet_set(_QUIET)  # numpy's warnings off, as the backend's functions have them
                     data[()] = _UPDATE_OPERATORS[op_name](data, value)
+                    _quiet_reset(token)
                     self._vc[0] += 1
                     return self
                 if not backend.overlaps_itself(data):  # else the general path below raises PyTorch's error

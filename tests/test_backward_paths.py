@@ -251,3 +251,18 @@ with torch.inference_mode():
 with torch.no_grad():
     {update}
 """)
+
+
+@pytest.mark.parametrize("shape", [(), (1,)], ids=["0-d", "1-d"])
+def test_no_grad_update_that_overflows_warns_nothing_as_in_torch(shape):
+    """``p += 3e38`` on a float32 parameter: inf, and no numpy RuntimeWarning (torch prints nothing) on
+    the 0-d shortcut as on the array path."""
+    import warnings
+
+    p = gradviz.full(shape, 3e38, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with gradviz.no_grad():
+            p += 3e38
+            p *= 10.0
+    assert np.isinf(p.detach().numpy()).all()
