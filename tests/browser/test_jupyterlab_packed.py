@@ -8,7 +8,7 @@ import re
 import shutil
 
 import pytest
-from lab_server import KERNEL_IDLE, jupyterlab, run_cell
+from lab_server import KERNEL_IDLE, lab_with_notebook, run_cell
 
 pytestmark = pytest.mark.browser
 
@@ -36,13 +36,7 @@ def lab(tmp_path_factory):
     pytest.importorskip("jupyterlab")
     if shutil.which("jupyter") is None:
         pytest.skip("jupyter is not installed")
-    import nbformat
-
-    root = tmp_path_factory.mktemp("lab")
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(notebook, root / "big.ipynb")
-    with jupyterlab(root) as url:
+    with lab_with_notebook(tmp_path_factory.mktemp("lab"), "big.ipynb", CELLS) as url:
         yield url
 
 
