@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 pytest.importorskip("torch")
 
@@ -88,6 +88,7 @@ def test_search_errors_match_torch(name):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(-5, 5, width=32), min_size=1, max_size=40), st.integers(1, 12),
        st.floats(-3, 0, width=32), st.floats(0.125, 4, width=32))
+@example([3.850201368331909], 2, 0.0, 1.0)  # one value, at the middle of [x - 1, x + 1] in double, not in float
 def test_histc_counts_like_torch(values, bins, low, width):
     data = np.array(values, dtype=np.float32)
     for kwargs in ({"bins": bins}, {"bins": bins, "min": low, "max": low + width}):

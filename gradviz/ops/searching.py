@@ -88,8 +88,13 @@ def histc(input, bins: int = 100, min=0, max=0):  # noqa: A002 - PyTorch's argum
         low, high = float(data.min()), float(data.max())
     if low == high:
         low, high = low - 1, high + 1
-    kept = data[(data >= low) & (data <= high)]
-    places = ((kept.astype(np.float64) - low) * bins / (high - low)).astype(np.int64)
+    # PyTorch's histogram kernel works in the data's own type (a half's arithmetic in float) from the outer
+    # bin edges as that type: pos = (x - left) * bins / (right - left), truncated
+    work = np.dtype(np.float32) if data.dtype == np.float16 else data.dtype
+    left, right = work.type(data.dtype.type(low)), work.type(data.dtype.type(high))
+    values = data.astype(work, copy=False)
+    kept = values[(values >= left) & (values <= right)]
+    places = ((kept - left) * work.type(bins) / (right - left)).astype(np.int64)
     places[places == bins] = bins - 1
     counts = np.bincount(places, minlength=bins).astype(data.dtype)
     return _made_like(input, counts, input.dtype)
