@@ -161,3 +161,8 @@ class Backend(Protocol):
     def unfold(self, a, axis: int, size: int, step: int) -> Array: ...
     def solve_triangular(self, a, b, upper: bool) -> Array: ...
     def diagonal_view(self, a, offset: int, axis1: int, axis2: int) -> Array: ...  # shares a's memory
+
+    # -- decompositions: SVD, symmetric eigendecomposition, QR -----------------------------------
+    def svd(self, a, full_matrices: bool) -> tuple: ...  # (U, S, Vh), S descending
+    def eigh(self, a, upper: bool) -> tuple: ...  # (eigenvalues ascending, eigenvectors), one triangle read
+    def qr(self, a, complete: bool) -> tuple: ...  # (Q, R)

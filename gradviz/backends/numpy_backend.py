@@ -838,3 +838,21 @@ def diagonal_view(a, offset, axis1, axis2):
     shape = tuple(a.shape[d] for d in rest) + (length,)
     strides = tuple(a.strides[d] for d in rest) + (a.strides[axis1] + a.strides[axis2],)
     return np.lib.stride_tricks.as_strided(a[tuple(start)], shape, strides, writeable=a.flags.writeable)
+
+
+# -- decompositions: SVD, symmetric eigendecomposition, QR ---------------------------------------
+def svd(a, full_matrices):
+    """LAPACK's ``gesdd`` (numpy's driver and PyTorch's CPU default): ``(U, S, Vh)``, the vectors laid out
+    as LAPACK writes them."""
+    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    return _column_major(u), s, _column_major(vh)
+
+
+def eigh(a, upper):
+    values, vectors = np.linalg.eigh(a, UPLO="U" if upper else "L")
+    return values, _column_major(vectors)
+
+
+def qr(a, complete):
+    q, r = np.linalg.qr(a, mode="complete" if complete else "reduced")
+    return _column_major(q), _column_major(r)

@@ -464,3 +464,16 @@ def solve_triangular(a, b, upper):
 def diagonal_view(a, offset, axis1, axis2):
     """The diagonal as a view sharing ``a``'s memory (PyTorch's own ``diagonal``)."""
     return torch.diagonal(a, offset, axis1, axis2)
+
+
+# -- decompositions: SVD, symmetric eigendecomposition, QR ---------------------------------------
+def svd(a, full_matrices):
+    return tuple(torch.linalg.svd(a, full_matrices=full_matrices))
+
+
+def eigh(a, upper):
+    return tuple(torch.linalg.eigh(a, UPLO="U" if upper else "L"))
+
+
+def qr(a, complete):
+    return tuple(torch.linalg.qr(a, mode="complete" if complete else "reduced"))

@@ -504,3 +504,353 @@ def solve(A, B, *, left: bool = True, out=None):
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
                            f"({A.shape[-2]}x{A.shape[-1]} and {rows}x{columns})")
     return LinalgSolveExBackward0.apply(A, B, vector)
+
+
+# -- SVD, symmetric eigendecomposition, QR, pseudo-inverse -----------------------------------------------
+# One node each, with several outputs (``output_nr`` 0, 1, 2): the outputs PyTorch saves are saved as
+# outputs. LAPACK fixes each singular vector or eigenvector only up to its sign; numpy and PyTorch
+# call the same drivers (gesdd, syevd, geqrf), so the signs agree on most inputs but not all, and a
+# loss that reads the vectors themselves (not ``U diag(S) Vh``, ``|U|``, ``V Vᵀ``) depends on that choice.
+LINALG_SVD = _return_type("linalg_svd", ("U", "S", "Vh"))
+SVD = _return_type("svd", ("U", "S", "V"))
+LINALG_EIGH = _return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
+LINALG_QR = _return_type("linalg_qr", ("Q", "R"))
+
+
+def _several_outputs():
+    from gradviz.ops.summaries import _TwoResults
+
+    return _TwoResults
+
+
+class _Factorization(_several_outputs()):
+    """A decomposition of one matrix (or batch) into several outputs of one node."""
+
+    inputs = ("A",)
+
+
+def _skew(backend, X):
+    return backend.sub(X, _mT(backend, X))
+
+
+def _unit_diagonal(backend, E):
+    """``E`` with ones on its diagonal (the denominators there are never used)."""
+    n = E.shape[-1]
+    eye = backend.eye(n, n, _dtype.from_any(E.dtype), backend.device_of(E))
+    return backend.add(backend.mul(E, backend.sub(1.0, eye)), eye)
+
+
+def _diag_embed_array(backend, vector):
+    n = vector.shape[-1]
+    eye = backend.eye(n, n, _dtype.from_any(vector.dtype), backend.device_of(vector))
+    return backend.mul(backend.reshape(vector, tuple(vector.shape) + (1,)), eye)
+
+
+def _column(backend, vector):
+    return backend.reshape(vector, tuple(vector.shape) + (1,))
+
+
+def _row(backend, vector):
+    return backend.reshape(vector, tuple(vector.shape[:-1]) + (1, vector.shape[-1]))
+
+
+def _narrow_last(backend, array, size):
+    return backend.getitem(array, (Ellipsis, slice(0, size)))
+
+
+def _narrow_rows(backend, array, size):
+    return backend.getitem(array, (Ellipsis, slice(0, size), slice(None)))
+
+
+class LinalgSvdBackward0(_Factorization):
+    """``linalg.svd``: ``A = U diag(S) Vh``. With ``E_ij = s_j² - s_i²``,
+    ``Ā = U [(skew(UᵀŪ) S + S skew(VᵀV̄)) / E + diag(S̄)] Vh`` (``skew(X) = X - Xᵀ``), plus the parts of
+    ``Ū``, ``V̄`` outside the square ``k x k`` core for a non-square ``A``. Undefined for repeated
+    singular values when ``U`` or ``Vh`` is used (PyTorch's formula then divides by zero too)."""
+
+    saved_outputs = {"U": 0, "S": 1, "Vh": 2}
+    derivatives = {"A": ("svd_backward(grad_U, grad_S, grad_Vh, full_matrices ? U.narrow(-1, 0, S.size(-1)) : U, S, "
+                         "full_matrices ? Vh.narrow(-2, 0, S.size(-1)) : Vh)",
+                         r"U\left[\frac{\mathrm{skew}(U^{\top}\bar U)S + S\,\mathrm{skew}(V^{\top}\bar V)}{E}"
+                         r" + \mathrm{diag}(\bar S)\right]V^{\top}")}
+
+    def forward(ctx, A, full_matrices):
+        U, S, Vh = A._backend.svd(A._data, full_matrices)
+        ctx.save(full_matrices=full_matrices, S_sym_argsize_minus_1=S.shape[-1])
+        return U, S, Vh
+
+    def backward(ctx, grad_U, grad_S, grad_Vh):
+        return _svd_backward(ctx.backend, grad_U, grad_S, grad_Vh, *ctx.saved("U", "S", "Vh"))
+
+
+def _svd_backward(backend, gU, gS, gVh, U, S, Vh):
+    """PyTorch's ``svd_backward`` for real matrices, on arrays."""
+    if gU is None and gS is None and gVh is None:
+        return None
+    k = S.shape[-1]
+    m, n = U.shape[-2], Vh.shape[-1]
+    U, Vh = _narrow_last(backend, U, k), _narrow_rows(backend, Vh, k)
+    if gU is not None:
+        gU = _narrow_last(backend, gU, k)
+    if gVh is not None:
+        gVh = _narrow_rows(backend, gVh, k)
+    if gU is None and gVh is None:  # only S is used: no division, defined for repeated values too
+        return backend.matmul(U, backend.mul(_column(backend, gS), Vh))
+    V, gV = _mT(backend, Vh), None if gVh is None else _mT(backend, gVh)
+    S2 = backend.mul(S, S)
+    E = _unit_diagonal(backend, backend.sub(_row(backend, S2), _column(backend, S2)))
+    core = None
+    if gU is not None:
+        UhgU = backend.matmul(_mT(backend, U), gU)
+        core = backend.mul(_skew(backend, UhgU), _row(backend, S))
+    if gV is not None:
+        VhgV = backend.matmul(_mT(backend, V), gV)
+        part = backend.mul(_column(backend, S), _skew(backend, VhgV))
+        core = part if core is None else backend.add(core, part)
+    gA = backend.div(core, E)
+    if gS is not None:
+        gA = backend.add(gA, _diag_embed_array(backend, gS))
+    if m > k and gU is not None:  # the part of Ū outside U's columns: (I - U Uᵀ) Ū S⁻¹ Vh
+        gA = backend.matmul(U, gA)
+        gU_over_S = backend.div(gU, _row(backend, S))
+        gA = backend.sub(backend.add(gA, gU_over_S), backend.matmul(U, backend.matmul(_mT(backend, U), gU_over_S)))
+        return backend.matmul(gA, Vh)
+    if n > k and gV is not None:  # the part of V̄ outside V's columns: U S⁻¹ V̄ᵀ (I - V Vᵀ)
+        gA = backend.matmul(gA, Vh)
+        over_S = backend.div(gVh, _column(backend, S))
+        gA = backend.sub(backend.add(gA, over_S), backend.matmul(backend.matmul(over_S, V), Vh))
+        return backend.matmul(U, gA)
+    return backend.matmul(U, backend.matmul(gA, Vh))
+
+
+class LinalgEighBackward0(_Factorization):
+    """``linalg.eigh``: ``A = V diag(L) Vᵀ`` for a symmetric ``A`` (one triangle read). With
+    ``E_ij = l_j - l_i``, ``Ā = V [½ skew(Vᵀ V̄) / E + diag(L̄)] Vᵀ`` (``skew(X) = X - Xᵀ``)."""
+
+    saved_outputs = {"eigenvalues": 0, "eigenvectors": 1}
+    derivatives = {"A": ("linalg_eig_backward(grad_eigenvalues, grad_eigenvectors, eigenvalues, eigenvectors, "
+                         "/*is_hermitian=*/true)", r"V\left[\frac{\mathrm{skew}(V^{\top}\bar V)}{2E} + \mathrm{diag}(\bar L)\right]V^{\top}")}
+
+    def forward(ctx, A, upper):
+        values, vectors = A._backend.eigh(A._data, upper)
+        ctx.save()
+        return values, vectors
+
+    def backward(ctx, grad_values, grad_vectors):
+        backend = ctx.backend
+        L, V = ctx.saved("eigenvalues", "eigenvectors")
+        if grad_values is None and grad_vectors is None:
+            return None
+        if grad_vectors is None:
+            inner = _diag_embed_array(backend, grad_values)
+        else:  # Vᵀ V̄ projected onto the skew-symmetric matrices (its diagonal is then 0), over E
+            E = _unit_diagonal(backend, backend.sub(_row(backend, L), _column(backend, L)))
+            inner = backend.div(backend.mul(_skew(backend, backend.matmul(_mT(backend, V), grad_vectors)), 0.5), E)
+            if grad_values is not None:
+                inner = backend.add(inner, _diag_embed_array(backend, grad_values))
+        return backend.matmul(V, backend.matmul(inner, _mT(backend, V)))
+
+
+class LinalgQrBackward0(_Factorization):
+    """``linalg.qr``: ``A = Q R``. For ``m >= n``, with ``M = R R̄ᵀ - Q̄ᵀ Q``,
+    ``Ā = (Q̄ + Q copyltu(M)) R⁻ᵀ`` (``copyltu`` mirrors the strict lower triangle up); for ``m < n`` the
+    square left block takes that formula and the rest ``Q R̄₂``."""
+
+    saved_outputs = {"Q": 0, "R": 1}
+    derivatives = {"A": ("linalg_qr_backward(grad_Q, grad_R, Q, R, mode)",
+                         r"(\bar Q + Q\,\mathrm{copyltu}(R\bar R^{\top} - \bar Q^{\top} Q))\,R^{-\top}")}
+
+    def forward(ctx, A, mode):
+        Q, R = A._backend.qr(A._data, mode == "complete")
+        ctx.save(mode=mode)
+        if mode == "r":  # Q is not returned: PyTorch gives an empty tensor in its place
+            Q = A._backend.full((0,), 0, _dtype.from_any(A.dtype), A._backend.device_of(A._data))
+        return Q, R
+
+    def backward(ctx, grad_Q, grad_R):
+        backend = ctx.backend
+        mode = ctx.saved("mode")
+        if mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
+                               "use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+        Q, R = ctx.saved("Q", "R")
+        m, n = Q.shape[-2], R.shape[-1]
+        if mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        if grad_Q is None and grad_R is None:
+            return None
+        dtype, device = _dtype.from_any(R.dtype), backend.device_of(R)
+        if grad_Q is None:
+            grad_Q = backend.full(tuple(Q.shape), 0, dtype, device)
+        if grad_R is None:
+            grad_R = backend.full(tuple(R.shape), 0, dtype, device)
+        if m >= n:
+            return _qr_square_backward(backend, grad_Q, grad_R, Q, R)
+        # A = [X | Y] with X = Q U square: X's gradient sees Q̄ + Y R̄₂ᵀ, Y's is Q R̄₂
+        U, V = backend.getitem(R, (Ellipsis, slice(0, m))), backend.getitem(R, (Ellipsis, slice(m, None)))
+        grad_U, grad_V = backend.getitem(grad_R, (Ellipsis, slice(0, m))), backend.getitem(grad_R, (Ellipsis, slice(m, None)))
+        Y = backend.matmul(Q, V)
+        grad_X = _qr_square_backward(backend, backend.add(grad_Q, backend.matmul(Y, _mT(backend, grad_V))), grad_U, Q, U)
+        return backend.concatenate((grad_X, backend.matmul(Q, grad_V)), -1)
+
+
+def _qr_square_backward(backend, grad_Q, grad_R, Q, R):
+    M = backend.sub(backend.matmul(R, _mT(backend, grad_R)), backend.matmul(_mT(backend, grad_Q), Q))
+    lower = backend.tril(M, -1)
+    n = M.shape[-1]
+    eye = backend.eye(n, n, _dtype.from_any(M.dtype), backend.device_of(M))
+    copyltu = backend.add(backend.add(lower, _mT(backend, lower)), backend.mul(M, eye))
+    b = backend.add(grad_Q, backend.matmul(Q, copyltu))
+    # Ā = b R⁻ᵀ, that is Āᵀ = R⁻¹ bᵀ: one triangular solve
+    return _mT(backend, backend.solve_triangular(R, _mT(backend, b), True))
+
+
+class LinalgPinvBackward0(OpFunction):
+    """``linalg.pinv``: the Moore-Penrose pseudo-inverse ``A⁺`` (from the SVD, or ``eigh`` when
+    ``hermitian``); ``Ā = -(A⁺ Ȳᵀ A⁺)ᵀ + (I - A A⁺)ᵀ Ȳᵀ... `` as PyTorch's ``pinv_backward`` writes it."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("pinv_backward(grad, result, self)",
+                            r"-A^{+\top}\bar Y^{\top\!\top} A^{+\top} + (I - AA^{+})^{\top}\bar Y^{\top}A^{+}A^{+\top}"
+                            r" + A^{+\top}A^{+}\bar Y^{\top}(I - A^{+}A)^{\top}")}
+
+    def forward(ctx, self, atol, rtol, hermitian):
+        ctx.save(self=self)
+        ctx.save_result()
+        return _pinv_array(self, atol, rtol, hermitian)
+
+    def backward(ctx, grad):
+        return _pinv_backward(ctx.backend, grad, *ctx.saved("result", "self"))
+
+
+def _pinv_backward(backend, grad, pinvA, A):
+    """PyTorch's ``pinv_backward``, on arrays (written for the smaller of the two dimensions)."""
+    m, n = A.shape[-2], A.shape[-1]
+    pinvAh, gradh = _mT(backend, pinvA), _mT(backend, grad)
+    mm = backend.matmul
+    if m <= n:
+        K = mm(gradh, pinvA)
+        KpinvAh = mm(K, pinvAh)
+        out = backend.add(backend.neg(_mT(backend, mm(pinvA, K))), KpinvAh)
+        out = backend.sub(out, mm(mm(A, pinvA), KpinvAh))
+        return backend.add(out, mm(mm(pinvAh, pinvA), backend.sub(gradh, mm(K, A))))
+    K = mm(pinvA, gradh)
+    pinvAhK = mm(pinvAh, K)
+    out = backend.neg(_mT(backend, mm(K, pinvA)))
+    out = backend.add(out, mm(mm(backend.sub(gradh, mm(A, K)), pinvA), pinvAh))
+    return backend.sub(backend.add(out, pinvAhK), mm(mm(pinvAhK, pinvA), A))
+
+
+_EPSILON = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+
+def _tolerance(backend, largest, atol, rtol, shape, dtype):
+    """PyTorch's cut-off for "zero" singular values: ``max(atol, rtol * σ_max)``; by default ``rtol`` is
+    ``eps * max(m, n)`` (0 when only ``atol`` is given and positive)."""
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else _EPSILON[dtype.name] * max(shape[-2], shape[-1])
+    atol = 0.0 if atol is None else atol
+    return backend.maximum(backend.mul(largest, rtol), atol)
+
+
+def _pinv_array(A, atol, rtol, hermitian):
+    backend = A._backend
+    data = A._data
+    if hermitian:
+        values, vectors = backend.eigh(data, False)
+        magnitude = backend.abs(values)
+        largest = backend.amax(magnitude, -1, True)
+        keep = backend.gt(magnitude, _tolerance(backend, largest, atol, rtol, A.shape, A.dtype))
+        inverse = backend.where(keep, backend.div(1.0, backend.where(keep, values, 1.0)), 0.0)
+        return backend.matmul(backend.mul(vectors, _row(backend, inverse)), _mT(backend, vectors))
+    U, S, Vh = backend.svd(data, False)
+    largest = backend.amax(S, -1, True) if S.shape[-1] else S
+    keep = backend.gt(S, _tolerance(backend, largest, atol, rtol, A.shape, A.dtype))
+    inverse = backend.where(keep, backend.div(1.0, backend.where(keep, S, 1.0)), 0.0)
+    return backend.matmul(backend.mul(_mT(backend, Vh), _row(backend, inverse)), _mT(backend, U))
+
+
+# -- their functions ---------------------------------------------------------------------------------------
+def _check_matrix(name: str, A) -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+
+
+def svd(A, full_matrices: bool = True, *, driver=None, out=None):
+    """``U, S, Vh`` with ``A = U diag(S) Vh``, ``S`` descending (one LinalgSvdBackward0, three outputs)."""
+    _check_matrix("linalg.svd", A)
+    _check_float("linalg.svd", A)
+    return LINALG_SVD(*LinalgSvdBackward0.apply(A, full_matrices))
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values only: PyTorch still computes (and saves) the vectors when ``A`` requires grad."""
+    _check_matrix("linalg.svd", A)
+    _check_float("linalg.svd", A)
+    return LinalgSvdBackward0.apply(A, False)[1]
+
+
+def torch_svd(input, some: bool = True, compute_uv: bool = True, *, out=None):
+    """The older ``torch.svd``: ``V`` (not ``Vh``, a transpose of it), reduced unless ``some=False``;
+    ``compute_uv=False`` gives zero ``U`` (m x m) and ``V`` (n x n)."""
+    from gradviz.ops.shape import transpose
+
+    _check_matrix("linalg.svd", input)
+    _check_float("linalg.svd", input)
+    if not compute_uv:
+        S = svdvals(input)
+        backend, dtype = input._backend, _dtype.from_any(input.dtype)
+        device = backend.device_of(input._data)
+        m, n = input.shape[-2], input.shape[-1]
+        batch = tuple(input.shape[:-2])
+        zeros = [_tensor(backend.full(batch + (size, size), 0, dtype, device), backend) for size in (m, n)]
+        return SVD(zeros[0], S, zeros[1])
+    U, S, Vh = LinalgSvdBackward0.apply(input, not some)
+    return SVD(U, S, transpose(Vh, -2, -1))
+
+
+def _check_uplo(UPLO):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+
+
+def eigh(A, UPLO: str = "L", *, out=None):
+    """``eigenvalues`` (ascending) and ``eigenvectors`` of a symmetric ``A``, read from its lower (or
+    ``UPLO='U'``: upper) triangle."""
+    _check_square("linalg.eigh", A)
+    _check_uplo(UPLO)
+    _check_eigh_dtype(A)
+    return LINALG_EIGH(*LinalgEighBackward0.apply(A, UPLO == "U"))
+
+
+def eigvalsh(A, UPLO: str = "L", *, out=None):
+    _check_square("linalg.eigh", A)
+    _check_uplo(UPLO)
+    _check_eigh_dtype(A)
+    return LinalgEighBackward0.apply(A, UPLO == "U")[0]
+
+
+def _check_eigh_dtype(A):
+    if not A.dtype.is_floating_point:
+        raise NotImplementedError(f"\"linalg_eigh_cpu\" not implemented for '{_dtype.SCALAR_TYPE_NAMES[A.dtype.name]}'")
+
+
+def qr(A, mode: str = "reduced", *, out=None):
+    """``Q, R`` with ``A = Q R``: ``mode='reduced'`` (k = min(m, n) columns of Q), ``'complete'`` (square
+    Q) or ``'r'`` (R only; Q is empty, and the result cannot be differentiated)."""
+    _check_matrix("linalg.qr", A)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                           "or 'complete'")
+    _check_float("linalg.qr", A)
+    return LINALG_QR(*LinalgQrBackward0.apply(A, mode))
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian: bool = False, out=None):
+    """The pseudo-inverse: singular values (or ``hermitian``: eigenvalues) at most
+    ``max(atol, rtol * largest)`` count as zero."""
+    if A.ndim < 2 or not A.dtype.is_floating_point:
+        kind = _dtype.SCALAR_TYPE_NAMES[A.dtype.name]
+        raise RuntimeError(f"linalg.pinv({kind}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of "
+                           "float, double, cfloat or cdouble types")
+    return LinalgPinvBackward0.apply(A, atol, rtol, hermitian)
