@@ -125,3 +125,6 @@ def unload_ipython_extension(ipython):
     from gradviz.widget.ipython import unload_ipython_extension as unload
 
     unload(ipython)
+# -- the SVD family beside torch.linalg's: torch.svd, torch.pinverse, torch.matrix_power ------------------
+from gradviz.ops.decompositions import torch_svd as svd  # noqa: E402
+from gradviz.linalg import matrix_power  # noqa: E402

@@ -1,7 +1,9 @@
 """``torch.linalg`` as gradviz has it: ``gv.linalg.inv(A)``, ``det``, ``slogdet``, ``cholesky``,
-``solve``, ``solve_triangular``, ``cross``, ``multi_dot``, and the norms (``norm``, ``vector_norm``, ``matrix_norm``).
+``solve``, ``solve_triangular``, ``cross``, ``multi_dot``, the norms (``norm``, ``vector_norm``, ``matrix_norm``),
+the SVD (``svd``, ``svdvals``) and what PyTorch builds on it (``pinv``, ``matrix_rank``, ``cond``, the
+nuclear and spectral norms), ``eigh``/``eigvalsh``, ``qr`` and ``matrix_power``.
 
-The nodes live in ``ops/decompositions.py`` (inverse, determinant, Cholesky, solve),
+The nodes live in ``ops/decompositions.py`` (inverse, determinant, Cholesky, solve, SVD, eigh, QR, pinv),
 ``ops/products.py`` (cross, multi_dot) and ``ops/reduction.py`` (the vector norm every norm here
 is written with, as PyTorch writes them).
 """
@@ -9,12 +11,15 @@ from __future__ import annotations
 
 import math
 
-from gradviz.ops.decompositions import LinAlgError, cholesky, det, inv, slogdet, solve, solve_triangular
+from gradviz.tensor import Tensor
+from gradviz.ops.decompositions import (LinAlgError, cholesky, det, eigh, eigvalsh, inv, pinv, qr, slogdet, solve,
+                                        solve_triangular, svd, svdvals)
 from gradviz.ops.products import linalg_cross as cross, multi_dot
 from gradviz.ops.reduction import LinalgVectorNormBackward0
 
-__all__ = ["LinAlgError", "cholesky", "cross", "det", "inv", "matrix_norm", "multi_dot", "norm", "slogdet", "solve",
-           "solve_triangular", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cond", "cross", "det", "eigh", "eigvalsh", "inv", "matrix_norm", "matrix_power",
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
+           "vector_norm"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):
@@ -31,6 +36,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     inf / -inf (the same over rows), as PyTorch writes them: a vector norm, then ``amax``/``amin``."""
     from gradviz.ops.statistics import amax, amin
 
+    if isinstance(ord, str) and ord not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if dtype is not None:
@@ -46,8 +53,32 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
             other -= 1
         column_sums = LinalgVectorNormBackward0.apply(A, 1.0, (summed,), keepdim)
         return (amax if ord > 0 else amin)(column_sums, other, keepdim=keepdim)
-    raise NotImplementedError(f"gradviz's matrix_norm computes ord='fro', 1, -1, inf and -inf; ord={ord!r} needs "
-                              "singular values (an SVD), which gradviz does not differentiate yet")
+    if ord in ("nuc", 2, -2):
+        return _singular_value_norm(A, ord, dim, keepdim)
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def _singular_value_norm(A, ord, dim, keepdim):
+    """``'nuc'`` (the sum of the singular values), 2 / -2 (the largest / smallest), as PyTorch writes them:
+    the two dims moved last (a permute, recorded even when it moves nothing), ``svdvals``, then
+    ``sum``/``amax``/``amin`` over the last dim; ``keepdim`` puts the two dims back (unsqueeze, permute)."""
+    from gradviz.ops.reduction import sum as tensor_sum
+    from gradviz.ops.shape import permute, unsqueeze
+    from gradviz.ops.statistics import amax, amin
+
+    others = [d for d in range(A.ndim) if d not in dim]
+    order = tuple(others) + tuple(dim)
+    values = svdvals(permute(A, order))
+    if ord == "nuc":
+        result = tensor_sum(values, -1, keepdim)
+    else:
+        result = (amax if ord == 2 else amin)(values, -1, keepdim=keepdim)
+    if keepdim:
+        reverse = [0] * len(order)
+        for position, d in enumerate(order):
+            reverse[d] = position
+        result = permute(unsqueeze(result, -1), tuple(reverse))
+    return result
 
 
 def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
@@ -57,3 +88,68 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
             dim is None and ord is not None and A.ndim == 2):
         return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
     return vector_norm(A, 2.0 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, out=None):
+    """How many singular values (``hermitian``: absolute eigenvalues) exceed ``max(atol, rtol * largest)``
+    (``rtol`` is ``eps * max(m, n)`` by default): an int64 tensor, with no graph."""
+    from gradviz.grad_mode import no_grad
+    from gradviz.ops.reduction import sum as tensor_sum
+    from gradviz.ops.decompositions import _tolerance
+
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    with no_grad():
+        values = eigvalsh(A).abs() if hermitian else svdvals(A)
+        backend = values._backend
+        largest = backend.amax(values._data, -1, True) if values.shape[-1] else values._data
+        cutoff = _tolerance(backend, largest, atol, rtol, A.shape, A.dtype)
+        return tensor_sum(Tensor._make(backend.gt(values._data, cutoff), backend=backend), -1)
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number for the 2-norm (``p=None`` or 2: the largest singular value over the smallest;
+    -2: the reverse), as PyTorch writes it: two narrows of ``svdvals``, a division, a squeeze."""
+    from gradviz.ops.shape import narrow, squeeze
+
+    if A.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+    if p not in (None, 2, -2):
+        raise NotImplementedError(f"gradviz's linalg.cond computes p=None, 2 and -2; p={p!r} is not written yet")
+    values = svdvals(A)
+    k = values.shape[-1]
+    largest, smallest = narrow(values, -1, 0, 1), narrow(values, -1, k - 1, 1)
+    ratio = largest / smallest if p != -2 else smallest / largest
+    return squeeze(ratio, -1)
+
+
+def matrix_power(A, n: int, *, out=None):
+    """``A`` times itself ``n`` times, as PyTorch multiplies: ``n = 0`` copies the identity into a clone,
+    a negative ``n`` inverts first, 2 and 3 multiply in order, larger ``n`` by binary powering."""
+    from gradviz.ops.conversion import clone
+    from gradviz.ops.linalg import matmul
+    from gradviz.ops.decompositions import _check_square
+
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
+    _check_square("linalg.matrix_power", A)
+    if n == 0:
+        from gradviz.tensor import eye
+
+        identity = eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape))
+        return clone(A).copy_(identity)
+    if n < 0:
+        A, n = inv(A), -n
+    if n == 1:
+        return clone(A)
+    if n == 2:
+        return matmul(A, A)
+    if n == 3:
+        return matmul(matmul(A, A), A)
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = A if z is None else matmul(z, z)
+        if bit:
+            result = z if result is None else matmul(result, z)
+    return result

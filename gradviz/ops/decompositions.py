@@ -296,23 +296,35 @@ class LinalgSolveExBackward0(OpFunction):
     inputs = ("A", "B")
     derivatives = {"A": ("-gB @ X.mH()", r"-\bar{B}\,X^{\top}"), "B": ("solve(A.mH(), grad)", r"A^{-\top}\,\bar{X}")}
 
-    def forward(ctx, A, B, vector):
+    def forward(ctx, A, B, vector, left=True):
         backend = A._backend
         lu, pivots = _lu(A, "torch.linalg.solve", lambda info: "The solver failed because the input matrix is singular.")
-        ctx.save(A=A, LU=_tensor(lu, backend), left=True, pivots=_tensor(pivots, backend))
+        ctx.save(A=A, LU=_tensor(lu, backend), left=left, pivots=_tensor(pivots, backend))
         ctx.save_result()
         ctx.vector = vector
         ctx.metas = (meta(A), meta(B))
         b = backend.reshape(B._data, tuple(B.shape) + (1,)) if vector else B._data
         if b.dtype != A._data.dtype:
             b = backend.astype(b, A.dtype)
-        out = backend.solve(backend.expand(A._data, _solve_batch(A, b) + tuple(A.shape[-2:])),
+        a = A._data
+        if not left:  # X A = B is Aᵀ Xᵀ = Bᵀ
+            a, b = _mT(backend, a), _mT(backend, b)
+        out = backend.solve(backend.expand(a, _solve_batch(A, b) + tuple(A.shape[-2:])),
                             backend.expand(b, _solve_batch(A, b) + tuple(b.shape[-2:])))
+        if not left:
+            return backend.contiguous(_mT(backend, out))
         return backend.reshape(out, tuple(out.shape[:-1])) if vector else out
 
     def backward(ctx, grad):
         backend = ctx.backend
         A, X = ctx.saved("A", "result")
+        if not ctx.saved("left"):  # X A = B: B̄ = X̄ A⁻ᵀ and Ā = -Xᵀ B̄
+            batch = tuple(grad.shape[:-2])
+            grad_B = _mT(backend, backend.solve(backend.expand(A, batch + tuple(A.shape[-2:])), _mT(backend, grad)))
+            grad_A = backend.neg(backend.matmul(_mT(backend, X), grad_B))
+            needs = ctx.needs_input_grad
+            return (to_input(backend, grad_A, ctx.metas[0]) if needs[0] else None,
+                    to_input(backend, grad_B, ctx.metas[1]) if needs[1] else None)
         if ctx.vector:
             grad, X = backend.reshape(grad, tuple(grad.shape) + (1,)), backend.reshape(X, tuple(X.shape) + (1,))
         A_t = _mT(backend, A)
@@ -331,7 +343,7 @@ class LinalgSolveExBackward0(OpFunction):
         from gradviz.ops.linalg import matmul
 
         A, X = ctx.saved_graph("A", "result")
-        if ctx.metas[0][0][:-2] != tuple(grad.shape[:-1 if ctx.vector else -2]):
+        if not ctx.saved("left") or ctx.metas[0][0][:-2] != tuple(grad.shape[:-1 if ctx.vector else -2]):
             return OpFunction.backward_graph(ctx, grad)
         if ctx.vector:
             grad = grad.unsqueeze(-1)
@@ -491,19 +503,17 @@ def deprecated_cholesky(A, upper: bool = False, *, out=None):
 
 
 def solve(A, B, *, left: bool = True, out=None):
-    """``X`` with ``A @ X = B``; a ``B`` with one dim fewer than ``A`` (and matching batch) is a vector."""
+    """``X`` with ``A @ X = B`` (``left=False``: ``X @ A = B``); a ``B`` with one dim fewer than ``A`` (and
+    matching batch) is a vector."""
     _check_square("linalg.solve", A)
     _check_float("linalg.solve", A)
-    if not left:
-        raise NotImplementedError("gradviz's linalg.solve solves A X = B only (left=True); transpose both sides "
-                                  "for X A = B")
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     rows = B.shape[-1] if vector else B.shape[-2]
-    if rows != A.shape[-1]:
-        columns = 1 if vector else B.shape[-1]
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+    columns = 1 if vector else B.shape[-1]
+    if (rows if left else columns) != A.shape[-1]:  # X A = B (left=False) reads B's columns
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation {'AX' if left else 'XA'} = B "
                            f"({A.shape[-2]}x{A.shape[-1]} and {rows}x{columns})")
-    return LinalgSolveExBackward0.apply(A, B, vector)
+    return LinalgSolveExBackward0.apply(A, B, vector, left)
 
 
 # -- SVD, symmetric eigendecomposition, QR, pseudo-inverse -----------------------------------------------
@@ -795,7 +805,8 @@ def torch_svd(input, some: bool = True, compute_uv: bool = True, *, out=None):
     ``compute_uv=False`` gives zero ``U`` (m x m) and ``V`` (n x n)."""
     from gradviz.ops.shape import transpose
 
-    _check_matrix("linalg.svd", input)
+    if input.ndim < 2:
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has {input.ndim} dimensions instead")
     _check_float("linalg.svd", input)
     if not compute_uv:
         S = svdvals(input)
