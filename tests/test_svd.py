@@ -213,3 +213,44 @@ def test_gradients_agree_with_central_differences(name):
     function(A).backward()
     expected = _central_difference(lambda m: function(gv.tensor(m)).item(), matrix)
     np.testing.assert_allclose(A.grad.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_formulas_give_what_torchs_nodes_sent():
+    """The learner formula of each new node (keyed by name, computed from what the node saved) gives the
+    gradient torch's own node sent, for every output used or left unused."""
+    import torch
+
+    from gradviz.autograd.engine import backward_steps
+    from gradviz.snapshot.formula_table import TABLE
+    from gradviz.snapshot.formulas import gradient_sent
+    from gradviz.snapshot.model import to_numpy
+
+    rng = np.random.default_rng(23)
+
+    def leaf(*shape):
+        return torch.tensor(rng.uniform(-1.5, 1.5, size=shape), requires_grad=True)
+
+    out = 0
+    for shape in ((3, 3), (4, 3), (3, 5)):
+        a = leaf(*shape)
+        U, S, Vh = torch.linalg.svd(a, full_matrices=False)
+        out = out + (U * leaf(*U.shape)).sum() + (S * leaf(*S.shape)).sum() + (Vh * leaf(*Vh.shape)).sum()
+        out = out + torch.linalg.svdvals(a).sum() + (torch.linalg.pinv(a) * leaf(*shape[::-1])).sum()
+        Q, R = torch.linalg.qr(a)
+        out = out + (Q * leaf(*Q.shape)).sum() + (R * leaf(*R.shape)).sum() + (torch.linalg.qr(a).R ** 2).sum()
+    s = leaf(4, 4)
+    L, V = torch.linalg.eigh(s)
+    out = out + (L * leaf(4)).sum() + (V * leaf(4, 4)).sum() + torch.linalg.eigvalsh(s, UPLO="U").pow(2).sum()
+    checked = set()
+    for step in backward_steps(out, retain_graph=True, dry_run=True):
+        assert step.name in TABLE, f"torch node without a learner formula: {step.name}"
+        if step.is_accumulate:
+            continue
+        arriving = [None if grad is None else to_numpy(grad) for grad in step.grad_outputs]
+        shapes = tuple(None if grad is None else tuple(grad.shape) for grad in step.grad_inputs)
+        for slot, sent in enumerate(step.grad_inputs):
+            if sent is not None:
+                np.testing.assert_allclose(gradient_sent(step.node, slot, arriving, shapes), to_numpy(sent),
+                                           rtol=1e-9, atol=1e-10, err_msg=f"{step.name}, input {slot}")
+        checked.add(step.name)
+    assert {"LinalgSvdBackward0", "LinalgEighBackward0", "LinalgQrBackward0", "LinalgPinvBackward0"} <= checked

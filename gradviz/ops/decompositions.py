@@ -647,18 +647,21 @@ class LinalgEighBackward0(_Factorization):
         return values, vectors
 
     def backward(ctx, grad_values, grad_vectors):
-        backend = ctx.backend
-        L, V = ctx.saved("eigenvalues", "eigenvectors")
-        if grad_values is None and grad_vectors is None:
-            return None
-        if grad_vectors is None:
-            inner = _diag_embed_array(backend, grad_values)
-        else:  # Vᵀ V̄ projected onto the skew-symmetric matrices (its diagonal is then 0), over E
-            E = _unit_diagonal(backend, backend.sub(_row(backend, L), _column(backend, L)))
-            inner = backend.div(backend.mul(_skew(backend, backend.matmul(_mT(backend, V), grad_vectors)), 0.5), E)
-            if grad_values is not None:
-                inner = backend.add(inner, _diag_embed_array(backend, grad_values))
-        return backend.matmul(V, backend.matmul(inner, _mT(backend, V)))
+        return _eigh_backward(ctx.backend, grad_values, grad_vectors, *ctx.saved("eigenvalues", "eigenvectors"))
+
+
+def _eigh_backward(backend, grad_values, grad_vectors, L, V):
+    """PyTorch's ``linalg_eig_backward`` for a symmetric matrix, on arrays."""
+    if grad_values is None and grad_vectors is None:
+        return None
+    if grad_vectors is None:
+        inner = _diag_embed_array(backend, grad_values)
+    else:  # Vᵀ V̄ projected onto the skew-symmetric matrices (its diagonal is then 0), over E
+        E = _unit_diagonal(backend, backend.sub(_row(backend, L), _column(backend, L)))
+        inner = backend.div(backend.mul(_skew(backend, backend.matmul(_mT(backend, V), grad_vectors)), 0.5), E)
+        if grad_values is not None:
+            inner = backend.add(inner, _diag_embed_array(backend, grad_values))
+    return backend.matmul(V, backend.matmul(inner, _mT(backend, V)))
 
 
 class LinalgQrBackward0(_Factorization):

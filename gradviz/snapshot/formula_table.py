@@ -2163,3 +2163,79 @@ entry("MaskedScatterBackwardBackward0")(lambda o: only(Rule(
     sent=Call("scatter_masked_into_zeros", (g, Var("mask", "m"), hidden(INPUT_SHAPE)), "", (), "written where m holds"),
     symbol="ḡ", note=recorded("masked_scatter's gradient for its source: ḡ read where the mask m holds")),
     "grad_output"))
+
+
+# ------------------------------------------------------------------ the SVD family: svd, eigh, qr, pinv
+# Their formulas are the nodes' own backward code, run on numpy arrays (one source for both).
+def _numpy_backend():
+    from gradviz.backends import numpy_backend
+
+    return numpy_backend
+
+
+def _arrays(*values):
+    return [None if v is None else np.asarray(v, np.float64) for v in values]
+
+
+@register("svd_backward")
+def _svd_backward(grads, U, S, Vh):
+    from gradviz.ops.decompositions import _svd_backward as backward
+
+    return backward(_numpy_backend(), *_arrays(*grads[:3], U, S, Vh))
+
+
+entry("LinalgSvdBackward0")(lambda o: {"A": Rule(
+    sent=Call("svd_backward", (Grads(), Var("U", "U"), Var("S", "S"), Var("Vh", "Vᵀ")), "", (),
+              "= U [(skew(Uᵀ ∂L/∂U) S + S skew(Vᵀ ∂L/∂V)) / E + diag(∂L/∂S)] Vᵀ"), symbol="A",
+    note="A = U diag(S) Vᵀ; skew(X) = X − Xᵀ and E_ij = s_j² − s_i²: repeated singular values make the "
+         "vectors' part undefined")})
+
+
+@register("eigh_backward")
+def _eigh_backward(grads, values, vectors):
+    from gradviz.ops.decompositions import _eigh_backward as backward
+
+    return backward(_numpy_backend(), *_arrays(*grads[:2], values, vectors))
+
+
+entry("LinalgEighBackward0")(lambda o: {"A": Rule(
+    sent=Call("eigh_backward", (Grads(), Var("eigenvalues", "λ"), Var("eigenvectors", "V")), "", (),
+              "= V [½ skew(Vᵀ ∂L/∂V) / E + diag(∂L/∂λ)] Vᵀ"), symbol="A",
+    note="A = V diag(λ) Vᵀ read from one triangle; E_ij = λ_j − λ_i: repeated eigenvalues make the vectors' "
+         "part undefined")})
+
+
+@register("qr_backward")
+def _qr_backward(grads, Q, R):
+    from gradviz.ops.decompositions import _qr_square_backward
+
+    backend = _numpy_backend()
+    grad_Q, grad_R = _arrays(*grads[:2])
+    Q, R = _arrays(Q, R)
+    grad_Q = np.zeros_like(Q) if grad_Q is None else grad_Q
+    grad_R = np.zeros_like(R) if grad_R is None else grad_R
+    m = Q.shape[-2]
+    if m >= R.shape[-1]:
+        return _qr_square_backward(backend, grad_Q, grad_R, Q, R)
+    U, V, grad_U, grad_V = R[..., :m], R[..., m:], grad_R[..., :m], grad_R[..., m:]
+    grad_X = _qr_square_backward(backend, grad_Q + (Q @ V) @ np.swapaxes(grad_V, -1, -2), grad_U, Q, U)
+    return np.concatenate((grad_X, Q @ grad_V), -1)
+
+
+entry("LinalgQrBackward0", options=("mode",))(lambda o: {"A": Rule(
+    sent=Call("qr_backward", (Grads(), Var("Q", "Q"), Var("R", "R")), "", (),
+              "= (∂L/∂Q + Q copyltu(M)) R⁻ᵀ, M = R (∂L/∂R)ᵀ − (∂L/∂Q)ᵀ Q"), symbol="A",
+    note="A = Q R; copyltu mirrors M's strict lower triangle above the diagonal (a wide A: its square left block "
+         "takes this formula, the rest Q ∂L/∂R₂)")})
+
+
+@register("pinv_backward")
+def _pinv_backward(grad, pinv, a):
+    from gradviz.ops.decompositions import _pinv_backward as backward
+
+    return backward(_numpy_backend(), *_arrays(grad, pinv, a))
+
+
+entry("LinalgPinvBackward0")(lambda o: {"self": Rule(
+    sent=Call("pinv_backward", (g, result("A⁺"), x), "", (), "= PyTorch's pinv_backward(∂L/∂A⁺, A⁺, A)"),
+    symbol="A", note="A⁺ is the output; the formula projects onto A's row and column spaces")})
