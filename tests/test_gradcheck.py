@@ -469,3 +469,23 @@ CASES["EmbeddingDenseBackwardBackward0"] = (
 CASES["MaskedScatterBackwardBackward0"] = (
     lambda g: __import__("gradviz.ops.double_backward", fromlist=["x"]).MaskedScatterBackwardBackward0.apply(
         g, gv.tensor([[True, False, True], [False, True, False]]), (2, 2)), [values(2, 3)])
+
+
+# -- the SVD family: losses that do not depend on the vectors' signs (which LAPACK fixes only up to ±1)
+def _svd_product(a):
+    U, S, Vh = gv.linalg.svd(a, full_matrices=False)
+    return (U * S.unsqueeze(-2) ** 2) @ Vh + (U @ U.mT).sum() + (Vh.mT @ Vh).sum(0, keepdim=True)
+
+
+def _eigh_product(a):
+    values, vectors = gv.linalg.eigh(a + a.mT)
+    return (vectors * values.unsqueeze(-2) ** 3) @ vectors.mT + vectors.abs()
+
+
+CASES.update({
+    "LinalgSvdBackward0": (_svd_product, [values(4, 3)]),
+    "LinalgEighBackward0": (_eigh_product, [values(3, 3)]),
+    "LinalgQrBackward0": (lambda a: gv.linalg.qr(a).Q * 2 + gv.linalg.qr(a).R.sum() + gv.linalg.qr(a.mT).Q.sum(),
+                          [values(4, 3)]),
+    "LinalgPinvBackward0": (lambda a: gv.linalg.pinv(a), [values(3, 4)]),
+})
