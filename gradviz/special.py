@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from gradviz.ops.activation import log_softmax as _log_softmax, softmax as _softmax
 from gradviz.ops.elementwise import erf, exp2, expm1, log1p
-from gradviz.ops.special_math import (digamma, entr, erfc, erfinv, i0, lgamma as gammaln, logit, ndtr, sinc,
-                                      xlog1py, xlogy)
+from gradviz.ops.special_math import (digamma, entr, erfc, erfcx, erfinv, gammainc, gammaincc, i0, i0e, i1, i1e,
+                                      lgamma as gammaln, log_ndtr, logit, multigammaln, ndtr, ndtri, polygamma, sinc,
+                                      xlog1py, xlogy, zeta)
 from gradviz.ops.statistics import logsumexp
 from gradviz.ops.unary import sigmoid as expit
 
@@ -23,5 +24,6 @@ def log_softmax(input, dim, *, dtype=None):
     return _log_softmax(input, dim, dtype=dtype)
 
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "log1p", "log_softmax",
-           "logit", "logsumexp", "ndtr", "psi", "sinc", "softmax", "xlog1py", "xlogy"]
+__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln",
+           "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
+           "polygamma", "psi", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]

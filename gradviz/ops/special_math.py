@@ -408,7 +408,8 @@ def _elementwise(function, tensor):
 
 
 def _digamma(x: float) -> float:
-    """ψ(x) = d/dx ln Γ(x): the recurrence ψ(x) = ψ(x + 1) - 1/x up to x ≥ 6, then the asymptotic series."""
+    """ψ(x) = d/dx ln Γ(x), as PyTorch computes it: the reflection ψ(x) = ψ(1 - x) - π / tan(πx) below 0, the
+    recurrence ψ(x) = ψ(x + 1) - 1/x up to x ≥ 10 (ψ(10) exactly), then the asymptotic series in 1/x²."""
     if math.isnan(x) or x == -math.inf:
         return math.nan
     if x == math.inf:
@@ -416,38 +417,47 @@ def _digamma(x: float) -> float:
     if x == 0:
         return math.copysign(math.inf, -x)
     if x < 0:
-        if x == round(x):
+        if x == math.trunc(x):
             return math.nan
-        return _digamma(1 - x) - math.pi / math.tan(math.pi * x)
+        return _digamma(1 - x) - math.pi / math.tan(math.pi * math.fmod(x, 1.0))
     result = 0.0
-    while x < 6:
+    while x < 10:
         result -= 1 / x
         x += 1
-    inverse_square = 1 / (x * x)
-    series = inverse_square * (1 / 12 - inverse_square * (1 / 120 - inverse_square * (
-        1 / 252 - inverse_square * (1 / 240 - inverse_square * (1 / 132)))))
+    if x == 10:
+        return result + 2.25175258906672110764
+    series = 0.0
+    if x < 1e17:
+        z = 1 / (x * x)
+        polynomial = 0.0
+        for coefficient in (1 / 12, -691 / 32760, 1 / 132, -1 / 240, 1 / 252, -1 / 120, 1 / 12):  # B₂ₖ / 2k
+            polynomial = polynomial * z + coefficient
+        series = z * polynomial
     return result + math.log(x) - 0.5 / x - series
 
 
 def _trigamma(x: float) -> float:
-    """ψ'(x), the derivative of digamma (PyTorch's ``polygamma(1, x)``)."""
+    """ψ'(x), the derivative of digamma (PyTorch's ``polygamma(1, x)``), as PyTorch computes it: the reflection
+    ψ'(x) = π² / sin²(πx) - ψ'(1 - x) below ½, six steps of ψ'(x) = ψ'(x + 1) + 1/x², then four terms of the
+    asymptotic series (so its values, like PyTorch's, are good to about 1e-10 near x = 0.5)."""
     if math.isnan(x) or x == -math.inf:
         return math.nan
     if x == math.inf:
         return 0.0
-    if x <= 0 and x == round(x):
-        return math.inf
-    if x < 0:
-        return -_trigamma(1 - x) + (math.pi / math.sin(math.pi * x)) ** 2
-    result = 0.0
-    while x < 6:
+    sign, result = 1.0, 0.0
+    if x < 0.5:
+        sign = -1.0
+        sine = math.sin(math.pi * x)
+        if sine == 0:
+            return math.inf
+        result -= (math.pi * math.pi) / (sine * sine)
+        x = 1 - x
+    for _ in range(6):
         result += 1 / (x * x)
         x += 1
-    inverse = 1 / x
-    square = inverse * inverse
-    series = inverse + square / 2 + inverse * square * (1 / 6 - square * (1 / 30 - square * (
-        1 / 42 - square * (1 / 30 - square * 5 / 66))))
-    return result + series
+    square = 1 / (x * x)
+    result += (1 + 1 / (2 * x) + square * (1 / 6 - square * (1 / 30 - square * (1 / 42)))) / x
+    return sign * result
 
 
 def _erfinv(y: float) -> float:
@@ -637,3 +647,553 @@ def ndtr(input):
     from gradviz.ops.elementwise import erf
 
     return MulBackward1.apply(AddBackward1.apply(erf(MulBackward1.apply(input, math.sqrt(0.5))), 1), 0.5)
+
+
+# -- torch.special's extras: scaled Bessel functions, polygamma, multigammaln, ndtri, log_ndtr, erfcx, zeta,
+# the regularized incomplete gamma functions. As above, each is computed in float64 one element at a time
+# (series, asymptotic expansions, continued fractions written out below) and cast to the input's dtype.
+SQRT_PI = math.sqrt(math.pi)
+SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+def _scaled_bessel(x: float, order: int) -> float:
+    """``e^{-|x|} I₀(x)`` or ``e^{-|x|} I₁(x)``: the series up to |x| = 30, then the asymptotic expansion
+    ``e^{-x} I_ν(x) ≈ (2πx)^{-1/2} Σ (-1)^k a_k(ν) / x^k`` (whose terms are tiny there long before they grow)."""
+    if math.isnan(x):
+        return x
+    size = abs(x)
+    if size <= 30:
+        return math.exp(-size) * _bessel_series(x, order)
+    mu = 4.0 * order * order
+    term = total = 1.0
+    for k in range(1, 60):
+        term *= -(mu - (2 * k - 1) ** 2) / (k * 8.0 * size)
+        total += term
+        if abs(term) <= 1e-17 * abs(total):
+            break
+    value = total / math.sqrt(2 * math.pi * size)
+    return -value if order == 1 and x < 0 else value
+
+
+def _i0e(x: float) -> float:
+    return _scaled_bessel(x, 0)
+
+
+def _i1e(x: float) -> float:
+    return _scaled_bessel(x, 1)
+
+
+# (2k)! / B_2k for k = 1 .. 12: the Euler-Maclaurin corrections of the Hurwitz zeta sum
+_ZETA_EULER_MACLAURIN = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+                         -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+                         1.8152105401943546773e17, -7.1661652561756670113e18)
+
+
+def _zeta(s: float, q: float) -> float:
+    """The Hurwitz zeta function ``Σ_k (k + q)^{-s}``: the first terms summed (at least 9, until ``k + q > 9``),
+    the tail by the Euler-Maclaurin formula. ``s = 1`` is inf, ``s < 1`` NaN, as in PyTorch."""
+    if math.isnan(s) or math.isnan(q):
+        return math.nan
+    if s == 1:
+        return math.inf
+    if s < 1:
+        return math.nan
+    if q <= 0:
+        if q == math.floor(q):
+            return math.inf
+        if s != math.floor(s):
+            return math.nan  # q^-s has no real value
+    total = q ** -s
+    a, i, b = q, 0, 0.0
+    while i < 9 or a <= 9:
+        i += 1
+        a += 1.0
+        b = a ** -s
+        total += b
+        if abs(b / total) < 1.1102230246251565e-16:
+            return total
+    w = a
+    total += b * w / (s - 1) - 0.5 * b
+    factor, k = 1.0, 0.0
+    for constant in _ZETA_EULER_MACLAURIN:
+        factor *= s + k
+        b /= w
+        term = factor * b / constant
+        total += term
+        if abs(term / total) < 1.1102230246251565e-16:
+            break
+        k += 1.0
+        factor *= s + k
+        b /= w
+        k += 1.0
+    return total
+
+
+def _polygamma(n: int, x: float) -> float:
+    """``ψ⁽ⁿ⁾(x)``: digamma and trigamma for n = 0, 1; beyond, ``(-1)^{n+1} n! ζ(n + 1, x)`` as PyTorch writes it."""
+    if n == 0:
+        return _digamma(x)
+    if n == 1:
+        return _trigamma(x)
+    return (1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0)) * _zeta(n + 1.0, x)
+
+
+def _normal_cdf(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+def _ndtri(p: float) -> float:
+    """The x with Φ(x) = p: a rational first guess (Acklam's), then Newton steps on Φ, computed through erfc so
+    that tiny p keep their relative precision; above ½ the mirror image of ``1 - p`` (exact there)."""
+    if math.isnan(p) or p < 0 or p > 1:
+        return math.nan
+    if p == 0:
+        return -math.inf
+    if p == 1:
+        return math.inf
+    if p > 0.5:
+        return -_ndtri(1.0 - p)
+    if p > 0.02425:
+        q = p - 0.5
+        r = q * q
+        x = (((((-3.969683028665376e+01 * r + 2.209460984245205e+02) * r - 2.759285104469687e+02) * r
+               + 1.383577518672690e+02) * r - 3.066479806614716e+01) * r + 2.506628277459239e+00) * q / (
+            ((((-5.447609879822406e+01 * r + 1.615858368580409e+02) * r - 1.556989798598866e+02) * r
+              + 6.680131188771972e+01) * r - 1.328068155288572e+01) * r + 1)
+    else:
+        q = math.sqrt(-2 * math.log(p))
+        x = (((((-7.784894002430293e-03 * q - 3.223964580411365e-01) * q - 2.400758277161838e+00) * q
+               - 2.549732539343734e+00) * q + 4.374664141464968e+00) * q + 2.938163982698783e+00) / (
+            (((7.784695709041462e-03 * q + 3.224671290700398e-01) * q + 2.445134137142996e+00) * q
+             + 3.754408661907416e+00) * q + 1)
+    for _ in range(4):
+        density = math.exp(-0.5 * x * x) / SQRT_2PI
+        if density == 0:
+            break
+        step = (_normal_cdf(x) - p) / density
+        x -= step / (1 + 0.5 * x * step)  # Halley's correction: Φ'' = -x φ
+        if abs(step) <= 1e-16 * abs(x):
+            break
+    return x
+
+
+def _square_split(x: float) -> tuple:
+    """``x²`` as ``hi + lo`` exactly (Dekker's product), so ``exp(x²)`` loses nothing to the rounding of ``x²``."""
+    split = 134217729.0 * x
+    high = split - (split - x)
+    low = x - high
+    square = x * x
+    return square, ((high * high - square) + 2 * high * low) + low * low
+
+
+def _erfcx(x: float) -> float:
+    """``e^{x²} erfc(x)``: directly below x = 3 (with x² split exactly), by the continued fraction
+    ``1 / (√π (x + ½ / (x + 1 / (x + 3/2 / (x + ...)))))`` above; for negative x, ``2 e^{x²} - erfcx(-x)``."""
+    if math.isnan(x):
+        return x
+    if x < 0:
+        high, low = _square_split(x)
+        if high > 709.0:  # e^{x²} overflows
+            return math.inf
+        return 2 * math.exp(high) * (1 + low) - _erfcx(-x)
+    if x < 3:
+        high, low = _square_split(x)
+        return math.exp(high) * (1 + low) * math.erfc(x)
+    if x > 1e8:
+        return 1 / (SQRT_PI * x)
+    tail = x
+    for k in range(120 if x < 6 else 50, 0, -1):
+        tail = x + (k / 2) / tail
+    return 1 / (SQRT_PI * tail)
+
+
+def _log_ndtr(x: float) -> float:
+    """``ln Φ(x)``, as PyTorch computes it: through erfcx below -1 (where Φ underflows), else ``log1p(-erfc/2)``."""
+    t = x * math.sqrt(0.5)
+    if x < -1:
+        return math.log(_erfcx(-t) / 2) - t * t
+    return math.log1p(-math.erfc(t) / 2)
+
+
+def _gamma_prefactor(a: float, x: float) -> float:
+    return math.exp(a * math.log(x) - x - math.lgamma(a))
+
+
+def _gamma_series(a: float, x: float) -> float:
+    """The regularized lower incomplete gamma P(a, x) by its power series (for x < a + 1)."""
+    term = total = 1.0 / a
+    n = a
+    for _ in range(10000):
+        n += 1
+        term *= x / n
+        total += term
+        if abs(term) < abs(total) * 1e-17:
+            break
+    return total * _gamma_prefactor(a, x)
+
+
+def _gamma_fraction(a: float, x: float) -> float:
+    """The regularized upper incomplete gamma Q(a, x) by its continued fraction (modified Lentz; x ≥ a + 1)."""
+    tiny = 1e-300
+    b = x + 1 - a
+    c = 1 / tiny
+    d = 1 / b
+    h = d
+    for i in range(1, 10000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1) < 1e-16:
+            break
+    return _gamma_prefactor(a, x) * h
+
+
+def _gammainc(a: float, x: float, upper: bool) -> float:
+    """P(a, x) (``upper``: Q(a, x) = 1 - P): NaN for negative arguments, PyTorch's values at the edges."""
+    if math.isnan(a) or math.isnan(x) or a < 0 or x < 0:
+        return math.nan
+    if a == 0:
+        if x > 0:
+            return 0.0 if upper else 1.0
+        return math.nan
+    if x == 0:
+        return 1.0 if upper else 0.0
+    if math.isinf(a):
+        return math.nan if math.isinf(x) else (1.0 if upper else 0.0)
+    if math.isinf(x):
+        return 0.0 if upper else 1.0
+    if x < a + 1:
+        lower = _gamma_series(a, x)
+        return 1 - lower if upper else lower
+    tail = _gamma_fraction(a, x)
+    return tail if upper else 1 - tail
+
+
+def _saved_tensor(ctx, name):
+    return Tensor._make(ctx.saved(name), backend=ctx.backend)
+
+
+class SpecialI0EBackward0(OpFunction):
+    """``e^{-|x|} I₀(x)``: its derivative is ``i1e(x) - sgn(x) i0e(x)``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad * (at::special_i1e(self) - self.sgn() * result)",
+                            r"\bar{y}\,(\mathrm{i1e}(x) - \mathrm{sgn}(x)\,y)")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        ctx.save_result()
+        return _elementwise(_i0e, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, result = ctx.saved("self", "result")
+        i1e = _elementwise(_i1e, Tensor._make(self, backend=backend))
+        return backend.mul(grad, backend.sub(i1e, backend.mul(backend.sign(self), result)))
+
+
+def _tiny_safe(backend, self):
+    """PyTorch's guard at 0 (where the formulas divide by x): ``|x| > eps`` and ``x`` with eps put at the rest."""
+    eps = _EPSILON.get(_dtype.from_any(self.dtype).name, 2.0 ** -52)
+    not_tiny = backend.gt(backend.abs(self), eps)
+    return not_tiny, backend.where(not_tiny, self, eps)
+
+
+_EPSILON = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+
+class SpecialI1Backward0(OpFunction):
+    """The modified Bessel function I₁: its derivative is ``I₀(x) - I₁(x) / x`` (½ at 0)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("i1_backward(grad, self, result)", r"\bar{y}\,(I_0(x) - y / x)")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        ctx.save_result()
+        return _elementwise(_i1, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, result = ctx.saved("self", "result")
+        not_tiny, safe = _tiny_safe(backend, self)
+        local = backend.sub(_elementwise(_i0, Tensor._make(safe, backend=backend)), backend.div(result, safe))
+        return backend.mul(grad, backend.where(not_tiny, local, 0.5))
+
+
+class SpecialI1EBackward0(OpFunction):
+    """``e^{-|x|} I₁(x)``: its derivative is ``i0e(x) - y (sgn(x) + 1/x)`` (½ at 0)."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("i1e_backward(grad, self, result)", r"\bar{y}\,(\mathrm{i0e}(x) - y\,(\mathrm{sgn}(x) + 1/x))")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        ctx.save_result()
+        return _elementwise(_i1e, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, result = ctx.saved("self", "result")
+        not_tiny, safe = _tiny_safe(backend, self)
+        i0e = _elementwise(_i0e, Tensor._make(safe, backend=backend))
+        local = backend.sub(i0e, backend.mul(result, backend.add(backend.sign(safe), backend.div(1.0, safe))))
+        return backend.mul(grad, backend.where(not_tiny, local, 0.5))
+
+
+class PolygammaBackward0(OpFunction):
+    """``ψ⁽ⁿ⁾(x)``: its derivative is ``ψ⁽ⁿ⁺¹⁾(x)``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad * polygamma(n + 1, self)", r"\bar{y}\,\psi^{(n+1)}(x)")}
+
+    def forward(ctx, self, n):
+        ctx.save(n=n, self=self)
+        return _elementwise(lambda v: _polygamma(n, v), self)
+
+    def backward(ctx, grad):
+        n = ctx.saved("n")
+        return ctx.backend.mul(grad, _elementwise(lambda v: _polygamma(n + 1, v), _saved_tensor(ctx, "self")))
+
+
+def _multigammaln(p: int):
+    offsets = [-p * 0.5 + 0.5 + 0.5 * j for j in range(p)]  # PyTorch's arange(-p/2 + 1/2, 1/2, 1/2)
+    constant = p * (p - 1) * math.log(math.pi) / 4
+
+    def value(x: float) -> float:
+        return sum(math.lgamma(x + offset) if x + offset > 0 or x + offset != math.floor(x + offset) else math.inf
+                   for offset in offsets) + constant
+
+    def derivative(x: float) -> float:
+        return sum(_digamma(x + offset) for offset in offsets)
+
+    return value, derivative
+
+
+class MvlgammaBackward0(OpFunction):
+    """The multivariate log-gamma ``ln Γ_p(x) = p(p-1)/4 ln π + Σ_j ln Γ(x - j/2)``: its derivative is ``Σ_j ψ(x - j/2)``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("mvlgamma_backward(grad, self, p)", r"\bar{y}\,\sum_{j<p} \psi(x - j/2)")}
+
+    def forward(ctx, self, p):
+        ctx.save(p=p, self=self)
+        return _elementwise(_multigammaln(p)[0], self)
+
+    def backward(ctx, grad):
+        derivative = _multigammaln(ctx.saved("p"))[1]
+        return ctx.backend.mul(grad, _elementwise(derivative, _saved_tensor(ctx, "self")))
+
+
+class SpecialNdtriBackward0(OpFunction):
+    """The normal quantile ``Φ⁻¹(p)``: its derivative is ``√(2π) e^{y²/2}``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad * std::sqrt(2 * M_PI) * (result.square() / 2).exp()", r"\bar{y}\,\sqrt{2\pi}\,e^{y^2/2}")}
+
+    def forward(ctx, self):
+        ctx.save_result()
+        return _elementwise(_ndtri, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        result = ctx.saved("result")
+        return backend.mul(backend.mul(grad, SQRT_2PI), backend.exp(backend.div(backend.mul(result, result), 2)))
+
+
+class SpecialLogNdtrBackward0(OpFunction):
+    """``ln Φ(x)``: its derivative is ``φ(x) / Φ(x) = e^{-(y + x²/2)} / √(2π)``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad / std::sqrt(2 * M_PI) * (result + self.pow(2) / 2).neg().exp()",
+                            r"\bar{y}\,e^{-(y + x^2/2)} / \sqrt{2\pi}")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        ctx.save_result()
+        return _elementwise(_log_ndtr, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, result = ctx.saved("self", "result")
+        exponent = backend.neg(backend.add(result, backend.div(backend.mul(self, self), 2)))
+        return backend.mul(backend.div(grad, SQRT_2PI), backend.exp(exponent))
+
+
+class SpecialErfcxBackward0(OpFunction):
+    """The scaled complementary error function ``e^{x²} erfc(x)``: its derivative is ``2 x y - 2/√π``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("(2.0 * self * result - 2.0 / sqrt(M_PI)) * grad", r"\bar{y}\,(2 x y - 2/\sqrt{\pi})")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        ctx.save_result()
+        return _elementwise(_erfcx, self)
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        self, result = ctx.saved("self", "result")
+        return backend.mul(backend.sub(backend.mul(backend.mul(self, result), 2.0), 2.0 / SQRT_PI), grad)
+
+
+def _elementwise_pair(function, backend, a, b):
+    """``function`` of each pair of (broadcast) elements, in float64, cast back to ``a``'s float dtype."""
+    import numpy as np
+
+    left = np.asarray(backend.to_numpy(a), dtype=np.float64)
+    right = np.asarray(backend.to_numpy(b), dtype=np.float64)
+    left, right = np.broadcast_arrays(left, right)
+    out = np.array([function(u, v) for u, v in zip(left.reshape(-1).tolist(), right.reshape(-1).tolist())],
+                   dtype=np.float64).reshape(left.shape)
+    return backend.array(out, _dtype.from_any(a.dtype), backend.device_of(a))
+
+
+def _not_implemented(name: str):
+    raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+
+
+class SpecialZetaBackward0(OpFunction):
+    """The Hurwitz zeta function ``ζ(x, q)``: PyTorch has no derivative for it (backward raises its error)."""
+
+    inputs = ("self", "other")
+    derivatives = {"self": ("not_implemented(\"zeta\")", r"\text{not implemented}"),
+                   "other": ("not_implemented(\"zeta\")", r"\text{not implemented}")}
+
+    def forward(ctx, self, other):
+        backend, a, b = _floats(ctx, self, other)
+        ctx.save(other=other, self=self)
+        return _elementwise_pair(_zeta, backend, a, b)
+
+    def backward(ctx, grad):
+        _not_implemented("zeta")
+
+
+class SpecialZetaBackward1(OpFunction):
+    """``zeta(number, tensor)``: the only edge is ``other``'s."""
+
+    inputs = ("other",)
+    derivatives = {"other": ("not_implemented(\"zeta\")", r"\text{not implemented}")}
+
+    def forward(ctx, other, self):
+        ctx.save(other=other)
+        data = float_data(other)
+        return _elementwise_pair(_zeta, other._backend, _number_like(other._backend, self, data), data)
+
+    def backward(ctx, grad):
+        _not_implemented("zeta")
+
+
+class SpecialZetaBackward2(OpFunction):
+    """``zeta(tensor, number)``: the only edge is ``self``'s."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("not_implemented(\"zeta\")", r"\text{not implemented}")}
+
+    def forward(ctx, self, other):
+        data = float_data(self)
+        return _elementwise_pair(_zeta, self._backend, data, _number_like(self._backend, other, data))
+
+    def backward(ctx, grad):
+        _not_implemented("zeta")
+
+
+class IgammaBackward0(OpFunction):
+    """The regularized lower incomplete gamma ``P(a, x)``: no derivative in ``a`` (PyTorch's error), and
+    ``∂P/∂x = x^{a-1} e^{-x} / Γ(a)``."""
+
+    inputs = ("self", "other")
+    derivatives = {"self": ("not_implemented(\"igamma: input\")", r"\text{not implemented}"),
+                   "other": ("grad * exp((self - 1) * log(other) - other - lgamma(self))",
+                             r"\bar{y}\,x^{a-1} e^{-x} / \Gamma(a)")}
+    upper = False
+
+    def forward(ctx, self, other, upper):
+        backend, a, b = _floats(ctx, self, other)
+        ctx.save(other=other, self=self)
+        return _elementwise_pair(lambda u, v: _gammainc(u, v, upper), backend, a, b)
+
+    def backward(ctx, grad):
+        if ctx.needs_input_grad[0]:
+            _not_implemented("igammac: input" if ctx.upper else "igamma: input")
+        backend = ctx.backend
+        self, other = ctx.saved("self", "other")
+        lgamma = _elementwise(math.lgamma, Tensor._make(self, backend=backend))
+        exponent = backend.sub(backend.sub(backend.mul(backend.sub(self, 1), backend.log(other)), other), lgamma)
+        local = backend.exp(exponent)
+        return _binary_grads(ctx, None, backend.mul(grad, backend.neg(local) if ctx.upper else local))
+
+
+class IgammacBackward0(IgammaBackward0):
+    """The regularized upper incomplete gamma ``Q(a, x) = 1 - P(a, x)``: ``∂Q/∂x = -x^{a-1} e^{-x} / Γ(a)``."""
+
+    derivatives = {"self": ("not_implemented(\"igammac: input\")", r"\text{not implemented}"),
+                   "other": ("-grad * exp((self - 1) * log(other) - other - lgamma(self))",
+                             r"-\bar{y}\,x^{a-1} e^{-x} / \Gamma(a)")}
+    upper = True
+
+
+# -- their functions -----------------------------------------------------------------------------------------
+def i0e(input):
+    return SpecialI0EBackward0.apply(input)
+
+
+def i1(input):
+    return SpecialI1Backward0.apply(input)
+
+
+def i1e(input):
+    return SpecialI1EBackward0.apply(input)
+
+
+def polygamma(n, input):
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"special_polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return PolygammaBackward0.apply(input, n)
+
+
+def multigammaln(input, p: int):
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    return MvlgammaBackward0.apply(input, p)
+
+
+def ndtri(input):
+    return SpecialNdtriBackward0.apply(input)
+
+
+def log_ndtr(input):
+    return SpecialLogNdtrBackward0.apply(input)
+
+
+def erfcx(input):
+    return SpecialErfcxBackward0.apply(input)
+
+
+def zeta(input, other):
+    """The Hurwitz zeta function ``Σ_k (k + other)^{-input}`` (``other = 1``: Riemann's)."""
+    if not isinstance(input, Tensor):
+        return SpecialZetaBackward1.apply(other, input)
+    if not isinstance(other, Tensor):
+        return SpecialZetaBackward2.apply(input, other)
+    return SpecialZetaBackward0.apply(input, other)
+
+
+def gammainc(input, other):
+    """The regularized lower incomplete gamma function ``P(input, other)``."""
+    _needs_tensor("special_gammainc", input, other)
+    return IgammaBackward0.apply(input, other, False)
+
+
+def gammaincc(input, other):
+    """The regularized upper incomplete gamma function ``Q(input, other) = 1 - P(input, other)``."""
+    _needs_tensor("special_gammaincc", input, other)
+    return IgammacBackward0.apply(input, other, True)
