@@ -13,7 +13,7 @@ from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, promote, sum_to, sum_to_tensor
 from gradviz.ops.arithmetic import AddBackward1, MulBackward1, _binary_grads, _binary_operands, _graph_grads
-from gradviz.ops.no_derivative import NotImplemented, without_derivative
+from gradviz.ops.no_derivative import NotImplemented, _NoDerivative, without_derivative
 from gradviz.tensor import Tensor
 
 LN2 = 0.6931471805599453
@@ -1059,49 +1059,64 @@ def _not_implemented(name: str):
     raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
 
 
+def _zeta_other_grad(backend, grad, s, q):
+    """``∂ζ(s, q)/∂q = -s ζ(s + 1, q)``."""
+    shifted = _elementwise_pair(_zeta, backend, backend.add(s, 1.0), q)
+    return backend.mul(backend.mul(grad, backend.neg(s)), shifted)
+
+
 class SpecialZetaBackward0(OpFunction):
-    """The Hurwitz zeta function ``ζ(x, q)``: PyTorch has no derivative for it (backward raises its error)."""
+    """The Hurwitz zeta function ``ζ(s, q) = Σ_k (k + q)^{-s}``: ``∂ζ/∂q = -s ζ(s + 1, q)``; PyTorch has no
+    derivative in ``s`` (backward raises its error). ``s`` and ``q`` are saved only when ``q`` needs a gradient."""
 
     inputs = ("self", "other")
     derivatives = {"self": ("not_implemented(\"zeta\")", r"\text{not implemented}"),
-                   "other": ("not_implemented(\"zeta\")", r"\text{not implemented}")}
+                   "other": ("grad * -self * special_zeta(self + 1., other)", r"-\bar{y}\,s\,\zeta(s + 1, q)")}
 
     def forward(ctx, self, other):
         backend, a, b = _floats(ctx, self, other)
-        ctx.save(other=other, self=self)
+        if ctx.needs_input_grad[1:] == (True,):
+            ctx.save(other=other, self=self)
+        else:
+            ctx.save(other=None, self=None)
         return _elementwise_pair(_zeta, backend, a, b)
 
     def backward(ctx, grad):
-        _not_implemented("zeta")
+        if ctx.needs_input_grad[0]:
+            _not_implemented("zeta")
+        backend = ctx.backend
+        self, other = ctx.saved("self", "other")
+        return _binary_grads(ctx, None, _zeta_other_grad(backend, grad, self, other))
 
 
 class SpecialZetaBackward1(OpFunction):
-    """``zeta(number, tensor)``: the only edge is ``other``'s."""
+    """``zeta(number, tensor)``: the only edge is ``q``'s, ``∂ζ/∂q = -s ζ(s + 1, q)``."""
 
     inputs = ("other",)
-    derivatives = {"other": ("not_implemented(\"zeta\")", r"\text{not implemented}")}
+    derivatives = {"other": ("grad * -self * special_zeta(self + 1., other)", r"-\bar{y}\,s\,\zeta(s + 1, q)")}
 
     def forward(ctx, other, self):
-        ctx.save(other=other)
+        ctx.save(other=other, self=self)
         data = float_data(other)
         return _elementwise_pair(_zeta, other._backend, _number_like(other._backend, self, data), data)
 
     def backward(ctx, grad):
-        _not_implemented("zeta")
+        backend = ctx.backend
+        other, self = ctx.saved("other", "self")
+        return _zeta_other_grad(backend, grad, _number_like(backend, self, grad), other)
 
 
-class SpecialZetaBackward2(OpFunction):
-    """``zeta(tensor, number)``: the only edge is ``self``'s."""
+class SpecialZetaBackward2(_NoDerivative):
+    """``zeta(tensor, number)``: the only edge is ``s``'s, which has no derivative (so, like the other nodes
+    without one, it stays out of the op registry)."""
 
+    aten_name = "zeta"
     inputs = ("self",)
     derivatives = {"self": ("not_implemented(\"zeta\")", r"\text{not implemented}")}
 
     def forward(ctx, self, other):
         data = float_data(self)
         return _elementwise_pair(_zeta, self._backend, data, _number_like(self._backend, other, data))
-
-    def backward(ctx, grad):
-        _not_implemented("zeta")
 
 
 class IgammaBackward0(OpFunction):
@@ -1116,7 +1131,10 @@ class IgammaBackward0(OpFunction):
 
     def forward(ctx, self, other, upper):
         backend, a, b = _floats(ctx, self, other)
-        ctx.save(other=other, self=self)
+        if ctx.needs_input_grad[1:] == (True,):  # saved only for the one gradient PyTorch has
+            ctx.save(other=other, self=self)
+        else:
+            ctx.save(other=None, self=None)
         return _elementwise_pair(lambda u, v: _gammainc(u, v, upper), backend, a, b)
 
     def backward(ctx, grad):
