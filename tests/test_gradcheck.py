@@ -489,3 +489,18 @@ CASES.update({
                           [values(4, 3)]),
     "LinalgPinvBackward0": (lambda a: gv.linalg.pinv(a), [values(3, 4)]),
 })
+# -- torch.special's extras (zeta and the incomplete gamma functions: only in q / x, as PyTorch)
+CASES.update({
+    "SpecialI0EBackward0": (lambda x: gv.special.i0e(x * 3), [values(5)]),
+    "SpecialI1Backward0": (lambda x: gv.special.i1(x * 3), [values(5)]),
+    "SpecialI1EBackward0": (lambda x: gv.special.i1e(x * 3), [values(5)]),
+    "PolygammaBackward0": (lambda x: gv.special.polygamma(2, x) + gv.special.polygamma(0, x), [positive(4)]),
+    "MvlgammaBackward0": (lambda x: gv.special.multigammaln(x + 2, 3), [positive(4)]),
+    "SpecialNdtriBackward0": (lambda x: gv.special.ndtri(x), [probabilities(4)]),
+    "SpecialLogNdtrBackward0": (lambda x: gv.special.log_ndtr(x * 4), [values(5)]),
+    "SpecialErfcxBackward0": (lambda x: gv.special.erfcx(x * 3), [values(5)]),
+    "SpecialZetaBackward0": (lambda q: gv.special.zeta(gv.tensor([2.0, 3.5, 5.0], dtype=gv.float64), q), [positive(3)]),
+    "SpecialZetaBackward1": (lambda q: gv.special.zeta(2.5, q), [positive(3)]),
+    "IgammaBackward0": (lambda x: gv.special.gammainc(gv.tensor([0.5, 2.0, 4.5], dtype=gv.float64), x), [positive(3)]),
+    "IgammacBackward0": (lambda x: gv.special.gammaincc(gv.tensor([0.5, 2.0, 4.5], dtype=gv.float64), x), [positive(3)]),
+})

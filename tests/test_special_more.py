@@ -134,3 +134,38 @@ def test_float32_values_are_within_a_few_float32_ulps_of_torch():
         actual = getattr(gv.special, name)(gv.tensor(grid)).numpy()
         assert actual.dtype == np.float32
         np.testing.assert_allclose(actual, expected, rtol=2e-6, atol=0, err_msg=name)  # torch: float32 arithmetic
+
+
+def test_formulas_give_what_torchs_nodes_sent():
+    """Each new node's learner formula, computed from what torch's node saved, gives the gradient it sent."""
+    import torch
+
+    from gradviz.autograd.engine import backward_steps
+    from gradviz.snapshot.formula_table import TABLE
+    from gradviz.snapshot.formulas import gradient_sent
+    from gradviz.snapshot.model import to_numpy
+
+    x = torch.tensor([-2.5, -0.3, 0.0, 0.7, 1.5, 4.0], dtype=torch.float64, requires_grad=True)
+    positive = torch.tensor([0.2, 0.7, 1.5, 4.0], dtype=torch.float64, requires_grad=True)
+    a = torch.tensor([0.5, 1.0, 2.5, 7.0], dtype=torch.float64)
+    out = (torch.special.i0e(x) + torch.special.i1(x) * 2 + torch.special.i1e(x) * 3 + torch.special.erfcx(x)
+           + torch.special.log_ndtr(x)).sum()
+    out = out + (torch.special.polygamma(3, positive) + torch.special.multigammaln(positive + 2, 2)
+                 + torch.special.ndtri(positive / 5) + torch.special.zeta(a + 1, positive)
+                 + torch.special.zeta(2.5, positive) + torch.special.gammainc(a, positive)
+                 + torch.special.gammaincc(a, positive) * 2).sum()
+    checked = set()
+    for step in backward_steps(out, retain_graph=True, dry_run=True):
+        assert step.name in TABLE, f"torch node without a learner formula: {step.name}"
+        if step.is_accumulate:
+            continue
+        arriving = [None if grad is None else to_numpy(grad) for grad in step.grad_outputs]
+        shapes = tuple(None if grad is None else tuple(grad.shape) for grad in step.grad_inputs)
+        for slot, sent in enumerate(step.grad_inputs):
+            if sent is not None:
+                np.testing.assert_allclose(gradient_sent(step.node, slot, arriving, shapes), to_numpy(sent),
+                                           rtol=1e-9, atol=1e-12, err_msg=f"{step.name}, input {slot}")
+        checked.add(step.name)
+    assert {"SpecialI0EBackward0", "SpecialI1Backward0", "SpecialI1EBackward0", "SpecialErfcxBackward0",
+            "SpecialLogNdtrBackward0", "PolygammaBackward0", "MvlgammaBackward0", "SpecialNdtriBackward0",
+            "SpecialZetaBackward0", "SpecialZetaBackward1", "IgammaBackward0", "IgammacBackward0"} <= checked

@@ -2239,3 +2239,102 @@ def _pinv_backward(grad, pinv, a):
 entry("LinalgPinvBackward0")(lambda o: {"self": Rule(
     sent=Call("pinv_backward", (g, result("A⁺"), x), "", (), "= PyTorch's pinv_backward(∂L/∂A⁺, A⁺, A)"),
     symbol="A", note="A⁺ is the output; the formula projects onto A's row and column spaces")})
+
+
+# ------------------------------------------------------------------ torch.special's extras
+def _special_with(name: str, *fixed):
+    """The special_math kernel ``name`` on each element, with ``fixed`` leading arguments (polygamma's n)."""
+    def function(values, *arguments):
+        from gradviz.ops import special_math
+
+        kernel = getattr(special_math, name)
+        flat = np.asarray(values, np.float64)
+        extra = fixed + tuple(arguments)
+        return np.array([kernel(*extra, v) for v in flat.reshape(-1).tolist()]).reshape(flat.shape)
+
+    return function
+
+
+register("i0")(_special("_i0"))
+register("i0e")(_special("_i0e"))
+register("i1e")(_special("_i1e"))
+
+
+@register("polygamma")
+def _polygamma_values(values, n):
+    return _special_with("_polygamma")(values, int(n))
+
+
+@register("multigammaln_grad")
+def _multigammaln_grad(values, p):
+    from gradviz.ops.special_math import _multigammaln
+
+    derivative = _multigammaln(int(p))[1]
+    flat = np.asarray(values, np.float64)
+    return np.array([derivative(v) for v in flat.reshape(-1).tolist()]).reshape(flat.shape)
+
+
+@register("tiny_safe_bessel")
+def _tiny_safe_bessel(x_values, result_values, scaled):
+    """PyTorch's i1_backward / i1e_backward local derivative: ½ where |x| ≤ eps."""
+    x_values, result_values = np.asarray(x_values, np.float64), np.asarray(result_values, np.float64)
+    tiny = np.abs(x_values) <= 2.0 ** -52
+    safe = np.where(tiny, 2.0 ** -52, x_values)
+    if scaled:
+        local = _special("_i0e")(safe) - result_values * (np.sign(safe) + 1 / safe)
+    else:
+        local = _special("_i0")(safe) - result_values / safe
+    return np.where(tiny, 0.5, local)
+
+
+@register("zeta")
+def _zeta_values(s, q):
+    from gradviz.ops.special_math import _zeta
+
+    s, q = np.broadcast_arrays(np.asarray(s, np.float64), np.asarray(q, np.float64))
+    return np.array([_zeta(u, v) for u, v in zip(s.reshape(-1).tolist(), q.reshape(-1).tolist())]).reshape(s.shape)
+
+
+register("lgamma_of")(_special_with("_lgamma"))
+
+entry("SpecialI0EBackward0")(lambda o: only(Rule(local=Call("i1e", (x,), "i1e") - sgn(x) * result("y"),
+                                                  note="y = e^(−|x|) I₀(x) is the output; i1e(x) = e^(−|x|) I₁(x)")))
+entry("SpecialI1Backward0")(lambda o: only(Rule(local=Call("tiny_safe_bessel", (x, result("y")), "", (False,),
+                                                           "I₀(x) − y / x"), note="y = I₁(x) is the output; ½ at x = 0")))
+entry("SpecialI1EBackward0")(lambda o: only(Rule(local=Call("tiny_safe_bessel", (x, result("y")), "", (True,),
+                                                            "i0e(x) − y (sgn x + 1/x)"),
+                                                 note="y = e^(−|x|) I₁(x) is the output; ½ at x = 0")))
+entry("PolygammaBackward0", options=("n",))(lambda o: only(Rule(
+    local=Call("polygamma", (x,), f"ψ⁽{int(o['n']) + 1}⁾", (int(o["n"]) + 1,)),
+    note=f"the derivative of ψ⁽{int(o['n'])}⁾ is the next polygamma function")))
+entry("MvlgammaBackward0", options=("p",))(lambda o: only(Rule(
+    local=Call("multigammaln_grad", (x,), "Σⱼ ψ(x − j/2)", (int(o["p"]),)),
+    note=f"the sum over j = 0 … {int(o['p']) - 1} of digamma")))
+entry("SpecialNdtriBackward0")(lambda o: only(Rule(local=sqrt(Num(2 * np.pi)) * exp(result("y") ** 2 / 2),
+                                                   note="y = Φ⁻¹(x) is the output: 1 / φ(y)")))
+entry("SpecialLogNdtrBackward0")(lambda o: only(Rule(local=exp(-(result("y") + x ** 2 / 2)) / sqrt(Num(2 * np.pi)),
+                                                     note="y = ln Φ(x) is the output: φ(x) / Φ(x)")))
+entry("SpecialErfcxBackward0")(lambda o: only(Rule(local=2 * x * result("y") - 2 / sqrt(Num(np.pi)),
+                                                   note="y = e^(x²) erfc(x) is the output")))
+_NOT_IMPLEMENTED = "PyTorch has no derivative here: backward raises if this input needs one"
+entry("SpecialZetaBackward0")(lambda o: {
+    "self": Rule(local=Num(float("nan")), symbol="s", note=_NOT_IMPLEMENTED),
+    "other": Rule(local=-a_self * Call("zeta", (a_self + 1, b_other), "ζ"), symbol="q",
+                  note="∂ζ(s, q)/∂q = −s ζ(s + 1, q)")})
+entry("SpecialZetaBackward1", options=("self",))(lambda o: only(Rule(
+    local=-Num(o["self"]) * Call("zeta", (Num(o["self"]) + 1, b_other), "ζ"), symbol="q",
+    note="∂ζ(s, q)/∂q = −s ζ(s + 1, q)"), "other"))
+
+
+def _igamma_entry(sign: float):
+    def build(o):
+        local = exp((a_self - 1) * ln(b_other) - b_other - Call("lgamma_of", (a_self,), "ln Γ"))
+        return {"self": Rule(local=Num(float("nan")), symbol="a", note=_NOT_IMPLEMENTED),
+                "other": Rule(local=local if sign > 0 else -local, symbol="x",
+                              note="the integrand of the incomplete gamma function, over Γ(a)")}
+
+    return build
+
+
+entry("IgammaBackward0")(_igamma_entry(1.0))
+entry("IgammacBackward0")(_igamma_entry(-1.0))
