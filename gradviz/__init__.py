@@ -131,3 +131,5 @@ from gradviz.linalg import matrix_power  # noqa: E402
 # -- torch.special's extras under their top-level names: torch.polygamma, torch.mvlgamma, torch.igamma ---
 from gradviz.ops.special_math import gammainc as igamma, gammaincc as igammac, polygamma  # noqa: E402
 from gradviz.ops.special_math import multigammaln as mvlgamma  # noqa: E402
+# -- torch.normal in all its forms (tensor means and/or standard deviations) ------------------------------------
+from gradviz.ops.sampling import normal  # noqa: E402

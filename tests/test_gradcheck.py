@@ -504,3 +504,9 @@ CASES.update({
     "IgammaBackward0": (lambda x: gv.special.gammainc(gv.tensor([0.5, 2.0, 4.5], dtype=gv.float64), x), [positive(3)]),
     "IgammacBackward0": (lambda x: gv.special.gammaincc(gv.tensor([0.5, 2.0, 4.5], dtype=gv.float64), x), [positive(3)]),
 })
+# -- torch.normal with tensors of means and standard deviations (zero gradients: the draw is a constant)
+CASES.update({
+    "NormalBackward1": (lambda m: gv.normal(m, 1.5, generator=seeded()) * m, [values(3)]),
+    "NormalBackward2": (lambda s: gv.normal(0.5, s, generator=seeded()) * s, [positive(3)]),
+    "NormalBackward3": (lambda m, s: gv.normal(m, s, generator=seeded()) * m * s, [values(2, 3), positive(3)]),
+})

@@ -78,3 +78,120 @@ def _zeros(backend, shape, dtype, device):
 
 RECORDED_FILLS = {"normal": NormalBackward0, "uniform": UniformBackward0, "bernoulli": BernoulliBackward2,
                   "bernoulli_tensor": BernoulliBackward1}
+
+
+# -- torch.normal with a tensor of means, of standard deviations, or both --------------------------------------
+# PyTorch fills the output with normal numbers first (``normal_(0, std)`` for a number std, else
+# ``normal_(0, 1)``), then moves them: ``+ mean`` for a number std, else ``* std + mean`` in two roundings.
+# The nodes send zeros (the draw does not depend on mean or std as far as PyTorch's chain rule goes).
+class _NormalOfTensors(OpFunction):
+    def forward(ctx, *args):
+        *inputs, values = args
+        ctx.save(**{f"{name}_sym_sizes": tuple(tensor.shape) for name, tensor in zip(ctx.inputs, inputs)})
+        ctx.metas = tuple((tuple(tensor.shape), tensor.dtype, tensor.device) for tensor in inputs)
+        return values
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        zeros = tuple(_zeros(backend, shape, dtype, backend.device_of(grad)) if needed else None
+                      for (shape, dtype, _), needed in zip(ctx.metas, ctx.needs_input_grad))
+        return zeros if len(zeros) > 1 else zeros[0]
+
+    def backward_graph(ctx, grad):
+        results = ctx.backward(grad._data)
+        results = results if type(results) is tuple else (results,)
+        return tuple(None if r is None else _constant(ctx, r) for r in results)
+
+
+class NormalBackward1(_NormalOfTensors):
+    """``torch.normal(mean_tensor, std_number)``."""
+
+    inputs = ("mean",)
+    derivatives = {"mean": ("at::zeros_symint(mean.sym_sizes(), grad.options())", r"0")}
+
+
+class NormalBackward2(_NormalOfTensors):
+    """``torch.normal(mean_number, std_tensor)``."""
+
+    inputs = ("std",)
+    derivatives = {"std": ("at::zeros_symint(std.sym_sizes(), grad.options())", r"0")}
+
+
+class NormalBackward3(_NormalOfTensors):
+    """``torch.normal(mean_tensor, std_tensor)``."""
+
+    inputs = ("mean", "std")
+    derivatives = {"mean": ("at::zeros_symint(mean.sym_sizes(), grad.options())", r"0"),
+                   "std": ("at::zeros_symint(std.sym_sizes(), grad.options())", r"0")}
+
+
+def _check_std_tensor(std) -> None:
+    backend = std._backend
+    if std.numel() and bool(backend.any(backend.lt(std._data, 0))):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+
+
+def _standard_normals(generator, shape, dtype, backend, device, std=1.0):
+    import math
+
+    from gradviz import random as gradviz_random
+
+    values = gradviz_random.normal(generator or gradviz_random.default_generator, math.prod(shape), dtype.numpy, 0.0,
+                                   float(std))
+    return backend.array(values.reshape(shape), dtype, device)
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+           pin_memory: bool = False, requires_grad: bool = False):
+    """``torch.normal`` in all its forms: ``(mean_tensor, std=1.0)``, ``(mean, std_tensor)``,
+    ``(mean_tensor, std_tensor)`` (broadcast together), and ``(mean, std, size)`` of numbers."""
+    from gradviz import _dtype
+    from gradviz.grad_mode import _state as grad_state
+    from gradviz.ops._util import broadcast_shapes
+    from gradviz.tensor import _check_random_dtype, normal as normal_of_numbers
+
+    if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments - got (float, float), but "
+                            "expected one of:\n * (Tensor mean, Tensor std, *, torch.Generator generator = None, Tensor "
+                            "out = None)\n * (Tensor mean, float std = 1, *, torch.Generator generator = None, Tensor "
+                            "out = None)\n * (float mean, Tensor std, *, torch.Generator generator = None, Tensor out = "
+                            "None)\n * (float mean, float std, tuple of ints size, *, torch.Generator generator = None, "
+                            "Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, torch.device device "
+                            "= None, bool pin_memory = False, bool requires_grad = False)\n")
+        result = normal_of_numbers(mean, std, size, generator=generator, dtype=dtype, device=device,
+                                   requires_grad=requires_grad)
+        return result if out is None else _write_out(result, out)
+    like = mean if isinstance(mean, Tensor) else std
+    backend, device = like._backend, like.device
+    _check_random_dtype(like.dtype, "normal_kernel_cpu")
+    if not isinstance(std, Tensor):  # a tensor of means: normal_(0, std), then + mean
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        shape = tuple(mean.shape)
+        values = backend.add(_standard_normals(generator, shape, mean.dtype, backend, device, std), mean._data)
+        node, inputs = NormalBackward1, (mean,)
+    else:
+        _check_std_tensor(std)
+        shape = tuple(std.shape) if not isinstance(mean, Tensor) else broadcast_shapes(tuple(mean.shape), tuple(std.shape))
+        values = _standard_normals(generator, shape, like.dtype, backend, device)
+        moved = backend.mul(values, std._data)
+        if isinstance(mean, Tensor):
+            moved = backend.add(backend.astype(moved, like.dtype), mean._data)
+            node, inputs = NormalBackward3, (mean, std)
+        else:
+            moved = backend.add(backend.astype(moved, like.dtype), mean)
+            node, inputs = NormalBackward2, (std,)
+        values = moved
+    values = backend.astype(values, _dtype.from_any(like.dtype)) if values.dtype != like._data.dtype else values
+    if grad_state.enabled and any(tensor.requires_grad for tensor in inputs):
+        result = node.apply(*inputs, values)
+    else:
+        result = Tensor._make(values, backend=backend)
+    return result if out is None else _write_out(result, out)
+
+
+def _write_out(result, out):
+    from gradviz.ops.arithmetic import write_out
+
+    return write_out("normal", result, out)

@@ -2338,3 +2338,10 @@ def _igamma_entry(sign: float):
 
 entry("IgammaBackward0")(_igamma_entry(1.0))
 entry("IgammacBackward0")(_igamma_entry(-1.0))
+
+
+# ------------------------------------------------------------------ torch.normal with tensors of means / stds
+entry("NormalBackward1")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE), "mean"))
+entry("NormalBackward2")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE), "std"))
+entry("NormalBackward3")(lambda o: {"mean": Rule(sent=Num(0), note=ZERO_NOTE, symbol="μ"),
+                                    "std": Rule(sent=Num(0), note=ZERO_NOTE, symbol="σ")})
