@@ -103,11 +103,16 @@ def random_programs(draw, max_steps: int = 10, wider: bool = False):
     return steps
 
 
+def _vector(a):
+    """The wider ops take 3-element vectors: a number (a reduction's result) is expanded to one."""
+    return a.expand(3) if a.ndim == 0 else a
+
+
 def _function(lib, op):
     if op in WIDER_UNARY:
-        return lambda a: WIDER_UNARY[op](lib, a)
+        return lambda a: WIDER_UNARY[op](lib, _vector(a))
     if op in WIDER_BINARY:
-        return lambda a, b: WIDER_BINARY[op](lib, a, b)
+        return lambda a, b: WIDER_BINARY[op](lib, _vector(a), _vector(b))
     if op == "neg":
         return lambda a: -a
     return getattr(lib.nn.functional, op[2:]) if op.startswith("F.") else getattr(lib, op)
