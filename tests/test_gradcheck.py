@@ -510,3 +510,4 @@ CASES.update({
     "NormalBackward2": (lambda s: gv.normal(0.5, s, generator=seeded()) * s, [positive(3)]),
     "NormalBackward3": (lambda m, s: gv.normal(m, s, generator=seeded()) * m * s, [values(2, 3), positive(3)]),
 })
+CASES["LinalgLstsqBackward0"] = (lambda a, b: gv.linalg.lstsq(a, b).solution, [values(4, 3), values(4, 2)])

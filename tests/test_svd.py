@@ -87,6 +87,16 @@ CASES = {
     "matrix_power_minus_2": A + weighted_backward("torch.linalg.matrix_power(A, -2)"),
     "matrix_power_batch": BATCH + weighted_backward("torch.linalg.matrix_power(Ab, 5)"),
 }
+LSTSQ = TALL + (
+    "B = torch.tensor([[1.0, 0.0], [-2.0, 1.0], [0.5, 3.0], [0.2, -0.4]], dtype=torch.float64, requires_grad=True)\n")
+for _driver in ("None", "'gelsy'", "'gelsd'", "'gelss'", "'gels'"):
+    CASES[f"lstsq_{_driver.strip(chr(39))}"] = LSTSQ + f"r = torch.linalg.lstsq(T, B, driver={_driver})\nprint(r)\n" + \
+        weighted("r.solution")
+CASES["lstsq_vector"] = LSTSQ + "r = torch.linalg.lstsq(T, B[:, 0], driver='gelsd')\nprint(r)\n" + weighted("r.solution")
+CASES["lstsq_wide_A_only"] = LSTSQ + "r = torch.linalg.lstsq(T.mT.detach() * 1, B[:3], driver='gelsd')\n" + \
+    weighted("r.solution")
+CASES["lstsq_residuals_used"] = LSTSQ + "r = torch.linalg.lstsq(T, B, driver='gels')\ny = r.solution.sum() + r.residuals.sum()\n" \
+    "y.backward()\n"
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
@@ -112,6 +122,10 @@ ERRORS = [
     "torch.linalg.matrix_norm(torch.ones(2, 3), 3)",
     "torch.linalg.solve(torch.eye(3), torch.ones(3), left=False)",
     "torch.linalg.solve(torch.eye(3), torch.ones(3, 2), left=False)",
+    "torch.linalg.lstsq(torch.ones(3, 2), torch.ones(3, 2), driver='x')",
+    "torch.linalg.lstsq(torch.ones(3), torch.ones(3, 2))",
+    "torch.linalg.lstsq(torch.ones(3, 2), torch.ones(2, 2))",
+    "torch.linalg.lstsq(torch.ones(3, 2), torch.ones(3, 2, dtype=torch.float64))",
     # backward through what cannot be differentiated
     "A = torch.ones(4, 3, requires_grad=True)\nQ, R = torch.linalg.qr(A * torch.arange(12.0).reshape(4, 3).cos(), "
     "mode='complete')\n(Q.sum() + R.sum()).backward()",
@@ -201,6 +215,7 @@ GRADCHECKS = {
     "nuclear_norm": lambda A: gv.linalg.matrix_norm(A, "nuc") + gv.linalg.matrix_norm(A, 2) * gv.linalg.cond(A[:4]),
     "matrix_power": lambda A: (gv.linalg.matrix_power(A[:4], -3) * gv.tensor(WEIGHTS_54[2])).sum(),
     "solve_left_false": lambda A: (gv.linalg.solve(A[:4], A[4:] * 2, left=False) ** 2).sum(),
+    "lstsq": lambda A: (gv.linalg.lstsq(A[:, :3], A[:, 3:] * 2).solution ** 2).sum(),
 }
 WEIGHTS_54 = [np.random.default_rng(i).normal(size=s) for i, s in enumerate(((5, 4), (5, 5), (4, 4), (5, 4)))]
 
@@ -254,3 +269,30 @@ def test_formulas_give_what_torchs_nodes_sent():
                                            rtol=1e-9, atol=1e-10, err_msg=f"{step.name}, input {slot}")
         checked.add(step.name)
     assert {"LinalgSvdBackward0", "LinalgEighBackward0", "LinalgQrBackward0", "LinalgPinvBackward0"} <= checked
+
+
+def test_lstsq_formula_gives_what_torchs_node_sent():
+    import torch
+
+    from gradviz.autograd.engine import backward_steps
+    from gradviz.snapshot.formulas import gradient_sent
+    from gradviz.snapshot.model import to_numpy
+
+    rng = np.random.default_rng(4)
+    A = torch.tensor(rng.normal(size=(5, 3)), requires_grad=True)
+    B = torch.tensor(rng.normal(size=(5, 2)), requires_grad=True)
+    r = torch.linalg.lstsq(A, B, driver="gelsd")
+    v = torch.linalg.lstsq(A, B[:, 0], driver="gels")
+    out = (r.solution * torch.tensor(rng.normal(size=(3, 2)))).sum() + (r.residuals * torch.tensor([1.0, -2.0])).sum()
+    out = out + (v.solution ** 2).sum() + v.residuals.sum()
+    checked = 0
+    for step in backward_steps(out, retain_graph=True, dry_run=True):
+        if step.name != "LinalgLstsqBackward0":
+            continue
+        arriving = [None if grad is None else to_numpy(grad) for grad in step.grad_outputs]
+        shapes = tuple(None if grad is None else tuple(grad.shape) for grad in step.grad_inputs)
+        for slot, sent in enumerate(step.grad_inputs):
+            np.testing.assert_allclose(gradient_sent(step.node, slot, arriving, shapes), to_numpy(sent),
+                                       rtol=1e-9, atol=1e-10)
+            checked += 1
+    assert checked == 4

@@ -868,3 +868,133 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False, out=None):
         raise RuntimeError(f"linalg.pinv({kind}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of "
                            "float, double, cfloat or cdouble types")
     return LinalgPinvBackward0.apply(A, atol, rtol, hermitian)
+
+
+# -- least squares -----------------------------------------------------------------------------------------
+LINALG_LSTSQ = _return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+class LinalgLstsqBackward0(OpFunction):
+    """``linalg.lstsq(A, B)``: ``X`` minimizing ``‖A X - B‖``, as ``X = A⁺ B``; PyTorch's gradients are those
+    of ``A⁺ B``: ``B̄ = A⁺ᵀ X̄`` and ``Ā = pinv_backward(X̄ Bᵀ, A⁺, A)``. Two outputs (``solution`` and
+    ``residuals``, ``‖A X - B‖²`` per column, whose gradients at the optimum are ``2 R Xᵀ`` and ``-2 R`` with
+    ``R = A X - B``)."""
+
+    inputs = ("self", "b")
+    derivatives = {"self": ("linalg_lstsq_backward(grads[0], self, b, grad_input_mask)[0]",
+                            r"\mathrm{pinv\_backward}(\bar X B^{\top}, A^{+}, A)"),
+                   "b": ("linalg_lstsq_backward(grads[0], self, b, grad_input_mask)[1]", r"A^{+\top}\bar X")}
+
+    @classmethod
+    def apply(cls, A, B, vector, driver):
+        from gradviz.autograd.function import NO_EDGE
+
+        record = _grad_state.enabled and (A.requires_grad or B.requires_grad)
+        node = cls() if record else _NO_RECORD
+        if record:
+            node.backend = A._backend
+            edges = tuple(gradient_edge(t) if t.requires_grad else NO_EDGE for t in (A, B))
+            node._next_functions = edges
+            node.needs_input_grad = tuple(edge[0] is not None for edge in edges)
+            if _grad_state.backward_order:
+                node._order = _grad_state.backward_order
+        solution, residuals, rank, singular_values = cls.forward(node, A, B, vector, driver)
+        outputs = []
+        for output_nr, array in enumerate((solution, residuals)):
+            out = Tensor._make(array, record, node if record else None, A._backend)
+            out._output_nr = output_nr
+            outputs.append(out)
+        if record:
+            node._num_outputs = 2
+            from gradviz.autograd.node import SavedTensor
+
+            node._packed["solution"] = SavedTensor(outputs[0], is_output=True)
+        return LINALG_LSTSQ(outputs[0], outputs[1], _tensor(rank, A._backend), _tensor(singular_values, A._backend))
+
+    def forward(ctx, A, B, vector, driver):
+        backend = A._backend
+        ctx.save(b=B, self=A)
+        ctx.vector = vector
+        ctx.metas = (meta(A), meta(B))
+        a, b = A._data, B._data
+        if vector:
+            b = backend.reshape(b, tuple(b.shape) + (1,))
+        pinv = _pinv_array(A, None, None, False)
+        solution = backend.matmul(pinv, b)
+        m, n = A.shape[-2], A.shape[-1]
+        dtype, device = _dtype.from_any(A.dtype), backend.device_of(a)
+        U, S, Vh = backend.svd(a, False)
+        largest = backend.amax(S, -1, True) if S.shape[-1] else S
+        full_rank_count = backend.sum(backend.astype(backend.gt(S, _tolerance(backend, largest, None, None, A.shape,
+                                                                                A.dtype)), _dtype.int64), -1, False)
+        empty = backend.full((0,), 0, dtype, device)
+        rank = full_rank_count if driver != "gels" else backend.full((0,), 0, _dtype.int64, device)
+        singular_values = S if driver in ("gelsd", "gelss") else empty
+        residuals = empty
+        full_rank = bool(backend.to_numpy(backend.eq(full_rank_count, min(m, n))).all())
+        if m > n and driver != "gelsy" and full_rank:
+            difference = backend.sub(backend.matmul(a, solution), b)
+            residuals = backend.sum(backend.mul(difference, difference), -2, False)  # a vector B keeps its column
+        if vector:
+            solution = backend.reshape(solution, tuple(solution.shape[:-1]))
+        return solution, residuals, rank, singular_values
+
+    def backward(ctx, grad_solution, grad_residuals=None):
+        backend = ctx.backend
+        needs = ctx.needs_input_grad
+        grad_A, grad_B = _lstsq_backward(backend, grad_solution, grad_residuals, *ctx.saved("self", "b", "solution"),
+                                         ctx.vector, needs)
+        return (to_input(backend, grad_A, ctx.metas[0]) if needs[0] and grad_A is not None else None,
+                to_input(backend, grad_B, ctx.metas[1]) if needs[1] and grad_B is not None else None)
+
+
+def _lstsq_backward(backend, grad_solution, grad_residuals, A, B, X, vector, needs):
+    """PyTorch's ``linalg_lstsq_backward`` on arrays, and the residuals' part: ``(Ā, B̄)`` (None where not needed)."""
+    if grad_residuals is not None and grad_residuals.shape[-1] == 0:
+        grad_residuals = None  # empty residuals (gelsy, or a square or wide A) send nothing
+    if grad_solution is None and grad_residuals is None:
+        return None, None
+    if vector:
+        B, X = _column(backend, B), _column(backend, X)
+        grad_solution = None if grad_solution is None else _column(backend, grad_solution)
+    grad_A = grad_B = None
+    if grad_solution is not None:
+        pinv = _pinv_array(Tensor._make(A, backend=backend), None, None, False)
+        if needs[0]:
+            grad_A = _pinv_backward(backend, backend.matmul(grad_solution, _mT(backend, B)), pinv, A)
+        if needs[1]:
+            grad_B = backend.matmul(_mT(backend, pinv), grad_solution)
+    if grad_residuals is not None:  # r_j = ‖A x_j - b_j‖² at the optimum: 2 R_j x_jᵀ for A, -2 R_j for B
+        weighted = backend.mul(backend.sub(backend.matmul(A, X), B), backend.mul(_row(backend, grad_residuals), 2.0))
+        if needs[0]:
+            part = backend.matmul(weighted, _mT(backend, X))
+            grad_A = part if grad_A is None else backend.add(grad_A, part)
+        if needs[1]:
+            grad_B = backend.neg(weighted) if grad_B is None else backend.sub(grad_B, weighted)
+    if grad_B is not None and vector:
+        grad_B = backend.reshape(grad_B, tuple(grad_B.shape[:-1]))
+    return grad_A, grad_B
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution of ``A X = B`` (with PyTorch's ``residuals``, ``rank`` and
+    ``singular_values`` as each driver fills them). gradviz solves through the pseudo-inverse: the same
+    solution as every driver for a full-rank ``A``; for a rank-deficient one it is the minimum-norm solution
+    (``gelsd``/``gelss``), where ``gelsy`` and ``gels`` may give another."""
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
+                           f"dtype {_dtype.SCALAR_TYPE_NAMES[A.dtype.name]} and other's dtype "
+                           f"{_dtype.SCALAR_TYPE_NAMES[B.dtype.name]}")
+    driver = "gelsy" if driver is None else driver
+    if driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    vector = B.ndim == A.ndim - 1
+    if (B.shape[-1] if vector else B.shape[-2]) != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    _check_float("torch.linalg.lstsq", A)
+    return LinalgLstsqBackward0.apply(A, B, vector, driver)

@@ -2345,3 +2345,24 @@ entry("NormalBackward1")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE), "mean
 entry("NormalBackward2")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE), "std"))
 entry("NormalBackward3")(lambda o: {"mean": Rule(sent=Num(0), note=ZERO_NOTE, symbol="μ"),
                                     "std": Rule(sent=Num(0), note=ZERO_NOTE, symbol="σ")})
+
+
+# ------------------------------------------------------------------ least squares
+@register("lstsq_backward")
+def _lstsq_backward(grads, a, b, solution, slot):
+    from gradviz.ops.decompositions import _lstsq_backward as backward
+
+    a, b, solution = _arrays(a, b, solution)
+    grad_solution, grad_residuals = _arrays(*(tuple(grads) + (None,))[:2])
+    sent = backward(_numpy_backend(), grad_solution, grad_residuals, a, b, solution, b.ndim == a.ndim - 1,
+                    (slot == 0, slot == 1))[slot]
+    return np.zeros_like(a if slot == 0 else b) if sent is None else sent
+
+
+entry("LinalgLstsqBackward0")(lambda o: {
+    "self": Rule(sent=Call("lstsq_backward", (Grads(), x, Var("b", "B"), Var("solution", "X")), "", (0,),
+                           "= pinv_backward(∂L/∂X Bᵀ, A⁺, A) + 2 R diag(∂L/∂r) Xᵀ"),
+                 symbol="A", note="X = A⁺ B is the solution, r = ‖A X − B‖² per column the residuals, R = A X − B"),
+    "b": Rule(sent=Call("lstsq_backward", (Grads(), x, Var("b", "B"), Var("solution", "X")), "", (1,),
+                        "= A⁺ᵀ ∂L/∂X − 2 R diag(∂L/∂r)"), symbol="B",
+              note="X = A⁺ B is the solution, R = A X − B")})
