@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 
 from gradviz.tensor import Tensor
-from gradviz.ops.decompositions import (LinAlgError, cholesky, det, eigh, eigvalsh, inv, lstsq, pinv, qr, slogdet,
-                                        solve, solve_triangular, svd, svdvals)
+from gradviz.ops.decompositions import (LinAlgError, cholesky, det, eigh, eigvalsh, inv, lstsq, matrix_exp, pinv, qr,
+                                        slogdet, solve, solve_triangular, svd, svdvals)
 from gradviz.ops.products import linalg_cross as cross, multi_dot
 from gradviz.ops.reduction import LinalgVectorNormBackward0
 
-__all__ = ["LinAlgError", "cholesky", "cond", "cross", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power",
+__all__ = ["LinAlgError", "cholesky", "cond", "cross", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_exp", "matrix_norm", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
            "vector_norm"]
 

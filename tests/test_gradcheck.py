@@ -511,3 +511,4 @@ CASES.update({
     "NormalBackward3": (lambda m, s: gv.normal(m, s, generator=seeded()) * m * s, [values(2, 3), positive(3)]),
 })
 CASES["LinalgLstsqBackward0"] = (lambda a, b: gv.linalg.lstsq(a, b).solution, [values(4, 3), values(4, 2)])
+CASES["LinalgMatrixExpBackward0"] = (lambda a: gv.linalg.matrix_exp(a * 3), [values(3, 3)])

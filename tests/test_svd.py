@@ -95,6 +95,9 @@ for _driver in ("None", "'gelsy'", "'gelsd'", "'gelss'", "'gels'"):
 CASES["lstsq_vector"] = LSTSQ + "r = torch.linalg.lstsq(T, B[:, 0], driver='gelsd')\nprint(r)\n" + weighted("r.solution")
 CASES["lstsq_wide_A_only"] = LSTSQ + "r = torch.linalg.lstsq(T.mT.detach() * 1, B[:3], driver='gelsd')\n" + \
     weighted("r.solution")
+CASES["matrix_exp"] = A + weighted_backward("torch.linalg.matrix_exp(A)") + "print(y)\n"
+CASES["matrix_exp_large_norm_batch"] = BATCH + weighted_backward("torch.linalg.matrix_exp(Ab * 4)")
+CASES["matrix_exp_float32_top_level"] = F32 + weighted_backward("torch.matrix_exp(A) + A.matrix_exp()")
 CASES["lstsq_residuals_used"] = LSTSQ + "r = torch.linalg.lstsq(T, B, driver='gels')\ny = r.solution.sum() + r.residuals.sum()\n" \
     "y.backward()\n"
 
@@ -122,6 +125,9 @@ ERRORS = [
     "torch.linalg.matrix_norm(torch.ones(2, 3), 3)",
     "torch.linalg.solve(torch.eye(3), torch.ones(3), left=False)",
     "torch.linalg.solve(torch.eye(3), torch.ones(3, 2), left=False)",
+    "torch.linalg.matrix_exp(torch.ones(2, 3))",
+    "torch.linalg.matrix_exp(torch.ones(3))",
+    "torch.linalg.matrix_exp(torch.ones(2, 2, dtype=torch.long))",
     "torch.linalg.lstsq(torch.ones(3, 2), torch.ones(3, 2), driver='x')",
     "torch.linalg.lstsq(torch.ones(3), torch.ones(3, 2))",
     "torch.linalg.lstsq(torch.ones(3, 2), torch.ones(2, 2))",
@@ -216,6 +222,7 @@ GRADCHECKS = {
     "matrix_power": lambda A: (gv.linalg.matrix_power(A[:4], -3) * gv.tensor(WEIGHTS_54[2])).sum(),
     "solve_left_false": lambda A: (gv.linalg.solve(A[:4], A[4:] * 2, left=False) ** 2).sum(),
     "lstsq": lambda A: (gv.linalg.lstsq(A[:, :3], A[:, 3:] * 2).solution ** 2).sum(),
+    "matrix_exp": lambda A: (gv.linalg.matrix_exp(A[:4] * 3) * gv.tensor(WEIGHTS_54[2])).sum(),
 }
 WEIGHTS_54 = [np.random.default_rng(i).normal(size=s) for i, s in enumerate(((5, 4), (5, 5), (4, 4), (5, 4)))]
 
@@ -256,6 +263,7 @@ def test_formulas_give_what_torchs_nodes_sent():
     s = leaf(4, 4)
     L, V = torch.linalg.eigh(s)
     out = out + (L * leaf(4)).sum() + (V * leaf(4, 4)).sum() + torch.linalg.eigvalsh(s, UPLO="U").pow(2).sum()
+    out = out + (torch.linalg.matrix_exp(s * 2) * leaf(4, 4)).sum()
     checked = set()
     for step in backward_steps(out, retain_graph=True, dry_run=True):
         assert step.name in TABLE, f"torch node without a learner formula: {step.name}"
@@ -268,7 +276,8 @@ def test_formulas_give_what_torchs_nodes_sent():
                 np.testing.assert_allclose(gradient_sent(step.node, slot, arriving, shapes), to_numpy(sent),
                                            rtol=1e-9, atol=1e-10, err_msg=f"{step.name}, input {slot}")
         checked.add(step.name)
-    assert {"LinalgSvdBackward0", "LinalgEighBackward0", "LinalgQrBackward0", "LinalgPinvBackward0"} <= checked
+    assert {"LinalgSvdBackward0", "LinalgEighBackward0", "LinalgQrBackward0", "LinalgPinvBackward0",
+            "LinalgMatrixExpBackward0"} <= checked
 
 
 def test_lstsq_formula_gives_what_torchs_node_sent():

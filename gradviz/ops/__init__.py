@@ -285,3 +285,4 @@ def _more_linalg_and_special_methods() -> dict:
 for _name, _function in _more_linalg_and_special_methods().items():
     TENSOR_METHODS[_name] = _function
     setattr(Tensor, _name, _function)
+Tensor.matrix_exp = TENSOR_METHODS["matrix_exp"] = __import__("gradviz.ops.decompositions", fromlist=["x"]).matrix_exp

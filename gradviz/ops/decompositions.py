@@ -998,3 +998,72 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
     _check_float("torch.linalg.lstsq", A)
     return LinalgLstsqBackward0.apply(A, B, vector, driver)
+
+
+# -- the matrix exponential --------------------------------------------------------------------------------
+# Padé's [13/13] approximant with scaling and squaring (Higham, 2005): exp(A) = (exp(A / 2^s))^(2^s), with
+# s chosen so that ‖A / 2^s‖₁ ≤ 5.37; PyTorch uses a Taylor polynomial of its own: the same values to
+# rounding. The derivative, from the exponential of the block matrix [[Aᵀ, Ȳ], [0, Aᵀ]]: its top-right block.
+_PADE_13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
+            10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+
+
+def _matrix_exp_array(backend, a):
+    import math
+
+    n = a.shape[-1]
+    dtype, device = _dtype.from_any(a.dtype), backend.device_of(a)
+    eye = backend.broadcast_to(backend.eye(n, n, dtype, device), tuple(a.shape))
+    norm = float(backend.to_numpy(backend.amax(backend.sum(backend.abs(a), -2, False), -1, False)).max()) if a.size else 0.0
+    squarings = max(0, math.ceil(math.log2(norm / 5.371920351148152))) if norm > 5.371920351148152 else 0
+    a = backend.mul(a, 2.0 ** -squarings)
+    b = _PADE_13
+    a2 = backend.matmul(a, a)
+    a4 = backend.matmul(a2, a2)
+    a6 = backend.matmul(a4, a2)
+
+    def combination(c6, c4, c2, c0):
+        return backend.add(backend.add(backend.add(backend.mul(a6, c6), backend.mul(a4, c4)), backend.mul(a2, c2)),
+                           backend.mul(eye, c0))
+
+    u = backend.matmul(a, backend.add(backend.matmul(a6, backend.add(backend.add(
+        backend.mul(a6, b[13]), backend.mul(a4, b[11])), backend.mul(a2, b[9]))), combination(b[7], b[5], b[3], b[1])))
+    v = backend.add(backend.matmul(a6, backend.add(backend.add(backend.mul(a6, b[12]), backend.mul(a4, b[10])),
+                                                   backend.mul(a2, b[8]))), combination(b[6], b[4], b[2], b[0]))
+    result = backend.solve(backend.sub(v, u), backend.add(v, u))
+    for _ in range(squarings):
+        result = backend.matmul(result, result)
+    return result
+
+
+class LinalgMatrixExpBackward0(OpFunction):
+    """``linalg.matrix_exp``: ``Ā`` is the top-right block of ``exp([[Aᵀ, Ȳ], [0, Aᵀ]])``."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("linalg_matrix_exp_differential(self, grad, /*adjoint*/ true)",
+                            r"\left[\exp\begin{pmatrix}A^{\top} & \bar Y\\ 0 & A^{\top}\end{pmatrix}\right]_{12}")}
+
+    def forward(ctx, self):
+        ctx.save(self=self)
+        return _matrix_exp_array(self._backend, self._data)
+
+    def backward(ctx, grad):
+        return _matrix_exp_backward(ctx.backend, ctx.saved("self"), grad)
+
+
+def _matrix_exp_backward(backend, A, grad):
+    n = A.shape[-1]
+    A_t = _mT(backend, A)
+    grad = backend.astype(grad, _dtype.from_any(A.dtype)) if grad.dtype != A.dtype else grad
+    zeros = backend.full(tuple(A.shape), 0, _dtype.from_any(A.dtype), backend.device_of(A))
+    top = backend.concatenate((A_t, backend.broadcast_to(grad, tuple(A.shape))), -1)
+    bottom = backend.concatenate((zeros, A_t), -1)
+    block = _matrix_exp_array(backend, backend.concatenate((top, bottom), -2))
+    return backend.getitem(block, (Ellipsis, slice(0, n), slice(n, None)))
+
+
+def matrix_exp(A):
+    """``exp(A) = Σ Aᵏ / k!`` of a square matrix (or batch)."""
+    _check_square("linalg.matrix_exp", A)
+    _check_float("linalg.matrix_exp", A)
+    return LinalgMatrixExpBackward0.apply(A)

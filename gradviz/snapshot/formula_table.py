@@ -2366,3 +2366,17 @@ entry("LinalgLstsqBackward0")(lambda o: {
     "b": Rule(sent=Call("lstsq_backward", (Grads(), x, Var("b", "B"), Var("solution", "X")), "", (1,),
                         "= A⁺ᵀ ∂L/∂X − 2 R diag(∂L/∂r)"), symbol="B",
               note="X = A⁺ B is the solution, R = A X − B")})
+
+
+# ------------------------------------------------------------------ the matrix exponential
+@register("matrix_exp_backward")
+def _matrix_exp_backward(grad, a):
+    from gradviz.ops.decompositions import _matrix_exp_backward as backward
+
+    a, grad = _arrays(a, grad)
+    return backward(_numpy_backend(), a, grad)
+
+
+entry("LinalgMatrixExpBackward0")(lambda o: {"self": Rule(
+    sent=Call("matrix_exp_backward", (g, x), "", (), "= top-right block of exp([[Aᵀ, ∂L/∂Y], [0, Aᵀ]])"), symbol="A",
+    note="the derivative of exp at A, applied to ∂L/∂Y, read from the exponential of a 2n × 2n block matrix")})
