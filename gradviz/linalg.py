@@ -108,14 +108,26 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, out=None):
 
 
 def cond(A, p=None, *, out=None):
-    """The condition number for the 2-norm (``p=None`` or 2: the largest singular value over the smallest;
-    -2: the reverse), as PyTorch writes it: two narrows of ``svdvals``, a division, a squeeze."""
+    """The condition number. For the 2-norm (``p=None`` or 2: the largest singular value over the smallest;
+    -2: the reverse) as PyTorch writes it: two narrows of ``svdvals``, a division, a squeeze; ``'nuc'``: the sum
+    of the singular values times the sum of their reciprocals."""
+    from gradviz.ops.reduction import sum as tensor_sum
     from gradviz.ops.shape import narrow, squeeze
 
     if A.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+    if p not in (None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if p not in (None, 2, -2) and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if p == "nuc":
+        values = svdvals(A)
+        return tensor_sum(values, -1) * tensor_sum(values.reciprocal(), -1)
     if p not in (None, 2, -2):
-        raise NotImplementedError(f"gradviz's linalg.cond computes p=None, 2 and -2; p={p!r} is not written yet")
+        # PyTorch writes these with an inverse filled in place (inf for a singular matrix) and an in-place
+        # nan_to_num_ on the product, whose backward then fails in PyTorch 2.13 itself
+        raise NotImplementedError(f"gradviz's linalg.cond computes p=None, 2, -2 and 'nuc'; p={p!r} is not written yet")
     values = svdvals(A)
     k = values.shape[-1]
     largest, smallest = narrow(values, -1, 0, 1), narrow(values, -1, k - 1, 1)

@@ -72,6 +72,11 @@ CASES = {
     "print(r, q, h)\n",
     "cond": A + "c = torch.linalg.cond(A)\nc.backward()\nprint(c)\n",
     "cond_minus_2": A + "c = torch.linalg.cond(A, -2)\nc.backward()\n",
+    "cond_nuc": A + "c = torch.linalg.cond(A, 'nuc')\nc.backward()\nprint(c)\n",
+    # (a singular matrix's smallest singular value is 0 or a rounding error, as each LAPACK build computes it)
+    "cond_nuc_batch_and_zero": "c = torch.linalg.cond(torch.stack([torch.eye(2) * 2, torch.tensor([[1.0, 2.0], [0.5, 3.0]])]), "
+    "'nuc')\nd = torch.linalg.cond(torch.zeros(2, 2), 'nuc')\ne = torch.linalg.cond(torch.tensor([[1.0, 2.0, 0.0], "
+    "[0.0, 1.0, 1.0]]))\nprint(c, d, e)\n",
     "nuclear_norm": A + "n = torch.linalg.matrix_norm(A, 'nuc')\nn.backward()\nprint(n)\n",
     "spectral_norms": A + "n = torch.linalg.matrix_norm(A, 2) + torch.linalg.matrix_norm(A, -2)\nn.backward()\n",
     "spectral_norm_dims": A + "n = torch.linalg.matrix_norm(A, -2, dim=(1, 0))\nn.backward()\n",
@@ -120,6 +125,9 @@ ERRORS = [
     "torch.linalg.pinv(torch.ones(3))",
     "torch.linalg.matrix_rank(torch.ones(3))",
     "torch.linalg.cond(torch.ones(3))",
+    "torch.linalg.cond(torch.ones(3, 3), 3)",
+    "torch.linalg.cond(torch.ones(2, 3), 'nuc')",
+    "torch.linalg.cond(torch.ones(2, 3), 1)",
     "torch.linalg.matrix_power(torch.ones(2, 3), 2)",
     "torch.linalg.matrix_power(torch.ones(2, 2), 2.0)",
     "torch.linalg.matrix_norm(torch.ones(2, 3), 3)",
