@@ -127,7 +127,7 @@ def unload_ipython_extension(ipython):
     unload(ipython)
 # -- the SVD family beside torch.linalg's: torch.svd, torch.pinverse, torch.matrix_power ------------------
 from gradviz.ops.decompositions import torch_svd as svd  # noqa: E402
-from gradviz.linalg import matrix_power  # noqa: E402
+from gradviz.ops.linalg import matrix_power  # noqa: E402
 # -- torch.special's extras under their top-level names: torch.polygamma, torch.mvlgamma, torch.igamma ---
 from gradviz.ops.special_math import gammainc as igamma, gammaincc as igammac, polygamma  # noqa: E402
 from gradviz.ops.special_math import multigammaln as mvlgamma  # noqa: E402

@@ -14,6 +14,7 @@ import math
 from gradviz.tensor import Tensor
 from gradviz.ops.decompositions import (LinAlgError, cholesky, det, eigh, eigvalsh, inv, lstsq, matrix_exp, pinv, qr,
                                         slogdet, solve, solve_triangular, svd, svdvals)
+from gradviz.ops.linalg import matrix_power
 from gradviz.ops.products import linalg_cross as cross, multi_dot
 from gradviz.ops.reduction import LinalgVectorNormBackward0
 
@@ -133,35 +134,3 @@ def cond(A, p=None, *, out=None):
     largest, smallest = narrow(values, -1, 0, 1), narrow(values, -1, k - 1, 1)
     ratio = largest / smallest if p != -2 else smallest / largest
     return squeeze(ratio, -1)
-
-
-def matrix_power(A, n: int, *, out=None):
-    """``A`` times itself ``n`` times, as PyTorch multiplies: ``n = 0`` copies the identity into a clone,
-    a negative ``n`` inverts first, 2 and 3 multiply in order, larger ``n`` by binary powering."""
-    from gradviz.ops.conversion import clone
-    from gradviz.ops.linalg import matmul
-    from gradviz.ops.decompositions import _check_square
-
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
-    _check_square("linalg.matrix_power", A)
-    if n == 0:
-        from gradviz.tensor import eye
-
-        identity = eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape))
-        return clone(A).copy_(identity)
-    if n < 0:
-        A, n = inv(A), -n
-    if n == 1:
-        return clone(A)
-    if n == 2:
-        return matmul(A, A)
-    if n == 3:
-        return matmul(matmul(A, A), A)
-    z = result = None
-    while n > 0:
-        bit, n = n % 2, n // 2
-        z = A if z is None else matmul(z, z)
-        if bit:
-            result = z if result is None else matmul(result, z)
-    return result

@@ -274,8 +274,8 @@ _BY_NAME = None
 
 # -- the SVD family and torch.special's extras as Tensor methods ------------------------------------------------
 def _more_linalg_and_special_methods() -> dict:
-    from gradviz.linalg import matrix_power
     from gradviz.ops.decompositions import torch_svd
+    from gradviz.ops.linalg import matrix_power
     from gradviz.ops.special_math import gammainc, gammaincc, multigammaln, polygamma
 
     return {"svd": torch_svd, "matrix_power": matrix_power, "polygamma": lambda self, n: polygamma(n, self),
