@@ -538,6 +538,17 @@ class _Factorization(_several_outputs()):
 
     inputs = ("A",)
 
+    def backward_graph(ctx, *grads):
+        _not_recorded(ctx)
+
+
+def _not_recorded(node):
+    """``create_graph=True`` through a node whose backward gradviz computes on arrays only (its saved outputs
+    always have a graph, so there is nothing it could hand back without one)."""
+    raise NotImplementedError(
+        f"create_graph=True: gradviz cannot yet record the backward pass of {node.name()} (its derivative is "
+        "computed on arrays only). Differentiate this graph once, or use ops whose backward is recorded.")
+
 
 def _skew(backend, X):
     return backend.sub(X, _mT(backend, X))
@@ -939,6 +950,9 @@ class LinalgLstsqBackward0(OpFunction):
         if vector:
             solution = backend.reshape(solution, tuple(solution.shape[:-1]))
         return solution, residuals, rank, singular_values
+
+    def backward_graph(ctx, *grads):
+        _not_recorded(ctx)
 
     def backward(ctx, grad_solution, grad_residuals=None):
         backend = ctx.backend
