@@ -480,3 +480,48 @@ def _swap_own_applies(install: bool) -> None:
             return _apply_dual(cls, args, params, apply=_original)
 
         setattr(klass, "apply", classmethod(dual_apply))
+
+
+# -- a user's autograd.Function: its ``jvp`` staticmethod is the forward rule ---------------------------------
+class _JvpCtx:
+    """The ``ctx`` that ``jvp`` sees: the call's own ctx, whose ``saved_tensors`` are what forward gave
+    ``ctx.save_for_forward`` (attributes set on ctx in forward are all there)."""
+
+    def __init__(self, node):
+        object.__setattr__(self, "_node", node)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        return tuple(self._node._to_save_for_forward)
+
+    def __getattr__(self, name):
+        return getattr(self._node, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._node, name, value)
+
+
+def apply_custom(cls, args, kwargs):
+    """``MyFunction.apply`` while a level is active: forward (and its recording) as usual, with no tangent
+    pushed through the ops inside it; then ``cls.jvp(ctx, *tangents)`` gives the outputs' tangents."""
+    from gradviz.tensor import zeros_like
+
+    tangents = [_tangent_of(arg) if isinstance(arg, Tensor) else None for arg in args]
+    node = cls._backward_cls()
+    hook, _FORWARD_AD[0] = _FORWARD_AD[0], None
+    try:
+        output = cls._apply_with(node, args, kwargs)
+        if all(t is None for t in tangents):
+            return output
+        grads = [t if t is not None or not isinstance(arg, Tensor) or not node.materialize_grads else zeros_like(arg)
+                 for arg, t in zip(args, tangents)]
+        results = cls.jvp(_JvpCtx(node), *grads)
+    finally:
+        _FORWARD_AD[0] = hook
+    outputs = output if isinstance(output, tuple) else (output,)
+    results = results if isinstance(results, tuple) else (results,)
+    tensors = [out for out in outputs if isinstance(out, Tensor)]
+    for out, tangent in zip(tensors, results):
+        if tangent is not None and out.is_floating_point():
+            _set_tangent(out, tangent)
+    return output
