@@ -46,6 +46,10 @@ __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_du
 
 _current_level = -1
 _tangents: dict = {}  # id(tensor) -> (weak reference to it, its tangent), for the active level only
+# (id(grad_fn), output_nr) -> (weak reference to grad_fn, data array, tangent): the same tangent for an op's output
+# when the backward pass re-makes that output from its saved copy (a formula reading ``result``, under
+# create_graph: forward-over-reverse), since that copy is a new Tensor object over the same array
+_by_node: dict = {}
 
 
 # -- the tangent table ---------------------------------------------------------------------------------
@@ -54,13 +58,20 @@ def _tangent_of(value):
     entry = _tangents.get(id(value))
     if entry is not None and entry[0]() is value:
         return entry[1]
+    if _by_node and isinstance(value, Tensor) and value._grad_fn is not None:
+        entry = _by_node.get((id(value._grad_fn), value._output_nr))
+        if entry is not None and entry[0]() is value._grad_fn and entry[1] is value._data:
+            return entry[2]
     return None
 
 
 def _set_tangent(tensor: Tensor, tangent) -> None:
     key = id(tensor)
+    node = tensor._grad_fn
     if tangent is None:
         _tangents.pop(key, None)
+        if node is not None:
+            _by_node.pop((id(node), tensor._output_nr), None)
         return
     table = _tangents
 
@@ -70,6 +81,15 @@ def _set_tangent(tensor: Tensor, tangent) -> None:
             del table[key]
 
     table[key] = (weakref.ref(tensor, forget), tangent)
+    if node is not None:
+        node_key = (id(node), tensor._output_nr)
+
+        def forget_node(ref, node_key=node_key):
+            entry = _by_node.get(node_key)
+            if entry is not None and entry[0] is ref:
+                del _by_node[node_key]
+
+        _by_node[node_key] = (weakref.ref(node, forget_node), tensor._data, tangent)
 
 
 def tangent_text(tensor: Tensor):
@@ -105,6 +125,7 @@ def exit_dual_level(*, level=None) -> None:
     _FORWARD_AD[0] = None
     _swap_own_applies(install=False)
     _tangents.clear()
+    _by_node.clear()
     _current_level = level - 1
 
 
@@ -268,8 +289,6 @@ _UNSUPPORTED = {
     "Unique2Backward0": "_unique2",
     "UniqueDimBackward0": "unique_dim",
     "UniqueConsecutiveBackward0": "unique_consecutive",
-    "MultiMarginLossBackward0": "multi_margin_loss",
-    "MultilabelMarginLossBackward0": "multilabel_margin_loss_forward",
 }
 
 
@@ -287,8 +306,20 @@ def check_no_derivative(node_class, inputs, aten_name) -> None:
 
 
 def after_in_place(tensor: Tensor, result: Tensor) -> None:
-    """For ``ops.inplace.apply_``: the tensor written in place takes the tangent of the value written."""
-    _set_tangent(tensor, _tangent_of(result))
+    """For ``ops.inplace.apply_``: the tensor written in place takes the tangent of the value written. A tangent
+    it already had is updated in place, as PyTorch does (the tensor given to ``make_dual`` changes too)."""
+    old, new = _tangent_of(tensor), _tangent_of(result)
+    if old is not None and new is not None and tuple(old.shape) == tuple(new.shape):
+        hook, _FORWARD_AD[0] = _FORWARD_AD[0], None
+        previous = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            old.copy_(new)
+        finally:
+            _grad_state.enabled = previous
+            _FORWARD_AD[0] = hook
+        new = old
+    _set_tangent(tensor, new)
 
 
 # -- the generic rule: J v = d/du <J^T u, v> ---------------------------------------------------------------
