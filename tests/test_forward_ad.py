@@ -372,22 +372,28 @@ def test_no_level_costs_no_table_and_leaving_forgets_tangents():
 
 
 def test_graph_with_duals_draws_as_without():
-    """The snapshot the widget draws is the same whether the tensors are dual or not."""
-    from gradviz.snapshot import observe_steps
-    from gradviz.snapshot.walk import graph_of
+    """A graph whose tensors carry tangents draws and steps exactly as the same graph without them
+    (``make_dual`` of a tensor that requires grad is a view: compared with ``x.view(x.shape)``)."""
+    from gradviz.snapshot import graph_of, observe_all_steps
 
-    def build():
+    def build(make):
         x = gv.tensor([1.0, -2.0, 0.5], requires_grad=True)
-        return x, ((x * 2).sin() * x).sum()
+        d = make(x)
+        return x, ((d * 2).sin() * d).sum()
 
-    x, plain = build()
-    plain_graph = graph_of(plain).to_dict()
-    plain_steps = [step.node.name() for step in observe_steps(plain)]
+    def drawn(loss):
+        graph = graph_of(loss).to_dict()
+        nodes = [(n["name"], n["label"], n["shape"], n["value"], n["formula"]) for n in graph["nodes"]]
+        steps = [(s.node.name(), [None if g is None else np.asarray(g).tolist() for g in s.grad_inputs])
+                 for s in observe_all_steps(loss)]
+        return nodes, steps
+
+    x, plain = build(lambda t: t.view(t.shape))
+    expected = drawn(plain)
     with forward_ad.dual_level():
-        x2 = gv.tensor([1.0, -2.0, 0.5], requires_grad=True)
-        d = forward_ad.make_dual(x2, gv.ones(3))
-        loss = ((d * 2).sin() * d).sum()
-        dual_graph = graph_of(loss).to_dict()
-        dual_steps = [step.node.name() for step in observe_steps(loss)]
-    assert [n["label"] for n in dual_graph["nodes"]][1:] == [n["label"] for n in plain_graph["nodes"]][1:] or dual_graph
-    assert dual_steps[:len(plain_steps) - 1] == plain_steps[:-1]
+        x2, loss = build(lambda t: forward_ad.make_dual(t, gv.ones(3)))
+        assert forward_ad.unpack_dual(loss).tangent is not None
+        assert drawn(loss) == expected
+        html = gv.to_html(loss)
+    assert "SinBackward0" in html
+    assert x2.grad is None and forward_ad.unpack_dual(loss).tangent is None  # observing wrote nothing
