@@ -212,6 +212,43 @@ def test_custom_function_jvp():
                 "    print(plain)\n")
 
 
+def test_tutorial_custom_function_with_ctx_attribute_and_layouts():
+    """The forward-AD tutorial's shapes of use: a tangent stored as it is (or copied when its layout differs
+    from the primal's), a Function whose jvp reads ``ctx.result`` and then deletes it, a double primal with a
+    float tangent, and the tangent forgotten once the level is left."""
+    assert_same(HEAD + """
+class Exp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, foo):
+        result = torch.exp(foo)
+        ctx.result = result
+        return result
+
+    @staticmethod
+    def jvp(ctx, grad_input):
+        grad_output = grad_input * ctx.result
+        del ctx.result
+        return grad_output
+
+primal = x.double().requires_grad_()
+tangent = v.t().contiguous()
+with fwAD.dual_level():
+    same = fwAD.make_dual(x, v)
+    print(fwAD.unpack_dual(same).tangent is v)
+    copied = fwAD.make_dual(x, tangent.t())
+    t2 = fwAD.unpack_dual(copied).tangent
+    print(t2.is_contiguous(), t2.stride(), t2)
+    t3 = fwAD.unpack_dual(fwAD.make_dual(x.t(), tangent)).tangent
+    print(t3.is_contiguous(), t3.stride(), t3)
+    out = Exp.apply(fwAD.make_dual(primal, v))
+    jvp = fwAD.unpack_dual(out).tangent
+    print(out, jvp, hasattr(out.grad_fn, "result"))
+    plain = torch.ones(2, 3)
+    both = fwAD.make_dual(x, v) ** 2 + plain ** 2
+print(fwAD.unpack_dual(both).tangent is None, both)
+""")
+
+
 ERRORS = {
     "no_level": "fwAD.make_dual(x, v)",
     "nested": "with fwAD.dual_level():\n    with fwAD.dual_level():\n        pass",

@@ -185,8 +185,22 @@ def make_dual(tensor, tangent, *, level=None) -> Tensor:
                            f"Tensor, this is not supported. Tensor is of size {_sizes(tensor.shape)} while the given "
                            f"forward gradient is of size {_sizes(tangent.shape)}.")
     dual = tensor.view(tensor.shape)
-    _set_tangent(dual, tangent)
+    _set_tangent(dual, _in_layout_of(tensor, tangent))
     return dual
+
+
+def _in_layout_of(tensor: Tensor, tangent: Tensor) -> Tensor:
+    """The tangent as it is when its elements lie in memory as the primal's do; else a copy laid out like the
+    primal (PyTorch's rule: ``make_dual(x, t.T)`` stores a copy, ``make_dual(x, t)`` stores ``t`` itself)."""
+    data, primal = tangent._data, tensor._data
+    if (tangent._backend is not tensor._backend or data.strides == primal.strides or data.itemsize != primal.itemsize
+            or tangent.requires_grad or not hasattr(primal, "__array_interface__")):
+        return tangent
+    import numpy as np
+
+    copy = np.empty_like(primal, dtype=data.dtype)  # order "K": the primal's own strides
+    copy[...] = data
+    return Tensor._make(copy, backend=tangent._backend)
 
 
 def unpack_dual(tensor, *, level=None) -> UnpackedDualTensor:
@@ -530,6 +544,9 @@ class _JvpCtx:
 
     def __setattr__(self, name, value):
         setattr(self._node, name, value)
+
+    def __delattr__(self, name):  # ``del ctx.result`` once jvp has used it, as PyTorch's tutorial does
+        delattr(self._node, name)
 
 
 def apply_custom(cls, args, kwargs):
