@@ -93,6 +93,22 @@ def test_tangents_print_and_agree_with_torch(name):
         np.testing.assert_allclose(scope_g["t"].numpy(), scope_t["t"].numpy(), rtol=2e-5, atol=2e-7)
 
 
+GRAPHED = {"exp": "d.exp()", "sin": "d.sin()", "cos": "d.cos()", "tanh": "d.tanh()", "sigmoid": "d.sigmoid()",
+           "relu": "d.relu()", "neg": "-d", "mul": "d * d", "add": "d + x", "sum": "d.sum()", "mm": "d.mm(d.t())",
+           "view": "d.view(6)", "linear": "F.linear(d, d, b[:2])"}
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHED))
+def test_tangent_of_a_primal_that_requires_grad_has_torchs_graph(name):
+    """The written rules use torch's formulas with torch's ops, so the tangent's own grad_fn graph is torch's."""
+    assert_same(HEAD + "xr = x.clone().requires_grad_()\n"
+                "with fwAD.dual_level():\n"
+                "    d = fwAD.make_dual(xr, v)\n"
+                f"    out = {GRAPHED[name]}\n"
+                "    p, t = fwAD.unpack_dual(out)\n"
+                "    print(out, p, t)\n")
+
+
 def test_split_chunk_unbind_give_each_piece_its_tangent():
     assert_same(HEAD + "with fwAD.dual_level():\n"
                 "    d = fwAD.make_dual(x, v)\n"

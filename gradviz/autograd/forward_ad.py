@@ -434,23 +434,39 @@ def _sub(cls, args, params, tangents, out):
     return _add(cls, args, params, tangents, out, sign=-1)
 
 
+def _primal(value):
+    """An input as PyTorch's formulas read it (``self_p``): for a tensor that requires grad, its primal view
+    (the ``Identity`` node ``unpack_dual`` makes), so the tangent's own graph is torch's."""
+    if isinstance(value, Tensor) and value.requires_grad:
+        return Identity.apply(value)
+    return value
+
+
+def _materialized(args, tangents, count):
+    """The first ``count`` inputs' primals and tangents, zeros for a tensor without one (PyTorch's generated
+    code does the same once any input is dual)."""
+    from gradviz.tensor import zeros_like
+
+    primals = [_primal(arg) for arg in args[:count]]
+    filled = [t if t is not None or not isinstance(arg, Tensor) else zeros_like(arg)
+              for arg, t in zip(args[:count], tangents[:count])]  # a Python number has no tangent: None
+    return primals, filled
+
+
 def _product(method):
-    """The product rule for a bilinear op (``mm``, ``mv``, ``bmm``, ``dot``): ``self_t @ other + self @ other_t``."""
+    """The product rule for a bilinear op (``mm``, ``mv``, ``bmm``, ``dot``): ``self_t @ other_p + self_p @ other_t``."""
 
     def rule(cls, args, params, tangents, out):
-        (self_p, other_p), (self_t, other_t) = args[:2], tangents[:2]
-        terms = [method(self_t, other_p) if self_t is not None else None,
-                 method(self_p, other_t) if other_t is not None else None]
-        return _sum_of(terms)
+        (self_p, other_p), (self_t, other_t) = _materialized(args, tangents, 2)
+        return _sum_of([method(self_t, other_p), method(self_p, other_t)])
 
     return rule
 
 
 def _mul(cls, args, params, tangents, out):
     """``other_t * self_p + self_t * other_p``, PyTorch's formula and order."""
-    (self_p, other_p), (self_t, other_t) = args[:2], tangents[:2]
-    return _sum_of([other_t * self_p if other_t is not None else None,
-                    self_t * other_p if self_t is not None else None])
+    (self_p, other_p), (self_t, other_t) = _materialized(args, tangents, 2)
+    return _sum_of([None if other_t is None else other_t * self_p, None if self_t is None else self_t * other_p])
 
 
 def _sum_of(terms):
@@ -468,14 +484,44 @@ def _scale(cls, args, params, tangents, out):
 
 def _addmm(cls, args, params, tangents, out):
     """``beta * self_t + alpha * (mat1_t @ mat2 + mat1 @ mat2_t)`` (nn.Linear's op)."""
-    (bias, mat1, mat2), (bias_t, mat1_t, mat2_t) = args[:3], tangents[:3]
+    (bias, mat1, mat2), (bias_t, mat1_t, mat2_t) = _materialized(args, tangents, 3)
     beta = params.get("beta", args[3] if len(args) > 3 else 1)
     alpha = params.get("alpha", args[4] if len(args) > 4 else 1)
-    terms = [None if bias_t is None else bias_t if beta == 1 else bias_t * beta]
-    for term in ((mat1_t.mm(mat2) if mat1_t is not None else None), (mat1.mm(mat2_t) if mat2_t is not None else None)):
-        terms.append(None if term is None else term if alpha == 1 else term * alpha)
+    terms = [bias_t if beta == 1 else bias_t * beta]
+    for term in (mat1_t.mm(mat2), mat1.mm(mat2_t)):
+        terms.append(term if alpha == 1 else term * alpha)
     return _sum_of(terms)
 
+
+def _elementwise(formula):
+    """A unary op's rule, ``formula(self_t, self_p, result)``, written with the ops PyTorch's formula uses
+    (so a tangent of a primal that requires grad gets torch's graph)."""
+
+    def rule(cls, args, params, tangents, out):
+        return formula(tangents[0], _primal(args[0]), out)
+
+    return rule
+
+
+def _double_backward_op(name):
+    """``tanh_backward(self_t, result)``-style formulas: the op's own backward node, applied to the tangent."""
+
+    def formula(self_t, self_p, result):
+        from gradviz.ops import double_backward
+
+        return getattr(double_backward, name).apply(self_t, result)
+
+    return formula
+
+
+_ELEMENTWISE = {
+    "ExpBackward0": lambda self_t, self_p, result: self_t * result,
+    "SinBackward0": lambda self_t, self_p, result: self_t * self_p.cos(),
+    "CosBackward0": lambda self_t, self_p, result: self_t * -self_p.sin(),
+    "TanhBackward0": _double_backward_op("TanhBackwardBackward0"),
+    "SigmoidBackward0": _double_backward_op("SigmoidBackwardBackward0"),
+    "ReluBackward0": _double_backward_op("ThresholdBackwardBackward0"),
+}
 
 _LINEAR_OPS = ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "AliasBackward0", "TBackward0",
                "PermuteBackward0", "TransposeBackward0", "UnsqueezeBackward0", "SqueezeBackward0",
@@ -492,6 +538,7 @@ _RULES.update({
     "DotBackward0": _product(lambda a, b: a.dot(b)),
     "AddmmBackward0": _addmm,
 })
+_RULES.update({name: _elementwise(formula) for name, formula in _ELEMENTWISE.items()})
 
 
 # -- ops that write their own ``apply`` -------------------------------------------------------------------------
