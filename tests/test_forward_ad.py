@@ -75,6 +75,8 @@ EXPRESSIONS = {
     "nll": "F.nll_loss(F.log_softmax(d, 1), torch.tensor([1, 2]))",
     "linear": "F.linear(d, w.t(), torch.tensor([0.5, -0.5]))", "where": "torch.where(x > 0, d, d * 2)",
     "chain": "(d.sin() * x + d.exp().sum(0)).tanh().mean()",
+    # ops whose backward is computed on arrays only: J v one backward pass per output element
+    "logcumsumexp": "d.logcumsumexp(1)", "i0": "torch.special.i0(d)", "digamma": "torch.digamma(d + 3)",
 }
 
 
