@@ -288,6 +288,7 @@ def tensor_repr(
     requires_grad: bool = False,
     grad_fn_name: str | None = None,
     is_leaf: bool = True,
+    tangent: str | None = None,
 ) -> str:
     """Return exactly what ``repr`` of the equivalent torch tensor prints.
 
@@ -297,6 +298,7 @@ def tensor_repr(
     tensor's own precision.  A ``grad_fn`` suffix replaces ``requires_grad=True``,
     as in torch; ``is_leaf`` is accepted for symmetry with the Tensor's state but
     does not change the text, since torch's repr depends only on the grad_fn.
+    ``tangent`` is the text of a dual tensor's tangent (forward-mode AD), printed last.
     """
     dtype = getattr(dtype, "name", dtype)
     device = str(device)
@@ -324,6 +326,8 @@ def tensor_repr(
         suffixes.append(f"grad_fn=<{grad_fn_name}>")
     elif requires_grad:
         suffixes.append("requires_grad=True")
+    if tangent is not None:
+        suffixes.append(f"tangent={tangent}")
     return _add_suffixes(_PREFIX + contents, suffixes, indent)
 
 

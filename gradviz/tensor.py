@@ -678,9 +678,13 @@ class Tensor:
             grad_fn_name = type(grad_fn).__name__ if grad_fn is not None else None
         except RuntimeError:  # a view made under no_grad whose base changed: PyTorch prints it so
             grad_fn_name = "Invalid"
+        # -- forward-mode AD: a dual tensor also prints its tangent (autograd/forward_ad.py)
+        from gradviz.autograd.forward_ad import tangent_text
+        # -- end forward-mode AD
         return _printing.tensor_repr(
             self._backend.to_numpy(self._data), dtype=self.dtype.name, device=str(self.device),
-            requires_grad=self.requires_grad and grad_fn_name is None, grad_fn_name=grad_fn_name)
+            requires_grad=self.requires_grad and grad_fn_name is None, grad_fn_name=grad_fn_name,
+            tangent=tangent_text(self))
 
     __str__ = __repr__
 

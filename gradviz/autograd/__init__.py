@@ -7,6 +7,8 @@ from gradviz.autograd.step import Step
 from gradviz.autograd.inference import inference_mode
 from gradviz.grad_mode import enable_grad, no_grad, set_grad_enabled
 from gradviz.legacy import Variable
+from gradviz.autograd import forward_ad  # torch.autograd.forward_ad
 
 __all__ = ["AccumulateGrad", "Function", "FunctionCtx", "Node", "OpFunction", "once_differentiable", "RemovableHandle", "Step", "Variable", "backward", "backward_steps", "functional", "graph",
-           "grad", "enable_grad", "inference_mode", "no_grad", "set_grad_enabled"]
+           "grad", "enable_grad", "inference_mode", "no_grad", "set_grad_enabled",
+           "forward_ad"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 
+from gradviz.autograd.function import _FORWARD_AD  # forward-mode AD's flag (autograd/forward_ad.py)
 from gradviz.autograd.node import Node, SavedTensor
 from gradviz.grad_mode import _state as _grad_state
 
@@ -58,6 +59,18 @@ class FunctionCtx:
     def set_materialize_grads(self, value: bool) -> None:
         """With False, backward receives None (not zeros) for an output no gradient reached."""
         self.materialize_grads = bool(value)
+
+    # -- forward-mode AD (autograd/forward_ad.py) --
+    _to_save_for_forward = ()
+
+    def save_for_forward(self, *tensors) -> None:
+        """Keep tensors (or None) for ``jvp``, which reads them back with ``ctx.saved_tensors``."""
+        for index, tensor in enumerate(tensors):
+            if tensor is not None and not isinstance(tensor, Tensor):
+                raise TypeError(f"save_for_forward expects all arguments to be tensors; but got type "
+                                f"{type(tensor)} at position {index}.")
+        self._to_save_for_forward = tensors
+    # -- end forward-mode AD
 
 
 class BackwardCFunction(FunctionCtx, Node):
@@ -188,10 +201,23 @@ class Function(FunctionCtx, metaclass=_FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward without recording inside it, then record one node for the whole call."""
-        node = cls._backward_cls()
+        if _FORWARD_AD[0] is not None:  # forward-mode AD: forward as usual, then the user's jvp (forward_ad.py)
+            from gradviz.autograd.forward_ad import apply_custom
+
+            return apply_custom(cls, args, kwargs)
+        return cls._apply_with(cls._backward_cls(), args, kwargs)
+
+    @classmethod
+    def _apply_with(cls, node, args, kwargs):
+        """``apply`` with its node (the ``ctx``) made by the caller."""
         is_tensor = [isinstance(arg, Tensor) for arg in args]
         needs = tuple(t and arg.requires_grad for t, arg in zip(is_tensor, args))
         record = _grad_state.enabled and any(needs)

@@ -56,6 +56,12 @@ class _NoRecord:
 
 
 _NO_RECORD = _NoRecord()
+# -- forward-mode AD ---------------------------------------------------------------------------------------
+# While a dual level is active (``forward_ad.dual_level``) this holds the function that runs an op on dual
+# tensors (forward_ad._apply_dual: the op as usual, then its output's tangent); None otherwise, so ``apply``
+# pays one list read per op. forward_ad sets it back to None while it runs the op itself.
+_FORWARD_AD = [None]
+# -- end forward-mode AD ----------------------------------------------------------------------------------
 NO_EDGE = (None, 0)  # the edge of an input that needs no gradient (one shared tuple)
 _NEEDS = {}  # needs_input_grad patterns, (True,), (True, False), ...: each kept once
 _NOTHING_NEEDED = ()  # what _NEEDS_BY_KEY gives for inputs none of which needs a gradient
@@ -238,6 +244,8 @@ class OpFunction(Node):
         requires grad takes the general path, ``_record`` (its grad_fn may have to be made, after
         the node, as PyTorch does).
         """
+        if _FORWARD_AD[0] is not None:  # forward-mode AD: a dual level is active (autograd/forward_ad.py)
+            return _FORWARD_AD[0](cls, args, params)
         if _grad_state.enabled:  # is_grad_enabled(), read directly: this runs for every op
             edges = []
             key = 1

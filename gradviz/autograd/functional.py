@@ -153,6 +153,8 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
 
     _check_jacobian_strategy(strategy, create_graph, strict, vectorize)
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    if strategy == "forward-mode":
+        return _jacobian_forward(func, inputs_tuple, inputs)
     inputs = _prepare_inputs(inputs, create_graph)
     outputs_tuple, outputs = _outputs(func, inputs, "jacobian")
     blocks = []
@@ -191,9 +193,14 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vect
         return outs[0].squeeze()
 
     def gradient(*args):
+        if outer_jacobian_strategy == "forward-mode":  # keep the dual inputs (a detached copy would drop the tangents)
+            args = tuple(arg.requires_grad_(True) for arg in args)
         return jacobian(scalar_output, args, create_graph=True)
 
-    result = jacobian(gradient, inputs, create_graph=create_graph)
+    if outer_jacobian_strategy == "forward-mode":  # forward over reverse: tangents pushed through the recorded gradient
+        result = jacobian(gradient, inputs, create_graph=create_graph, strategy="forward-mode", vectorize=True)
+    else:
+        result = jacobian(gradient, inputs, create_graph=create_graph)
     if inputs_tuple:
         return result
     return result[0][0]
@@ -228,10 +235,52 @@ def _hessian_product(func, inputs, v, create_graph: bool, fn_name: str, transpos
             _untuple(inputs_tuple, _finish(products, create_graph)))
 
 
+# -- forward mode: one column of the Jacobian per input element -------------------------------------------
+def _jacobian_forward(func, inputs_tuple: bool, inputs: tuple):
+    """``strategy="forward-mode"``: each input element in turn gets tangent 1 (every other 0) in one dual
+    level (``autograd/forward_ad.py``), and the outputs' tangents are that element's column of ``J``.
+    PyTorch batches those passes with vmap (hence ``vectorize=True``); the numbers are the same."""
+    from gradviz.autograd import forward_ad
+    from gradviz.ops import reshape, stack
+    from gradviz.tensor import zeros, zeros_like
+
+    inputs = tuple(tensor.detach() for tensor in inputs)
+    columns = None  # columns[output][input]: the tangents of that output, one per element of that input
+    outputs = None
+    with forward_ad.dual_level():
+        for which, tensor in enumerate(inputs):
+            for index in range(tensor.numel()):
+                direction = zeros(tensor.numel(), dtype=tensor.dtype)
+                direction[index] = 1
+                # every input is dual, the others with zero tangents, as PyTorch's batched passes have them
+                duals = tuple(forward_ad.make_dual(t, reshape(direction, tuple(t.shape)) if i == which else zeros_like(t))
+                              for i, t in enumerate(inputs))
+                outputs_tuple, results = _outputs(func, duals, "jacobian")
+                if columns is None:
+                    columns = [[[] for _ in inputs] for _ in results]
+                    outputs = (outputs_tuple, tuple(forward_ad.unpack_dual(r).primal.detach() for r in results))
+                for output_index, result in enumerate(results):
+                    tangent = forward_ad.unpack_dual(result).tangent
+                    column = zeros(result.numel(), dtype=result.dtype) if tangent is None else tangent.detach()
+                    columns[output_index][which].append(reshape(column, (-1,)))
+    if outputs is None:  # no input has an element: the outputs' shapes come from one plain call
+        outputs = _outputs(func, inputs, "jacobian")
+        columns = [[[] for _ in inputs] for _ in outputs[1]]
+    outputs_tuple, results = outputs
+    blocks = []
+    for output, per_input in zip(results, columns):
+        row = []
+        for tensor, cols in zip(inputs, per_input):
+            shape = tuple(output.shape) + tuple(tensor.shape)
+            row.append(reshape(stack(cols, dim=-1), shape) if cols else zeros(shape, dtype=output.dtype))
+        blocks.append(_untuple(inputs_tuple, row))  # lists, not tuples: what PyTorch's forward-mode path returns
+    return _untuple(outputs_tuple, blocks)
+
+
 # -- PyTorch's checks of ``strategy`` and ``vectorize`` ------------------------------------------------------
-# ``vectorize=True`` (PyTorch's vmap over the backward passes) and ``strategy="forward-mode"`` (forward AD) change
-# how PyTorch computes a Jacobian, not its values: gradviz runs one reverse-mode backward pass per output element
-# for every accepted combination, after raising PyTorch's errors for the combinations PyTorch refuses.
+# ``vectorize=True`` (PyTorch's vmap over the backward passes) changes how PyTorch computes a Jacobian, not its
+# values: gradviz runs one pass per row (reverse mode) or per column (``strategy="forward-mode"``, forward AD),
+# after raising PyTorch's errors for the combinations PyTorch refuses.
 _FORWARD_NEEDS_VECTORIZE = ("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
                             "only implemented for `vectorize=True`.")
 

@@ -20,6 +20,7 @@ import weakref
 
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction, gradient_edge
+from gradviz.autograd.function import _FORWARD_AD  # forward-mode AD's flag (autograd/forward_ad.py)
 from gradviz.autograd.node import FREED_MESSAGE, SavedTensor
 from gradviz import grad_mode
 from gradviz.grad_mode import _state as _grad_state
@@ -46,6 +47,11 @@ OVERLAPPING_WRITE = (
 # -- checks, in PyTorch's order ----------------------------------------------------------------------
 def records(tensor: Tensor, *others) -> bool:
     """Whether an in-place op on ``tensor`` with ``others`` is recorded (grad mode on, a grad needed)."""
+    if _FORWARD_AD[0] is not None:  # forward-mode AD: a dual tensor takes apply_'s path, which moves its tangent
+        from gradviz.autograd.forward_ad import _tangent_of
+
+        if any(_tangent_of(value) is not None for value in (tensor, *others)):
+            return True
     if not _grad_state.enabled:
         return False
     return tensor.requires_grad or any(isinstance(other, Tensor) and other.requires_grad for other in others)
@@ -102,6 +108,10 @@ def apply_(tensor: Tensor, function, *args, **params) -> Tensor:
     if node is not None:
         rebase_history(tensor, node)
         _save_self_as_result(node, result, tensor)
+    if _FORWARD_AD[0] is not None:  # forward-mode AD: the tensor takes the tangent of what was written
+        from gradviz.autograd.forward_ad import after_in_place
+
+        after_in_place(tensor, result)
     return tensor
 
 

@@ -13,6 +13,7 @@ also keeps them out of the op registry, since they have no formula to show or gr
 from __future__ import annotations
 
 from gradviz.autograd.function import OpFunction, gradient_edge
+from gradviz.autograd.function import _FORWARD_AD  # forward-mode AD's flag (autograd/forward_ad.py)
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.tensor import Tensor
 
@@ -61,6 +62,10 @@ def without_derivative(node_class, data, inputs, aten_name: str | None = None) -
     """The output ``data`` as a Tensor; when grad mode is on and an input requires grad, its grad_fn is a
     ``node_class`` with an edge to each input that requires grad, as PyTorch makes it."""
     backend = inputs[0]._backend
+    if _FORWARD_AD[0] is not None:  # forward-mode AD: PyTorch refuses dual inputs to some of these ops
+        from gradviz.autograd.forward_ad import check_no_derivative
+
+        check_no_derivative(node_class, inputs, aten_name)
     wanted = [tensor for tensor in inputs if isinstance(tensor, Tensor) and tensor.requires_grad]
     if not (_grad_state.enabled and wanted):
         return Tensor._make(data, backend=backend)
