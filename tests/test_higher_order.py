@@ -1158,3 +1158,13 @@ def test_a_users_masked_select_differentiated_three_times_matches_torch(torch, n
     expression, wrt = MASKED_SELECTS[name]
     assert_same(second_order(expression, wrt))
     assert_same(third_order(expression, wrt))
+
+
+def test_a_recorded_gradient_of_several_outputs_starts_from_their_gradients(torch):
+    """``autograd.grad([a, b], x, [ga, gb], create_graph=True)``: the root that feeds both starting gradients
+    runs in the recorded backward pass too, and the result keeps its graph."""
+    from parity import assert_same
+
+    assert_same("x = torch.tensor([2.0, -1.0], requires_grad=True)\na = x * x\nb = x.sin()\n"
+                "g, = torch.autograd.grad([a, b], x, [torch.tensor([1.0, 2.0]), torch.tensor([0.5, 3.0])], "
+                "create_graph=True)\nprint(g)\ng.sum().backward()\nprint(x.grad)\n")

@@ -276,3 +276,5 @@ class GraphRoot(Node):
 
     def backward(self):  # no gradient arrives at the root: it sends the starting ones
         return self._gradients
+
+    backward_graph = backward  # with create_graph the starting gradients are Tensors already
