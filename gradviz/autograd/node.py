@@ -133,6 +133,26 @@ class SavedTensor:
 
 SAVED_TENSOR_HOOKS: list = []  # (pack_hook, unpack_hook) pairs, innermost last (autograd.graph.saved_tensors_hooks)
 RELEASED = SavedTensor.released()  # what a saved Python number becomes after backward (see Function)
+_new_object = object.__new__
+
+
+def saved_input(tensor) -> SavedTensor:
+    """``SavedTensor(tensor)`` for an op's input, made without calling ``__init__`` (a class call
+    costs more than the slot copies themselves; every op of a forward pass saves one or two).
+    Recording writes the same copies out inline; with saved-tensor hooks set, the constructor runs."""
+    if SAVED_TENSOR_HOOKS:
+        return SavedTensor(tensor)
+    saved = _new_object(SavedTensor)
+    saved.data = tensor._data
+    version_counter = saved.version_counter = tensor._vc
+    saved.saved_version = version_counter[0]
+    saved.is_output = False
+    saved._output_name = None
+    saved.requires_grad = tensor._requires_grad
+    saved.grad_fn_ref = tensor._grad_fn if tensor._base is None else tensor.grad_fn  # a view's may need making
+    saved.tensor = tensor
+    saved.hooks = None
+    return saved
 
 
 def _forward_name(grad_fn) -> str:

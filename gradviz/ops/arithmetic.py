@@ -13,7 +13,7 @@ import numpy as np
 
 from gradviz import _dtype
 from gradviz.autograd.function import _NO_RECORD, OpFunction
-from gradviz.autograd.node import SavedTensor
+from gradviz.autograd.node import saved_input
 from gradviz.grad_mode import INFERENCE_SAVED, check_not_inference, inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
 from gradviz.backends.quiet import _IGNORE, _reset, _set
@@ -42,7 +42,7 @@ def _save_operand(ctx, value, carrier):
     if type(value) is Tensor or isinstance(value, Tensor):
         if _inference_tensors:  # empty unless inference_mode was used
             check_not_inference(value, INFERENCE_SAVED)
-        return SavedTensor(value)
+        return saved_input(value)
     return _saved_operand(ctx, value, carrier)
 
 
@@ -59,6 +59,7 @@ _ndarray = np.ndarray
 _asarray = np.asarray
 _METAS_32 = (((), _F32, (), _F32), ((), _F32, (), None))  # the metas of a 0-d pair: one shared tuple each
 _METAS_64 = (((), _F64, (), _F64), ((), _F64, (), None))
+_SCALAR_METAS = {_F32: _METAS_32, _F64: _METAS_64}  # a 0-d array's dtype -> its metas (no entry: not float32/64)
 
 
 def _scalars(ctx, self, other):
@@ -67,18 +68,18 @@ def _scalars(ctx, self, other):
     Notes the operands' metas as ``_binary_operands`` does."""
     if type(self) is Tensor:
         x = self._data
-        if type(x) is _ndarray and x.shape == ():
-            dtype = x.dtype
-            if dtype is _F32 or dtype is _F64:
+        if type(x) is _ndarray and not x.ndim:
+            metas = _SCALAR_METAS.get(x.dtype)
+            if metas is not None:
                 if type(other) is Tensor:
                     y = other._data
-                    if type(y) is _ndarray and y.shape == () and y.dtype is dtype:
+                    if type(y) is _ndarray and not y.ndim and y.dtype is x.dtype:
                         if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call that keeps nothing)
-                            ctx.metas = (_METAS_32 if dtype is _F32 else _METAS_64)[0]
+                            ctx.metas = metas[0]
                         return x[()], y[()]
                 elif type(other) is float or type(other) is int:
                     if ctx is not _NO_RECORD:
-                        ctx.metas = (_METAS_32 if dtype is _F32 else _METAS_64)[1]
+                        ctx.metas = metas[1]
                     return x[()], float(other)
     return None
 
