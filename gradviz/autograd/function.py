@@ -34,7 +34,7 @@ import numpy as np
 from gradviz import _dtype
 from gradviz.backends import numpy_backend
 from gradviz._device import CPU
-from gradviz.autograd.node import _sequence, RELEASED, SAVED_TENSOR_HOOKS, Node, SavedTensor
+from gradviz.autograd.node import _EXPOSED, _sequence, RELEASED, SAVED_TENSOR_HOOKS, Node, SavedTensor, expose_saved
 from gradviz.grad_mode import _state as _grad_state, INFERENCE_SAVED, check_not_inference, ordering as _ordering
 from gradviz.grad_mode import inference_tensors as _inference_tensors
 from gradviz.grad_mode import _inference_depth
@@ -117,6 +117,8 @@ class OpFunction(Node):
         else:
             saved.update(entries)
         for name, value in entries.items():
+            if name not in _EXPOSED:
+                expose_saved(name)
             if type(value) is Tensor or (value is not None and isinstance(value, Tensor)):
                 if _inference_tensors:  # empty unless inference_mode was used
                     check_not_inference(value, INFERENCE_SAVED)
@@ -137,6 +139,8 @@ class OpFunction(Node):
     def save_result(self, name: str = "result") -> None:
         """Save the op's own output (known only after forward returns) under ``name``."""
         self._result_name = name
+        if name not in _EXPOSED:
+            expose_saved(name)
 
     def saved(self, *names):
         """The saved arrays (or values) for ``names``; raises if freed or modified in place."""
@@ -238,6 +242,10 @@ class OpFunction(Node):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._arity = len(cls.inputs)
+        # names an op may save straight into ``_packed`` (not through ``ctx.save``): its inputs, its
+        # wrapped numbers, the outputs a multi-output op saves
+        for name in (*cls.inputs, *cls.wrapped_numbers, *getattr(cls, "saved_outputs", ())):
+            expose_saved(name)
 
     @classmethod
     def apply(cls, *args, **params):

@@ -251,16 +251,13 @@ class Node:
                 if isinstance(entry, SavedTensor):
                     entry.free()
 
-    def __getattr__(self, attribute: str):
-        if attribute.startswith("_saved_"):
-            saved = self.__dict__.get("_packed")
-            name = attribute[len("_saved_"):]
-            if saved and name in saved:
-                return self._unpack_saved(name)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attribute}'")
-
+    # ``_saved_<name>`` (PyTorch's attributes for what a node saved) is a property of Node for every name
+    # any node saves (``expose_saved`` adds one the first time a name is saved), not a ``__getattr__``: a
+    # class with ``__getattr__`` opts every attribute read of its instances out of Python's specialized
+    # fast reads, and the engine reads several node attributes per node.
     def __dir__(self):
-        return sorted(set(super().__dir__()) | {f"_saved_{name}" for name in self.saved_names()})
+        own = {f"_saved_{name}" for name in self.saved_names()}
+        return sorted({name for name in super().__dir__() if name not in _EXPOSED_ATTRIBUTES} | own)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -269,6 +266,33 @@ class Node:
     def backward(self, grad_output):
         """Gradients for each input (aligned with ``next_functions``), from the output's gradient."""
         raise NotImplementedError
+
+
+_EXPOSED: set = set()  # the saved names that have a ``_saved_<name>`` property on Node
+_EXPOSED_ATTRIBUTES: set = set()  # those properties' names
+
+
+def expose_saved(name: str) -> None:
+    """Give nodes a ``_saved_<name>`` attribute: the entry ``name`` as PyTorch shows it, on a node that
+    saved one (an AttributeError on any other, as for a name no node saves). Made once per name."""
+    if name in _EXPOSED:
+        return
+    attribute = f"_saved_{name}"
+
+    def saved(node):
+        packed = node._packed
+        if packed and name in packed:
+            return node._unpack_saved(name)
+        raise AttributeError(f"'{type(node).__name__}' object has no attribute '{attribute}'")
+
+    saved.__name__ = attribute
+    setattr(Node, attribute, property(saved, doc=f"The saved entry ``{name}`` (PyTorch's ``{attribute}``)."))
+    _EXPOSED_ATTRIBUTES.add(attribute)
+    _EXPOSED.add(name)
+
+
+for _name in ("result", "self", "other", "alpha", "exponent", "sign"):  # names saved without ``ctx.save``
+    expose_saved(_name)
 
 
 class AccumulateGrad(Node):
