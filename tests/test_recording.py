@@ -10,6 +10,7 @@ import threading
 import weakref
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import gradviz as gv
 from gradviz import grad_mode
@@ -155,3 +156,21 @@ def test_a_node_shows_only_its_own_saved_attributes():
     assert not hasattr(w.tanh().grad_fn, "_saved_other")
     with pytest.raises(AttributeError, match="'TanhBackward0' object has no attribute '_saved_other'"):
         w.tanh().grad_fn._saved_other
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.floats(-1e4, 1e4, width=32) | st.sampled_from([float("inf"), float("-inf")]),
+                       min_size=1, max_size=40),
+       targets=st.data(), dtype=st.sampled_from(["float32", "float64"]), reduction=st.sampled_from(["mean", "sum"]))
+def test_the_one_call_loss_of_bce_with_logits_has_the_general_paths_bits(values, targets, dtype, reduction):
+    """Without weights the loss is computed in one backend call; a weight of ones takes the general path,
+    whose multiplication by 1 changes no bit: both must agree exactly (and in dtype)."""
+    dtype = getattr(gv, dtype)
+    t = targets.draw(st.lists(st.floats(0, 1, width=32), min_size=len(values), max_size=len(values)))
+    x, target = gv.tensor(values, dtype=dtype), gv.tensor(t, dtype=dtype)
+    F = gv.nn.functional
+    fast = F.binary_cross_entropy_with_logits(x, target, reduction=reduction)
+    general = F.binary_cross_entropy_with_logits(x, target, weight=gv.ones(len(values), dtype=dtype),
+                                                 reduction=reduction)
+    assert fast.dtype is general.dtype and fast.shape == general.shape
+    assert fast._data.tobytes() == general._data.tobytes() or (fast.isnan().item() and general.isnan().item())
