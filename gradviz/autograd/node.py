@@ -302,7 +302,7 @@ class AccumulateGrad(Node):
     _sequence_nr = ACCUMULATE_SEQUENCE_NR  # the same for every AccumulateGrad, so a class attribute
     _is_accumulate = True
 
-    def __init__(self, variable):
+    def __init__(self, variable):  # Tensor._grad_accumulator makes one without this call: keep the two alike
         self.variable = variable
 
     def name(self) -> str:
