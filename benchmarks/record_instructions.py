@@ -7,8 +7,10 @@ times under callgrind, then zero times, and divide the difference::
     python benchmarks/record_instructions.py --all           # every workload under callgrind
 
 Workloads: ``mul``/``add``/``mul_number``/``square``/``cube``/``tanh`` record one op on 0-d float32
-tensors that require grad; ``cubic`` and ``micrograd`` are one whole step of bench_core's scalar rows
-(forward, backward, update). Only numpy and gradviz are imported (no torch).
+tensors that require grad; ``matmul_add``, ``relu``, ``bce`` record the ops of the raw-tensor lesson
+step on its own shapes, and ``raw_forward`` is that step's whole forward pass; ``cubic`` and
+``micrograd`` are one whole step of bench_core's scalar rows (forward, backward, update). Only numpy
+and gradviz are imported (no torch).
 """
 from __future__ import annotations
 
@@ -20,8 +22,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-WORKLOADS = ("mul", "add", "mul_number", "square", "cube", "tanh", "matmul_add", "cubic", "micrograd")
-CALLS = {"cubic": 20, "micrograd": 10, "matmul_add": 500}
+WORKLOADS = ("mul", "add", "mul_number", "square", "cube", "tanh", "matmul_add", "relu", "bce", "raw_forward",
+             "cubic", "micrograd")
+CALLS = {"cubic": 20, "micrograd": 10, "matmul_add": 500, "relu": 500, "bce": 500, "raw_forward": 100}
 
 
 def workload(name):
@@ -46,6 +49,17 @@ def workload(name):
         w = lib.ones(16, 16, requires_grad=True)
         bias = lib.ones(16, requires_grad=True)
         return lambda: x @ w + bias
+    if name in ("relu", "bce", "raw_forward"):
+        from workloads import make_raw_problem, raw_forward
+
+        params, x, y = make_raw_problem(lib, (2, 16, 16, 1), 64)
+        hidden = x @ params[0] + params[1]
+        logits = lib.tanh(lib.relu(hidden) @ params[2] + params[3]) @ params[4] + params[5]
+        if name == "relu":
+            return lambda: lib.relu(hidden)
+        if name == "bce":
+            return lambda: lib.nn.functional.binary_cross_entropy_with_logits(logits, y)
+        return lambda: raw_forward(lib, params, x, y)
     raise ValueError(f"unknown workload {name!r}; one of {', '.join(WORKLOADS)}")
 
 

@@ -17,11 +17,26 @@ class _State(threading.local):
     # inside ``inference_mode`` turns it on, and still nothing records, as in PyTorch).
     grad_mode = True
     inference = False  # inference mode, per thread as in PyTorch
-    # While a create_graph backward pass runs a node of order k, the nodes it records get order k + 1
-    # (1 is the forward pass); 0 when no such pass runs. The graph snapshot shows it.
-    backward_order = 0
+    _backward_order = 0
+
+    @property
+    def backward_order(self) -> int:
+        """While a create_graph backward pass runs a node of order k, the nodes it records get order
+        k + 1 (1 is the forward pass); 0 when no such pass runs. The graph snapshot shows it."""
+        return self._backward_order
+
+    @backward_order.setter
+    def backward_order(self, order: int) -> None:
+        self._backward_order = order
+        if order:  # ``ordering`` lets every op skip this thread-local read while no such pass runs
+            ordering.add(threading.get_ident())
+        else:
+            ordering.discard(threading.get_ident())
 
 
+# The threads now running a create_graph backward pass (a nonzero ``backward_order``): empty almost
+# always, so recording an op tests this set and reads the thread-local order only when it is not empty.
+ordering: set = set()
 _state = _State()
 
 

@@ -241,8 +241,9 @@ class Tensor:
     def _grad_accumulator(self):
         """The one AccumulateGrad of this leaf (held weakly here, strongly by the graph)."""
         accumulator = self._accumulator() if self._accumulator is not None else None
-        if accumulator is None:
-            accumulator = AccumulateGrad(self)
+        if accumulator is None:  # AccumulateGrad(self), with no class call: a leaf's is made anew for each graph
+            accumulator = object.__new__(AccumulateGrad)
+            accumulator.variable = self
             if self._leaf_hooks:
                 accumulator._tensor_pre_hooks = {0: self._leaf_hooks}
             self._accumulator = weakref.ref(accumulator)

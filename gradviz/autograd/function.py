@@ -34,8 +34,8 @@ import numpy as np
 from gradviz import _dtype
 from gradviz.backends import numpy_backend
 from gradviz._device import CPU
-from gradviz.autograd.node import _sequence, RELEASED, Node, SavedTensor
-from gradviz.grad_mode import _state as _grad_state, INFERENCE_SAVED, check_not_inference
+from gradviz.autograd.node import _EXPOSED, _sequence, RELEASED, SAVED_TENSOR_HOOKS, Node, SavedTensor, expose_saved
+from gradviz.grad_mode import _state as _grad_state, INFERENCE_SAVED, check_not_inference, ordering as _ordering
 from gradviz.grad_mode import inference_tensors as _inference_tensors
 from gradviz.grad_mode import _inference_depth
 
@@ -66,6 +66,8 @@ NO_EDGE = (None, 0)  # the edge of an input that needs no gradient (one shared t
 _NEEDS = {}  # needs_input_grad patterns, (True,), (True, False), ...: each kept once
 _NOTHING_NEEDED = ()  # what _NEEDS_BY_KEY gives for inputs none of which needs a gradient
 _NEEDS_BY_KEY = {}  # apply's key (a leading 1 bit, then one bit per input, first input first) -> its pattern
+_FIRST_OF_TWO = _NEEDS.setdefault((True, False), (True, False))  # the patterns apply tests by identity
+_SECOND_OF_TWO = _NEEDS.setdefault((False, True), (False, True))
 
 
 def _needs_of(key: int) -> tuple:
@@ -121,14 +123,30 @@ class OpFunction(Node):
         else:
             saved.update(entries)
         for name, value in entries.items():
-            if isinstance(value, Tensor):
+            if name not in _EXPOSED:
+                expose_saved(name)
+            if type(value) is Tensor or (value is not None and isinstance(value, Tensor)):
                 if _inference_tensors:  # empty unless inference_mode was used
                     check_not_inference(value, INFERENCE_SAVED)
-                saved[name] = SavedTensor(value)
+                if SAVED_TENSOR_HOOKS:
+                    saved[name] = SavedTensor(value)
+                    continue
+                entry = saved[name] = _new_object(SavedTensor)  # SavedTensor(value), written out (node.saved_input)
+                entry.data = value._data
+                version_counter = entry.version_counter = value._vc
+                entry.saved_version = version_counter[0]
+                entry.is_output = False
+                entry._output_name = None
+                entry.requires_grad = value._requires_grad
+                entry.grad_fn_ref = value._grad_fn if value._base is None else value.grad_fn
+                entry.tensor = value
+                entry.hooks = None
 
     def save_result(self, name: str = "result") -> None:
         """Save the op's own output (known only after forward returns) under ``name``."""
         self._result_name = name
+        if name not in _EXPOSED:
+            expose_saved(name)
 
     def saved(self, *names):
         """The saved arrays (or values) for ``names``; raises if freed or modified in place."""
@@ -230,6 +248,10 @@ class OpFunction(Node):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._arity = len(cls.inputs)
+        # names an op may save straight into ``_packed`` (not through ``ctx.save``): its inputs, its
+        # wrapped numbers, the outputs a multi-output op saves
+        for name in (*cls.inputs, *cls.wrapped_numbers, *getattr(cls, "saved_outputs", ())):
+            expose_saved(name)
 
     @classmethod
     def apply(cls, *args, **params):
@@ -277,32 +299,59 @@ class OpFunction(Node):
                 node._sequence_nr = next(_sequence)  # Node.__init__, inlined: one node per recorded op
                 node._next_functions = tuple(edges)
                 node.needs_input_grad = needs
-                if False in needs:  # an input without grad: kept (weakly, if a tensor) for the graph view
-                    node._constants = tuple([None if need else weakref.ref(arg) if isinstance(arg, Tensor) else arg
-                                             for arg, need in zip(args, needs)])
+                if needs is _FIRST_OF_TWO:  # ``w * x``: an input without grad is kept (weakly, if a
+                    other = args[1]        # tensor) for the graph view; the two binary cases written out
+                    node._constants = (None, _weakref(other) if isinstance(other, Tensor) else other)
+                    backend = args[0]._backend
+                elif needs is _SECOND_OF_TWO:
+                    other = args[0]
+                    node._constants = (_weakref(other) if isinstance(other, Tensor) else other, None)
+                    backend = args[1]._backend
+                elif False in needs:
+                    constants = []
+                    for arg, need in zip(args, needs):
+                        constants.append(None if need else _weakref(arg) if isinstance(arg, Tensor) else arg)
+                    node._constants = tuple(constants)
                     backend = args[needs.index(True)]._backend
                 else:
                     backend = args[0]._backend
                 if backend is not numpy_backend:
                     node.backend = backend
-                if _grad_state.backward_order:  # recorded by a create_graph backward pass (second order, ...)
-                    node._order = _grad_state.backward_order
+                if _ordering:  # a create_graph backward pass runs (in some thread): its nodes get its order
+                    order = _grad_state.backward_order
+                    if order:
+                        node._order = order
                 out = _new_object(Tensor)  # Tensor._make, written out
-                out._data = node.forward(*args, **params)
+                out._data = data = node.forward(*args, **params)
                 out._backend = backend
                 out._requires_grad = True
                 out._grad = None
                 out._grad_fn = node
-                out._vc = [0]
+                out._vc = version_counter = [0]
                 out._output_nr = 0
                 out._accumulator = None
                 out._retains_grad = False
                 out._base = None
                 out._leaf_hooks = None
-                if node._result_name is not None:
+                name = node._result_name
+                if name is not None:  # SavedTensor(out, is_output=True), written out unless hooks are set
+                    if SAVED_TENSOR_HOOKS:
+                        saved = SavedTensor(out, is_output=True)
+                    else:
+                        saved = _new_object(SavedTensor)
+                        saved.data = data
+                        saved.version_counter = version_counter
+                        saved.saved_version = 0
+                        saved.is_output = True
+                        saved._output_name = None
+                        saved.requires_grad = True
+                        saved.grad_fn_ref = _weakref(node)  # a saved output must not keep its node alive
+                        saved.tensor = None
+                        saved.hooks = None
                     if node._packed is None:
-                        node._packed = {}
-                    node._packed[node._result_name] = SavedTensor(out, is_output=True)
+                        node._packed = {name: saved}
+                    else:
+                        node._packed[name] = saved
                 return out
         data = cls.forward(_NO_RECORD, *args, **params)
         if _inference_depth[0]:  # inference_mode marks what it makes through Tensor._make
@@ -360,7 +409,7 @@ class OpFunction(Node):
         if constants is not None:
             node._constants = tuple(constants)
         node.needs_input_grad = needs
-        if _grad_state.backward_order:  # recorded by a create_graph backward pass (second order, ...)
+        if _ordering and _grad_state.backward_order:  # recorded by a create_graph backward pass (second order, ...)
             node._order = _grad_state.backward_order
         out = Tensor._make(node.forward(*args, **params), True, node, backend)
         if node._result_name is not None:
@@ -391,5 +440,6 @@ def gradient_edge(tensor) -> tuple:
 from gradviz.tensor import Tensor, _backend_of  # noqa: E402  (tensor.py imports the ops that import this module)
 
 _new_object = object.__new__
+_weakref = weakref.ref
 _ndarray = np.ndarray
 from gradviz.autograd.custom_function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401

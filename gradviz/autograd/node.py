@@ -133,6 +133,26 @@ class SavedTensor:
 
 SAVED_TENSOR_HOOKS: list = []  # (pack_hook, unpack_hook) pairs, innermost last (autograd.graph.saved_tensors_hooks)
 RELEASED = SavedTensor.released()  # what a saved Python number becomes after backward (see Function)
+_new_object = object.__new__
+
+
+def saved_input(tensor) -> SavedTensor:
+    """``SavedTensor(tensor)`` for an op's input, made without calling ``__init__`` (a class call
+    costs more than the slot copies themselves; every op of a forward pass saves one or two).
+    Recording writes the same copies out inline; with saved-tensor hooks set, the constructor runs."""
+    if SAVED_TENSOR_HOOKS:
+        return SavedTensor(tensor)
+    saved = _new_object(SavedTensor)
+    saved.data = tensor._data
+    version_counter = saved.version_counter = tensor._vc
+    saved.saved_version = version_counter[0]
+    saved.is_output = False
+    saved._output_name = None
+    saved.requires_grad = tensor._requires_grad
+    saved.grad_fn_ref = tensor._grad_fn if tensor._base is None else tensor.grad_fn  # a view's may need making
+    saved.tensor = tensor
+    saved.hooks = None
+    return saved
 
 
 def _forward_name(grad_fn) -> str:
@@ -231,16 +251,13 @@ class Node:
                 if isinstance(entry, SavedTensor):
                     entry.free()
 
-    def __getattr__(self, attribute: str):
-        if attribute.startswith("_saved_"):
-            saved = self.__dict__.get("_packed")
-            name = attribute[len("_saved_"):]
-            if saved and name in saved:
-                return self._unpack_saved(name)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attribute}'")
-
+    # ``_saved_<name>`` (PyTorch's attributes for what a node saved) is a property of Node for every name
+    # any node saves (``expose_saved`` adds one the first time a name is saved), not a ``__getattr__``: a
+    # class with ``__getattr__`` opts every attribute read of its instances out of Python's specialized
+    # fast reads, and the engine reads several node attributes per node.
     def __dir__(self):
-        return sorted(set(super().__dir__()) | {f"_saved_{name}" for name in self.saved_names()})
+        own = {f"_saved_{name}" for name in self.saved_names()}
+        return sorted({name for name in super().__dir__() if name not in _EXPOSED_ATTRIBUTES} | own)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -251,6 +268,33 @@ class Node:
         raise NotImplementedError
 
 
+_EXPOSED: set = set()  # the saved names that have a ``_saved_<name>`` property on Node
+_EXPOSED_ATTRIBUTES: set = set()  # those properties' names
+
+
+def expose_saved(name: str) -> None:
+    """Give nodes a ``_saved_<name>`` attribute: the entry ``name`` as PyTorch shows it, on a node that
+    saved one (an AttributeError on any other, as for a name no node saves). Made once per name."""
+    if name in _EXPOSED:
+        return
+    attribute = f"_saved_{name}"
+
+    def saved(node):
+        packed = node._packed
+        if packed and name in packed:
+            return node._unpack_saved(name)
+        raise AttributeError(f"'{type(node).__name__}' object has no attribute '{attribute}'")
+
+    saved.__name__ = attribute
+    setattr(Node, attribute, property(saved, doc=f"The saved entry ``{name}`` (PyTorch's ``{attribute}``)."))
+    _EXPOSED_ATTRIBUTES.add(attribute)
+    _EXPOSED.add(name)
+
+
+for _name in ("result", "self", "other", "alpha", "exponent", "sign"):  # names saved without ``ctx.save``
+    expose_saved(_name)
+
+
 class AccumulateGrad(Node):
     """The sink for a leaf tensor: adds the arriving gradient into ``variable.grad``."""
 
@@ -258,7 +302,7 @@ class AccumulateGrad(Node):
     _sequence_nr = ACCUMULATE_SEQUENCE_NR  # the same for every AccumulateGrad, so a class attribute
     _is_accumulate = True
 
-    def __init__(self, variable):
+    def __init__(self, variable):  # Tensor._grad_accumulator makes one without this call: keep the two alike
         self.variable = variable
 
     def name(self) -> str:

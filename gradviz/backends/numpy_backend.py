@@ -856,3 +856,30 @@ def eigh(a, upper):
 def qr(a, complete):
     q, r = np.linalg.qr(a, mode="complete" if complete else "reduced")
     return _column_major(q), _column_major(r)
+
+
+# -- binary_cross_entropy_with_logits' forward in one call (the loss of the raw-tensor lesson step) ----------
+_FLOAT_32_64 = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@silent
+def bce_with_logits_reduced(x, t, reduction):
+    """``(1 - t) x + log(1 + e^-x)`` summed (``reduction`` 2) or averaged (1), for two float32 or float64
+    arrays of one shape (not 0-d) and dtype: the numpy operations that ``softplus_neg``, ``sub``, ``mul``, ``add``,
+    ``sum`` and ``div`` would run, in the same order (the same bits), under one silencing, in place where
+    the intermediate arrays allow. ``None`` for any other operands: the caller then takes those functions."""
+    if (x.dtype is not t.dtype or x.dtype not in _FLOAT_32_64 or x.shape != t.shape or not x.ndim
+            or reduction not in (1, 2)):
+        return None
+    softplus = np.negative(x)
+    np.maximum(softplus, 0.0, out=softplus)
+    tail = np.abs(x)
+    np.negative(tail, out=tail)
+    np.exp(tail, out=tail)
+    np.log1p(tail, out=tail)
+    np.add(softplus, tail, out=softplus)  # log(1 + e^-x), with no overflow for large |x|
+    loss = np.subtract(1.0, t)
+    np.multiply(loss, x, out=loss)
+    np.add(loss, softplus, out=loss)
+    total = np.add.reduce(loss, axis=None)
+    return _arr(total if reduction == 2 else np.true_divide(total, max(loss.size, 1)))

@@ -8,12 +8,13 @@ Gradients are summed back to each input's shape wherever broadcasting widened it
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from gradviz import _dtype
 from gradviz.autograd.function import _NO_RECORD, OpFunction
-from gradviz.autograd.node import SavedTensor
+from gradviz.autograd.node import saved_input
 from gradviz.grad_mode import INFERENCE_SAVED, check_not_inference, inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
 from gradviz.backends.quiet import _IGNORE, _reset, _set
@@ -42,7 +43,7 @@ def _save_operand(ctx, value, carrier):
     if type(value) is Tensor or isinstance(value, Tensor):
         if _inference_tensors:  # empty unless inference_mode was used
             check_not_inference(value, INFERENCE_SAVED)
-        return SavedTensor(value)
+        return saved_input(value)
     return _saved_operand(ctx, value, carrier)
 
 
@@ -59,27 +60,35 @@ _ndarray = np.ndarray
 _asarray = np.asarray
 _METAS_32 = (((), _F32, (), _F32), ((), _F32, (), None))  # the metas of a 0-d pair: one shared tuple each
 _METAS_64 = (((), _F64, (), _F64), ((), _F64, (), None))
+_SCALAR_METAS = {_F32: _METAS_32, _F64: _METAS_64}
+_add, _subtract, _multiply, _divide = operator.add, operator.sub, operator.mul, operator.truediv  # a 0-d array's dtype -> its metas (no entry: not float32/64)
 
 
-def _scalars(ctx, self, other):
-    """``(x, y)`` as numpy scalars (a Python number stays a float) when ``self`` is a 0-d float32 or
-    float64 numpy tensor and ``other`` a 0-d tensor of the same dtype or a Python number; else None.
-    Notes the operands' metas as ``_binary_operands`` does."""
+def _scalar_result(ctx, self, other, operation):
+    """``operation(x, y)`` as a 0-d array, computed on numpy scalars (a Python number stays a float),
+    when ``self`` is a 0-d float32 or float64 numpy tensor and ``other`` a 0-d tensor of the same dtype
+    or a Python number; else None. Notes the operands' metas as ``_binary_operands`` does."""
     if type(self) is Tensor:
         x = self._data
-        if type(x) is _ndarray and x.shape == ():
-            dtype = x.dtype
-            if dtype is _F32 or dtype is _F64:
+        if type(x) is _ndarray and not x.ndim:
+            metas = _SCALAR_METAS.get(x.dtype)
+            if metas is not None:
                 if type(other) is Tensor:
                     y = other._data
-                    if type(y) is _ndarray and y.shape == () and y.dtype is dtype:
+                    if type(y) is _ndarray and not y.ndim and y.dtype is x.dtype:
                         if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call that keeps nothing)
-                            ctx.metas = (_METAS_32 if dtype is _F32 else _METAS_64)[0]
-                        return x[()], y[()]
+                            ctx.metas = metas[0]
+                        token = _set(_IGNORE)
+                        out = operation(x[()], y[()])
+                        _reset(token)
+                        return _asarray(out)
                 elif type(other) is float or type(other) is int:
                     if ctx is not _NO_RECORD:
-                        ctx.metas = (_METAS_32 if dtype is _F32 else _METAS_64)[1]
-                    return x[()], float(other)
+                        ctx.metas = metas[1]
+                    token = _set(_IGNORE)
+                    out = operation(x[()], float(other))
+                    _reset(token)
+                    return _asarray(out)
     return None
 
 
@@ -199,12 +208,9 @@ class AddBackward0(OpFunction):
     def forward(ctx, self, other, alpha=1):
         ctx._packed = {"alpha": alpha}  # ctx.save(alpha=alpha), written out (nothing to check in a number)
         if alpha == 1:
-            scalars = _scalars(ctx, self, other)
-            if scalars is not None:
-                token = _set(_IGNORE)
-                out = scalars[0] + scalars[1]
-                _reset(token)
-                return _asarray(out)
+            out = _scalar_result(ctx, self, other, _add)
+            if out is not None:
+                return out
         backend, x, y = _binary_operands(ctx, self, other)
         return backend.add(x, y if alpha == 1 else backend.mul(y, alpha))
 
@@ -226,12 +232,9 @@ class SubBackward0(OpFunction):
     def forward(ctx, self, other, alpha=1):
         ctx._packed = {"alpha": alpha}  # ctx.save(alpha=alpha), written out (nothing to check in a number)
         if alpha == 1:
-            scalars = _scalars(ctx, self, other)
-            if scalars is not None:
-                token = _set(_IGNORE)
-                out = scalars[0] - scalars[1]
-                _reset(token)
-                return _asarray(out)
+            out = _scalar_result(ctx, self, other, _subtract)
+            if out is not None:
+                return out
         backend, x, y = _binary_operands(ctx, self, other)
         return backend.sub(x, y if alpha == 1 else backend.mul(y, alpha))
 
@@ -269,16 +272,16 @@ class MulBackward0(OpFunction):
     derivatives = {"self": ("grad * other", r"\bar{y}\cdot b"), "other": ("grad * self", r"\bar{y}\cdot a")}
 
     def forward(ctx, self, other):
-        scalars = _scalars(ctx, self, other)
-        if scalars is not None:
-            token = _set(_IGNORE)
-            out = _asarray(scalars[0] * scalars[1])
-            _reset(token)
-        else:
+        out = _scalar_result(ctx, self, other, _multiply)
+        if out is None:
             backend, x, y = _binary_operands(ctx, self, other)
             out = backend.mul(x, y)
         needs = ctx.needs_input_grad
         if needs:  # recording: ctx.save(other=..., self=...), written out
+            if type(other) is Tensor and type(self) is Tensor and not _inference_tensors:  # two plain tensors
+                ctx._packed = {"other": saved_input(other) if needs[0] else None,
+                               "self": saved_input(self) if needs[1] else None}
+                return out
             carrier = self if isinstance(self, Tensor) else other
             ctx._packed = {"other": _save_operand(ctx, other, carrier) if needs[0] else None,
                            "self": _save_operand(ctx, self, carrier) if needs[1] else None}
@@ -302,12 +305,8 @@ class DivBackward0(OpFunction):
                    "other": ("-grad * self / (other * other)", r"-\bar{y}\,a / b^{2}")}
 
     def forward(ctx, self, other):
-        scalars = _scalars(ctx, self, other)
-        if scalars is not None:
-            token = _set(_IGNORE)
-            out = _asarray(scalars[0] / scalars[1])
-            _reset(token)
-        else:
+        out = _scalar_result(ctx, self, other, _divide)
+        if out is None:
             backend, x, y = _binary_operands(ctx, self, other)
             if not _is_float(x if isinstance(self, Tensor) else y):
                 # integer / integer is true division in the default float dtype

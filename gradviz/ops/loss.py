@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
+from gradviz.backends import numpy_backend
 from gradviz.ops.arithmetic import AddBackward1, DivBackward1, MulBackward1
 from gradviz.ops._util import broadcast_shapes, meta, promote, shape_of, to_input
 from gradviz.tensor import Tensor
@@ -67,6 +68,10 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
         ctx.save(pos_weight=pos_weight, reduction=reduction, self=self, target=target, weight=weight)
         backend = self._backend
         x, t = promote(self, target)
+        if backend is numpy_backend and weight is None and pos_weight is None:
+            loss = numpy_backend.bce_with_logits_reduced(x, t, reduction)  # the lines below, in one call
+            if loss is not None:
+                return loss
         softplus_neg = backend.softplus_neg(x)  # log(1 + e^-x), with no overflow for large |x|
         one_minus_t = backend.sub(1.0, t)
         if pos_weight is not None:
