@@ -1,0 +1,97 @@
+"""Recorded backward forms (``create_graph=True``) of the ops whose first derivative PyTorch records as an
+op of its own, compared with PyTorch 2.13 running the same lines (the gradient's graph, its saved values,
+the second derivatives) and with central differences of the first derivative."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradviz as gv
+
+LEAVES = ("x = torch.tensor([[0.7, -1.2, 2.0], [0.4, 1.5, -0.3], [1.1, 0.2, -0.9], [-0.6, 0.8, 0.3]], "
+          "dtype=torch.float64, requires_grad=True)\n"
+          "w = torch.tensor([0.5, -1.5, 2.0], dtype=torch.float64, requires_grad=True)\n"
+          "b = torch.tensor([0.1, 0.2, -0.3], dtype=torch.float64, requires_grad=True)\n"
+          "x3 = (x * torch.tensor([[1.0], [2.0], [-1.0], [0.5]], dtype=torch.float64)).reshape(2, 3, 2)\n"
+          "rm = torch.tensor([0.3, -0.2, 0.1], dtype=torch.float64)\n"
+          "rv = torch.tensor([2.0, 0.5, 1.5], dtype=torch.float64)\n")
+
+
+def recorded_twice(expression: str, wrt: str) -> str:
+    return (LEAVES + f"out = {expression}\n"
+            f"grads = torch.autograd.grad(out, ({wrt}), create_graph=True)\n"
+            "print(grads)\n"
+            "total = sum(((g ** 2) * torch.arange(1.0, g.numel() + 1.0, dtype=torch.float64).reshape(g.shape)).sum()"
+            " for g in grads)\n"
+            "total.backward()\n")
+
+
+NORMS = {
+    "layer_norm_affine": ("(F.layer_norm(x, (3,), w, b) ** 3).sum()", "x, w, b"),
+    "layer_norm_weight_only": ("(F.layer_norm(x, (3,), w) ** 3 * x).sum()", "x, w"),
+    "layer_norm_plain": ("(F.layer_norm(x, (3,)) ** 3).sum()", "x,"),
+    "layer_norm_two_dims": ("(F.layer_norm(x, (4, 3)).sin()).sum()", "x,"),
+    "batch_norm_train_affine": ("(F.batch_norm(x, rm.clone(), rv.clone(), w, b, training=True) ** 3).sum()",
+                                "x, w, b"),
+    "batch_norm_train_plain": ("(F.batch_norm(x, None, None, training=True) ** 3).sum()", "x,"),
+    "batch_norm_train_3d": ("(F.batch_norm(x3, None, None, w[:3], None, training=True).exp()).sum()", "x, w"),
+    "batch_norm_eval_affine": ("(F.batch_norm(x, rm, rv, w, b) ** 3).sum()", "x, w, b"),
+    "batch_norm_eval_plain": ("(F.batch_norm(x, rm, rv) ** 3).sum()", "x,"),
+    "batch_norm_weight_leaf_only": ("(F.batch_norm(x.detach(), None, None, w, b, training=True) ** 3).sum()", "w,"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORMS))
+def test_norms_recorded_backward_matches_torch(torch, name):
+    """NativeLayerNormBackwardBackward0 / NativeBatchNormBackwardBackward0: the gradient's graph (names,
+    edges, saved values), its values, and every leaf's second-order ``.grad``."""
+    from parity import assert_same
+
+    assert_same(recorded_twice(*NORMS[name]))
+
+
+def _norm_functions():
+    F = gv.nn.functional
+    w = gv.tensor([0.5, -1.5, 2.0], dtype=gv.float64)
+    b = gv.tensor([0.1, 0.2, -0.3], dtype=gv.float64)
+    rm, rv = gv.tensor([0.3, -0.2, 0.1], dtype=gv.float64), gv.tensor([2.0, 0.5, 1.5], dtype=gv.float64)
+    return {
+        "layer_norm": lambda x: (F.layer_norm(x, (3,), w * x[0], b) ** 3).sum(),
+        "layer_norm_plain": lambda x: (F.layer_norm(x, (3,)) ** 3 * x).sum(),
+        "batch_norm_train": lambda x: (F.batch_norm(x, None, None, w * x[1], b, training=True) ** 3).sum(),
+        "batch_norm_eval": lambda x: (F.batch_norm(x, rm, rv, w * x[2], b) ** 3).sum(),
+    }
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "layer_norm_plain", "batch_norm_train", "batch_norm_eval"])
+def test_norms_second_derivatives_by_central_differences(name):
+    """Each Hessian row (the weight depends on the input too, so every double-backward output counts)."""
+    function = _norm_functions()[name]
+    point = np.array([[0.7, -1.2, 2.0], [0.4, 1.5, -0.3], [1.1, 0.2, -0.9]])
+
+    def gradient_at(values):
+        x = gv.tensor(values, dtype=gv.float64, requires_grad=True)
+        g, = gv.autograd.grad(function(x), x)
+        return g.numpy()
+
+    x = gv.tensor(point, dtype=gv.float64, requires_grad=True)
+    g, = gv.autograd.grad(function(x), x, create_graph=True)
+    step = 1e-6
+    flat = g.reshape(-1)
+    for row in range(point.size):
+        hessian_row, = gv.autograd.grad(flat[row], x, retain_graph=True)
+        numeric = np.zeros(point.size)
+        for col in range(point.size):
+            shift = np.zeros(point.size)
+            shift[col] = step
+            shift = shift.reshape(point.shape)
+            numeric[col] = (gradient_at(point + shift) - gradient_at(point - shift)).reshape(-1)[row] / (2 * step)
+        np.testing.assert_allclose(hessian_row.numpy().reshape(-1), numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_norms_third_order_says_it_is_not_recorded():
+    """The double backward of the norms is computed on arrays: a third derivative says so by name."""
+    x = gv.tensor([[1.0, -2.0, 3.0]], requires_grad=True)
+    g, = gv.autograd.grad((gv.nn.functional.layer_norm(x, (3,)) ** 3).sum(), x, create_graph=True)
+    with pytest.raises(NotImplementedError, match="NativeLayerNormBackwardBackward0"):
+        gv.autograd.grad((g ** 2).sum(), x, create_graph=True)
