@@ -138,7 +138,7 @@ def _layout_like_torch(*operands):
 _HALF = np.dtype(np.float16)
 
 
-def _elementwise(ufunc, name: str):
+def _elementwise(ufunc, name: str, opmath_scalar: bool = False):
     """A binary ufunc whose result is laid out as PyTorch lays it out (see ``_layout_like_torch``), with
     numpy's floating-point warnings off while it runs (``1 / 0``, ``inf - inf``: PyTorch says nothing;
     ``quiet.py``'s ContextVar set, written out here: one frame less on the hottest path)."""
@@ -150,10 +150,11 @@ def _elementwise(ufunc, name: str):
             # number or a vector on one side, numpy keeps the other side's layout, as PyTorch does
             if (type(a) is not ndarray or type(b) is not ndarray or a.ndim < 2 or b.ndim < 2
                     or (a.strides == b.strides and a.shape == b.shape) or (a.flags.c_contiguous and b.flags.c_contiguous)):
-                if type(b) is float and type(a) is ndarray and a.dtype is _HALF:
-                    # PyTorch computes a half with a number in float (its opmath), numpy rounds the number to half
-                    # first: 2.5 * pi is 7.8555 in torch, 7.85 in numpy
-                    return ufunc(a, np.float32(b)).astype(_HALF)
+                if opmath_scalar and type(b) is float and type(a) is ndarray and a.dtype is _HALF:
+                    # PyTorch's mul and div compute a half with a number in float (its opmath), numpy rounds the
+                    # number to half first: 2.5 * pi is 7.8555 in torch, 7.85 in numpy. Its add and sub round the
+                    # number to half first, as numpy does (h + 0.3 is h + half(0.3))
+                    return np.asarray(ufunc(a, np.float32(b)).astype(_HALF))
                 result = ufunc(a, b)
                 return result if type(result) is ndarray else np.asarray(result)  # _arr, inlined: every op runs this
             out = _layout_like_torch(a, b)
@@ -167,8 +168,8 @@ def _elementwise(ufunc, name: str):
 
 add = _elementwise(np.add, "add")
 sub = _elementwise(np.subtract, "sub")
-mul = _elementwise(np.multiply, "mul")
-div = _elementwise(np.true_divide, "div")
+mul = _elementwise(np.multiply, "mul", opmath_scalar=True)
+div = _elementwise(np.true_divide, "div", opmath_scalar=True)
 
 
 @silent

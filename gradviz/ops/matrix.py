@@ -304,18 +304,18 @@ def as_strided(input, size, stride, storage_offset=None):
     from gradviz.ops.shape import _view_of
 
     size, stride = tuple(size), tuple(stride)
-    if input._base is not None:
-        raise NotImplementedError("gradviz's as_strided reads the memory of a tensor that owns it; this tensor is a "
-                                  "view of another one (as_strided the base, or .clone() this view first)")
-    offset = 0 if storage_offset is None else storage_offset
+    memory = input._base  # a view reads its base's storage; not given, the offset is the view's own
+    offset = (input.storage_offset() if memory is not None else 0) if storage_offset is None else storage_offset
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
     needed = 0 if 0 in size else offset + 1 + sum((s - 1) * st for s, st in zip(size, stride))
-    if needed > input.numel():
+    storage = (memory if memory is not None else input).numel()
+    if needed > storage:
         itemsize = input.dtype.itemsize
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
                            f"itemsize {itemsize} requiring a storage size of {needed * itemsize} are out of bounds for "
-                           f"storage of size {input.numel() * itemsize}")
-    return _view_of(AsStridedBackward0.apply(input, size, stride, offset), input)
+                           f"storage of size {storage * itemsize}")
+    return _view_of(AsStridedBackward0.apply(input, size, stride, offset, memory=memory, saved_offset=storage_offset),
+                    input)
 
 

@@ -15,6 +15,11 @@ from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.ops.double_backward import IndexAddBackward0, ScatterAddBackward0, ScatterBackward0
 from gradviz.ops.inplace import in_place
+
+REDUCE_DEPRECATED = ("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a future "
+                     "PyTorch release. Use torch.scatter_reduce instead for more reduction options. (Triggered "
+                     "internally at /__w/pytorch/pytorch/aten/src/ATen/native/TensorAdvancedIndexing.cpp:225.)")
+_warned_reduce = False
 from gradviz.ops.no_derivative import NotImplemented, without_derivative
 from gradviz.tensor import Tensor
 
@@ -158,9 +163,10 @@ def _scatter_reduce_old(input, dim, index, source, reduce):
     if reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     if isinstance(source, Tensor):
-        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
-                      "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
-                      UserWarning, stacklevel=3)
+        global _warned_reduce
+        if not _warned_reduce:  # TORCH_WARN_ONCE: once per process
+            _warned_reduce = True
+            warnings.warn(REDUCE_DEPRECATED, UserWarning, stacklevel=3)
         values = source._data if source.dtype is input.dtype else input._backend.astype(source._data, input.dtype)
         return without_derivative(NotImplemented, _reduce_into(input, values, dim, index, reduce), (input, source),
                                   "scatter")

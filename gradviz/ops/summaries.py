@@ -8,7 +8,6 @@ is the sum of both outputs' formulas (``var_backward + mean_backward``; the min'
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -86,12 +85,7 @@ def _count(shape, axes) -> int:
 
 def _spread_and_mean(ctx, self, dim, correction, keepdim, name: str):
     ctx.save(correction=correction, dim=saved_dim(dim) if dim is not None else None, keepdim=keepdim, self=self)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        variance = _variance(ctx, self, dim, correction, keepdim)
-    for warning in caught:  # the degrees-of-freedom warning, under this function's name as PyTorch words it
-        if str(warning.message).startswith("var():"):
-            warnings.warn(str(warning.message).replace("var():", f"{name}():", 1), UserWarning, stacklevel=5)
+    variance = _variance(ctx, self, dim, correction, keepdim, name, stacklevel=5)
     backend = self._backend
     axes = _dims(dim, self.ndim) if dim is not None and self.ndim else None  # as _variance reads dim (ctx may keep nothing)
     mean = backend.div(backend.sum(self._data, axes, keepdims=keepdim), _count(tuple(self.shape), axes))
