@@ -126,3 +126,19 @@ def test_half_gradients_with_a_number_match_torch(torch):
         grads.append((g.detach().float().numpy(), g2.float().numpy()))
     for ours, theirs in zip(grads[1], grads[0]):
         np.testing.assert_array_equal(ours, theirs)
+
+
+EINSUMS = [("ijp,p->ij", (1, 3, 4), (4,)), ("ijp,p->ij", (2, 1, 4), (4,)), ("ijp,p->ij", (1, 1, 4), (4,)),
+           ("ijp,p->ij", (2, 3, 4), (4,)), ("ij,jk->ki", (1, 3), (3, 2)), ("ij,jk->ki", (2, 3), (3, 1)),
+           ("bij,bjk->bki", (2, 1, 3), (2, 3, 4)), ("i,ijk->kj", (3,), (3, 1, 2)), ("pij,jk->kip", (1, 2, 3), (3, 1)),
+           ("ab,cb->ca", (1, 3), (2, 3)), ("ab,cb->ac", (1, 3), (2, 3))]
+
+
+@pytest.mark.parametrize("equation, left, right", EINSUMS)
+def test_einsum_operand_order_with_size_one_dims_matches_torch(equation, left, right):
+    """PyTorch's sumproduct_pair swaps its operands when every dim kept from the right one comes before
+    those kept from the left one: bmm's operands, views and permutes as torch records them."""
+    code = (f"a = (torch.arange(float({int(np.prod(left))})).reshape{left} * 0.5 - 1).requires_grad_()\n"
+            f"b = (torch.arange(float({int(np.prod(right))})).reshape{right} * 0.25 + 0.5).requires_grad_()\n"
+            + weighted_backward(f"torch.einsum('{equation}', a, b)"))
+    assert_same(code)
