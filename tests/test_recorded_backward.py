@@ -95,3 +95,87 @@ def test_norms_third_order_says_it_is_not_recorded():
     g, = gv.autograd.grad((gv.nn.functional.layer_norm(x, (3,)) ** 3).sum(), x, create_graph=True)
     with pytest.raises(NotImplementedError, match="NativeLayerNormBackwardBackward0"):
         gv.autograd.grad((g ** 2).sum(), x, create_graph=True)
+
+
+def third_order(expression: str, wrt: str) -> str:
+    """Two recorded gradients, the second through the first's second-order nodes, then a backward through it."""
+    return (LEAVES + f"out = {expression}\n"
+            f"g1, = torch.autograd.grad(out, {wrt}, create_graph=True)\n"
+            f"g2, = torch.autograd.grad((g1 ** 2 * torch.arange(1.0, g1.numel() + 1.0, dtype=torch.float64)"
+            f".reshape(g1.shape)).sum(), {wrt}, create_graph=True)\n"
+            "print(g1, g2)\n(g2 ** 2).sum().backward()\n")
+
+
+P = "p = (x.reshape(1, 3, 4) * 0.5).sin()\n"
+OPS = {
+    "logcumsumexp": ("(x.logcumsumexp(1) * x).sum()", "x"),
+    "logcumsumexp_dim0_negative": ("(x.logcumsumexp(-2) * torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64)"
+                                   " * x).sum()", "x"),
+    "reflect_1d": ("(F.pad(x.reshape(1, 3, 4), (2, 1), mode='reflect') ** 3).sum()", "x"),
+    "reflect_2d": ("(F.pad(x.reshape(1, 1, 4, 3), (1, 2, 2, 1), mode='reflect') ** 3).sum()", "x"),
+    "reflect_3d": ("(F.pad(x.reshape(1, 1, 2, 2, 3), (1, 1, 1, 0, 0, 1), mode='reflect') ** 3).sum()", "x"),
+    "replicate_1d": ("(F.pad(x.reshape(3, 4), (3, 1), mode='replicate') ** 3).sum()", "x"),
+    "replicate_2d": ("(F.pad(x.reshape(1, 4, 3), (2, 0, 1, 2), mode='replicate') ** 3).sum()", "x"),
+    "replicate_3d": ("(F.pad(x.reshape(1, 2, 2, 3), (1, 2, 0, 1, 1, 1), mode='replicate') ** 3).sum()", "x"),
+    "flip_negative_dims": ("(x.flip((-1, 0)).cumsum(-1) ** 3).sum()", "x"),
+    "cumprod_negative_dim": ("(x.cumprod(-1) ** 2).sum()", "x"),
+    "cumprod_negative_dim_zero": ("((x * torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64)).cumprod(-1) ** 2).sum()",
+                                  "x"),
+    "prod_negative_dim_zero": ("((x * torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64)).prod(-1) ** 2).sum()", "x"),
+    "circular_1d": ("(F.pad(x.reshape(1, 3, 4), (2, 1), mode='circular') ** 3).sum()", "x"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_recorded_backward_matches_torch(torch, name):
+    from parity import assert_same
+
+    assert_same(recorded_twice(*OPS[name]))
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_recorded_backward_differentiated_again_matches_torch(torch, name):
+    from parity import assert_same
+
+    assert_same(third_order(*OPS[name]))
+
+
+def _point():
+    return np.array([[0.7, -1.2, 2.0, 0.1], [0.4, 1.5, -0.3, -0.8], [1.1, 0.2, -0.9, 0.6]])
+
+
+SECOND = {
+    "logcumsumexp": lambda x: (x.logcumsumexp(1) * x.sin()).sum(),
+    "logcumsumexp_mixed_signs": lambda x: (x.logcumsumexp(0) * gv.tensor([1.0, -2.0, 3.0, -0.5],
+                                                                        dtype=gv.float64) * x).sum(),
+    "reflect": lambda x: (gv.nn.functional.pad(x.reshape(1, 3, 4), (2, 1), mode="reflect") ** 3).sum(),
+    "replicate_2d": lambda x: (gv.nn.functional.pad(x.reshape(1, 3, 4), (1, 2, 2, 1), mode="replicate").sin()
+                               * x.sum()).sum(),
+}
+
+
+def hessian_rows_against_central_differences(function, point, rtol=1e-5, atol=1e-6):
+    def gradient_at(values):
+        x = gv.tensor(values, dtype=gv.float64, requires_grad=True)
+        g, = gv.autograd.grad(function(x), x)
+        return g.numpy().reshape(-1)
+
+    x = gv.tensor(point, dtype=gv.float64, requires_grad=True)
+    g, = gv.autograd.grad(function(x), x, create_graph=True)
+    flat = g.reshape(-1)
+    step = 1e-6
+    columns = []
+    for col in range(point.size):
+        shift = np.zeros(point.size)
+        shift[col] = step
+        shift = shift.reshape(point.shape)
+        columns.append((gradient_at(point + shift) - gradient_at(point - shift)) / (2 * step))
+    numeric = np.stack(columns, axis=1)  # numeric[row, col] = d g_row / d x_col
+    for row in range(point.size):
+        hessian_row, = gv.autograd.grad(flat[row], x, retain_graph=True)
+        np.testing.assert_allclose(hessian_row.numpy().reshape(-1), numeric[row], rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("name", sorted(SECOND))
+def test_second_derivatives_by_central_differences(name):
+    hessian_rows_against_central_differences(SECOND[name], _point())

@@ -22,14 +22,14 @@ class FlipBackward0(OpFunction):
             raise RuntimeError(f"dims has duplicates, original flip dims size={len(axes)}, but unique flip dims "
                                f"size={len(set(axes))}")
         ctx.save(dims=saved_dim(tuple(dims)))
-        ctx.axes = axes
+        ctx.axes, ctx.dims = axes, tuple(dims)
         return self._backend.flip(self._data, axes) if self.ndim else self._backend.copy(self._data)
 
     def backward(ctx, grad):
         return ctx.backend.flip(grad, ctx.axes) if grad.ndim else grad
 
     def backward_graph(ctx, grad):
-        return flip(grad, ctx.axes)
+        return flip(grad, ctx.dims)  # the dims as given: the recorded flip saves them (-1 stays -1)
 
 
 class RollBackward0(OpFunction):

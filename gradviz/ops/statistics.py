@@ -421,7 +421,10 @@ class CumsumBackward0(OpFunction):
             return grad
         from gradviz.ops.matrix import flip
 
-        return flip(cumsum(flip(grad, (ctx.axis,)), ctx.axis), (ctx.axis,))
+        from gradviz.ops.double_backward import _signed
+
+        dim = _signed(ctx.saved("dim"))  # as given: the recorded flips and cumsum save it (-1 stays -1)
+        return flip(cumsum(flip(grad, (dim,)), dim), (dim,))
 
 
 class CumprodBackward0(OpFunction):

@@ -306,6 +306,32 @@ class LogcumsumexpBackward0(OpFunction):
             out = (np.exp(parts[0]) - np.exp(parts[1])).astype(g.dtype)
         return backend.array(np.array(out, order="C"), _dtype.from_any(grad.dtype), backend.device_of(grad))
 
+    def backward_graph(ctx, grad):
+        """The same formula recorded op by op as PyTorch's ``logcumsumexp_backward`` makes it: ``|grad|.log()``
+        split by sign with ``where`` (the dtype's lowest number elsewhere), each part minus ``result`` summed
+        from the end (flip, logcumsumexp, flip), plus ``self``, ``exp``; the positive part minus the negative."""
+        from gradviz.ops.comparison import where
+        from gradviz.ops.double_backward import _signed
+        from gradviz.ops.matrix import flip
+
+        self, result = ctx.saved_graph("self", "result")
+        if grad.ndim == 0 or grad.numel() == 0:
+            return grad
+        dim = _signed(ctx.saved("dim"))
+        backend = ctx.backend
+        lowest = Tensor._make(backend.full((), np.finfo(grad.dtype.numpy).min, grad.dtype, grad.device),
+                              backend=backend)
+
+        def reverse_logcumsumexp(values):
+            return flip(logcumsumexp(flip(values, (dim,)), dim), (dim,))
+
+        log_abs_grad = grad.abs().log()
+        positive = where(grad > 0, log_abs_grad, lowest)
+        negative = where(grad < 0, log_abs_grad, lowest)
+        output_positive = (reverse_logcumsumexp(positive - result) + self).exp()
+        output_negative = (reverse_logcumsumexp(negative - result) + self).exp()
+        return output_positive - output_negative
+
 
 def _reverse_logcumsumexp(values, axis):
     return np.flip(np.logaddexp.accumulate(np.flip(values, axis), axis=axis), axis)
