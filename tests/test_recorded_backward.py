@@ -14,7 +14,9 @@ LEAVES = ("x = torch.tensor([[0.7, -1.2, 2.0], [0.4, 1.5, -0.3], [1.1, 0.2, -0.9
           "b = torch.tensor([0.1, 0.2, -0.3], dtype=torch.float64, requires_grad=True)\n"
           "x3 = (x * torch.tensor([[1.0], [2.0], [-1.0], [0.5]], dtype=torch.float64)).reshape(2, 3, 2)\n"
           "rm = torch.tensor([0.3, -0.2, 0.1], dtype=torch.float64)\n"
-          "rv = torch.tensor([2.0, 0.5, 1.5], dtype=torch.float64)\n")
+          "rv = torch.tensor([2.0, 0.5, 1.5], dtype=torch.float64)\n"
+          "s = torch.tensor([[0.5, 1.5, -2.0], [2.5, -0.5, 0.0]], dtype=torch.float64, requires_grad=True)\n"
+          "i = torch.tensor([[0, 1, 0], [0, 0, 2]])\n")
 
 
 def recorded_twice(expression: str, wrt: str) -> str:
@@ -99,11 +101,12 @@ def test_norms_third_order_says_it_is_not_recorded():
 
 def third_order(expression: str, wrt: str) -> str:
     """Two recorded gradients, the second through the first's second-order nodes, then a backward through it."""
+    weighted = ("sum(((g ** 2) * torch.arange(1.0, g.numel() + 1.0, dtype=torch.float64).reshape(g.shape)).sum() "
+                "for g in {})")
     return (LEAVES + f"out = {expression}\n"
-            f"g1, = torch.autograd.grad(out, {wrt}, create_graph=True)\n"
-            f"g2, = torch.autograd.grad((g1 ** 2 * torch.arange(1.0, g1.numel() + 1.0, dtype=torch.float64)"
-            f".reshape(g1.shape)).sum(), {wrt}, create_graph=True)\n"
-            "print(g1, g2)\n(g2 ** 2).sum().backward()\n")
+            f"g1 = torch.autograd.grad(out, {wrt}, create_graph=True)\n"
+            f"g2 = torch.autograd.grad({weighted.format('g1')}, {wrt}, create_graph=True)\n"
+            "print(g1, g2)\nsum((g ** 2).sum() for g in g2).backward()\n")
 
 
 P = "p = (x.reshape(1, 3, 4) * 0.5).sin()\n"
@@ -122,6 +125,12 @@ OPS = {
     "cumprod_negative_dim_zero": ("((x * torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64)).cumprod(-1) ** 2).sum()",
                                   "x"),
     "prod_negative_dim_zero": ("((x * torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64)).prod(-1) ** 2).sum()", "x"),
+    **{f"scatter_reduce_{reduce}_{include}": (
+        f"(x.scatter_reduce(0, i, s * 1.5, '{reduce}', include_self={include}) ** 2 * x).sum()", "(x, s)")
+       for reduce in ("sum", "prod", "mean", "amax", "amin") for include in (True, False)},
+    "scatter_reduce_amax_ties": ("(x.detach().clone().requires_grad_().scatter_reduce(1, torch.tensor([[0, 0], [1, 1]]), "
+                                 "torch.tensor([[2.0, 2.0], [1.5, -1.0]], dtype=torch.float64) * s[:, :2], 'amax') ** 2"
+                                 " * x).sum()", "(s,)"),
     "circular_1d": ("(F.pad(x.reshape(1, 3, 4), (2, 1), mode='circular') ** 3).sum()", "x"),
 }
 
@@ -151,6 +160,9 @@ SECOND = {
     "reflect": lambda x: (gv.nn.functional.pad(x.reshape(1, 3, 4), (2, 1), mode="reflect") ** 3).sum(),
     "replicate_2d": lambda x: (gv.nn.functional.pad(x.reshape(1, 3, 4), (1, 2, 2, 1), mode="replicate").sin()
                                * x.sum()).sum(),
+    **{f"scatter_reduce_{reduce}": (lambda reduce: lambda x: (x.scatter_reduce(
+        0, gv.tensor([[0, 1, 0, 2], [0, 0, 1, 2]]), x[1:] * 1.3 + 0.2, reduce, include_self=reduce != "mean") ** 2
+        * x).sum())(reduce) for reduce in ("sum", "prod", "mean", "amax", "amin")},
 }
 
 
