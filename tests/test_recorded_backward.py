@@ -131,6 +131,15 @@ OPS = {
     "scatter_reduce_amax_ties": ("(x.detach().clone().requires_grad_().scatter_reduce(1, torch.tensor([[0, 0], [1, 1]]), "
                                  "torch.tensor([[2.0, 2.0], [1.5, -1.0]], dtype=torch.float64) * s[:, :2], 'amax') ** 2"
                                  " * x).sum()", "(s,)"),
+    "unfold_overlapping": ("(x.unfold(1, 2, 1) ** 3).sum()", "x"),
+    "unfold_negative_dim_with_rest": ("(x.unfold(-2, 2, 3).sin() * 2).sum()", "x"),
+    "unfold_twice": ("(x.unfold(1, 2, 1).unfold(0, 3, 1) ** 3).sum()", "x"),
+    "as_strided_overlapping": ("(x.as_strided((3, 3), (1, 1), 0) ** 3).sum()", "x"),
+    "as_strided_overlapping_offset": ("(x.as_strided((2, 3, 2), (3, 1, 1), 2) ** 3).sum()", "x"),
+    "as_strided_expanded_stride": ("(x.as_strided((3, 2), (0, 1), 1) ** 3).sum()", "x"),
+    "as_strided_of_an_overlapping_view": ("((x * 1).as_strided((3, 3), (1, 1)).as_strided((2, 2), (2, 1), 1) ** 3).sum()",
+                                          "x"),
+    "as_strided_of_an_expanded_view": ("((x * 1)[:1].expand(3, 3).as_strided((2, 3), (1, 2)) ** 3).sum()", "x"),
     "circular_1d": ("(F.pad(x.reshape(1, 3, 4), (2, 1), mode='circular') ** 3).sum()", "x"),
 }
 
@@ -160,6 +169,8 @@ SECOND = {
     "reflect": lambda x: (gv.nn.functional.pad(x.reshape(1, 3, 4), (2, 1), mode="reflect") ** 3).sum(),
     "replicate_2d": lambda x: (gv.nn.functional.pad(x.reshape(1, 3, 4), (1, 2, 2, 1), mode="replicate").sin()
                                * x.sum()).sum(),
+    "unfold": lambda x: (x.unfold(1, 2, 1) ** 3 * x[:, :1].unsqueeze(-1)).sum(),
+    "as_strided_overlapping": lambda x: (x.as_strided((3, 3), (1, 1), 1) ** 3).sum() * x.sum(),
     **{f"scatter_reduce_{reduce}": (lambda reduce: lambda x: (x.scatter_reduce(
         0, gv.tensor([[0, 1, 0, 2], [0, 0, 1, 2]]), x[1:] * 1.3 + 0.2, reduce, include_self=reduce != "mean") ** 2
         * x).sum())(reduce) for reduce in ("sum", "prod", "mean", "amax", "amin")},

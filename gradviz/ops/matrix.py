@@ -260,26 +260,57 @@ class UnfoldBackward0(OpFunction):
         return self._backend.unfold(self._data, axis if self.ndim else 0, size, step)
 
     def backward(ctx, grad):
-        """Per window ``w`` and offset ``k``, the element ``w * step + k``: one product with the 0/1
-        matrix of those pairs, after moving the window dims last."""
-        backend = ctx.backend
         sizes, size, step = ctx.saved("self_sym_sizes", "size", "step")
-        dtype = _dtype.from_any(grad.dtype)
-        if not sizes:  # a 0-d input: its one window holds it once
-            return backend.reshape(grad, ())
-        axis = ctx.axis
-        length, count = sizes[axis], grad.shape[axis]
-        rows = [[1.0 if window * step + offset == element else 0.0 for element in range(length)]
-                for window in range(count) for offset in range(size)]
-        covers = backend.array(rows, dtype, backend.device_of(grad)) if rows else backend.full(
-            (0, length), 0, dtype, backend.device_of(grad))
-        order = tuple(d for d in range(grad.ndim - 1) if d != axis) + (axis, grad.ndim - 1)
-        moved = backend.permute(grad, order)
-        flat = backend.reshape(moved, tuple(moved.shape[:-2]) + (count * size,))
-        summed = backend.matmul(flat, covers)
-        back = list(range(len(sizes) - 1))
-        back.insert(axis, len(sizes) - 1)
-        return backend.permute(summed, tuple(back)) if len(sizes) > 1 else summed
+        return _unfold_backward(ctx.backend, grad, sizes, size, step, ctx.axis)
+
+    def backward_graph(ctx, grad):
+        """``unfold_backward(grad, self.sym_sizes(), dimension, size, step)`` as an op of its own
+        (UnfoldBackwardBackward0), as PyTorch records it."""
+        from gradviz.ops.double_backward import _signed
+
+        sizes, size, step = ctx.saved("self_sym_sizes", "size", "step")
+        return UnfoldBackwardBackward0.apply(grad, sizes, _signed(ctx.saved("dimension")), size, step, ctx.axis)
+
+
+class UnfoldBackwardBackward0(OpFunction):
+    """``unfold_backward(grad_in, input_sizes, dim, size, step)``: each window's gradient added back into the
+    elements it covers (the first derivative of ``unfold``). Its own derivative unfolds again."""
+
+    inputs = ("grad_in",)
+    derivatives = {"grad_in": ("grad.unfold(dim, size, step)", r"\mathrm{unfold}(\bar{z})")}
+
+    def forward(ctx, grad_in, input_sizes, dim, size, step, axis):
+        ctx.save(dim=saved_dim(dim), size=size, step=step)
+        ctx.dim, ctx.axis = dim, axis
+        return _unfold_backward(grad_in._backend, grad_in._data, tuple(input_sizes), size, step, axis)
+
+    def backward(ctx, grad):
+        size, step = ctx.saved("size", "step")
+        return ctx.backend.unfold(grad, ctx.axis if grad.ndim else 0, size, step)
+
+    def backward_graph(ctx, grad):
+        size, step = ctx.saved("size", "step")
+        return unfold(grad, ctx.dim, size, step)
+
+
+def _unfold_backward(backend, grad, sizes, size, step, axis):
+    """``unfold``'s gradient: per window ``w`` and offset ``k``, the element ``w * step + k``: one product with
+    the 0/1 matrix of those pairs, after moving the window dims last."""
+    dtype = _dtype.from_any(grad.dtype)
+    if not sizes:  # a 0-d input: its one window holds it once
+        return backend.reshape(grad, ())
+    length, count = sizes[axis], grad.shape[axis]
+    rows = [[1.0 if window * step + offset == element else 0.0 for element in range(length)]
+            for window in range(count) for offset in range(size)]
+    covers = backend.array(rows, dtype, backend.device_of(grad)) if rows else backend.full(
+        (0, length), 0, dtype, backend.device_of(grad))
+    order = tuple(d for d in range(grad.ndim - 1) if d != axis) + (axis, grad.ndim - 1)
+    moved = backend.permute(grad, order)
+    flat = backend.reshape(moved, tuple(moved.shape[:-2]) + (count * size,))
+    summed = backend.matmul(flat, covers)
+    back = list(range(len(sizes) - 1))
+    back.insert(axis, len(sizes) - 1)
+    return backend.permute(summed, tuple(back)) if len(sizes) > 1 else summed
 
 
 def unfold(input, dimension: int, size: int, step: int):
