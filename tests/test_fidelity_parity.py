@@ -142,3 +142,16 @@ def test_einsum_operand_order_with_size_one_dims_matches_torch(equation, left, r
             f"b = (torch.arange(float({int(np.prod(right))})).reshape{right} * 0.25 + 0.5).requires_grad_()\n"
             + weighted_backward(f"torch.einsum('{equation}', a, b)"))
     assert_same(code)
+
+
+@pytest.mark.parametrize("call", ["sum(0)", "sum(0, keepdim=True)", "sum(1)", "amax(0)", "amin(0)", "prod(0)",
+                                  "mean(0)", "cumsum(1)", "cumprod(0)", "sum((0, 2))"])
+def test_reductions_of_a_strided_tensor_are_laid_out_as_torch_lays_them(torch, call):
+    """PyTorch allocates a reduction's result contiguous; numpy keeps the input's order. It shows in what a
+    later reshape records (ViewBackward0 of a contiguous result, ReshapeAliasBackward0 of a strided one)."""
+    results = []
+    for library in (torch, gv):
+        x = library.arange(24.0).reshape(2, 3, 4).transpose(1, 2).requires_grad_()
+        y = eval(f"x.{call}", {"x": x})
+        results.append((y.stride(), y.is_contiguous(), y.reshape(-1).grad_fn.name()))
+    assert results[1] == results[0]

@@ -140,6 +140,14 @@ OPS = {
     "as_strided_of_an_overlapping_view": ("((x * 1).as_strided((3, 3), (1, 1)).as_strided((2, 2), (2, 1), 1) ** 3).sum()",
                                           "x"),
     "as_strided_of_an_expanded_view": ("((x * 1)[:1].expand(3, 3).as_strided((2, 3), (1, 2)) ** 3).sum()", "x"),
+    "index_fill_tensor_value": ("(x.index_fill(1, torch.tensor([0, 2, 0]), (s * s).sum()) ** 3).sum()", "(x, s)"),
+    "index_fill_tensor_value_input_only": ("(x.index_fill(-1, torch.tensor([1]), s.detach()[0, 0]) ** 3).sum()", "x"),
+    "det_batched": ("torch.linalg.det((x[:3, :3] * 1).reshape(1, 3, 3).expand(2, 3, 3) * torch.tensor([[[1.0]], [[2.0]]], "
+                    "dtype=torch.float64)).sum()", "x"),
+    "det_batched_squared": ("(torch.linalg.det(torch.stack([x[:3, :3], x[1:, :3] * 2])) ** 2).sum()", "x"),
+    "slogdet_batched": ("torch.linalg.slogdet(torch.stack([x[:3, :3], x[1:, :3].t()]))[1].sum()", "x"),
+    "slogdet_batched_weighted": ("(torch.linalg.slogdet(torch.stack([x[:3, :3], x[1:, :3]]))[1] * "
+                                 "torch.tensor([2.0, -1.0], dtype=torch.float64)).sum()", "x"),
     "circular_1d": ("(F.pad(x.reshape(1, 3, 4), (2, 1), mode='circular') ** 3).sum()", "x"),
 }
 
@@ -171,6 +179,8 @@ SECOND = {
                                * x.sum()).sum(),
     "unfold": lambda x: (x.unfold(1, 2, 1) ** 3 * x[:, :1].unsqueeze(-1)).sum(),
     "as_strided_overlapping": lambda x: (x.as_strided((3, 3), (1, 1), 1) ** 3).sum() * x.sum(),
+    "det_batched": lambda x: (gv.linalg.det(gv.stack([x[:, :3], x[:, 1:] * x[0, 0]])) ** 2).sum(),
+    "slogdet_batched": lambda x: gv.linalg.slogdet(gv.stack([x[:, :3], x[:, 1:] * x[0, 0]]))[1].sum(),
     **{f"scatter_reduce_{reduce}": (lambda reduce: lambda x: (x.scatter_reduce(
         0, gv.tensor([[0, 1, 0, 2], [0, 0, 1, 2]]), x[1:] * 1.3 + 0.2, reduce, include_self=reduce != "mean") ** 2
         * x).sum())(reduce) for reduce in ("sum", "prod", "mean", "amax", "amin")},

@@ -330,11 +330,19 @@ def eq(a, b):
 @silent
 def sum(a, axis, keepdims=False):
     # the ufunc's own reduce: what np.sum calls, without its Python-level argument handling
-    return _arr(np.add.reduce(a, axis=axis, keepdims=keepdims))
+    return _contiguous(np.add.reduce(a, axis=axis, keepdims=keepdims))
 
 
 def amax(a, axis, keepdims=False):
-    return _arr(np.maximum.reduce(a, axis=axis, keepdims=keepdims))
+    return _contiguous(np.maximum.reduce(a, axis=axis, keepdims=keepdims))
+
+
+def _contiguous(result):
+    """A reduction's result laid out as PyTorch allocates it: contiguous (numpy keeps the input's order, so
+    the sum of a transposed batch was strided, and a later reshape of it an alias where torch makes a view)."""
+    if type(result) is not ndarray:
+        return np.asarray(result)
+    return result if result.flags.c_contiguous else np.ascontiguousarray(result)
 
 
 def argmax(a, axis):
@@ -499,7 +507,7 @@ def argmin(a, axis):
 
 
 def amin(a, axis, keepdims=False):
-    return _arr(np.minimum.reduce(a, axis=axis, keepdims=keepdims))
+    return _contiguous(np.minimum.reduce(a, axis=axis, keepdims=keepdims))
 
 
 def all_along(a, axis, keepdims=False):
@@ -653,22 +661,22 @@ def nan_to_num(a, nan, posinf, neginf):
 
 @silent
 def prod(a, axis, keepdims=False):
-    return _arr(np.multiply.reduce(a, axis=axis, keepdims=keepdims))
+    return _contiguous(np.multiply.reduce(a, axis=axis, keepdims=keepdims))
 
 
 @silent
 def cumsum(a, axis):
     """Accumulated in double for smaller floats, then rounded, as PyTorch's CPU kernel does."""
     if a.dtype.kind == "f" and a.itemsize < 8:
-        return _arr(np.cumsum(a, axis=axis, dtype=np.float64).astype(a.dtype))
-    return _arr(np.cumsum(a, axis=axis))
+        return _contiguous(np.cumsum(a, axis=axis, dtype=np.float64).astype(a.dtype))
+    return _contiguous(np.cumsum(a, axis=axis))
 
 
 @silent
 def cumprod(a, axis):
     if a.dtype.kind == "f" and a.itemsize < 8:
-        return _arr(np.cumprod(a, axis=axis, dtype=np.float64).astype(a.dtype))
-    return _arr(np.cumprod(a, axis=axis))
+        return _contiguous(np.cumprod(a, axis=axis, dtype=np.float64).astype(a.dtype))
+    return _contiguous(np.cumprod(a, axis=axis))
 
 
 def flip(a, axes):

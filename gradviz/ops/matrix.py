@@ -152,12 +152,14 @@ class DiagEmbedBackward0(OpFunction):
     derivatives = {"self": ("grad.diagonal(offset, dim1, dim2)", r"\mathrm{diag}(\bar{y})")}
 
     def forward(ctx, self, offset=0):
+        """A vector, or a batch of them (the last dim), on the diagonal of the last two dims."""
         ctx.save(dim1=saved_dim(-2), dim2=saved_dim(-1), offset=offset)
-        size = self.shape[0] + abs(offset)
-        return _onto_diagonal(self._backend, self._data, (size, size), offset, 0, 1)
+        size = self.shape[-1] + abs(offset)
+        batch = tuple(self.shape[:-1])
+        return _onto_diagonal(self._backend, self._data, batch + (size, size), offset, len(batch), len(batch) + 1)
 
     def backward(ctx, grad):
-        return ctx.backend.diagonal(grad, ctx.saved("offset"), 0, 1)
+        return ctx.backend.diagonal(grad, ctx.saved("offset"), -2, -1)
 
     def backward_graph(ctx, grad):
         return grad.diagonal(ctx.saved("offset"), -2, -1)
