@@ -212,3 +212,28 @@ def hessian_rows_against_central_differences(function, point, rtol=1e-5, atol=1e
 @pytest.mark.parametrize("name", sorted(SECOND))
 def test_second_derivatives_by_central_differences(name):
     hessian_rows_against_central_differences(SECOND[name], _point())
+
+
+STEPPED = {
+    "layer_norm": "(F.layer_norm(x, (3,), w, b) ** 3).sum()",
+    "batch_norm": "(F.batch_norm(x, None, None, w, b, training=True) ** 3).sum()",
+    "logcumsumexp": "(x.logcumsumexp(1) * x).sum()",
+    "scatter_reduce_prod": "(x.scatter_reduce(0, i, s * 1.5, 'prod') ** 2 * x).sum()",
+    "reflect": "(F.pad(x.reshape(1, 3, 4), (2, 1), mode='reflect') ** 3).sum()",
+    "as_strided_overlapping": "(x.as_strided((3, 3), (1, 1), 0) ** 3).sum()",
+}
+
+
+@pytest.mark.parametrize("name", sorted(STEPPED))
+def test_second_backward_through_recorded_forms_steps_in_torch_order(torch, name):
+    """The gradient's graph stepped (``backward_steps``) in the order torch's engine runs it, and the
+    stepped second backward gives torch's values."""
+    from orders import torch_order
+    from parity import run
+
+    code = LEAVES + f"g = torch.autograd.grad({STEPPED[name]}, x, create_graph=True)[0]\n" \
+                    "total = (g * g * torch.arange(1.0, g.numel() + 1.0, dtype=torch.float64).reshape(g.shape)).sum()\n"
+    (scope_t, _), (scope_g, _) = run(code, torch), run(code, gv)
+    expected, = torch.autograd.grad(scope_t["total"], scope_t["x"], retain_graph=True)
+    assert [step.name for step in gv.autograd.backward_steps(scope_g["total"])] == torch_order(scope_t["total"])
+    np.testing.assert_allclose(scope_g["x"].grad.numpy(), expected.numpy(), rtol=1e-9, atol=1e-12)
