@@ -283,7 +283,10 @@ class NativeLayerNormBackwardBackward0(_NormBackwardOp):
     inputs = ("grad_out", "input", "mean", "rstd", "weight", "bias")
     derivatives = {"grad_out": ("layer_norm_double_backward(...)[0]", r"\partial^2"),
                    "input": ("layer_norm_double_backward(...)[1]", r"\partial^2"),
-                   "weight": ("layer_norm_double_backward(...)[2]", r"\partial^2")}
+                   "mean": ('not_implemented("native_layer_norm_backward mean")', "-"),
+                   "rstd": ('not_implemented("native_layer_norm_backward rstd")', "-"),
+                   "weight": ("layer_norm_double_backward(...)[2]", r"\partial^2"),
+                   "bias": ("Tensor()", "-")}
 
 
 class NativeBatchNormBackwardBackward0(_NormBackwardOp):
@@ -293,7 +296,9 @@ class NativeBatchNormBackwardBackward0(_NormBackwardOp):
     inputs = ("grad_out", "input", "weight", "save_mean", "save_invstd")
     derivatives = {"grad_out": ("batchnorm_double_backward(...)[0]", r"\partial^2"),
                    "input": ("batchnorm_double_backward(...)[1]", r"\partial^2"),
-                   "weight": ("batchnorm_double_backward(...)[2]", r"\partial^2")}
+                   "weight": ("batchnorm_double_backward(...)[2]", r"\partial^2"),
+                   "save_mean": ('not_implemented("native_batch_norm_backward save_mean")', "-"),
+                   "save_invstd": ('not_implemented("native_batch_norm_backward save_invstd")', "-")}
 
 
 def _layer_norm_first(grad_out, input, weight, axes, eps):
