@@ -329,8 +329,12 @@ def eq(a, b):
 
 @silent
 def sum(a, axis, keepdims=False):
-    # the ufunc's own reduce: what np.sum calls, without its Python-level argument handling
-    return _contiguous(np.add.reduce(a, axis=axis, keepdims=keepdims))
+    # the ufunc's own reduce: what np.sum calls, without its Python-level argument handling; laid out
+    # contiguous as PyTorch allocates it (``_contiguous``, inlined: every backward of a broadcast runs this)
+    result = np.add.reduce(a, axis=axis, keepdims=keepdims)
+    if type(result) is not ndarray:
+        return np.asarray(result)
+    return result if result.ndim < 2 else np.ascontiguousarray(result)
 
 
 def amax(a, axis, keepdims=False):
@@ -342,7 +346,9 @@ def _contiguous(result):
     the sum of a transposed batch was strided, and a later reshape of it an alias where torch makes a view)."""
     if type(result) is not ndarray:
         return np.asarray(result)
-    return result if result.flags.c_contiguous else np.ascontiguousarray(result)
+    if result.ndim < 2:  # a fresh array of one dim or none is contiguous: no flags object to make
+        return result
+    return np.ascontiguousarray(result)  # the array itself when it already is (cheaper than reading its flags)
 
 
 def argmax(a, axis):
