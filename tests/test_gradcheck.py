@@ -512,3 +512,33 @@ CASES.update({
 })
 CASES["LinalgLstsqBackward0"] = (lambda a, b: gv.linalg.lstsq(a, b).solution, [values(4, 3), values(4, 2)])
 CASES["LinalgMatrixExpBackward0"] = (lambda a: gv.linalg.matrix_exp(a * 3), [values(3, 3)])
+
+
+# -- recorded first derivatives that are nodes of their own: the norms', reflect/replicate padding's, unfold's
+
+
+_PAD_SHAPES = {1: ((1, 1, 7), (1, 1, 4)), 2: ((1, 1, 7, 6), (1, 1, 4, 3)), 3: ((1, 1, 5, 6, 6), (1, 1, 4, 3, 3))}
+
+
+def _first_derivative(output, inputs, grad):
+    """The recorded gradients of ``output`` for ``inputs`` with ``grad`` arriving, summed into one tensor."""
+    grads = gv.autograd.grad(output, inputs, grad, create_graph=True)
+    total = grads[0]
+    for index, extra in enumerate(grads[1:]):
+        total = total + (extra * (index + 2)).sum()
+    return total
+
+
+CASES.update({
+    "NativeLayerNormBackwardBackward0": (lambda g, x, w: _first_derivative(
+        gv.nn.functional.layer_norm(x, (3,), w), (x, w), g), [values(2, 3), values(2, 3), values(3)]),
+    "NativeBatchNormBackwardBackward0": (lambda g, x, w: _first_derivative(
+        gv.nn.functional.batch_norm(x, None, None, w, training=True), (x, w), g), [values(4, 3), values(4, 3), values(3)]),
+    **{f"{kind}Pad{dims}DBackwardBackward0": (
+        (lambda mode, dims: lambda g, x: _first_derivative(
+            gv.nn.functional.pad(x, (1, 2, 2, 1, 1, 0)[:2 * dims], mode=mode), (x,), g))(mode, dims),
+        [values(*_PAD_SHAPES[dims][0]), values(*_PAD_SHAPES[dims][1])])
+       for kind, mode in (("Reflection", "reflect"), ("Replication", "replicate")) for dims in (1, 2, 3)},
+    "UnfoldBackwardBackward0": (lambda g, x: _first_derivative(x.unfold(1, 2, 1), (x,), g),
+                                [values(2, 3, 2), values(2, 4)]),
+})

@@ -138,7 +138,7 @@ def _layout_like_torch(*operands):
 _HALF = np.dtype(np.float16)
 
 
-def _elementwise(ufunc, name: str):
+def _elementwise(ufunc, name: str, opmath_scalar: bool = False):
     """A binary ufunc whose result is laid out as PyTorch lays it out (see ``_layout_like_torch``), with
     numpy's floating-point warnings off while it runs (``1 / 0``, ``inf - inf``: PyTorch says nothing;
     ``quiet.py``'s ContextVar set, written out here: one frame less on the hottest path)."""
@@ -150,10 +150,11 @@ def _elementwise(ufunc, name: str):
             # number or a vector on one side, numpy keeps the other side's layout, as PyTorch does
             if (type(a) is not ndarray or type(b) is not ndarray or a.ndim < 2 or b.ndim < 2
                     or (a.strides == b.strides and a.shape == b.shape) or (a.flags.c_contiguous and b.flags.c_contiguous)):
-                if type(b) is float and type(a) is ndarray and a.dtype is _HALF:
-                    # PyTorch computes a half with a number in float (its opmath), numpy rounds the number to half
-                    # first: 2.5 * pi is 7.8555 in torch, 7.85 in numpy
-                    return ufunc(a, np.float32(b)).astype(_HALF)
+                if opmath_scalar and type(b) is float and type(a) is ndarray and a.dtype is _HALF:
+                    # PyTorch's mul and div compute a half with a number in float (its opmath), numpy rounds the
+                    # number to half first: 2.5 * pi is 7.8555 in torch, 7.85 in numpy. Its add and sub round the
+                    # number to half first, as numpy does (h + 0.3 is h + half(0.3))
+                    return np.asarray(ufunc(a, np.float32(b)).astype(_HALF))
                 result = ufunc(a, b)
                 return result if type(result) is ndarray else np.asarray(result)  # _arr, inlined: every op runs this
             out = _layout_like_torch(a, b)
@@ -167,8 +168,8 @@ def _elementwise(ufunc, name: str):
 
 add = _elementwise(np.add, "add")
 sub = _elementwise(np.subtract, "sub")
-mul = _elementwise(np.multiply, "mul")
-div = _elementwise(np.true_divide, "div")
+mul = _elementwise(np.multiply, "mul", opmath_scalar=True)
+div = _elementwise(np.true_divide, "div", opmath_scalar=True)
 
 
 @silent
@@ -328,12 +329,26 @@ def eq(a, b):
 
 @silent
 def sum(a, axis, keepdims=False):
-    # the ufunc's own reduce: what np.sum calls, without its Python-level argument handling
-    return _arr(np.add.reduce(a, axis=axis, keepdims=keepdims))
+    # the ufunc's own reduce: what np.sum calls, without its Python-level argument handling; laid out
+    # contiguous as PyTorch allocates it (``_contiguous``, inlined: every backward of a broadcast runs this)
+    result = np.add.reduce(a, axis=axis, keepdims=keepdims)
+    if type(result) is not ndarray:
+        return np.asarray(result)
+    return result if result.ndim < 2 else np.ascontiguousarray(result)
 
 
 def amax(a, axis, keepdims=False):
-    return _arr(np.maximum.reduce(a, axis=axis, keepdims=keepdims))
+    return _contiguous(np.maximum.reduce(a, axis=axis, keepdims=keepdims))
+
+
+def _contiguous(result):
+    """A reduction's result laid out as PyTorch allocates it: contiguous (numpy keeps the input's order, so
+    the sum of a transposed batch was strided, and a later reshape of it an alias where torch makes a view)."""
+    if type(result) is not ndarray:
+        return np.asarray(result)
+    if result.ndim < 2:  # a fresh array of one dim or none is contiguous: no flags object to make
+        return result
+    return np.ascontiguousarray(result)  # the array itself when it already is (cheaper than reading its flags)
 
 
 def argmax(a, axis):
@@ -498,7 +513,7 @@ def argmin(a, axis):
 
 
 def amin(a, axis, keepdims=False):
-    return _arr(np.minimum.reduce(a, axis=axis, keepdims=keepdims))
+    return _contiguous(np.minimum.reduce(a, axis=axis, keepdims=keepdims))
 
 
 def all_along(a, axis, keepdims=False):
@@ -652,22 +667,22 @@ def nan_to_num(a, nan, posinf, neginf):
 
 @silent
 def prod(a, axis, keepdims=False):
-    return _arr(np.multiply.reduce(a, axis=axis, keepdims=keepdims))
+    return _contiguous(np.multiply.reduce(a, axis=axis, keepdims=keepdims))
 
 
 @silent
 def cumsum(a, axis):
     """Accumulated in double for smaller floats, then rounded, as PyTorch's CPU kernel does."""
     if a.dtype.kind == "f" and a.itemsize < 8:
-        return _arr(np.cumsum(a, axis=axis, dtype=np.float64).astype(a.dtype))
-    return _arr(np.cumsum(a, axis=axis))
+        return _contiguous(np.cumsum(a, axis=axis, dtype=np.float64).astype(a.dtype))
+    return _contiguous(np.cumsum(a, axis=axis))
 
 
 @silent
 def cumprod(a, axis):
     if a.dtype.kind == "f" and a.itemsize < 8:
-        return _arr(np.cumprod(a, axis=axis, dtype=np.float64).astype(a.dtype))
-    return _arr(np.cumprod(a, axis=axis))
+        return _contiguous(np.cumprod(a, axis=axis, dtype=np.float64).astype(a.dtype))
+    return _contiguous(np.cumprod(a, axis=axis))
 
 
 def flip(a, axes):

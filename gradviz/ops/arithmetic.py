@@ -193,7 +193,11 @@ def _graph_grads(ctx, grad_self, grad_other):
     raw_other = grad_other() if needs[1] else None
     raw = (grad_self() if needs[0] else None, raw_other)
     shapes = (ctx.metas[0], ctx.metas[2])  # the flat metas: (shape, dtype) of self, then of other
-    return tuple(None if g is None else sum_to_tensor(g, shape) for g, shape in zip(raw, shapes))
+    grads = tuple(None if g is None else sum_to_tensor(g, shape) for g, shape in zip(raw, shapes))
+    # -- recorded mixed dtypes: each gradient cast back to its input's dtype (ToCopyBackward0), as
+    # validate_outputs casts it
+    dtypes = (ctx.metas[1], ctx.metas[3])
+    return tuple(g if g is None or dtype is None or g.dtype is dtype else g.to(dtype) for g, dtype in zip(grads, dtypes))
 
 
 def _scalar_mul(tensor, number):

@@ -25,7 +25,10 @@ def _graph_grads(ctx, grad_self, grad_other):
     needs = ctx.needs_input_grad
     raw_other = grad_other() if needs[1] else None
     raw = (grad_self() if needs[0] else None, raw_other)
-    return tuple(None if g is None else sum_to_tensor(g, shape) for g, (shape, _) in zip(raw, ctx.metas))
+    grads = tuple(None if g is None else sum_to_tensor(g, shape) for g, (shape, _) in zip(raw, ctx.metas))
+    # -- recorded mixed dtypes: each gradient cast back to its input's dtype (ToCopyBackward0)
+    return tuple(g if g is None or dtype is None or g.dtype is dtype else g.to(dtype)
+                 for g, (_, dtype) in zip(grads, ctx.metas))
 
 
 def _mask(ctx, array) -> Tensor:

@@ -134,11 +134,12 @@ class LinalgDetBackward0(OpFunction):
         return backend.where(singular, 0.0, backend.mul(scale, _mT(backend, backend.inv(safe))))
 
     def backward_graph(ctx, grad):
-        """Recorded as PyTorch records it for one matrix: ``solve(Aᵀ, diag_embed(ḡ det A, expanded to n)ᵀ)``."""
-        A = ctx.saved_graph("A")
-        if A.ndim != 2:
+        """Recorded as PyTorch records it: ``solve(Aᵀ, diag_embed(ḡ det A, expanded as the pivots)ᵀ)`` (a batch
+        too). A singular matrix (PyTorch switches to an SVD formula there) is not recorded."""
+        A, det = ctx.saved_graph("A", "result")
+        if _any_singular(ctx):
             return OpFunction.backward_graph(ctx, grad)
-        diagonal = (grad * ctx.saved_graph("result")).unsqueeze(-1).expand(A.shape[-1])
+        diagonal = (grad * det).unsqueeze(-1).expand(tuple(A.shape[:-1]))
         return solve(A.mT, _diag_embed(diagonal).mT)
 
 
@@ -203,11 +204,18 @@ class LinalgSlogdetBackward0(OpFunction):
         return backend.mul(backend.reshape(grad_logabsdet, tuple(grad_logabsdet.shape) + (1, 1)), inverse_t)
 
     def backward_graph(ctx, grad_sign, grad_logabsdet):
-        """Recorded as PyTorch records it for one matrix: ``solve(Aᵀ, diag_embed(ḡ, expanded to n)ᵀ)``."""
+        """Recorded as PyTorch records it: ``solve(Aᵀ, diag_embed(ḡ, expanded as the pivots)ᵀ)`` (a batch too)."""
         A = ctx.saved_graph("A")
-        if A.ndim != 2 or grad_logabsdet is None:
+        if grad_logabsdet is None or _any_singular(ctx):
             return OpFunction.backward_graph(ctx, grad_logabsdet)
-        return solve(A.mT, _diag_embed(grad_logabsdet.unsqueeze(-1).expand(A.shape[-1])).mT)
+        return solve(A.mT, _diag_embed(grad_logabsdet.unsqueeze(-1).expand(tuple(A.shape[:-1]))).mT)
+
+
+def _any_singular(ctx) -> bool:
+    """Whether a saved LU factorization has a zero on U's diagonal (a singular matrix in the batch)."""
+    backend = ctx.backend
+    lu = ctx.saved("LU")
+    return bool(backend.any(backend.eq(backend.diagonal(lu, 0, -2, -1), 0)))
 
 
 class LinalgCholeskyExBackward0(OpFunction):

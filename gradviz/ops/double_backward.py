@@ -621,15 +621,16 @@ class IndexFillBackward1(OpFunction):
         return filled, backend.sum(backend.getitem(grad, unique), None)
 
     def backward_graph(ctx, grad):
-        """The value's: ``grad.index_select(dim, unique(index)).sum()``. The input's (``index_fill`` by a
-        number, IndexFillBackward0) is not recorded: ``trace``'s backward fills zeros that need no gradient."""
+        """The input's: ``grad.index_fill(dim, index, 0)`` (IndexFillBackward0, by a number), made first; the
+        value's: ``grad.index_select(dim, unique(index)).sum()``."""
         from gradviz.ops.indexing import index_select
 
-        if ctx.needs_input_grad[0]:
-            return OpFunction.backward_graph(ctx, grad)
         dim, index = ctx.saved("dim", "index")
+        filled = grad.index_fill(_signed(dim), ctx.saved_graph("index"), 0) if ctx.needs_input_grad[0] else None
+        if not ctx.needs_input_grad[1]:
+            return filled, None
         unique = Tensor._make(ctx.backend.array(sorted(set(index.tolist())), _dtype.int64), backend=ctx.backend)
-        return None, index_select(grad, _signed(dim), unique).sum()
+        return filled, index_select(grad, _signed(dim), unique).sum()
 
 
 def _signed(saved: int) -> int:

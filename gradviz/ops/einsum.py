@@ -194,6 +194,12 @@ def _sum_of_products(left, right, summed: list):
         else:
             right_only.append(dim)
             right_size *= right.shape[dim]
+    if left_only and right_only and right_only[-1] < left_only[0]:
+        # every dim kept from the right operand comes before those from the left one in the output: PyTorch
+        # swaps the operands so that bmm makes the result in that order (einsum('ijp,p->ij') with i of size 1)
+        left, right = right, left
+        left_only, right_only = right_only, left_only
+        left_size, right_size = right_size, left_size
     out_size = ([left.shape[d] for d in both] + [left.shape[d] for d in left_only] + [1] * len(summed)
                 + [right.shape[d] for d in right_only])
     left_perm = both + left_only + summed + right_only

@@ -621,10 +621,12 @@ def trunc(input):
     return TruncBackward0.apply(input)
 
 
-def round(input, *, decimals: int = 0):
-    if decimals:
+def round(input, *, decimals=None):
+    """``round(x)`` is RoundBackward0; any ``decimals``, 0 included, is PyTorch's other overload (RoundBackward1)."""
+    if decimals is not None:
         if not input.dtype.is_floating_point:
-            raise NotImplementedError(f"\"round_cpu\" not implemented for '{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}'")
+            kernel = "round_vml_cpu" if decimals == 0 else "round_cpu"
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}'")
         return RoundBackward1.apply(input, decimals)
     return RoundBackward0.apply(input)
 

@@ -238,28 +238,50 @@ class AsStridedBackward0(OpFunction):
         node.base_geometry = (tuple(base._data.shape), backend.strides(base._data), 0)
         return node
 
-    def forward(ctx, self, sizes, strides, offset):
-        """``self.as_strided(sizes, strides, offset)`` called as an op (CopySlices' recorded backward does)."""
+    def forward(ctx, self, sizes, strides, offset, memory=None, saved_offset=0):
+        """``self.as_strided(sizes, strides, offset)`` called as an op (CopySlices' recorded backward does).
+        ``memory``: the base whose storage a view ``self`` reads (``offset`` counts from that storage's start,
+        and ``self``'s own place in it is its geometry); ``saved_offset``: the offset as given (None when not)."""
         backend = self._backend
-        ctx.save(size=tuple(sizes), stride=tuple(strides), storage_offset=offset)
-        ctx.base_geometry = (tuple(self._data.shape), backend.strides(self._data), 0)
-        return backend.as_strided(self._data, sizes, strides, offset)
+        ctx.save(size=tuple(sizes), stride=tuple(strides), storage_offset=offset if saved_offset == 0 else saved_offset)
+        if memory is None:
+            ctx.base_geometry = (tuple(self._data.shape), backend.strides(self._data), 0)
+            return backend.as_strided(self._data, sizes, strides, offset)
+        ctx.base_geometry = backend.geometry(self._data, memory._data)
+        return backend.as_strided(memory._data, sizes, strides, offset)
 
     def backward(ctx, grad):
         backend = ctx.backend
         view_geometry = ctx.saved("size", "stride", "storage_offset")
+        if view_geometry[2] is None:  # not given: the input's own offset
+            view_geometry = (view_geometry[0], view_geometry[1], ctx.base_geometry[2])
         memory = backend.full((_memory_length(ctx.base_geometry, view_geometry),), 0, _dtype.from_any(grad.dtype),
                               backend.device_of(grad))
         backend.index_add(memory, backend.strided_indices(*view_geometry, grad), grad)
-        return backend.getitem(memory, backend.strided_indices(*ctx.base_geometry, grad))
+        read = backend.strided_indices(*ctx.base_geometry, grad)
+        sizes, strides, _ = ctx.base_geometry
+        kept = [(size, stride) for size, stride in zip(sizes, strides) if size != 1]
+        if _may_overlap([size for size, _ in kept], [stride for _, stride in kept]):
+            # an input that reads a position more than once (a view of an expanded tensor): each read gets
+            # its share, as PyTorch divides the storage by the count
+            count = backend.full(tuple(memory.shape), 0, _dtype.from_any(grad.dtype), backend.device_of(grad))
+            backend.index_add(count, read, backend.full(tuple(read.shape), 1, _dtype.from_any(grad.dtype),
+                                                        backend.device_of(grad)))
+            memory = backend.div(memory, count)
+        return backend.getitem(memory, read)
 
     def backward_graph(ctx, grad):
         """PyTorch's ``as_strided_backward`` where neither geometry overlaps itself: size-1 dims of the view
         squeezed out of ``grad`` and expanded (stride 0) ones summed, last dim first; ``grad`` copied into a
         zero storage through the view's geometry (a CopySlices), which is read back as the input
-        (AsStridedBackward0). Overlapping geometries (``index_add_``, counts) are not recorded yet."""
+        (AsStridedBackward0). Where the view reads a position more than once its gradients are added there
+        (``index_add_``); where the input does, the storage is divided by how often (``div_``), as PyTorch."""
         sizes, strides, offset = ctx.saved("size", "stride", "storage_offset")
-        base_sizes, base_strides, _ = ctx.base_geometry
+        base_sizes, base_strides, base_offset = ctx.base_geometry
+        if offset is None:  # not given: the input's own offset
+            offset = base_offset
+        shared = min(offset, base_offset)  # as PyTorch, the storage starts where either geometry does
+        offset, base_offset = offset - shared, base_offset - shared
         backend = ctx.backend
         if 0 in sizes or 0 in base_sizes:  # nothing was read: zeros, with no graph
             return Tensor._make(backend.full(base_sizes, 0, grad.dtype, grad.device), backend=backend)
@@ -273,12 +295,24 @@ class AsStridedBackward0(OpFunction):
                 out_sizes.insert(0, sizes[dim])
                 out_strides.insert(0, strides[dim])
         kept = [(size, stride) for size, stride in zip(base_sizes, base_strides) if size != 1]
-        if _may_overlap(out_sizes, out_strides) or _may_overlap([size for size, _ in kept], [stride for _, stride in kept]):
-            return OpFunction.backward_graph(ctx, grad)
-        length = max(_memory_length((out_sizes, out_strides, offset)), _memory_length(ctx.base_geometry))
+        kept_sizes, kept_strides = [size for size, _ in kept], [stride for _, stride in kept]
+        out_overlaps, input_overlaps = _may_overlap(out_sizes, out_strides), _may_overlap(kept_sizes, kept_strides)
+        length = max(_memory_length((out_sizes, out_strides, offset)),
+                     _memory_length((base_sizes, base_strides, base_offset)))
         storage = Tensor._make(backend.full((length,), 0, grad.dtype, grad.device), backend=backend)
-        as_strided(storage, out_sizes, out_strides, offset).copy_(grad)
-        return as_strided(storage, base_sizes, base_strides, 0)
+        if out_overlaps or input_overlaps:  # every storage position's number, to add into it by index
+            positions = Tensor._make(backend.array(list(range(length)), _dtype.int64, grad.device), backend=backend)
+        if out_overlaps:  # a position read more than once gets the sum of those gradients
+            storage.index_add_(0, as_strided(positions, out_sizes, out_strides, offset).reshape(-1), grad.reshape(-1))
+        else:
+            as_strided(storage, out_sizes, out_strides, offset).copy_(grad)
+        if input_overlaps:  # divided by the number of times the input reads each position (nan where none)
+            count = Tensor._make(backend.full((length,), 0, grad.dtype, grad.device), backend=backend)
+            read = as_strided(positions, kept_sizes, kept_strides, base_offset).reshape(-1)
+            count.index_add_(0, read, Tensor._make(backend.full((1,), 1, grad.dtype, grad.device),
+                                                   backend=backend).expand_as(read))
+            storage.div_(count)
+        return as_strided(storage, base_sizes, base_strides, base_offset)
 
 
 class CopySlices(OpFunction):

@@ -22,14 +22,14 @@ class FlipBackward0(OpFunction):
             raise RuntimeError(f"dims has duplicates, original flip dims size={len(axes)}, but unique flip dims "
                                f"size={len(set(axes))}")
         ctx.save(dims=saved_dim(tuple(dims)))
-        ctx.axes = axes
+        ctx.axes, ctx.dims = axes, tuple(dims)
         return self._backend.flip(self._data, axes) if self.ndim else self._backend.copy(self._data)
 
     def backward(ctx, grad):
         return ctx.backend.flip(grad, ctx.axes) if grad.ndim else grad
 
     def backward_graph(ctx, grad):
-        return flip(grad, ctx.axes)
+        return flip(grad, ctx.dims)  # the dims as given: the recorded flip saves them (-1 stays -1)
 
 
 class RollBackward0(OpFunction):
@@ -152,12 +152,14 @@ class DiagEmbedBackward0(OpFunction):
     derivatives = {"self": ("grad.diagonal(offset, dim1, dim2)", r"\mathrm{diag}(\bar{y})")}
 
     def forward(ctx, self, offset=0):
+        """A vector, or a batch of them (the last dim), on the diagonal of the last two dims."""
         ctx.save(dim1=saved_dim(-2), dim2=saved_dim(-1), offset=offset)
-        size = self.shape[0] + abs(offset)
-        return _onto_diagonal(self._backend, self._data, (size, size), offset, 0, 1)
+        size = self.shape[-1] + abs(offset)
+        batch = tuple(self.shape[:-1])
+        return _onto_diagonal(self._backend, self._data, batch + (size, size), offset, len(batch), len(batch) + 1)
 
     def backward(ctx, grad):
-        return ctx.backend.diagonal(grad, ctx.saved("offset"), 0, 1)
+        return ctx.backend.diagonal(grad, ctx.saved("offset"), -2, -1)
 
     def backward_graph(ctx, grad):
         return grad.diagonal(ctx.saved("offset"), -2, -1)
@@ -260,26 +262,57 @@ class UnfoldBackward0(OpFunction):
         return self._backend.unfold(self._data, axis if self.ndim else 0, size, step)
 
     def backward(ctx, grad):
-        """Per window ``w`` and offset ``k``, the element ``w * step + k``: one product with the 0/1
-        matrix of those pairs, after moving the window dims last."""
-        backend = ctx.backend
         sizes, size, step = ctx.saved("self_sym_sizes", "size", "step")
-        dtype = _dtype.from_any(grad.dtype)
-        if not sizes:  # a 0-d input: its one window holds it once
-            return backend.reshape(grad, ())
-        axis = ctx.axis
-        length, count = sizes[axis], grad.shape[axis]
-        rows = [[1.0 if window * step + offset == element else 0.0 for element in range(length)]
-                for window in range(count) for offset in range(size)]
-        covers = backend.array(rows, dtype, backend.device_of(grad)) if rows else backend.full(
-            (0, length), 0, dtype, backend.device_of(grad))
-        order = tuple(d for d in range(grad.ndim - 1) if d != axis) + (axis, grad.ndim - 1)
-        moved = backend.permute(grad, order)
-        flat = backend.reshape(moved, tuple(moved.shape[:-2]) + (count * size,))
-        summed = backend.matmul(flat, covers)
-        back = list(range(len(sizes) - 1))
-        back.insert(axis, len(sizes) - 1)
-        return backend.permute(summed, tuple(back)) if len(sizes) > 1 else summed
+        return _unfold_backward(ctx.backend, grad, sizes, size, step, ctx.axis)
+
+    def backward_graph(ctx, grad):
+        """``unfold_backward(grad, self.sym_sizes(), dimension, size, step)`` as an op of its own
+        (UnfoldBackwardBackward0), as PyTorch records it."""
+        from gradviz.ops.double_backward import _signed
+
+        sizes, size, step = ctx.saved("self_sym_sizes", "size", "step")
+        return UnfoldBackwardBackward0.apply(grad, sizes, _signed(ctx.saved("dimension")), size, step, ctx.axis)
+
+
+class UnfoldBackwardBackward0(OpFunction):
+    """``unfold_backward(grad_in, input_sizes, dim, size, step)``: each window's gradient added back into the
+    elements it covers (the first derivative of ``unfold``). Its own derivative unfolds again."""
+
+    inputs = ("grad_in",)
+    derivatives = {"grad_in": ("grad.unfold(dim, size, step)", r"\mathrm{unfold}(\bar{z})")}
+
+    def forward(ctx, grad_in, input_sizes, dim, size, step, axis):
+        ctx.save(dim=saved_dim(dim), size=size, step=step)
+        ctx.dim, ctx.axis = dim, axis
+        return _unfold_backward(grad_in._backend, grad_in._data, tuple(input_sizes), size, step, axis)
+
+    def backward(ctx, grad):
+        size, step = ctx.saved("size", "step")
+        return ctx.backend.unfold(grad, ctx.axis if grad.ndim else 0, size, step)
+
+    def backward_graph(ctx, grad):
+        size, step = ctx.saved("size", "step")
+        return unfold(grad, ctx.dim, size, step)
+
+
+def _unfold_backward(backend, grad, sizes, size, step, axis):
+    """``unfold``'s gradient: per window ``w`` and offset ``k``, the element ``w * step + k``: one product with
+    the 0/1 matrix of those pairs, after moving the window dims last."""
+    dtype = _dtype.from_any(grad.dtype)
+    if not sizes:  # a 0-d input: its one window holds it once
+        return backend.reshape(grad, ())
+    length, count = sizes[axis], grad.shape[axis]
+    rows = [[1.0 if window * step + offset == element else 0.0 for element in range(length)]
+            for window in range(count) for offset in range(size)]
+    covers = backend.array(rows, dtype, backend.device_of(grad)) if rows else backend.full(
+        (0, length), 0, dtype, backend.device_of(grad))
+    order = tuple(d for d in range(grad.ndim - 1) if d != axis) + (axis, grad.ndim - 1)
+    moved = backend.permute(grad, order)
+    flat = backend.reshape(moved, tuple(moved.shape[:-2]) + (count * size,))
+    summed = backend.matmul(flat, covers)
+    back = list(range(len(sizes) - 1))
+    back.insert(axis, len(sizes) - 1)
+    return backend.permute(summed, tuple(back)) if len(sizes) > 1 else summed
 
 
 def unfold(input, dimension: int, size: int, step: int):
@@ -304,18 +337,18 @@ def as_strided(input, size, stride, storage_offset=None):
     from gradviz.ops.shape import _view_of
 
     size, stride = tuple(size), tuple(stride)
-    if input._base is not None:
-        raise NotImplementedError("gradviz's as_strided reads the memory of a tensor that owns it; this tensor is a "
-                                  "view of another one (as_strided the base, or .clone() this view first)")
-    offset = 0 if storage_offset is None else storage_offset
+    memory = input._base  # a view reads its base's storage; not given, the offset is the view's own
+    offset = (input.storage_offset() if memory is not None else 0) if storage_offset is None else storage_offset
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
     needed = 0 if 0 in size else offset + 1 + sum((s - 1) * st for s, st in zip(size, stride))
-    if needed > input.numel():
+    storage = (memory if memory is not None else input).numel()
+    if needed > storage:
         itemsize = input.dtype.itemsize
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
                            f"itemsize {itemsize} requiring a storage size of {needed * itemsize} are out of bounds for "
-                           f"storage of size {input.numel() * itemsize}")
-    return _view_of(AsStridedBackward0.apply(input, size, stride, offset), input)
+                           f"storage of size {storage * itemsize}")
+    return _view_of(AsStridedBackward0.apply(input, size, stride, offset, memory=memory, saved_offset=storage_offset),
+                    input)
 
 

@@ -34,7 +34,7 @@ class NativeLayerNormBackward0(OpFunction):
         rstd = backend.reciprocal(backend.sqrt(backend.add(variance, eps)))
         ctx.save(bias=bias, input=input, normalized_shape=tuple(normalized_shape),
                  result1=Tensor._make(mean, backend=backend), result2=Tensor._make(rstd, backend=backend), weight=weight)
-        ctx.axes = axes
+        ctx.axes, ctx.eps = axes, eps
         out = backend.mul(centred, rstd)
         if weight is not None:
             out = backend.mul(out, weight._data)
@@ -65,6 +65,16 @@ class NativeLayerNormBackward0(OpFunction):
         if needs[2:3] == (True,):
             grad_bias = backend.sum(grad, leading, keepdims=False) if leading else grad
         return grad_input, grad_weight, grad_bias
+
+    def backward_graph(ctx, grad):
+        """``native_layer_norm_backward`` as an op of its own (NativeLayerNormBackwardBackward0, three outputs,
+        edges to grad_out, input, mean, rstd, weight and bias), as PyTorch records it."""
+        input, mean, rstd, weight, bias = ctx.saved_graph("input", "result1", "result2", "weight", "bias")
+        first = lambda go, x, w: _layer_norm_first(go, x, w, ctx.axes, ctx.eps)  # noqa: E731
+        saved = dict(grad_out=grad, input=input, mean=mean, normalized_shape=ctx.saved("normalized_shape"), rstd=rstd,
+                     weight=weight)
+        return NativeLayerNormBackwardBackward0.apply((grad, input, mean, rstd, weight, bias), (0, 1, 4), first,
+                                                      ctx.backward, ctx.needs_input_grad, saved)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
@@ -119,6 +129,7 @@ class NativeBatchNormBackward0(OpFunction):
                  result2=Tensor._make(saved_invstd, backend=backend), running_mean=running_mean,
                  running_var=running_var, training=training, weight=weight)
         ctx.statistics = (mean, invstd, axes, channel_shape)
+        ctx.eps = eps
         out = backend.mul(centred, backend.reshape(invstd, channel_shape))
         if weight is not None:
             out = backend.mul(out, backend.reshape(weight._data, channel_shape))
@@ -150,6 +161,18 @@ class NativeBatchNormBackward0(OpFunction):
             grad_bias = backend.sum(grad, axes, keepdims=False)
         return grad_input, grad_weight, grad_bias
 
+    def backward_graph(ctx, grad):
+        """``native_batch_norm_backward`` as an op of its own (NativeBatchNormBackwardBackward0, three outputs,
+        edges to grad_out, input, weight, save_mean and save_invstd), as PyTorch records it."""
+        input, weight, mean, invstd, running_mean, running_var = ctx.saved_graph(
+            "input", "weight", "result1", "result2", "running_mean", "running_var")
+        training = ctx.saved("training")
+        saved = dict(eps=ctx.eps, grad_out=grad, input=input, running_mean=running_mean, running_var=running_var,
+                     save_invstd=invstd, save_mean=mean, train=training, weight=weight)
+        first = lambda go, x, w: _batch_norm_first(go, x, w, ctx.statistics, training, ctx.eps)  # noqa: E731
+        return NativeBatchNormBackwardBackward0.apply((grad, input, weight, mean, invstd), (0, 1, 2), first,
+                                                      ctx.backward, ctx.needs_input_grad, saved)
+
 
 def _move_toward(backend, running, value, momentum: float) -> None:
     """``running = (1 - momentum) * running + momentum * value``, written into ``running``'s memory."""
@@ -174,3 +197,142 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if not training and running_mean is None:
         raise RuntimeError("running_mean must be defined in evaluation mode")
     return NativeBatchNormBackward0.apply(input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+# -- the recorded backward of the two norms: their first derivatives as ops with their own nodes ---------
+class _NormBackwardOp(OpFunction):
+    """A norm's first derivative as one op with three outputs (the input's, weight's and bias's gradients),
+    the node a ``create_graph=True`` pass records. Its forward is the first-order node's own ``backward``;
+    its backward, PyTorch's dedicated double-backward formula, is the exact derivative of that first
+    derivative: gradviz gets it by differentiating the first derivative written with Tensor ops (``first``,
+    with the statistics recomputed from the input, so their dependence on it counts), which gives the
+    same numbers up to rounding."""
+
+    @classmethod
+    def apply(cls, args, differentiable, first, first_backward, output_mask, saved):
+        from gradviz.autograd.function import _NO_RECORD, NO_EDGE, gradient_edge
+        from gradviz.grad_mode import _state as grad_state
+
+        record = grad_state.enabled and any(arg is not None and arg.requires_grad for arg in args)
+        node = cls() if record else _NO_RECORD
+        grad = args[0]
+        backend = grad._backend
+        if record:
+            edges = tuple(gradient_edge(arg) if arg is not None and arg.requires_grad else NO_EDGE for arg in args)
+            node._next_functions = edges
+            node.needs_input_grad = tuple(edge[0] is not None for edge in edges)
+            if backend is not node.backend:
+                node.backend = backend
+            if grad_state.backward_order:
+                node._order = grad_state.backward_order
+            node.first, node.differentiable = first, differentiable
+            node.primals = tuple(None if args[i] is None else args[i]._data for i in differentiable)
+            node.input_count = len(args)
+            node.save(**saved)
+        arrays = first_backward(grad._data)
+        outputs = []
+        for output_nr, array in enumerate(arrays):
+            if array is None or not output_mask[output_nr]:
+                outputs.append(None)
+                continue
+            out = Tensor._make(array, record, node if record else None, backend)
+            out._output_nr = output_nr
+            outputs.append(out)
+        if record:
+            node._num_outputs = 3
+        return tuple(outputs)
+
+    def backward(ctx, *grads):
+        from gradviz.autograd import grad as differentiate
+        from gradviz.grad_mode import enable_grad
+
+        backend = ctx.backend
+        leaves = [None if array is None else Tensor._make(array, True, backend=backend) for array in ctx.primals]
+        with enable_grad():
+            outs = ctx.first(*leaves)
+        pairs = [(out, Tensor._make(g, backend=backend)) for out, g in zip(outs, grads)
+                 if out is not None and g is not None and out.requires_grad]
+        wanted = [(slot, leaf) for slot, leaf in enumerate(leaves)
+                  if leaf is not None and ctx.needs_input_grad[ctx.differentiable[slot]]]
+        results = [None] * ctx.input_count
+        if not pairs or not wanted:
+            for slot, leaf in wanted:
+                results[ctx.differentiable[slot]] = backend.zeros_like(leaf._data)
+            return tuple(results)
+        found = differentiate([out for out, _ in pairs], [leaf for _, leaf in wanted], [g for _, g in pairs],
+                              allow_unused=True)
+        for (slot, leaf), value in zip(wanted, found):
+            results[ctx.differentiable[slot]] = backend.zeros_like(leaf._data) if value is None else value._data
+        return tuple(results)
+
+
+    def backward_graph(ctx, *grads):
+        """A third derivative: PyTorch records the ops of its double-backward formula; gradviz has that
+        formula on arrays only, so this says so unless nothing it reads needs a gradient."""
+        if any(g is not None and g.requires_grad for g in grads) or ctx._saved_requires_grad():
+            raise NotImplementedError(
+                f"create_graph=True: gradviz cannot yet record the backward pass of {ctx.name()} (its derivative "
+                "is computed on arrays only). Differentiate this graph once, or use ops whose backward is recorded.")
+        results = ctx.backward(*(None if g is None else g._data for g in grads))
+        return tuple(None if r is None else Tensor._make(r, backend=ctx.backend) for r in results)
+
+
+class NativeLayerNormBackwardBackward0(_NormBackwardOp):
+    """``native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias)``."""
+
+    inputs = ("grad_out", "input", "mean", "rstd", "weight", "bias")
+    derivatives = {"grad_out": ("layer_norm_double_backward(...)[0]", r"\partial^2"),
+                   "input": ("layer_norm_double_backward(...)[1]", r"\partial^2"),
+                   "mean": ('not_implemented("native_layer_norm_backward mean")', "-"),
+                   "rstd": ('not_implemented("native_layer_norm_backward rstd")', "-"),
+                   "weight": ("layer_norm_double_backward(...)[2]", r"\partial^2"),
+                   "bias": ("Tensor()", "-")}
+
+
+class NativeBatchNormBackwardBackward0(_NormBackwardOp):
+    """``native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
+    save_invstd, train, eps)``."""
+
+    inputs = ("grad_out", "input", "weight", "save_mean", "save_invstd")
+    derivatives = {"grad_out": ("batchnorm_double_backward(...)[0]", r"\partial^2"),
+                   "input": ("batchnorm_double_backward(...)[1]", r"\partial^2"),
+                   "weight": ("batchnorm_double_backward(...)[2]", r"\partial^2"),
+                   "save_mean": ('not_implemented("native_batch_norm_backward save_mean")', "-"),
+                   "save_invstd": ('not_implemented("native_batch_norm_backward save_invstd")', "-")}
+
+
+def _layer_norm_first(grad_out, input, weight, axes, eps):
+    """Layer norm's three gradients written with Tensor ops (mean and rstd recomputed from ``input``)."""
+    leading = tuple(range(input.ndim - len(axes)))
+    mean = input.mean(axes, keepdim=True)
+    centred = input - mean
+    rstd = ((centred * centred).mean(axes, keepdim=True) + eps).rsqrt()
+    normalized = centred * rstd
+    scaled = grad_out if weight is None else grad_out * weight
+    grad_input = (scaled - scaled.mean(axes, keepdim=True)
+                  - normalized * (scaled * normalized).mean(axes, keepdim=True)) * rstd
+    product = grad_out * normalized
+    grad_weight = None if weight is None else (product.sum(leading) if leading else product)
+    return grad_input, grad_weight, grad_out.sum(leading) if leading else grad_out
+
+
+def _batch_norm_first(grad_out, input, weight, statistics, training, eps):
+    """Batch norm's three gradients written with Tensor ops (in training the batch's statistics recomputed
+    from ``input``; in eval the running ones, constants)."""
+    mean, invstd, axes, channel_shape = statistics
+    if training:
+        batch_mean = input.mean(axes, keepdim=True)
+        centred = input - batch_mean
+        invstd_t = ((centred * centred).mean(axes, keepdim=True) + eps).rsqrt()
+    else:
+        backend = input._backend
+        centred = input - Tensor._make(backend.reshape(mean, channel_shape), backend=backend)
+        invstd_t = Tensor._make(backend.reshape(invstd, channel_shape), backend=backend)
+    normalized = centred * invstd_t
+    scale = invstd_t if weight is None else invstd_t * weight.reshape(channel_shape)
+    centred_grad = grad_out
+    if training:
+        centred_grad = grad_out - grad_out.mean(axes, keepdim=True) \
+            - normalized * (grad_out * normalized).mean(axes, keepdim=True)
+    grad_weight = None if weight is None else (grad_out * normalized).sum(axes)
+    return centred_grad * scale, grad_weight, grad_out.sum(axes)

@@ -88,31 +88,78 @@ class _IndexedPad(OpFunction):
         backend = self._backend
         ctx.save(padding=tuple(count if count >= 0 else count + 2**64 for count in padding), self=self)
         out = self._data
-        every = []
-        for position in range(len(padding) // 2):
-            axis = self.ndim - 1 - position
-            picks = _source_positions(self.shape[axis], padding[2 * position], padding[2 * position + 1], mode)
-            every.append((axis, picks, self.shape[axis]))
-            out = backend.take(out, backend.array(picks, _dtype.int64, self.device), axis)
-        ctx.picks = every
-        return out
+        ctx.picks = every = _all_picks(tuple(self.shape), padding, mode)
+        ctx.padding, ctx.mode = tuple(padding), mode
+        return _padded(backend, out, every)
 
     def backward(ctx, grad):
-        """Each output's gradient added into the element it read: per dim, a product with the 0/1
-        matrix that says which output read which input."""
-        backend = ctx.backend
-        dtype = _dtype.from_any(grad.dtype)
-        device = backend.device_of(grad)
-        for axis, picks, size in reversed(ctx.picks):
-            rows = [[1.0 if pick == column else 0.0 for column in range(size)] for pick in picks]
-            reads = backend.array(rows, dtype, device) if picks else backend.full((0, size), 0, dtype, device)
-            order = tuple(d for d in range(grad.ndim) if d != axis) + (axis,)
-            moved = backend.matmul(backend.permute(grad, order), reads)
-            back = [0] * grad.ndim
-            for index, dim in enumerate(order):
-                back[dim] = index
-            grad = backend.permute(moved, tuple(back))
-        return backend.copy(grad)
+        return _read_back(ctx.backend, grad, ctx.picks)
+
+    def backward_graph(ctx, grad):
+        """PyTorch's ``reflection_padNd_backward``/``replication_padNd_backward`` as an op of its own
+        (``ReflectionPad1DBackwardBackward0`` ...), with edges to ``grad`` and ``self``."""
+        self = ctx.saved_graph("self")
+        return _BACKWARD_NODES[type(ctx).__name__].apply(grad, self, ctx.padding, ctx.mode)
+
+
+def _all_picks(shape: tuple, padding: tuple, mode: str) -> list:
+    """Per padded dim (last first): ``(axis, the input position each output position reads, size)``."""
+    every = []
+    for position in range(len(padding) // 2):
+        axis = len(shape) - 1 - position
+        picks = _source_positions(shape[axis], padding[2 * position], padding[2 * position + 1], mode)
+        every.append((axis, picks, shape[axis]))
+    return every
+
+
+def _padded(backend, data, every):
+    for axis, picks, _ in every:
+        data = backend.take(data, backend.array(picks, _dtype.int64, backend.device_of(data)), axis)
+    return data
+
+
+def _read_back(backend, grad, every):
+    """Each output's gradient added into the element it read: per dim, a product with the 0/1
+    matrix that says which output read which input."""
+    dtype = _dtype.from_any(grad.dtype)
+    device = backend.device_of(grad)
+    for axis, picks, size in reversed(every):
+        rows = [[1.0 if pick == column else 0.0 for column in range(size)] for pick in picks]
+        reads = backend.array(rows, dtype, device) if picks else backend.full((0, size), 0, dtype, device)
+        order = tuple(d for d in range(grad.ndim) if d != axis) + (axis,)
+        moved = backend.matmul(backend.permute(grad, order), reads)
+        back = [0] * grad.ndim
+        for index, dim in enumerate(order):
+            back[dim] = index
+        grad = backend.permute(moved, tuple(back))
+    return backend.copy(grad)
+
+
+class _IndexedPadBackward(OpFunction):
+    """``reflection_padNd_backward(grad_output, self, padding)`` (or replication's), recorded by a
+    ``create_graph=True`` pass: the first derivative. Its own derivative pads ``grad`` again (the first-order
+    node), and is zeros for ``self``."""
+
+    inputs = ("grad_output", "self")
+
+    def forward(ctx, grad_output, self, padding, mode):
+        ctx.save(padding=tuple(count if count >= 0 else count + 2**64 for count in padding))
+        ctx.padding, ctx.mode = tuple(padding), mode
+        ctx.picks = _all_picks(tuple(self.shape), padding, mode)
+        ctx.self_meta = (tuple(self.shape), self.dtype, self.device)
+        return _read_back(grad_output._backend, grad_output._data, ctx.picks)
+
+    def _zeros(ctx):
+        return ctx.backend.full(*ctx.self_meta[:1], 0, *ctx.self_meta[1:])
+
+    def backward(ctx, grad):
+        padded = _padded(ctx.backend, grad, ctx.picks) if ctx.needs_input_grad[0] else None
+        return padded, ctx._zeros() if ctx.needs_input_grad[1] else None
+
+    def backward_graph(ctx, grad):
+        padded = _NODES[ctx.mode, len(ctx.padding) // 2].apply(grad, ctx.padding, ctx.mode) \
+            if ctx.needs_input_grad[0] else None
+        return padded, Tensor._make(ctx._zeros(), backend=ctx.backend) if ctx.needs_input_grad[1] else None
 
 
 def _pad_node(mode: str, dims: int):
@@ -131,9 +178,29 @@ ReflectionPad3DBackward0 = _pad_node("reflect", 3)
 ReplicationPad1DBackward0 = _pad_node("replicate", 1)
 ReplicationPad2DBackward0 = _pad_node("replicate", 2)
 ReplicationPad3DBackward0 = _pad_node("replicate", 3)
+
+
+def _pad_backward_node(first: type) -> type:
+    name = first.__name__.replace("Backward0", "BackwardBackward0")
+    mode = "reflection" if first.__name__.startswith("Reflection") else "replication"
+    dims = first.__name__[len(mode.capitalize()) + 3]
+    return type(name, (_IndexedPadBackward,), {
+        "derivatives": {"grad_output": (f"{mode}_pad{dims}d_symint(grad, padding)", r"\bar{z}\ \text{padded}"),
+                        "self": ("zeros_like(self)", "0")},
+        "__doc__": f"``{mode}_pad{dims}d_backward``, the op a recorded backward of {first.__name__} makes.",
+        "__module__": __name__})
+
+
 _NODES = {("reflect", 1): ReflectionPad1DBackward0, ("reflect", 2): ReflectionPad2DBackward0,
           ("reflect", 3): ReflectionPad3DBackward0, ("replicate", 1): ReplicationPad1DBackward0,
           ("replicate", 2): ReplicationPad2DBackward0, ("replicate", 3): ReplicationPad3DBackward0}
+_BACKWARD_NODES = {node.__name__: _pad_backward_node(node) for node in _NODES.values()}
+ReflectionPad1DBackwardBackward0 = _BACKWARD_NODES["ReflectionPad1DBackward0"]
+ReflectionPad2DBackwardBackward0 = _BACKWARD_NODES["ReflectionPad2DBackward0"]
+ReflectionPad3DBackwardBackward0 = _BACKWARD_NODES["ReflectionPad3DBackward0"]
+ReplicationPad1DBackwardBackward0 = _BACKWARD_NODES["ReplicationPad1DBackward0"]
+ReplicationPad2DBackwardBackward0 = _BACKWARD_NODES["ReplicationPad2DBackward0"]
+ReplicationPad3DBackwardBackward0 = _BACKWARD_NODES["ReplicationPad3DBackward0"]
 
 SUPPORTED = ("Supported combinations for non-constant padding:\n"
              "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"

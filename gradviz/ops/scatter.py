@@ -15,6 +15,11 @@ from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.ops.double_backward import IndexAddBackward0, ScatterAddBackward0, ScatterBackward0
 from gradviz.ops.inplace import in_place
+
+REDUCE_DEPRECATED = ("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a future "
+                     "PyTorch release. Use torch.scatter_reduce instead for more reduction options. (Triggered "
+                     "internally at /__w/pytorch/pytorch/aten/src/ATen/native/TensorAdvancedIndexing.cpp:225.)")
+_warned_reduce = False
 from gradviz.ops.no_derivative import NotImplemented, without_derivative
 from gradviz.tensor import Tensor
 
@@ -146,6 +151,58 @@ class ScatterReduceBackward0(OpFunction):
         needs = ctx.needs_input_grad
         return (grad_self if needs[0] else None), (_fit_source(ctx, grad_src) if needs[1] else None)
 
+    def backward_graph(ctx, grad):
+        """PyTorch's ``scatter_reduce_backward`` recorded op by op (the operands of a C++ binary operator
+        or call built right first). Not recorded: an index smaller than ``src``, and prod with more than one
+        zero of ``src`` reduced into one place (PyTorch's DelayedError)."""
+        from gradviz.ops.comparison import where
+        from gradviz.ops.double_backward import _signed
+
+        self, src, index, result = ctx.saved_graph("self", "src", "index", "result")
+        reduce, include_self = ctx.saved("reduce", "include_self")
+        if tuple(index.shape) != tuple(src.shape):
+            return OpFunction.backward_graph(ctx, grad)
+        dim = _signed(ctx.saved("dim"))
+        backend = ctx.backend
+
+        def constant(array):
+            return Tensor._make(array, backend=backend)
+
+        if reduce == "sum":
+            grad_self, grad_src = grad, grad.gather(dim, index)
+        elif reduce == "mean":
+            counts = constant(backend.full(tuple(grad.shape), 1 if include_self else 0, grad.dtype, grad.device))
+            counts = counts.scatter_add(dim, index, constant(backend.full(tuple(src.shape), 1, src.dtype, src.device)))
+            counts.masked_fill_(counts == 0, 1)
+            grad_self = grad / counts
+            grad_src = grad.gather(dim, index) / counts.gather(dim, index)
+        elif reduce == "prod":
+            masked_self = self.masked_fill(self == 0, 1)
+            masked_self_result = masked_self.scatter_reduce(dim, index, src, reduce, include_self=include_self)
+            grad_self = (grad * masked_self_result) / masked_self
+            src_zero = src == 0
+            zeros = constant(backend.full(tuple(self.shape), 0, self.dtype, self.device))
+            src_num_zeros = zeros.scatter_add(dim, index, src_zero.to(self.dtype)).gather(dim, index)
+            if bool((src_num_zeros > 1).any()):
+                return OpFunction.backward_graph(ctx, grad)
+            src_single_zero = src_zero & (src_num_zeros == 1)
+            masked_src = src.masked_fill(src_single_zero, 1)
+            masked_src_result = self.scatter_reduce(dim, index, masked_src, reduce, include_self=include_self)
+            otherwise = src.masked_fill(src_zero, 1)
+            otherwise = (grad * result).gather(dim, index) / otherwise
+            grad_src = where(src_single_zero, (grad * masked_src_result).gather(dim, index), otherwise)
+        else:  # amax, amin
+            value = result.gather(dim, index)
+            self_is_result = (self == result).to(self.dtype)
+            src_is_result = (src == value).to(self.dtype)
+            grad_distributed = grad / self_is_result.scatter_add(dim, index, src_is_result)
+            grad_self = (self == result) * grad_distributed
+            grad_src = (src == value) * grad_distributed.gather(dim, index)
+        if not include_self:
+            grad_self = grad_self.scatter(dim, index, 0)
+        needs = ctx.needs_input_grad
+        return (grad_self if needs[0] else None), (grad_src if needs[1] else None)
+
 
 def _reduce_into(self, values, dim, index, reduce):
     """``scatter(..., reduce=)``'s value: ``values`` added or multiplied into a copy of ``self``."""
@@ -158,9 +215,10 @@ def _scatter_reduce_old(input, dim, index, source, reduce):
     if reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     if isinstance(source, Tensor):
-        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
-                      "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
-                      UserWarning, stacklevel=3)
+        global _warned_reduce
+        if not _warned_reduce:  # TORCH_WARN_ONCE: once per process
+            _warned_reduce = True
+            warnings.warn(REDUCE_DEPRECATED, UserWarning, stacklevel=3)
         values = source._data if source.dtype is input.dtype else input._backend.astype(source._data, input.dtype)
         return without_derivative(NotImplemented, _reduce_into(input, values, dim, index, reduce), (input, source),
                                   "scatter")

@@ -138,8 +138,14 @@ def _correction(dim, unbiased, correction):
     return 1 if unbiased else 0
 
 
-def _variance(ctx, self, dim, correction, keepdim):
-    """``sum((x - mean)^2) / (n - correction)`` over ``dim`` (all elements when None)."""
+DOF_WARNING = ("{}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor (input "
+               "numel divided by output numel). (Triggered internally at /__w/pytorch/pytorch/aten/src/ATen/native/"
+               "ReduceOps.cpp:1861.)")
+
+
+def _variance(ctx, self, dim, correction, keepdim, name: str = "var", stacklevel: int = 4):
+    """``sum((x - mean)^2) / (n - correction)`` over ``dim`` (all elements when None). With no degrees of
+    freedom left PyTorch warns (every call) under the name of the function called: ``name``."""
     if not self.dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     backend = self._backend
@@ -149,8 +155,7 @@ def _variance(ctx, self, dim, correction, keepdim):
         count *= self.shape[axis]
     dof = count - (1 if correction is None else correction)
     if dof <= 0:
-        warnings.warn("var(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
-                      "factor (input numel divided by output numel).", UserWarning, stacklevel=4)
+        warnings.warn(DOF_WARNING.format(name), UserWarning, stacklevel=stacklevel)
     data = self._data
     mean = backend.div(backend.sum(data, axes, keepdims=True), count)
     centred = backend.sub(data, mean)
@@ -183,7 +188,7 @@ class StdBackward0(OpFunction):
     def forward(ctx, self, dim, correction, keepdim):
         ctx.save(correction=correction, dim=saved_dim(dim) if dim is not None else None, keepdim=keepdim, self=self)
         ctx.save_result()
-        return self._backend.sqrt(_variance(ctx, self, dim, correction, keepdim))
+        return self._backend.sqrt(_variance(ctx, self, dim, correction, keepdim, "std"))
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -416,7 +421,10 @@ class CumsumBackward0(OpFunction):
             return grad
         from gradviz.ops.matrix import flip
 
-        return flip(cumsum(flip(grad, (ctx.axis,)), ctx.axis), (ctx.axis,))
+        from gradviz.ops.double_backward import _signed
+
+        dim = _signed(ctx.saved("dim"))  # as given: the recorded flips and cumsum save it (-1 stays -1)
+        return flip(cumsum(flip(grad, (dim,)), dim), (dim,))
 
 
 class CumprodBackward0(OpFunction):

@@ -8,7 +8,6 @@ is the sum of both outputs' formulas (``var_backward + mean_backward``; the min'
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -86,12 +85,7 @@ def _count(shape, axes) -> int:
 
 def _spread_and_mean(ctx, self, dim, correction, keepdim, name: str):
     ctx.save(correction=correction, dim=saved_dim(dim) if dim is not None else None, keepdim=keepdim, self=self)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        variance = _variance(ctx, self, dim, correction, keepdim)
-    for warning in caught:  # the degrees-of-freedom warning, under this function's name as PyTorch words it
-        if str(warning.message).startswith("var():"):
-            warnings.warn(str(warning.message).replace("var():", f"{name}():", 1), UserWarning, stacklevel=5)
+    variance = _variance(ctx, self, dim, correction, keepdim, name, stacklevel=5)
     backend = self._backend
     axes = _dims(dim, self.ndim) if dim is not None and self.ndim else None  # as _variance reads dim (ctx may keep nothing)
     mean = backend.div(backend.sum(self._data, axes, keepdims=keepdim), _count(tuple(self.shape), axes))
@@ -311,6 +305,32 @@ class LogcumsumexpBackward0(OpFunction):
                      for side in (g > 0, g < 0)]
             out = (np.exp(parts[0]) - np.exp(parts[1])).astype(g.dtype)
         return backend.array(np.array(out, order="C"), _dtype.from_any(grad.dtype), backend.device_of(grad))
+
+    def backward_graph(ctx, grad):
+        """The same formula recorded op by op as PyTorch's ``logcumsumexp_backward`` makes it: ``|grad|.log()``
+        split by sign with ``where`` (the dtype's lowest number elsewhere), each part minus ``result`` summed
+        from the end (flip, logcumsumexp, flip), plus ``self``, ``exp``; the positive part minus the negative."""
+        from gradviz.ops.comparison import where
+        from gradviz.ops.double_backward import _signed
+        from gradviz.ops.matrix import flip
+
+        self, result = ctx.saved_graph("self", "result")
+        if grad.ndim == 0 or grad.numel() == 0:
+            return grad
+        dim = _signed(ctx.saved("dim"))
+        backend = ctx.backend
+        lowest = Tensor._make(backend.full((), np.finfo(grad.dtype.numpy).min, grad.dtype, grad.device),
+                              backend=backend)
+
+        def reverse_logcumsumexp(values):
+            return flip(logcumsumexp(flip(values, (dim,)), dim), (dim,))
+
+        log_abs_grad = grad.abs().log()
+        positive = where(grad > 0, log_abs_grad, lowest)
+        negative = where(grad < 0, log_abs_grad, lowest)
+        output_positive = (reverse_logcumsumexp(positive - result) + self).exp()
+        output_negative = (reverse_logcumsumexp(negative - result) + self).exp()
+        return output_positive - output_negative
 
 
 def _reverse_logcumsumexp(values, axis):

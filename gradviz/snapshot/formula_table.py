@@ -2380,3 +2380,52 @@ def _matrix_exp_backward(grad, a):
 entry("LinalgMatrixExpBackward0")(lambda o: {"self": Rule(
     sent=Call("matrix_exp_backward", (g, x), "", (), "= top-right block of exp([[Aᵀ, ∂L/∂Y], [0, Aᵀ]])"), symbol="A",
     note="the derivative of exp at A, applied to ∂L/∂Y, read from the exponential of a 2n × 2n block matrix")})
+
+
+# ------------------------------------------------------------------ recorded first derivatives run as nodes of their own
+# (the norms' three-output backward, reflect/replicate padding's backward, unfold's backward): the formula is the
+# node's own backward, run on the arriving gradients
+@register("recorded_node_gradient")
+def _recorded_node_gradient(grads, node, slot):
+    grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
+    backend = node.backend
+    saved = node._packed or {}
+    like = next((entry for entry in (getattr(node, "primals", None) or ()) if entry is not None), None)
+    if like is None:
+        like = next((entry.unpack() for entry in saved.values() if hasattr(entry, "unpack")), None)
+    from gradviz import _dtype
+
+    arriving = next(np.asarray(grad) for grad in grads if grad is not None)
+    dtype = _dtype.from_any(like.dtype if like is not None else arriving.dtype)
+    device = backend.device_of(like) if like is not None else None
+    arrays = [None if g is None else backend.array(np.asarray(g), dtype, device) for g in grads]
+    results = node.backward(*arrays)
+    results = results if type(results) is tuple else (results,)
+    sent = results[slot]
+    return None if sent is None else np.asarray(backend.to_numpy(sent), np.float64)
+
+
+def _recorded_rules(inputs: tuple, computed: str, outputs: int, constant: tuple = ()) -> dict:
+    arriving = Grads() if outputs > 1 else g
+    rules = {}
+    for slot, name in enumerate(inputs):
+        if name in constant:
+            rules[name] = Rule(sent=Num(0), symbol=name, note=recorded(computed) + f"; PyTorch sends no gradient to {name}")
+            continue
+        rules[name] = Rule(sent=Call("recorded_node_gradient", (arriving, hidden(NODE)), "", (slot,),
+                                     "this node's own derivative (a second derivative of the forward op)"),
+                           symbol=name, note=recorded(computed))
+    return rules
+
+
+entry("NativeLayerNormBackwardBackward0")(lambda o: _recorded_rules(
+    ("grad_out", "input", "mean", "rstd", "weight", "bias"), "layer norm's gradients for its input, weight and bias",
+    3, ("mean", "rstd", "bias")))
+entry("NativeBatchNormBackwardBackward0")(lambda o: _recorded_rules(
+    ("grad_out", "input", "weight", "save_mean", "save_invstd"), "batch norm's gradients for its input, weight and bias",
+    3, ("save_mean", "save_invstd")))
+entry(*(f"{kind}Pad{dims}DBackwardBackward0" for kind in ("Reflection", "Replication") for dims in (1, 2, 3)))(
+    lambda o: _recorded_rules(("grad_output", "self"), "padding's gradient, each output's gradient added into the "
+                              "element it read", 1, ("self",)))
+entry("UnfoldBackwardBackward0")(lambda o: _recorded_rules(
+    ("grad_in",), "unfold's gradient, each window's gradient added into the elements it covers", 1))
