@@ -21,6 +21,7 @@ import warnings
 
 from gradviz import _dtype
 from gradviz.autograd.function import _NO_RECORD, OpFunction, gradient_edge
+from gradviz.autograd.node import expose_saved
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops._util import meta, to_input
 from gradviz.ops.return_types import _return_type
@@ -892,6 +893,9 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False, out=None):
 # -- least squares -----------------------------------------------------------------------------------------
 LINALG_LSTSQ = _return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+expose_saved("solution")  # written into the node's saved entries directly (below), past ``ctx.save``
 
 
 class LinalgLstsqBackward0(OpFunction):
