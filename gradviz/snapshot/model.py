@@ -64,7 +64,9 @@ def summarize(array: Any, max_elements: int = 12) -> ArraySummary | None:
     if array is None:
         return None
     if type(array) is np.ndarray:  # most summaries of a big graph: nothing to resolve first
-        return ArraySummary(array.shape, _dtype_name(array.dtype), preview_text(array, max_elements))
+        made = _new(ArraySummary)  # ArraySummary(...) without the frozen __init__ (see ``built``)
+        made.__dict__.update(shape=array.shape, dtype=_dtype_name(array.dtype), preview=preview_text(array, max_elements))
+        return made
     dtype = _dtype_name(getattr(array, "dtype", None))
     try:
         values, prefix = _display_values(array)
@@ -221,6 +223,23 @@ class GraphNode:
         }
 
 
+_new = object.__new__
+
+
+def saved_summary(name: str, value: "ArraySummary | None", freed: bool) -> "SavedSummary":
+    """``SavedSummary(name, value, freed)``, made as ``built`` makes objects (a walk makes one per saved tensor)."""
+    made = _new(SavedSummary)
+    made.__dict__.update(name=name, value=value, freed=freed)
+    return made
+
+
+def graph_edge(source: str, target: str, slot: int, kind: str) -> "GraphEdge":
+    """``GraphEdge(source, target, slot, kind)``, made as ``built`` makes objects (one per edge of a walk)."""
+    made = _new(GraphEdge)
+    made.__dict__.update(source=source, target=target, slot=slot, kind=kind)
+    return made
+
+
 def built(cls, fields: dict):
     """``cls(**fields)`` for a frozen dataclass without ``__post_init__``, made without the frozen
     ``__init__``'s one ``object.__setattr__`` per field: the same object (equal, hashed and
@@ -231,7 +250,7 @@ def built(cls, fields: dict):
         defaults = _DEFAULTS[cls] = ({f.name: f.default for f in dataclass_fields(cls)
                                       if f.default is not MISSING}, frozenset(f.name for f in dataclass_fields(cls)))
     values, names = defaults
-    if not names.issuperset(fields) or not names.issubset(values.keys() | fields.keys()):
+    if not names.issuperset(fields) or len(fields) < len(names) and not names.issubset(values.keys() | fields.keys()):
         return cls(**fields)  # let the dataclass say what is wrong
     made = object.__new__(cls)
     made.__dict__.update(values)
