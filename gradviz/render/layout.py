@@ -405,8 +405,7 @@ def _groups(graph: Graph, layout: dict, modules: list, shape: Shape) -> list[dic
         return []
     child_boxes = defaultdict(list)
     for group in reversed(groups):  # children come after their parents: their boxes are ready first
-        member_boxes = [_outer(positions[i]) for i in group["members"]]
-        group["box"] = _group_box(member_boxes + child_boxes[group["id"]])
+        group["box"] = _group_box([_extent(positions, group["members"])] + child_boxes[group["id"]])
         if group["parent"] is not None:
             x, y, w, h = group["box"]
             child_boxes[group["parent"]].append([x, y, x + w, y + h])
@@ -486,10 +485,22 @@ def _band_groups(graph: Graph, shape: Shape) -> list[dict]:
     return groups
 
 
-def _outer(box: list) -> list:
-    """A node's ``[center x, center y, w, h]`` as ``[left, top, right, bottom]``."""
-    x, y, w, h = box
-    return [x - w / 2, y - h / 2, x + w / 2, y + h / 2]
+def _extent(positions: dict, members: list) -> list:
+    """``[left, top, right, bottom]`` around the members' boxes (each ``[center x, center y, w, h]``),
+    in one pass."""
+    x, y, w, h = positions[members[0]]
+    left, top, right, bottom = x - w / 2, y - h / 2, x + w / 2, y + h / 2
+    for member in members:
+        x, y, w, h = positions[member]
+        if x - w / 2 < left:
+            left = x - w / 2
+        if y - h / 2 < top:
+            top = y - h / 2
+        if x + w / 2 > right:
+            right = x + w / 2
+        if y + h / 2 > bottom:
+            bottom = y + h / 2
+    return [left, top, right, bottom]
 
 
 def _group_box(boxes: list) -> list:
