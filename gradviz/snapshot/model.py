@@ -212,13 +212,17 @@ class GraphNode:
     order: int = 1
 
     def to_dict(self) -> dict:
+        return self.dict_with([f.to_dict() for f in self.formula])
+
+    def dict_with(self, formula) -> dict:
+        """``to_dict()`` with ``formula`` as its formula (``Graph.to_dict`` writes an index there)."""
         return {
             "id": self.id, "kind": self.kind, "name": self.name, "label": self.label,
             "shape": list(self.shape) if self.shape is not None else None, "dtype": self.dtype,
             "value": self.value.to_dict() if self.value else None,
             "grad": self.grad.to_dict() if self.grad else None,
             "saved": [s.to_dict() for s in self.saved],
-            "formula": [f.to_dict() for f in self.formula],
+            "formula": formula,
             "module": self.module, "note": self.note, "code": self.code, "order": self.order,
         }
 
@@ -298,17 +302,14 @@ class Graph:
         formulas: list = []
         index_of: dict = {}
         nodes = []
-        for node in self.nodes:
-            data = node.to_dict()
+        for node in self.nodes:  # each formula list is made once, for its first node
+            formula = None
             if node.formula:
-                key = id(node.formula)
-                if key not in index_of:
-                    index_of[key] = len(formulas)
-                    formulas.append(data["formula"])
-                data["formula"] = index_of[key]
-            else:
-                data["formula"] = None
-            nodes.append(data)
+                formula = index_of.get(id(node.formula))
+                if formula is None:
+                    formula = index_of[id(node.formula)] = len(formulas)
+                    formulas.append([f.to_dict() for f in node.formula])
+            nodes.append(node.dict_with(formula))
         return {"version": 1, "source": self.source, "root": self.root, "nodes": nodes,
                 "edges": [e.to_dict() for e in self.edges], "formulas": formulas}
 
