@@ -163,7 +163,7 @@ class SummaryIndex:
     def _scalar(self, array) -> int:
         """``of_dict(summarize(array).to_dict())`` for a 0-d numpy array, without the summary object."""
         dtype, preview = _dtype_name(array.dtype), _format_number(array.item())
-        key = ((), dtype, preview, None, 3)
+        key = content_key((), dtype, preview)
         known = self._by_content.get(key)
         if known is None:
             known = self._by_content[key] = len(self.items)
@@ -171,12 +171,17 @@ class SummaryIndex:
         return known
 
     def of_dict(self, summary: dict) -> int:
-        key = (tuple(summary["shape"]), summary["dtype"], summary["preview"], summary.get("full"), len(summary))
+        key = content_key(summary["shape"], summary["dtype"], summary["preview"], summary.get("full"), len(summary))
         known = self._by_content.get(key)
         if known is None:
             known = self._by_content[key] = len(self.items)
             self.items.append(summary)
         return known
+
+
+def content_key(shape, dtype: str, preview: str, full: str | None = None, fields: int = 3) -> tuple:
+    """What tells summary dicts apart in a ``SummaryIndex`` (``fields``: how many keys the dict has)."""
+    return tuple(shape), dtype, preview, full, fields
 
 
 class Summaries:

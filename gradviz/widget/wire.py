@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from gradviz.snapshot.model import Graph
-from gradviz.snapshot.trace import SummaryIndex
+from gradviz.snapshot.trace import SummaryIndex, content_key
 
 PACK_ABOVE = 250
 """Graphs of more nodes than this are shipped packed; smaller ones stay plain, readable JSON."""
@@ -238,8 +238,13 @@ class SummaryTable(SummaryIndex):
             return None
         index = self._by_id.get(id(summary))
         if index is None:
-            plain = summary if isinstance(summary, dict) else summary.to_dict()
-            index = self._by_id[id(summary)] = self.of_dict(plain)
+            if isinstance(summary, dict):
+                index = self.of_dict(summary)
+            else:  # an ArraySummary: its dict is made only when the table has no equal one yet
+                index = self._by_content.get(content_key(summary.shape, summary.dtype, summary.preview))
+                if index is None:
+                    index = self.of_dict(summary.to_dict())
+            self._by_id[id(summary)] = index
             self._held.append(summary)
         return index
 
