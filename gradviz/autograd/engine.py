@@ -60,7 +60,7 @@ import numpy as np
 from gradviz.autograd import checks
 from gradviz.autograd.function import gradient_edge
 from gradviz.autograd.node import GraphRoot
-from gradviz.autograd.step import Step
+from gradviz.autograd.step import Step, new_step
 from gradviz.grad_mode import _state as _grad_state
 
 _MISSING = object()  # not_ready.get's default: a held gradient may itself be None
@@ -636,10 +636,7 @@ class GraphTask:
         else:  # arrays already (a piece is one of grad_outputs' summands, an array too)
             contributions = tuple(map(tuple, pieces_per_output))
             grad_outputs, grad_inputs = tuple(grad_outputs), tuple(grad_inputs)
-        step = _new_step(Step)  # Step(...) without the frozen __init__'s one object.__setattr__ per field
-        step.__dict__.update(index=index, node=node, grad_outputs=grad_outputs, grad_inputs=grad_inputs,
-                             contributions=contributions, grad_before=grad_before, grad_after=grad_after)
-        return step
+        return new_step(index, node, grad_outputs, grad_inputs, contributions, grad_before, grad_after)
 
 
 # -- calling a node and its hooks ----------------------------------------------------------------------
@@ -721,9 +718,6 @@ def _any_tensor(gradients) -> bool:
         if isinstance(gradient, Tensor):
             return True
     return False
-
-
-_new_step = object.__new__
 
 
 # -- starting points --------------------------------------------------------------------------------
