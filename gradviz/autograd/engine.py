@@ -60,7 +60,7 @@ import numpy as np
 from gradviz.autograd import checks
 from gradviz.autograd.function import gradient_edge
 from gradviz.autograd.node import GraphRoot
-from gradviz.autograd.step import Step
+from gradviz.autograd.step import Step, new_step
 from gradviz.grad_mode import _state as _grad_state
 
 _MISSING = object()  # not_ready.get's default: a held gradient may itself be None
@@ -555,7 +555,10 @@ class GraphTask:
             elif not remaining:
                 del not_ready[next_node]
             if record:
-                next_buffer.add(slot, grad, node)
+                if grad is not None:  # RecordingInputBuffer.add, written out
+                    accumulated = next_buffer[slot]
+                    next_buffer[slot] = grad if accumulated is None else accumulated + grad
+                    next_buffer.contributions[slot].append((node, grad))
             elif grad is not None:  # InputBuffer.add, written out: this runs for every edge
                 accumulated = next_buffer[slot]
                 next_buffer[slot] = grad if accumulated is None else accumulated + grad
@@ -625,10 +628,15 @@ class GraphTask:
         also when ``create_graph`` made them Tensors)."""
         index = self.steps_recorded
         self.steps_recorded = index + 1
-        contributions = tuple(tuple((sender, _array(grad)) for sender, grad in pieces)
-                              for pieces in input_buffer.contributions)
-        return Step(index, node, tuple(_array(g) for g in grad_outputs), tuple(_array(g) for g in grad_inputs),
-                    contributions, grad_before, grad_after)
+        pieces_per_output = input_buffer.contributions
+        if self.create_graph or _any_tensor(grad_outputs) or _any_tensor(grad_inputs):
+            contributions = tuple(tuple((sender, _array(grad)) for sender, grad in pieces)
+                                  for pieces in pieces_per_output)
+            grad_outputs, grad_inputs = tuple(_array(g) for g in grad_outputs), tuple(_array(g) for g in grad_inputs)
+        else:  # arrays already (a piece is one of grad_outputs' summands, an array too)
+            contributions = tuple(map(tuple, pieces_per_output))
+            grad_outputs, grad_inputs = tuple(grad_outputs), tuple(grad_inputs)
+        return new_step(index, node, grad_outputs, grad_inputs, contributions, grad_before, grad_after)
 
 
 # -- calling a node and its hooks ----------------------------------------------------------------------
@@ -703,6 +711,13 @@ def _unwrap(tensor, like):
 def _array(gradient):
     """A gradient as a Step holds it: a backend array."""
     return gradient._data if isinstance(gradient, Tensor) else gradient
+
+
+def _any_tensor(gradients) -> bool:
+    for gradient in gradients:
+        if isinstance(gradient, Tensor):
+            return True
+    return False
 
 
 # -- starting points --------------------------------------------------------------------------------

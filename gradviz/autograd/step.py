@@ -45,3 +45,13 @@ class Step:
 
     def __repr__(self) -> str:
         return f"Step({self.index}, {self.name})"
+
+
+def new_step(index: int, node: Any, grad_outputs: tuple, grad_inputs: tuple, contributions: tuple = (),
+             grad_before: Any = None, grad_after: Any = None) -> Step:
+    """``Step(...)``, made without the frozen ``__init__``'s one ``object.__setattr__`` per field (the
+    same object: equal and printed alike); an engine makes one per node of every trace."""
+    step = object.__new__(Step)
+    step.__dict__.update(index=index, node=node, grad_outputs=grad_outputs, grad_inputs=grad_inputs,
+                         contributions=contributions, grad_before=grad_before, grad_after=grad_after)
+    return step

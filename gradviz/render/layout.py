@@ -304,37 +304,61 @@ def _place(layers, sizes, successors, predecessors, layer_gaps=None, above=0):
     # a layer of one node (most of a chain's): (node, its neighbours, how many), made once
     alone = [(layer[0], neighbours[layer[0]], len(neighbours[layer[0]])) if len(layer) == 1 else None
              for layer in layers]
+    # A layer's new x depends only on its neighbours' x (and its own, for a node with none), so a
+    # layer none of whose neighbours moved since it was last placed would be placed where it is:
+    # only layers marked ``stale`` are placed again, which gives exactly the positions of full
+    # sweeps (tests/test_layout_sweeps.py). In a chain a sweep moves a hundred nodes or so.
+    stale = [True] * len(layers)
+    layer_of = {node_id: index for index, layer in enumerate(layers) for node_id in layer}
     x_of = x.__getitem__
     for sweep in range(sweeps):
         downward = sweep % 2 == 0
         order = range(1, len(layers)) if downward else range(len(layers) - 2, -1, -1)
         for layer_index in order:
+            if not stale[layer_index]:
+                continue
+            stale[layer_index] = False
             single = alone[layer_index]
             if single is not None:
                 node_id, linked, count = single
                 if count:
-                    x[node_id] = sum(map(x_of, linked)) / count
+                    value = sum(map(x_of, linked)) / count
+                    if value != x[node_id]:
+                        x[node_id] = value
+                        for other in linked:
+                            stale[layer_of[other]] = True
                 continue
             layer = layers[layer_index]
             wanted = []
             for node_id in layer:
                 linked = neighbours[node_id]
-                wanted.append(sum(map(x.__getitem__, linked)) / len(linked) if linked else x[node_id])
+                wanted.append(sum(map(x_of, linked)) / len(linked) if linked else x[node_id])
             gaps = [(sizes[a][0] + sizes[b][0]) / 2 + NODE_GAP for a, b in zip(layer, layer[1:])]
             for node_id, value in zip(layer, closest_spaced(wanted, gaps)):
-                x[node_id] = value
+                if value != x[node_id]:
+                    x[node_id] = value
+                    for other in neighbours[node_id]:
+                        stale[layer_of[other]] = True
 
     left = min((x[n] - sizes[n][0] / 2 for n in x), default=0.0)
     positions, y, right, gap = {}, MARGIN + above, 0.0, 0
     for index, layer in enumerate(layers):
-        layer_height = sizes[layer[0]][1] if len(layer) == 1 else max((sizes[n][1] for n in layer), default=0)
-        for node_id in layer:
-            width, height = sizes[node_id]
+        if len(layer) == 1:  # most of a chain's layers
+            node_id = layer[0]
+            width, layer_height = sizes[node_id]
             center_x = x[node_id] - left + MARGIN
-            positions[node_id] = [round(center_x, 1), round(y + layer_height / 2, 1), width, height]
-            reach = center_x + width / 2
-            if reach > right:
-                right = reach
+            positions[node_id] = [round(center_x, 1), round(y + layer_height / 2, 1), width, layer_height]
+            if center_x + width / 2 > right:
+                right = center_x + width / 2
+        else:
+            layer_height = max((sizes[n][1] for n in layer), default=0)
+            for node_id in layer:
+                width, height = sizes[node_id]
+                center_x = x[node_id] - left + MARGIN
+                positions[node_id] = [round(center_x, 1), round(y + layer_height / 2, 1), width, height]
+                reach = center_x + width / 2
+                if reach > right:
+                    right = reach
         gap = layer_gaps[index] if layer_gaps is not None and index < len(layer_gaps) else LAYER_GAP
         y += layer_height + gap
     return positions, round(right + MARGIN), round(y - gap + MARGIN)
@@ -381,8 +405,7 @@ def _groups(graph: Graph, layout: dict, modules: list, shape: Shape) -> list[dic
         return []
     child_boxes = defaultdict(list)
     for group in reversed(groups):  # children come after their parents: their boxes are ready first
-        member_boxes = [_outer(positions[i]) for i in group["members"]]
-        group["box"] = _group_box(member_boxes + child_boxes[group["id"]])
+        group["box"] = _group_box([_extent(positions, group["members"])] + child_boxes[group["id"]])
         if group["parent"] is not None:
             x, y, w, h = group["box"]
             child_boxes[group["parent"]].append([x, y, x + w, y + h])
@@ -462,10 +485,22 @@ def _band_groups(graph: Graph, shape: Shape) -> list[dict]:
     return groups
 
 
-def _outer(box: list) -> list:
-    """A node's ``[center x, center y, w, h]`` as ``[left, top, right, bottom]``."""
-    x, y, w, h = box
-    return [x - w / 2, y - h / 2, x + w / 2, y + h / 2]
+def _extent(positions: dict, members: list) -> list:
+    """``[left, top, right, bottom]`` around the members' boxes (each ``[center x, center y, w, h]``),
+    in one pass."""
+    x, y, w, h = positions[members[0]]
+    left, top, right, bottom = x - w / 2, y - h / 2, x + w / 2, y + h / 2
+    for member in members:
+        x, y, w, h = positions[member]
+        if x - w / 2 < left:
+            left = x - w / 2
+        if y - h / 2 < top:
+            top = y - h / 2
+        if x + w / 2 > right:
+            right = x + w / 2
+        if y + h / 2 > bottom:
+            bottom = y + h / 2
+    return [left, top, right, bottom]
 
 
 def _group_box(boxes: list) -> list:

@@ -61,11 +61,25 @@ def shared_lines(nodes) -> dict:
     text and their packed form (``gradviz.widget.wire``) are each made once. Lists are never
     changed in place."""
     known: dict = {}
+    by_fields: dict = {}  # what node_lines reads of a node -> its shared list
     lines = {}
     for node in nodes:
-        own = node_lines(node)
-        lines[node.id] = known.setdefault(tuple(tuple(line.values()) for line in own), own)
+        fields = _line_fields(node)
+        own = by_fields.get(fields)
+        if own is None:
+            own = node_lines(node)
+            own = by_fields[fields] = known.setdefault(tuple(tuple(line.values()) for line in own), own)
+        lines[node.id] = own
     return lines
+
+
+def _line_fields(node: GraphNode) -> tuple:
+    """Everything ``node_lines`` reads of ``node``: nodes equal here have equal lines."""
+    if node.kind in ("function", "accumulate"):
+        return (node.kind, node.name, node.label, node.value.preview if node.value else None, node.module,
+                tuple([(item.name, item.freed) for item in node.saved]) if node.saved else ())
+    return (node.kind, node.name, node.label, node.shape, None if node.value is None else node.value.preview,
+            None if node.grad is None else node.grad.preview)
 
 
 def _line(text: str, cls: str) -> dict:

@@ -22,6 +22,7 @@ import numpy as np
 
 from gradviz.ops import derivatives_for
 from gradviz.autograd.node import AccumulateGrad, Node, SavedTensor
+from gradviz.autograd.step import ACCUMULATE_GRAD_NAME
 from gradviz._kinds import ACCUMULATE_GRAD, is_gradviz_tensor
 from gradviz.snapshot import formula_table
 from gradviz.snapshot.formula_table import INPUT_SHAPE, INPUT_SHAPES, NODE, SLOT, TABLE
@@ -56,6 +57,8 @@ def _specialised(node: Any, name: str | None) -> tuple:
         entry = TABLE.get(name)
     if entry is None:
         return (), ()
+    if not entry.options and not entry.present:  # most ops: nothing to read from the node
+        return _built(name, ())
     return _built(name, _read_options(node, entry))
 
 
@@ -217,27 +220,47 @@ def step_numbers(step: Any, silenced: bool = False) -> list:
 
 def _step_numbers(step: Any) -> list:
     node = step.node
-    if step.is_accumulate or not step.grad_outputs or step.grad_outputs[0] is None:
+    return [number if number is None or type(number) is dict else
+            {"local": None if number[0] is None else summary_dict(number[0]), "summed": number[1]}
+            for number in raw_step_numbers(node, node_name(node), step.grad_outputs, step.grad_inputs)]
+
+
+def raw_step_numbers(node: Any, name: str, grad_outputs: tuple, grad_inputs: tuple) -> list:
+    """``step_numbers`` before the local derivatives are summarised: per input, ``None``, a
+    ``(local value | None, summed)`` pair, or (CopySlices) the whole dict. The packed trace
+    summarises each value into its table itself (``snapshot/trace.py``); call it under
+    ``np.errstate(all="ignore")``. ``name``: the node's ``name()``."""
+    if name == ACCUMULATE_GRAD_NAME or not grad_outputs or grad_outputs[0] is None:
         return []
-    if node_name(node) == COPY_SLICES:
-        return _view_numbers(node, step.grad_outputs[0], step.grad_inputs)
-    rules = rules_for(node)
+    if name == COPY_SLICES:
+        return _view_numbers(node, grad_outputs[0], grad_inputs)
+    rules = rules_for(node, name)
     if not rules:
         return []
     numbers = []
-    for slot, sent in enumerate(step.grad_inputs):
+    grad_output = grad_outputs[0]
+    for slot, sent in enumerate(grad_inputs):
         rule = rule_for_slot(rules, slot)
         numbers.append(None if sent is None or rule is None or rule.local is None
-                       else _numbers(node, rule, slot, step.grad_outputs[0], sent))
+                       else _raw_numbers(node, rule, grad_output, sent))
     return numbers
 
 
 def _numbers(node, rule, slot, grad_output, sent) -> dict | None:
+    raw = _raw_numbers(node, rule, grad_output, sent)
+    if raw is None:
+        return None
+    return {"local": None if raw[0] is None else summary_dict(raw[0]), "summed": raw[1]}
+
+
+def _raw_numbers(node, rule, grad_output, sent) -> tuple | None:
+    """``(the local derivative's value | None, summed)``; None when a saved value it reads is gone."""
     local_shape: tuple = ()
     local = None
-    if variables(rule.local):
+    names = _variables(rule.local)
+    if names:
         try:
-            env = {name: _saved_value(node, name, exact=False) for name in variables(rule.local)}
+            env = {name: _saved_value(node, name, exact=False) for name in names}
         except (AttributeError, RuntimeError, ValueError, TypeError):
             return None  # a saved value is gone (freed by backward()) or not exposed
         try:  # (under the np.errstate of step_numbers)
@@ -246,11 +269,21 @@ def _numbers(node, rule, slot, grad_output, sent) -> dict | None:
             return None
         local_shape, size = (value.shape, value.size) if hasattr(value, "size") else (np.shape(value), np.size(value))
         if size <= LARGEST_EVALUATED:
-            local = summary_dict(value)
+            local = value
     grad_shape = tuple(grad_output.shape)
     product = (grad_shape if local_shape in ((), grad_shape)
                else np.broadcast_shapes(grad_shape, local_shape))
-    return {"local": local, "summed": product != tuple(sent.shape)}
+    return local, product != tuple(sent.shape)
+
+
+_VARIABLES: dict = {}  # id(expression) -> (expression, its variables): rules are cached, so few
+
+
+def _variables(expression) -> tuple:
+    known = _VARIABLES.get(id(expression))
+    if known is None or known[0] is not expression:
+        known = _VARIABLES[id(expression)] = (expression, variables(expression))
+    return known[1]
 
 
 def summary_dict(value) -> dict:

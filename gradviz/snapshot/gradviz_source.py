@@ -12,7 +12,7 @@ from typing import Any
 
 from gradviz.autograd.function import SavedTensors
 from gradviz.autograd.node import SavedTensor
-from gradviz.snapshot.model import SavedSummary, summarize
+from gradviz.snapshot.model import SavedSummary, saved_summary, summarize
 
 
 class GradvizSource:
@@ -49,7 +49,7 @@ class GradvizSource:
 
     def _saved_summary(self, name: str, entry: SavedTensor) -> SavedSummary:
         freed = entry.data is None
-        return SavedSummary(name, None if freed else self._summary(entry.data), freed)
+        return saved_summary(name, None if freed else self._summary(entry.data), freed)
 
     def _summary(self, array: Any):
         known = self._summaries.get(id(array))

@@ -64,7 +64,9 @@ def summarize(array: Any, max_elements: int = 12) -> ArraySummary | None:
     if array is None:
         return None
     if type(array) is np.ndarray:  # most summaries of a big graph: nothing to resolve first
-        return ArraySummary(array.shape, _dtype_name(array.dtype), preview_text(array, max_elements))
+        made = _new(ArraySummary)  # ArraySummary(...) without the frozen __init__ (see ``built``)
+        made.__dict__.update(shape=array.shape, dtype=_dtype_name(array.dtype), preview=preview_text(array, max_elements))
+        return made
     dtype = _dtype_name(getattr(array, "dtype", None))
     try:
         values, prefix = _display_values(array)
@@ -210,15 +212,36 @@ class GraphNode:
     order: int = 1
 
     def to_dict(self) -> dict:
+        return self.dict_with([f.to_dict() for f in self.formula])
+
+    def dict_with(self, formula) -> dict:
+        """``to_dict()`` with ``formula`` as its formula (``Graph.to_dict`` writes an index there)."""
         return {
             "id": self.id, "kind": self.kind, "name": self.name, "label": self.label,
             "shape": list(self.shape) if self.shape is not None else None, "dtype": self.dtype,
             "value": self.value.to_dict() if self.value else None,
             "grad": self.grad.to_dict() if self.grad else None,
             "saved": [s.to_dict() for s in self.saved],
-            "formula": [f.to_dict() for f in self.formula],
+            "formula": formula,
             "module": self.module, "note": self.note, "code": self.code, "order": self.order,
         }
+
+
+_new = object.__new__
+
+
+def saved_summary(name: str, value: "ArraySummary | None", freed: bool) -> "SavedSummary":
+    """``SavedSummary(name, value, freed)``, made as ``built`` makes objects (a walk makes one per saved tensor)."""
+    made = _new(SavedSummary)
+    made.__dict__.update(name=name, value=value, freed=freed)
+    return made
+
+
+def graph_edge(source: str, target: str, slot: int, kind: str) -> "GraphEdge":
+    """``GraphEdge(source, target, slot, kind)``, made as ``built`` makes objects (one per edge of a walk)."""
+    made = _new(GraphEdge)
+    made.__dict__.update(source=source, target=target, slot=slot, kind=kind)
+    return made
 
 
 def built(cls, fields: dict):
@@ -231,7 +254,7 @@ def built(cls, fields: dict):
         defaults = _DEFAULTS[cls] = ({f.name: f.default for f in dataclass_fields(cls)
                                       if f.default is not MISSING}, frozenset(f.name for f in dataclass_fields(cls)))
     values, names = defaults
-    if not names.issuperset(fields) or not names.issubset(values.keys() | fields.keys()):
+    if not names.issuperset(fields) or len(fields) < len(names) and not names.issubset(values.keys() | fields.keys()):
         return cls(**fields)  # let the dataclass say what is wrong
     made = object.__new__(cls)
     made.__dict__.update(values)
@@ -279,17 +302,14 @@ class Graph:
         formulas: list = []
         index_of: dict = {}
         nodes = []
-        for node in self.nodes:
-            data = node.to_dict()
+        for node in self.nodes:  # each formula list is made once, for its first node
+            formula = None
             if node.formula:
-                key = id(node.formula)
-                if key not in index_of:
-                    index_of[key] = len(formulas)
-                    formulas.append(data["formula"])
-                data["formula"] = index_of[key]
-            else:
-                data["formula"] = None
-            nodes.append(data)
+                formula = index_of.get(id(node.formula))
+                if formula is None:
+                    formula = index_of[id(node.formula)] = len(formulas)
+                    formulas.append([f.to_dict() for f in node.formula])
+            nodes.append(node.dict_with(formula))
         return {"version": 1, "source": self.source, "root": self.root, "nodes": nodes,
                 "edges": [e.to_dict() for e in self.edges], "formulas": formulas}
 

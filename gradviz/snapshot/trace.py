@@ -27,8 +27,9 @@ from typing import Iterable
 
 import numpy as np
 
-from gradviz.snapshot.formulas import full_values, step_numbers
-from gradviz.snapshot.model import Graph, summarize
+from gradviz.autograd.step import ACCUMULATE_GRAD_NAME
+from gradviz.snapshot.formulas import full_values, raw_step_numbers, step_numbers
+from gradviz.snapshot.model import Graph, _dtype_name, _format_number, summarize
 
 
 def step_to_dict(step, graph: Graph, leaves: dict | None = None, summaries: "Summaries | None" = None,
@@ -83,30 +84,37 @@ def _packed_steps(steps: tuple, graph: Graph, table: "SummaryIndex") -> list | N
     leaves = leaf_ids(graph)
     id_of = (graph.node_ids or {}).get
     summary = table.index
+    of_value = table.of_value
     packed = []
     for position, step in enumerate(steps):
         if step.index != position:
             return None
         node = step.node
+        name = node.name()  # what ``step.name`` gives, asked once
         node_id = id_of(id(node))
+        grad_outputs, grad_inputs = step.grad_outputs, step.grad_inputs
         numbers = []
-        for number in step_numbers(step, silenced=True):
+        for number in raw_step_numbers(node, name, grad_outputs, grad_inputs):
             if number is None:
                 numbers.append(None)
-            else:
+            elif type(number) is tuple:  # (local value | None, summed)
+                local = number[0]
+                numbers.append([None if local is None else of_value(local), number[1]])
+            else:  # a view's step (CopySlices): summarised already
                 local = number["local"]
                 packed_number = [None if local is None else table.of_dict(local), number["summed"]]
                 if "view" in number:
                     packed_number.append(number["view"])
                 numbers.append(packed_number)
+        is_accumulate = name == ACCUMULATE_GRAD_NAME
         packed.append([
-            node_id, step.name,
-            [summary(g) for g in step.grad_outputs],
-            [summary(g, True) for g in step.grad_inputs],
+            node_id, name,
+            [summary(g) for g in grad_outputs],
+            [summary(g, True) for g in grad_inputs],
             [None if fn is None else id_of(id(fn)) for fn, _ in node.next_functions],
             [[[None if sender is None else id_of(id(sender)), summary(g)] for sender, g in pieces]
              for pieces in step.contributions],
-            leaves.get(node_id) if step.is_accumulate else None,
+            leaves.get(node_id) if is_accumulate else None,
             summary(step.grad_before), summary(step.grad_after), numbers])
     return packed
 
@@ -128,6 +136,9 @@ class SummaryIndex:
             return None
         known = self._by_array.get(id(array))
         if known is None:
+            if type(array) is np.ndarray and not array.shape:  # a 0-d array: never a ``full``
+                known = self._by_array[id(array)] = self._scalar(array)
+                return known
             known = self._by_array[id(array)] = self.of_dict(summarize(array).to_dict())
         if not whole:
             return known
@@ -137,13 +148,40 @@ class SummaryIndex:
             with_full = self._whole[id(array)] = known if full is None else self.of_dict({**self.items[known], "full": full})
         return with_full
 
+    def of_value(self, value) -> int:
+        """The index of ``summary_dict(value)`` (``formulas.py``): a value made for this step alone,
+        so found by its content only (its ``id`` may be reused once it is gone)."""
+        array = np.asarray(value)
+        if type(array) is np.ndarray and not array.shape:
+            return self._scalar(array)
+        summary = summarize(array).to_dict()
+        full = full_values(array)
+        if full is not None:
+            summary["full"] = full
+        return self.of_dict(summary)
+
+    def _scalar(self, array) -> int:
+        """``of_dict(summarize(array).to_dict())`` for a 0-d numpy array, without the summary object."""
+        dtype, preview = _dtype_name(array.dtype), _format_number(array.item())
+        key = content_key((), dtype, preview)
+        known = self._by_content.get(key)
+        if known is None:
+            known = self._by_content[key] = len(self.items)
+            self.items.append({"shape": [], "dtype": dtype, "preview": preview})
+        return known
+
     def of_dict(self, summary: dict) -> int:
-        key = (tuple(summary["shape"]), summary["dtype"], summary["preview"], summary.get("full"), len(summary))
+        key = content_key(summary["shape"], summary["dtype"], summary["preview"], summary.get("full"), len(summary))
         known = self._by_content.get(key)
         if known is None:
             known = self._by_content[key] = len(self.items)
             self.items.append(summary)
         return known
+
+
+def content_key(shape, dtype: str, preview: str, full: str | None = None, fields: int = 3) -> tuple:
+    """What tells summary dicts apart in a ``SummaryIndex`` (``fields``: how many keys the dict has)."""
+    return tuple(shape), dtype, preview, full, fields
 
 
 class Summaries:

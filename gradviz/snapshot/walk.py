@@ -22,7 +22,7 @@ from typing import Any
 from gradviz._kinds import ACCUMULATE_GRAD, is_accumulate_grad, is_tensor
 from gradviz.snapshot.formulas import formulas_for
 from gradviz.snapshot.labels import Labels, module_paths, shape_label
-from gradviz.snapshot.model import Graph, GraphEdge, GraphNode, built
+from gradviz.snapshot.model import Graph, GraphEdge, GraphNode, built, graph_edge
 
 NO_GRAPH_NOTE = ("No autograd graph: this tensor has no grad_fn and does not require grad (it was "
                  "created without requires_grad=True, made under no_grad(), or returned by detach()).")
@@ -155,7 +155,7 @@ class _Walk:
                         self._discover(child)
                         queue.append(child)
                     source = ids[id(child)]
-                self.edges.append(GraphEdge(source=source, target=target, slot=slot, kind="data"))
+                self.edges.append(graph_edge(source, target, slot, "data"))
 
     def _discover(self, node: Any) -> None:
         graph_id = self._new_id()
@@ -190,7 +190,7 @@ class _Walk:
         self.owner_key[leaf_id] = id(node)
         self.pending[leaf_id] = self._tensor_fields(leaf_id, "leaf", leaf, note=LEAF_NOTE,
                                                     grad=self.source.leaf_grad(leaf))
-        self.edges.append(GraphEdge(source=leaf_id, target=graph_id, slot=0, kind="variable"))
+        self.edges.append(graph_edge(leaf_id, graph_id, 0, "variable"))
 
     def _add_constant(self, node: Any, slot: int) -> str:
         """A node for an input that needs no gradient: drawn as what it was, when the source knows."""

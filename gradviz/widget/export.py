@@ -42,6 +42,10 @@ from gradviz.widget.wire import pack_state, unpack_state
 _HERE = pathlib.Path(__file__).parent
 
 COMPRESS_ABOVE = 256 * 1024
+GZIP_LEVEL = 4
+"""zlib's level 4 is the first of its "slow" strategy: on a big state's JSON it takes half the time of
+level 6, and its file is a little smaller (a 100,003-node chain) or about a tenth bigger (the
+2,000-layer torch model)."""
 GZIP_ENCODING = "gzip+base64"
 
 _LOADER = """<script type="module">
@@ -83,7 +87,7 @@ def state_block(state: dict, element_id: str) -> str:
     text = script_json(state)
     if len(text) <= COMPRESS_ABOVE:
         return f'<script type="application/json" id="{element_id}-state">{text}</script>'
-    packed = base64.b64encode(gzip.compress(text.encode("ascii"), compresslevel=6, mtime=0)).decode("ascii")
+    packed = base64.b64encode(gzip.compress(text.encode("ascii"), compresslevel=GZIP_LEVEL, mtime=0)).decode("ascii")
     return (f'<script type="application/octet-stream" id="{element_id}-state" '
             f'data-encoding="{GZIP_ENCODING}">{packed}</script>')
 

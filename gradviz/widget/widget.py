@@ -111,7 +111,8 @@ class GraphWidget(anywidget.AnyWidget):
         self._tensor = None
         self._names = None
         self._model = None
-        self._layout_key = None
+        self._layout_key = None  # layout_key of the graph the layout was made for, or None and that graph
+        self._laid_out = None    # dict (the key is worked out at the next refresh: a first show needs none)
         self._graph = None       # the Graph of the last snapshot, for .grad-only updates
         self._watch = None       # what may change between cells (gradviz.widget.changes)
         self._views = 0          # views on screen, as the front end reports them
@@ -194,7 +195,6 @@ class GraphWidget(anywidget.AnyWidget):
         """Show ``graph`` and its trace (``steps``: plain, or packed for a big graph, which is then
         sent as it is and unpacked for Python's ``trace``)."""
         payload = graph.to_dict()
-        key = layout_key(payload)
         wire_forms = {}
         if wire.is_packed(steps):
             packed, steps = steps, wire.unpack_trace(steps)
@@ -205,11 +205,16 @@ class GraphWidget(anywidget.AnyWidget):
             wire_forms[id(payload)] = (payload, wire.packed_graph(graph))
         self._wire = wire_forms  # before the traits change: hold_sync sends them on leaving
         with self.hold_sync():
-            if key != self._layout_key:
+            previous = self._layout_key
+            if previous is None and self._laid_out is not None:
+                previous = layout_key(self._laid_out)
+            key = layout_key(payload) if previous is not None else None
+            if key is None or key != previous:
                 self.graph_layout = compute_layout(graph)
-                self._layout_key = key
+                self._layout_key, self._laid_out = key, payload
             else:  # same positions, the node text re-cut for the new values
                 self.graph_layout = with_node_text(self.graph_layout, graph)
+                self._layout_key, self._laid_out = key, None
             self.graph = payload
             self.trace = steps
             self.grad_updates = {}
@@ -309,6 +314,7 @@ class GraphWidget(anywidget.AnyWidget):
         """Close the view and let go of the tensor and its graph."""
         live.untrack(self)
         self._tensor = None
+        self._laid_out = None
         self._names = None
         self._model = None
         self._graph = None

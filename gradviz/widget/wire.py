@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from gradviz.snapshot.model import Graph
-from gradviz.snapshot.trace import SummaryIndex
+from gradviz.snapshot.trace import SummaryIndex, content_key
 
 PACK_ABOVE = 250
 """Graphs of more nodes than this are shipped packed; smaller ones stay plain, readable JSON."""
@@ -238,8 +238,13 @@ class SummaryTable(SummaryIndex):
             return None
         index = self._by_id.get(id(summary))
         if index is None:
-            plain = summary if isinstance(summary, dict) else summary.to_dict()
-            index = self._by_id[id(summary)] = self.of_dict(plain)
+            if isinstance(summary, dict):
+                index = self.of_dict(summary)
+            else:  # an ArraySummary: its dict is made only when the table has no equal one yet
+                index = self._by_content.get(content_key(summary.shape, summary.dtype, summary.preview))
+                if index is None:
+                    index = self.of_dict(summary.to_dict())
+            self._by_id[id(summary)] = index
             self._held.append(summary)
         return index
 
@@ -282,27 +287,30 @@ def unpack_trace(trace: Any) -> Any:
     if not is_packed(trace):
         return trace
     summaries = trace["summaries"]
-
-    def summary(index):
-        return None if index is None else summaries[index]
-
     plain = []
     for position, step in enumerate(trace["steps"]):
-        entry = {"index": position}
-        for key, value in zip(STEP_FIELDS, step):
-            if key in SUMMARY_KEYS:
-                value = [summary(i) for i in value] if isinstance(value, list) else summary(value)
-            elif key == "contributions":
-                value = [[{"from": source, "value": summary(i)} for source, i in pieces] for pieces in value]
-            elif key == "numbers":
-                value = [None if number is None else _unpack_number(number, summary) for number in value]
-            entry[key] = value
-        plain.append(entry)
+        node, name, grad_outputs, grad_inputs, targets, contributions, leaf, before, after, numbers = step
+        plain.append({  # the keys in STEP_FIELDS order, after "index"
+            "index": position, "node": node, "name": name,
+            "grad_outputs": _summaries(grad_outputs, summaries), "grad_inputs": _summaries(grad_inputs, summaries),
+            "targets": targets,
+            "contributions": [[{"from": source, "value": None if i is None else summaries[i]} for source, i in pieces]
+                              for pieces in contributions],
+            "leaf": leaf,
+            "grad_before": _summaries(before, summaries), "grad_after": _summaries(after, summaries),
+            "numbers": [None if number is None else _unpack_number(number, summaries) for number in numbers]})
     return plain
 
 
-def _unpack_number(number: list, summary) -> dict:
-    plain = {"local": summary(number[0]), "summed": number[1]}
+def _summaries(value, summaries: list):
+    """A ``SUMMARY_KEYS`` field unpacked: one index or a list of them (None stays None)."""
+    if isinstance(value, list):
+        return [None if i is None else summaries[i] for i in value]
+    return None if value is None else summaries[value]
+
+
+def _unpack_number(number: list, summaries: list) -> dict:
+    plain = {"local": None if number[0] is None else summaries[number[0]], "summed": number[1]}
     if len(number) > 2:
         plain["view"] = number[2]
     return plain
