@@ -514,6 +514,14 @@ def _double_backward_op(name):
     return formula
 
 
+def _logcumsumexp(cls, args, params, tangents, out):
+    """PyTorch's ``logcumsumexp_jvp``: ``cumsum(e^(x - max) t) / cumsum(e^(x - max))`` along ``dim``. (Its
+    backward, read at the zero vector the double-vjp trick uses, takes ``log |0|``: NaN, in torch as here.)"""
+    self_p, dim = _primal(args[0]), params["dim"] if "dim" in params else args[1]
+    self_p_exp = (self_p - self_p.max(dim, True)[0]).exp()
+    return (self_p_exp * tangents[0]).cumsum(dim) / self_p_exp.cumsum(dim)
+
+
 _ELEMENTWISE = {
     "ExpBackward0": lambda self_t, self_p, result: self_t * result,
     "SinBackward0": lambda self_t, self_p, result: self_t * self_p.cos(),
@@ -536,7 +544,7 @@ _RULES.update({
     "MulBackward0": _mul, "MmBackward0": _product(lambda a, b: a.mm(b)),
     "MvBackward0": _product(lambda a, b: a.mv(b)), "BmmBackward0": _product(lambda a, b: a.bmm(b)),
     "DotBackward0": _product(lambda a, b: a.dot(b)),
-    "AddmmBackward0": _addmm,
+    "AddmmBackward0": _addmm, "LogcumsumexpBackward0": _logcumsumexp,
 })
 _RULES.update({name: _elementwise(formula) for name, formula in _ELEMENTWISE.items()})
 
