@@ -164,12 +164,9 @@ class ReluBackward0(OpFunction):
     def backward(ctx, grad):
         result = ctx.saved("result")
         scalars = _scalars(grad, result)
-        if scalars is not None:  # the backend's relu_backward on scalars
+        if scalars is not None:  # the backend's relu_backward on scalars (a select: no arithmetic)
             g, y = scalars
-            token = _set(_IGNORE)
-            out = g * (y != 0) + 0.0
-            _reset(token)
-            return _asarray(out)
+            return _asarray(g) if y != 0 else _asarray(0, g.dtype)
         return ctx.backend.relu_backward(grad, result)
 
     def backward_graph(ctx, grad):
