@@ -222,20 +222,20 @@ def _dependencies_and_hooks(root) -> tuple:
     loop of a plain backward, ``GraphTask._execute_unhooked``. The test is a few attribute reads of
     class defaults per node, made once per node as it is first reached."""
     dependencies = {}
-    count_of = dependencies.get  # one lookup per edge (a node already counted is the common case)
     hooked = bool(root._tensor_pre_hooks or root._retain_grad_hooks or root._pre_hooks or root._hooks)
     stack = [root]
-    pop, push = stack.pop, stack.append
     while stack:
-        for next_node, _ in pop()._next_functions:
-            count = count_of(next_node)
-            if count is not None:
-                dependencies[next_node] = count + 1
-            elif next_node is not None:  # reached for the first time
+        node = stack.pop()
+        for next_node, _ in node._next_functions:
+            if next_node is None:
+                continue
+            if next_node in dependencies:
+                dependencies[next_node] += 1
+            else:
                 dependencies[next_node] = 1
-                push(next_node)
-                if not hooked and (next_node._tensor_pre_hooks or next_node._retain_grad_hooks
-                                   or next_node._pre_hooks or next_node._hooks):
+                stack.append(next_node)
+                if (next_node._tensor_pre_hooks or next_node._retain_grad_hooks or next_node._pre_hooks
+                        or next_node._hooks):
                     hooked = True
     return dependencies, hooked
 
