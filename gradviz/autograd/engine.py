@@ -61,6 +61,7 @@ from gradviz.autograd import checks
 from gradviz.autograd.function import gradient_edge
 from gradviz.autograd.node import GraphRoot
 from gradviz.autograd.step import Step, new_step
+from gradviz.backends.quiet import _IGNORE, _reset, _set
 from gradviz.grad_mode import _state as _grad_state
 
 _MISSING = object()  # not_ready.get's default: a held gradient may itself be None
@@ -134,6 +135,31 @@ def _sift_up(heap: list, hole: int, entry) -> None:
 
 
 # -- input buffers ----------------------------------------------------------------------------------
+_ndarray, _asarray, _generic = np.ndarray, np.asarray, np.generic
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+def _summed(held, grad):
+    """``held + grad``, two gradients for one slot summed as PyTorch's ``InputBuffer::add`` sums them:
+    with numpy's warnings off (PyTorch says nothing when the sum overflows), and a sum of arrays
+    stays an array (numpy answers two 0-d arrays with a scalar, which the next formula would then
+    take off its scalar path). Two 0-d float32/float64 arrays of one dtype (a scalar graph) are added
+    as numpy scalars: the same IEEE addition, at a third of the ufunc's cost."""
+    if type(held) is _ndarray and type(grad) is _ndarray and held.shape == () and grad.shape == ():
+        dtype = held.dtype
+        if (dtype is _F32 or dtype is _F64) and grad.dtype is dtype:
+            token = _set(_IGNORE)
+            total = held[()] + grad[()]
+            _reset(token)
+            return _asarray(total)
+    token = _set(_IGNORE)
+    try:
+        total = held + grad
+    finally:
+        _reset(token)
+    return _asarray(total) if isinstance(total, _generic) else total
+
+
 class InputBuffer(list):
     """The gradients arriving at one node: one slot per output of its forward op, summed as they come.
 
@@ -152,7 +178,7 @@ class InputBuffer(list):
         """
         if grad is not None:
             accumulated = self[slot]
-            self[slot] = grad if accumulated is None else accumulated + grad
+            self[slot] = grad if accumulated is None else _summed(accumulated, grad)
 
 
 class RecordingInputBuffer(InputBuffer):
@@ -168,7 +194,7 @@ class RecordingInputBuffer(InputBuffer):
     def add(self, slot: int, grad, sender) -> None:
         if grad is not None:  # InputBuffer.add, written out (this runs for every edge of a trace)
             accumulated = self[slot]
-            self[slot] = grad if accumulated is None else accumulated + grad
+            self[slot] = grad if accumulated is None else _summed(accumulated, grad)
             self.contributions[slot].append((sender, grad))
 
 
@@ -362,15 +388,16 @@ class GraphTask:
         not_ready = self.not_ready
         release = not self.keep_graph
         missing = _MISSING
+        summed = _summed
         heap = []
         for _, node, input_buffer in self.ready_queue.heap:  # the root, queued by __init__
+            if node._is_accumulate:  # a leaf's own backward(): only its AccumulateGrad runs
+                accumulate_grad(node, input_buffer[0])
+                continue
             heap.append((-node._sequence_nr, node, input_buffer[0] if node._num_outputs == 1 else input_buffer))
         self.ready_queue.heap.clear()
-        while heap:
+        while heap:  # AccumulateGrads run when their last gradient arrives, never through the heap
             _, node, grad = heappop(heap)
-            if node._is_accumulate:  # only a root gets here: other AccumulateGrads run when ready
-                accumulate_grad(node, grad)
-                continue
             next_functions = node._next_functions
             if node._num_outputs != 1:  # grad is the node's InputBuffer
                 grad_inputs = call_function(node, grad)
@@ -393,7 +420,7 @@ class GraphTask:
                         if held is missing or held is None:
                             not_ready[next_node] = grad
                         elif grad is not None:
-                            not_ready[next_node] = held + grad
+                            not_ready[next_node] = summed(held, grad)
                     else:
                         if held is missing:
                             held = not_ready[next_node] = InputBuffer((None,) * next_node._num_outputs)
@@ -402,7 +429,7 @@ class GraphTask:
                 held = not_ready.pop(next_node, missing) if not_ready else missing
                 if next_node._num_outputs == 1:
                     if held is not missing and held is not None:
-                        grad = held if grad is None else held + grad
+                        grad = held if grad is None else summed(held, grad)
                 else:
                     if held is missing:
                         held = InputBuffer((None,) * next_node._num_outputs)
@@ -470,7 +497,7 @@ class GraphTask:
                         del not_ready[next_node]
                     if grad is not None:
                         accumulated = next_buffer[slot]
-                        next_buffer[slot] = grad if accumulated is None else accumulated + grad
+                        next_buffer[slot] = grad if accumulated is None else _summed(accumulated, grad)
                 if not remaining:
                     if heap:
                         push(next_node, next_buffer)
@@ -557,11 +584,11 @@ class GraphTask:
             if record:
                 if grad is not None:  # RecordingInputBuffer.add, written out
                     accumulated = next_buffer[slot]
-                    next_buffer[slot] = grad if accumulated is None else accumulated + grad
+                    next_buffer[slot] = grad if accumulated is None else _summed(accumulated, grad)
                     next_buffer.contributions[slot].append((node, grad))
             elif grad is not None:  # InputBuffer.add, written out: this runs for every edge
                 accumulated = next_buffer[slot]
-                next_buffer[slot] = grad if accumulated is None else accumulated + grad
+                next_buffer[slot] = grad if accumulated is None else _summed(accumulated, grad)
             if not remaining:
                 self.ready_queue.push(next_node, next_buffer)
 
@@ -602,8 +629,16 @@ class GraphTask:
             return None, after
         if self.dry_run:
             return current._data, backend.add(current._data, grad)
-        before = backend.copy(current._data) if self.record_steps else None
-        backend.iadd(current._data, grad)
+        data = current._data
+        before = backend.copy(data) if self.record_steps else None
+        if (type(data) is _ndarray and data.shape == () and type(grad) is _ndarray and grad.shape == ()
+                and grad.dtype is data.dtype and (grad.dtype is _F32 or grad.dtype is _F64)):
+            # a scalar parameter: the backend's iadd as numpy scalars and a store (the same addition)
+            token = _set(_IGNORE)
+            data[()] = data[()] + grad[()]
+            _reset(token)
+        else:
+            backend.iadd(data, grad)
         current._vc[0] += 1
         return before, current._data
 

@@ -248,10 +248,10 @@ def sigmoid(a):
 @silent
 def relu_backward(grad, result):
     """``grad`` where the ReLU's output is positive, else 0 (PyTorch's threshold_backward)."""
-    # a multiply by the mask (np.where is ~10x slower on a random mask). ReLU's output is >= 0 or NaN, so
-    # ``result != 0`` is PyTorch's ``not result <= 0`` (a NaN passes its gradient on); ``+ 0.0`` turns the
-    # -0.0 of a negative gradient masked into PyTorch's 0.
-    out = grad * (result != 0) + 0.0
+    # ReLU's output is >= 0 or NaN, so ``result != 0`` is PyTorch's ``not result <= 0`` (a NaN passes its
+    # gradient on). A select, as PyTorch's kernel: a multiply by the mask made NaN of an infinite gradient
+    # masked and +0.0 of a -0.0 passed on (PyTorch: 0 and -0.0)
+    out = np.where(result != 0, grad, 0)
     return out if type(out) is ndarray else np.asarray(out)  # _arr, written out
 
 

@@ -1,9 +1,31 @@
 """Elementwise functions of one tensor: each local derivative is one line of math."""
 from __future__ import annotations
 
+import numpy as np
+
 from gradviz.autograd.function import OpFunction
+from gradviz.backends.quiet import _IGNORE, _reset, _set
 from gradviz.ops._util import float_data
 from gradviz.tensor import Tensor
+
+_ndarray, _asarray = np.ndarray, np.asarray
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+def _scalars(grad, value):
+    """The numpy scalars of a backward formula's ``grad`` and saved ``value`` when both are 0-d arrays
+    of one dtype, float32 or float64 (every gradient of a scalar graph), else None.
+
+    A formula then computes on the scalars: numpy's scalar arithmetic does the same IEEE operations
+    in the same precision as its ufuncs on 0-d arrays (a Python int meets either as the array's
+    dtype), at a third of the cost; ``tests/test_backward_scalars.py`` proves the bits equal.
+    Callers run it with numpy's warnings off (quiet.py's ContextVar, set and reset around the one
+    expression, which cannot raise in that state), as the backend's formulas run."""
+    if type(grad) is _ndarray and type(value) is _ndarray and grad.shape == () and value.shape == ():
+        dtype = grad.dtype
+        if (dtype is _F32 or dtype is _F64) and value.dtype is dtype:
+            return grad[()], value[()]
+    return None
 
 
 class ExpBackward0(OpFunction):
@@ -15,7 +37,14 @@ class ExpBackward0(OpFunction):
         return self._backend.exp(float_data(self))
 
     def backward(ctx, grad):
-        return ctx.backend.mul(grad, ctx.saved("result"))
+        result = ctx.saved("result")
+        scalars = _scalars(grad, result)
+        if scalars is not None:
+            token = _set(_IGNORE)
+            out = scalars[0] * scalars[1]
+            _reset(token)
+            return _asarray(out)
+        return ctx.backend.mul(grad, result)
 
     def backward_graph(ctx, grad):
         return grad * ctx.saved_graph("result")
@@ -30,7 +59,14 @@ class LogBackward0(OpFunction):
         return self._backend.log(float_data(self))
 
     def backward(ctx, grad):
-        return ctx.backend.div(grad, ctx.saved("self"))
+        self = ctx.saved("self")
+        scalars = _scalars(grad, self)
+        if scalars is not None:
+            token = _set(_IGNORE)
+            out = scalars[0] / scalars[1]
+            _reset(token)
+            return _asarray(out)
+        return ctx.backend.div(grad, self)
 
     def backward_graph(ctx, grad):
         return grad / ctx.saved_graph("self")
@@ -76,7 +112,15 @@ class TanhBackward0(OpFunction):
         return self._backend.tanh(float_data(self))
 
     def backward(ctx, grad):
-        return ctx.backend.tanh_backward(grad, ctx.saved("result"))
+        result = ctx.saved("result")
+        scalars = _scalars(grad, result)
+        if scalars is not None:  # the backend's tanh_backward on scalars
+            g, y = scalars
+            token = _set(_IGNORE)
+            out = g * (1 - y * y)
+            _reset(token)
+            return _asarray(out)
+        return ctx.backend.tanh_backward(grad, result)
 
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import TanhBackwardBackward0
@@ -93,7 +137,15 @@ class SigmoidBackward0(OpFunction):
         return self._backend.sigmoid(float_data(self))
 
     def backward(ctx, grad):
-        return ctx.backend.sigmoid_backward(grad, ctx.saved("result"))
+        result = ctx.saved("result")
+        scalars = _scalars(grad, result)
+        if scalars is not None:  # the backend's sigmoid_backward on scalars
+            g, y = scalars
+            token = _set(_IGNORE)
+            out = g * (y * (1 - y))
+            _reset(token)
+            return _asarray(out)
+        return ctx.backend.sigmoid_backward(grad, result)
 
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import SigmoidBackwardBackward0
@@ -110,7 +162,12 @@ class ReluBackward0(OpFunction):
         return self._backend.maximum(self._data, 0)
 
     def backward(ctx, grad):
-        return ctx.backend.relu_backward(grad, ctx.saved("result"))
+        result = ctx.saved("result")
+        scalars = _scalars(grad, result)
+        if scalars is not None:  # the backend's relu_backward on scalars (a select: no arithmetic)
+            g, y = scalars
+            return _asarray(g) if y != 0 else _asarray(0, g.dtype)
+        return ctx.backend.relu_backward(grad, result)
 
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import ThresholdBackwardBackward0
@@ -127,8 +184,16 @@ class SqrtBackward0(OpFunction):
         return self._backend.sqrt(float_data(self))
 
     def backward(ctx, grad):
+        result = ctx.saved("result")
+        scalars = _scalars(grad, result)
+        if scalars is not None:
+            g, y = scalars
+            token = _set(_IGNORE)
+            out = g / (y * 2)
+            _reset(token)
+            return _asarray(out)
         backend = ctx.backend
-        return backend.div(grad, backend.mul(ctx.saved("result"), 2))
+        return backend.div(grad, backend.mul(result, 2))
 
     def backward_graph(ctx, grad):
         from gradviz.ops.arithmetic import MulBackward1
