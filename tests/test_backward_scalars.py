@@ -170,6 +170,12 @@ def test_an_overflowing_sum_of_gradients_prints_nothing_as_in_torch(shape):
         warnings.simplefilter("error")
         list(gradviz.autograd.backward_steps((x * 3e38 + x * 3e38).sum(), run_hooks=False))
     assert np.isinf(x.grad._data).all()
+    # autograd.grad and the dry run that a graph view takes send gradients on through send_on
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got, = gradviz.autograd.grad((x * 3e38 + x * 3e38).sum(), x)
+        list(gradviz.autograd.backward_steps((x * 3e38 + x * 3e38).sum(), dry_run=True, run_hooks=False))
+    assert np.isinf(got._data).all()
 
 
 @settings(max_examples=200, deadline=None)
