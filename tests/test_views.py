@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import gradviz as gv
 
@@ -65,3 +66,35 @@ def test_reshape_copies_only_when_no_view_is_possible():
     assert np.shares_memory(base.reshape(6)._data, base._data)
     copied = base.t().reshape(6)
     assert not np.shares_memory(copied._data, base._data) and copied._base is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_view_of_any_layout_has_torchs_strides(data):
+    """A dimension of size 1 may take any stride; the view's strides must still be the ones PyTorch's
+    ``computeStride`` gives (they show in ``stride()`` and in what mm saves), and where no view exists,
+    both raise."""
+    torch = pytest.importorskip("torch")
+    shape = data.draw(st.lists(st.sampled_from([1, 1, 2, 3]), min_size=1, max_size=4))
+    order = data.draw(st.permutations(range(len(shape))))
+    numel = int(np.prod(shape))
+    factors = [f for p in (2, 3) for f in [p] * _multiplicity(numel, p)]
+    factors += [1] * data.draw(st.integers(0, 2))
+    new_shape = data.draw(st.permutations(factors)) or [1]
+    results = []
+    for lib in (torch, gv):
+        t = lib.arange(float(numel)).reshape(shape).permute(*order)
+        try:
+            view = t.view(*new_shape)
+        except RuntimeError as error:
+            results.append(("error", str(error)))
+        else:
+            results.append((view.stride(), view.tolist()))
+    assert results[1] == results[0]
+
+
+def _multiplicity(n: int, p: int) -> int:
+    count = 0
+    while n % p == 0:
+        n, count = n // p, count + 1
+    return count

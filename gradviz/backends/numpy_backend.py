@@ -363,7 +363,41 @@ def matmul(a, b):
 
 
 def reshape(a, shape):
-    return a.reshape(shape)
+    """``a`` in ``shape``: a view where the layout allows one, with the strides PyTorch gives it. A
+    dimension of size 1 may take any stride; numpy and PyTorch choose differently, and the choice
+    shows in ``stride()`` and in what mm saves (``_saved_mat2_sym_strides``)."""
+    out = a.reshape(shape)
+    if out.ndim > 1 and 1 in out.shape and out.size and a.ndim:
+        wanted = _view_strides(a.shape, strides(a), out.shape)
+        if wanted is not None and wanted != strides(out):
+            itemsize = a.itemsize
+            out = np.lib.stride_tricks.as_strided(out, out.shape, [stride * itemsize for stride in wanted],
+                                                  writeable=a.flags.writeable)
+    return out
+
+
+def _view_strides(old_shape, old_strides, new_shape):
+    """The strides of a view of ``old_shape``/``old_strides`` as ``new_shape``, worked out as PyTorch's
+    ``computeStride`` does (chunk by chunk of dimensions that are contiguous with each other, from the
+    last), or None where no view exists. Only for tensors with elements."""
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_strides[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1
+                             and old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_strides[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    return tuple(new_strides) if view_d == -1 else None
 
 
 def permute(a, axes):
