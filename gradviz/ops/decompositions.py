@@ -1093,3 +1093,219 @@ def matrix_exp(A):
     _check_square("linalg.matrix_exp", A)
     _check_float("linalg.matrix_exp", A)
     return LinalgMatrixExpBackward0.apply(A)
+
+
+# -- recorded backward forms (create_graph=True) of the SVD family -------------------------------------------
+# PyTorch writes svd_backward, linalg_eig_backward, linalg_qr_backward, pinv_backward, linalg_lstsq_backward and
+# linalg_matrix_exp_differential with ATen ops, so their gradients have a graph and can be differentiated again.
+# These are the same formulas as the array forms above, written with Tensor ops (values to rounding).
+def _constant(backend, array):
+    return Tensor._make(array, backend=backend)
+
+
+def _eye_mask(backend, like):
+    n = like.shape[-1]
+    return _constant(backend, backend.astype(backend.eye(n, n, _dtype.from_any(like.dtype), backend.device_of(
+        like._data)), _dtype.bool))
+
+
+def _ones_on_diagonal(backend, E):
+    """``E`` with its diagonal filled with ones (PyTorch: ``E.diagonal().fill_(1)``; those entries are never read)."""
+    from gradviz.ops.indexing import masked_fill
+
+    return masked_fill(E, _eye_mask(backend, E), 1.0)
+
+
+def _outputs_graph(ctx, *names):
+    """The saved outputs ``names`` joined to the graph as the outputs they are (each its own ``output_nr``)."""
+    values = ctx.saved_graph(*names)
+    values = values if len(names) > 1 else (values,)
+    for name, value in zip(names, values):
+        if value.grad_fn is ctx:
+            value._output_nr = type(ctx).saved_outputs[name]
+    return values
+
+
+def _svd_backward_graph(ctx, gU, gS, gVh, U, S, Vh):
+    from gradviz.ops.linalg import matmul
+    from gradviz.ops.shape import narrow
+
+    if gU is None and gS is None and gVh is None:
+        return None
+    k = S.shape[-1]
+    m, n = U.shape[-2], Vh.shape[-1]
+    if U.shape[-1] != k:
+        U = narrow(U, -1, 0, k)
+        gU = None if gU is None else narrow(gU, -1, 0, k)
+    if Vh.shape[-2] != k:
+        Vh = narrow(Vh, -2, 0, k)
+        gVh = None if gVh is None else narrow(gVh, -2, 0, k)
+    if gU is None and gVh is None:  # svdvals: U diag(gS) Vh
+        return matmul(U, gS.unsqueeze(-1) * Vh) if m >= n else matmul(U * gS.unsqueeze(-2), Vh)
+    S2 = S * S
+    E = _ones_on_diagonal(ctx.backend, S2.unsqueeze(-2) - S2.unsqueeze(-1))
+    UhgU = None if gU is None else matmul(U.mT, gU)
+    VhgV = None if gVh is None else matmul(Vh, gVh.mT)
+    UhgU = None if UhgU is None else UhgU - UhgU.mT
+    VhgV = None if VhgV is None else VhgV - VhgV.mT
+    if UhgU is not None and VhgV is not None:
+        gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
+    elif UhgU is not None:
+        gA = (UhgU * S.unsqueeze(-2)) / E
+    else:
+        gA = (S.unsqueeze(-1) * VhgV) / E
+    if gS is not None:
+        gA = gA + _diag_embed(gS)
+    if m > k and gU is not None:
+        gA = matmul(U, gA)
+        gUSinv = gU / S.unsqueeze(-2)
+        gA = gA + gUSinv - matmul(U, matmul(U.mT, gUSinv))
+        return matmul(gA, Vh)
+    if n > k and gVh is not None:
+        gA = matmul(gA, Vh)
+        SinvgVh = gVh / S.unsqueeze(-1)
+        gA = gA + SinvgVh - matmul(matmul(SinvgVh, Vh.mT), Vh)
+        return matmul(U, gA)
+    return matmul(U, matmul(gA, Vh)) if m >= n else matmul(matmul(U, gA), Vh)
+
+
+def _svd_backward_graph_node(ctx, grad_U, grad_S, grad_Vh):
+    return _svd_backward_graph(ctx, grad_U, grad_S, grad_Vh, *_outputs_graph(ctx, "U", "S", "Vh"))
+
+
+LinalgSvdBackward0.backward_graph = _svd_backward_graph_node
+
+
+def _eigh_backward_graph(ctx, gL, gV):
+    from gradviz.ops.linalg import matmul
+
+    if gL is None and gV is None:
+        return None
+    L, V = _outputs_graph(ctx, "eigenvalues", "eigenvectors")
+    if gV is None:
+        return matmul(V * gL.unsqueeze(-2), V.mT)
+    VhgV = matmul(V.mT, gV)
+    VhgV = (VhgV - VhgV.mT) * 0.5
+    E = _ones_on_diagonal(ctx.backend, L.unsqueeze(-2) - L.unsqueeze(-1))
+    gA = VhgV / E
+    if gL is not None:
+        gA = gA + _diag_embed(gL)
+    return matmul(V, matmul(gA, V.mT))
+
+
+LinalgEighBackward0.backward_graph = _eigh_backward_graph
+
+
+def _qr_backward_graph(ctx, grad_Q, grad_R):
+    """``linalg_qr_backward`` with Tensor ops: ``b = Q̄ + Q copyltu(R R̄ᵀ - Q̄ᵀ Q)`` then ``b R⁻ᵀ`` (a triangular
+    solve from the right); for a wide ``A`` the square block, and ``Q R̄₂`` for the rest."""
+    from gradviz.ops.combine import cat
+    from gradviz.ops.linalg import matmul
+    from gradviz.ops.shape import narrow
+    from gradviz.tensor import zeros_like
+
+    mode = ctx.saved("mode")
+    Q, R = _outputs_graph(ctx, "Q", "R")
+    if mode == "r" or (mode == "complete" and Q.shape[-2] > R.shape[-1]):
+        return ctx.backward(None if grad_Q is None else grad_Q._data, None if grad_R is None else grad_R._data)
+    if grad_Q is None and grad_R is None:
+        return None
+    grad_Q = zeros_like(Q) if grad_Q is None else grad_Q
+    grad_R = zeros_like(R) if grad_R is None else grad_R
+    m, n = Q.shape[-2], R.shape[-1]
+
+    def square(gQ, gR, Q, R):
+        M = matmul(R, gR.mT) - matmul(gQ.mT, Q)
+        lower = M.tril(-1)
+        copyltu = lower + lower.mT + _diag_embed(M.diagonal(0, -2, -1))
+        b = gQ + matmul(Q, copyltu)
+        return solve_triangular(R.mT, b, upper=False, left=False)
+
+    if m >= n:
+        return square(grad_Q, grad_R, Q, R)
+    X_R, Y_R = narrow(R, -1, 0, m), narrow(R, -1, m, n - m)
+    gX_R, gY_R = narrow(grad_R, -1, 0, m), narrow(grad_R, -1, m, n - m)
+    Y = matmul(Q, Y_R)
+    grad_X = square(grad_Q + matmul(Y, gY_R.mT), gX_R, Q, X_R)
+    return cat((grad_X, matmul(Q, gY_R)), -1)
+
+
+LinalgQrBackward0.backward_graph = _qr_backward_graph
+
+
+def _pinv_backward_graph_formula(grad, pinvA, A):
+    """PyTorch's ``pinv_backward`` with Tensor ops."""
+    from gradviz.ops.linalg import matmul as mm
+
+    m, n = A.shape[-2], A.shape[-1]
+    pinvAh, gradh = pinvA.mT, grad.mT
+    if m <= n:
+        K = mm(gradh, pinvA)
+        KpinvAh = mm(K, pinvAh)
+        return (-(mm(pinvA, K)).mT + KpinvAh - mm(mm(A, pinvA), KpinvAh)
+                + mm(mm(pinvAh, pinvA), gradh - mm(K, A)))
+    K = mm(pinvA, gradh)
+    pinvAhK = mm(pinvAh, K)
+    return (-(mm(K, pinvA)).mT + mm(mm(gradh - mm(A, K), pinvA), pinvAh) + pinvAhK
+            - mm(mm(pinvAhK, pinvA), A))
+
+
+def _pinv_backward_graph(ctx, grad):
+    pinvA, A = ctx.saved_graph("result", "self")
+    return _pinv_backward_graph_formula(grad, pinvA, A)
+
+
+LinalgPinvBackward0.backward_graph = _pinv_backward_graph
+
+
+def _lstsq_backward_graph(ctx, grad_solution, grad_residuals=None):
+    from gradviz.ops.linalg import matmul
+
+    A, B, X = ctx.saved_graph("self", "b", "solution")
+    needs = ctx.needs_input_grad
+    if grad_residuals is not None and grad_residuals.shape[-1] == 0:
+        grad_residuals = None
+    if grad_solution is None and grad_residuals is None:
+        return None, None
+    if ctx.vector:
+        B, X = B.unsqueeze(-1), X.unsqueeze(-1)
+        grad_solution = None if grad_solution is None else grad_solution.unsqueeze(-1)
+    grad_A = grad_B = None
+    if grad_solution is not None:
+        pinvA = pinv(A)
+        if needs[0]:
+            grad_A = _pinv_backward_graph_formula(matmul(grad_solution, B.mT), pinvA, A)
+        if needs[1]:
+            grad_B = matmul(pinvA.mT, grad_solution)
+    if grad_residuals is not None:
+        weighted = (matmul(A, X) - B) * (grad_residuals.unsqueeze(-2) * 2.0)
+        if needs[0]:
+            part = matmul(weighted, X.mT)
+            grad_A = part if grad_A is None else grad_A + part
+        if needs[1]:
+            grad_B = -weighted if grad_B is None else grad_B - weighted
+    if grad_B is not None and ctx.vector:
+        grad_B = grad_B.squeeze(-1)
+    return grad_A if needs[0] else None, grad_B if needs[1] else None
+
+
+LinalgLstsqBackward0.backward_graph = _lstsq_backward_graph
+
+
+def _matrix_exp_backward_graph(ctx, grad):
+    """``linalg_matrix_exp_differential(A, grad, adjoint=true)``: ``matrix_exp([[Aᵀ, Ȳ], [0, Aᵀ]])``'s top-right
+    block, recorded (cat, matrix_exp, narrow), so it can be differentiated again."""
+    from gradviz.ops.combine import cat
+    from gradviz.ops.shape import narrow
+    from gradviz.tensor import zeros_like
+
+    A = ctx.saved_graph("self")
+    n = A.shape[-1]
+    A_t = A.mT
+    if tuple(grad.shape) != tuple(A.shape):
+        grad = grad.expand(tuple(A.shape))
+    block = cat((cat((A_t, grad), -1), cat((zeros_like(A), A_t), -1)), -2)
+    return narrow(narrow(matrix_exp(block), -2, 0, n), -1, n, n)
+
+
+LinalgMatrixExpBackward0.backward_graph = _matrix_exp_backward_graph
