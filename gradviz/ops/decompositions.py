@@ -1103,17 +1103,11 @@ def _constant(backend, array):
     return Tensor._make(array, backend=backend)
 
 
-def _eye_mask(backend, like):
-    n = like.shape[-1]
-    return _constant(backend, backend.astype(backend.eye(n, n, _dtype.from_any(like.dtype), backend.device_of(
-        like._data)), _dtype.bool))
-
-
 def _ones_on_diagonal(backend, E):
-    """``E`` with its diagonal filled with ones (PyTorch: ``E.diagonal().fill_(1)``; those entries are never read)."""
-    from gradviz.ops.indexing import masked_fill
-
-    return masked_fill(E, _eye_mask(backend, E), 1.0)
+    """``E`` with its diagonal filled with ones in place, as PyTorch does (``E.diagonal().fill_(1)``: a
+    CopySlices; those entries are never read)."""
+    E.diagonal(0, -2, -1).fill_(1.0)
+    return E
 
 
 def _outputs_graph(ctx, *names):
@@ -1127,19 +1121,19 @@ def _outputs_graph(ctx, *names):
 
 
 def _svd_backward_graph(ctx, gU, gS, gVh, U, S, Vh):
+    """``svd_backward`` with Tensor ops; with ``full_matrices`` the node narrows ``U``, ``Vh`` and their
+    gradients to ``k = min(m, n)`` first (recorded even where that keeps everything), as PyTorch's does."""
     from gradviz.ops.linalg import matmul
     from gradviz.ops.shape import narrow
 
     if gU is None and gS is None and gVh is None:
         return None
     k = S.shape[-1]
-    m, n = U.shape[-2], Vh.shape[-1]
-    if U.shape[-1] != k:
-        U = narrow(U, -1, 0, k)
+    if ctx.saved("full_matrices"):
         gU = None if gU is None else narrow(gU, -1, 0, k)
-    if Vh.shape[-2] != k:
-        Vh = narrow(Vh, -2, 0, k)
         gVh = None if gVh is None else narrow(gVh, -2, 0, k)
+        U, Vh = narrow(U, -1, 0, k), narrow(Vh, -2, 0, k)
+    m, n = U.shape[-2], Vh.shape[-1]
     if gU is None and gVh is None:  # svdvals: U diag(gS) Vh
         return matmul(U, gS.unsqueeze(-1) * Vh) if m >= n else matmul(U * gS.unsqueeze(-2), Vh)
     S2 = S * S
@@ -1177,6 +1171,9 @@ LinalgSvdBackward0.backward_graph = _svd_backward_graph_node
 
 
 def _eigh_backward_graph(ctx, gL, gV):
+    """``linalg_eig_backward`` for a symmetric matrix, op for op: ``½ skew(Vᵀ V̄)`` divided in place by
+    ``E``, ``L̄`` copied onto its diagonal (CopySlices), then ``V (·) Vᵀ``."""
+    from gradviz.ops.arithmetic import MulBackward1
     from gradviz.ops.linalg import matmul
 
     if gL is None and gV is None:
@@ -1185,11 +1182,11 @@ def _eigh_backward_graph(ctx, gL, gV):
     if gV is None:
         return matmul(V * gL.unsqueeze(-2), V.mT)
     VhgV = matmul(V.mT, gV)
-    VhgV = (VhgV - VhgV.mT) * 0.5
+    VhgV = MulBackward1.apply(VhgV - VhgV.mT, 0.5)
     E = _ones_on_diagonal(ctx.backend, L.unsqueeze(-2) - L.unsqueeze(-1))
-    gA = VhgV / E
+    gA = VhgV.div_(E)
     if gL is not None:
-        gA = gA + _diag_embed(gL)
+        gA.diagonal(0, -2, -1).copy_(gL)
     return matmul(V, matmul(gA, V.mT))
 
 
@@ -1214,12 +1211,12 @@ def _qr_backward_graph(ctx, grad_Q, grad_R):
     grad_R = zeros_like(R) if grad_R is None else grad_R
     m, n = Q.shape[-2], R.shape[-1]
 
-    def square(gQ, gR, Q, R):
-        M = matmul(R, gR.mT) - matmul(gQ.mT, Q)
-        lower = M.tril(-1)
-        copyltu = lower + lower.mT + _diag_embed(M.diagonal(0, -2, -1))
-        b = gQ + matmul(Q, copyltu)
-        return solve_triangular(R.mT, b, upper=False, left=False)
+    def square(gQ, gR, Q, R):  # gA = gR Rᵀ - Qᵀ gQ; Q syminvadj(triu(gA)) (+ gQ), then · R⁻ᵀ
+        gA = matmul(gR, R.mT) - matmul(Q.mT, gQ)
+        sym = gA.triu()
+        sym = sym + sym.mT
+        sym.diagonal(0, -2, -1).mul_(0.5)
+        return solve_triangular(R.mT, matmul(Q, sym) + gQ, upper=False, left=False)
 
     if m >= n:
         return square(grad_Q, grad_R, Q, R)
@@ -1295,16 +1292,16 @@ LinalgLstsqBackward0.backward_graph = _lstsq_backward_graph
 def _matrix_exp_backward_graph(ctx, grad):
     """``linalg_matrix_exp_differential(A, grad, adjoint=true)``: ``matrix_exp([[Aᵀ, Ȳ], [0, Aᵀ]])``'s top-right
     block, recorded (cat, matrix_exp, narrow), so it can be differentiated again."""
-    from gradviz.ops.combine import cat
     from gradviz.ops.shape import narrow
-    from gradviz.tensor import zeros_like
 
     A = ctx.saved_graph("self")
     n = A.shape[-1]
+    size = tuple(A.shape[:-2]) + (2 * n, 2 * n)
+    block = _constant(ctx.backend, ctx.backend.full(size, 0, _dtype.from_any(A.dtype), ctx.backend.device_of(A._data)))
     A_t = A.mT
-    if tuple(grad.shape) != tuple(A.shape):
-        grad = grad.expand(tuple(A.shape))
-    block = cat((cat((A_t, grad), -1), cat((zeros_like(A), A_t), -1)), -2)
+    narrow(narrow(block, -2, 0, n), -1, 0, n).copy_(A_t)
+    narrow(narrow(block, -2, n, n), -1, n, n).copy_(A_t)
+    narrow(narrow(block, -2, 0, n), -1, n, n).copy_(grad)
     return narrow(narrow(matrix_exp(block), -2, 0, n), -1, n, n)
 
 
