@@ -547,17 +547,6 @@ class _Factorization(_several_outputs()):
 
     inputs = ("A",)
 
-    def backward_graph(ctx, *grads):
-        _not_recorded(ctx)
-
-
-def _not_recorded(node):
-    """``create_graph=True`` through a node whose backward gradviz computes on arrays only (its saved outputs
-    always have a graph, so there is nothing it could hand back without one)."""
-    raise NotImplementedError(
-        f"create_graph=True: gradviz cannot yet record the backward pass of {node.name()} (its derivative is "
-        "computed on arrays only). Differentiate this graph once, or use ops whose backward is recorded.")
-
 
 def _skew(backend, X):
     return backend.sub(X, _mT(backend, X))
@@ -963,9 +952,6 @@ class LinalgLstsqBackward0(OpFunction):
             solution = backend.reshape(solution, tuple(solution.shape[:-1]))
         return solution, residuals, rank, singular_values
 
-    def backward_graph(ctx, *grads):
-        _not_recorded(ctx)
-
     def backward(ctx, grad_solution, grad_residuals=None):
         backend = ctx.backend
         needs = ctx.needs_input_grad
@@ -1145,9 +1131,9 @@ def _svd_backward_graph(ctx, gU, gS, gVh, U, S, Vh):
     if UhgU is not None and VhgV is not None:
         gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
     elif UhgU is not None:
-        gA = (UhgU * S.unsqueeze(-2)) / E
+        gA = (UhgU / E) * S.unsqueeze(-2)
     else:
-        gA = (S.unsqueeze(-1) * VhgV) / E
+        gA = S.unsqueeze(-1) * (VhgV / E)
     if gS is not None:
         gA = gA + _diag_embed(gS)
     if m > k and gU is not None:
@@ -1194,8 +1180,7 @@ LinalgEighBackward0.backward_graph = _eigh_backward_graph
 
 
 def _qr_backward_graph(ctx, grad_Q, grad_R):
-    """``linalg_qr_backward`` with Tensor ops: ``b = Q̄ + Q copyltu(R R̄ᵀ - Q̄ᵀ Q)`` then ``b R⁻ᵀ`` (a triangular
-    solve from the right); for a wide ``A`` the square block, and ``Q R̄₂`` for the rest."""
+    """``linalg_qr_backward`` with Tensor ops (mode='r' and a tall mode='complete' raise PyTorch's errors)."""
     from gradviz.ops.combine import cat
     from gradviz.ops.linalg import matmul
     from gradviz.ops.shape import narrow
@@ -1207,24 +1192,35 @@ def _qr_backward_graph(ctx, grad_Q, grad_R):
         return ctx.backward(None if grad_Q is None else grad_Q._data, None if grad_R is None else grad_R._data)
     if grad_Q is None and grad_R is None:
         return None
-    grad_Q = zeros_like(Q) if grad_Q is None else grad_Q
-    grad_R = zeros_like(R) if grad_R is None else grad_R
     m, n = Q.shape[-2], R.shape[-1]
+    if m < n:  # the wide case as the array form splits it (values as PyTorch's; its graph differs)
+        grad_Q = zeros_like(Q) if grad_Q is None else grad_Q
+        grad_R = zeros_like(R) if grad_R is None else grad_R
+        X_R, Y_R = narrow(R, -1, 0, m), narrow(R, -1, m, n - m)
+        gX_R, gY_R = narrow(grad_R, -1, 0, m), narrow(grad_R, -1, m, n - m)
+        grad_X = _qr_square_backward_graph(grad_Q + matmul(matmul(Q, Y_R), gY_R.mT), gX_R, Q, X_R)
+        return cat((grad_X, matmul(Q, gY_R)), -1)
+    return _qr_square_backward_graph(grad_Q, grad_R, Q, R)
 
-    def square(gQ, gR, Q, R):  # gA = gR Rᵀ - Qᵀ gQ; Q syminvadj(triu(gA)) (+ gQ), then · R⁻ᵀ
+
+def _qr_square_backward_graph(gQ, gR, Q, R):
+    """``m >= n``, op for op as PyTorch: ``gA = gR Rᵀ - Qᵀ gQ`` (either part absent when its gradient is),
+    ``Q syminvadj(triu(gA)) (+ gQ)``, then a triangular solve from the right by ``Rᵀ``."""
+    from gradviz.ops.linalg import matmul
+
+    if gQ is None:
+        gA = matmul(gR, R.mT)
+    elif gR is None:
+        gA = -matmul(Q.mT, gQ)
+    else:
         gA = matmul(gR, R.mT) - matmul(Q.mT, gQ)
-        sym = gA.triu()
-        sym = sym + sym.mT
-        sym.diagonal(0, -2, -1).mul_(0.5)
-        return solve_triangular(R.mT, matmul(Q, sym) + gQ, upper=False, left=False)
-
-    if m >= n:
-        return square(grad_Q, grad_R, Q, R)
-    X_R, Y_R = narrow(R, -1, 0, m), narrow(R, -1, m, n - m)
-    gX_R, gY_R = narrow(grad_R, -1, 0, m), narrow(grad_R, -1, m, n - m)
-    Y = matmul(Q, Y_R)
-    grad_X = square(grad_Q + matmul(Y, gY_R.mT), gX_R, Q, X_R)
-    return cat((grad_X, matmul(Q, gY_R)), -1)
+    sym = gA.triu()
+    sym = sym + sym.mT
+    sym.diagonal(0, -2, -1).mul_(0.5)
+    gA = matmul(Q, sym)
+    if gQ is not None:
+        gA = gA + gQ
+    return solve_triangular(R.mT, gA, upper=False, left=False)
 
 
 LinalgQrBackward0.backward_graph = _qr_backward_graph
