@@ -99,7 +99,7 @@ class LinalgInvExBackward0(OpFunction):
 
     def forward(ctx, A):
         ctx.save_result("inverse")
-        return A._backend.inv(A._data)
+        return _inverse_ex_array(A)[0]
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -109,6 +109,37 @@ class LinalgInvExBackward0(OpFunction):
     def backward_graph(ctx, grad):
         inverse_t = ctx.saved_graph("inverse").mT
         return -(inverse_t.matmul(grad.matmul(inverse_t)))
+
+
+def _inverse_ex_array(A):
+    """``linalg.inv_ex``'s arrays: the inverse and LAPACK's ``info`` (the 1-based index of the first zero pivot,
+    0 for an invertible matrix). A singular matrix of a batch gets the identity's inverse in its place (the
+    callers that let one through, ``cond``, overwrite it)."""
+    backend = A._backend
+    _, _, info = backend.lu_factor(A._data)
+    singular = backend.ne(info, 0)
+    if not bool(backend.any(singular)):
+        return backend.inv(A._data), info
+    n = A.shape[-1]
+    eye = backend.eye(n, n, _dtype.from_any(A.dtype), backend.device_of(A._data))
+    mask = backend.reshape(singular, tuple(info.shape) + (1, 1))
+    return backend.inv(backend.where(mask, eye, A._data)), info
+
+
+LINALG_INV_EX = _return_type("linalg_inv_ex", ("inverse", "info"))
+
+
+def inverse_ex(A, *, check_errors: bool = False, out=None):
+    """``linalg.inv_ex``: ``(inverse, info)``, no error for a singular matrix unless ``check_errors``; one
+    LinalgInvExBackward0, ``info`` an int32 tensor."""
+    _check_square("linalg.inv_ex", A)
+    _check_float("linalg.inv_ex", A)
+    if check_errors:
+        _lu(A, "linalg.inv_ex", lambda info: f"The diagonal element {info} is zero, the inversion could not be "
+                                             "completed because the input matrix is singular.")
+    inverse = LinalgInvExBackward0.apply(A)
+    _, _, info = A._backend.lu_factor(A._data)
+    return LINALG_INV_EX(inverse, _tensor(info, A._backend))
 
 
 class LinalgDetBackward0(OpFunction):
