@@ -167,12 +167,49 @@ class LinalgDetBackward0(OpFunction):
 
     def backward_graph(ctx, grad):
         """Recorded as PyTorch records it: ``solve(Aᵀ, diag_embed(ḡ det A, expanded as the pivots)ᵀ)`` (a batch
-        too). A singular matrix (PyTorch switches to an SVD formula there) is not recorded."""
+        too). Where ``det A == 0`` PyTorch switches to the SVD: ``U diag(D) Vh`` with ``D`` the products of the
+        other singular values times ``ḡ det(U) det(Vh)`` (the adjugate's transpose, finite there); so does gradviz
+        each formula on its own matrices of a batch, as PyTorch (values as PyTorch's; the layout of that
+        mixed batch's graph differs)."""
         A, det = ctx.saved_graph("A", "result")
-        if _any_singular(ctx):
-            return OpFunction.backward_graph(ctx, grad)
-        diagonal = (grad * det).unsqueeze(-1).expand(tuple(A.shape[:-1]))
-        return solve(A.mT, _diag_embed(diagonal).mT)
+        singular = ctx.backend.eq(det._data, 0)
+        if bool(ctx.backend.to_numpy(singular).all()):
+            return _det_singular_backward_graph(grad, A)
+        if bool(ctx.backend.any(singular)):  # each part on its own matrices, put back in place (index_put)
+            from gradviz.tensor import zeros_like
+
+            mask = _tensor(singular, ctx.backend)
+            regular = ~mask
+            parts = (_det_singular_backward_graph(grad[mask], A[mask]),
+                     _det_regular_backward_graph(grad[regular], A[regular], det[regular]))
+            return zeros_like(A).index_put((mask,), parts[0]).index_put((regular,), parts[1])
+        return _det_regular_backward_graph(grad, A, det)
+
+
+def _det_regular_backward_graph(grad, A, det):
+    diagonal = (grad * det).unsqueeze(-1).expand(tuple(A.shape[:-1]))
+    return solve(A.mT, _diag_embed(diagonal).mT)
+
+
+def _det_singular_backward_graph(grad, A):
+    """PyTorch's singular branch of ``linalg_det_backward``, op for op: ``U, S, Vh = svd(A)``,
+    ``α = det(U) det(Vh)``, ``D = prod_safe_zeros_backward(α ḡ, S)`` (the product of the other singular values,
+    from two exclusive cumulative products), then ``(U * D.unsqueeze(-2)) @ Vh``."""
+    from gradviz.ops.combine import cat
+    from gradviz.ops.linalg import matmul
+    from gradviz.ops.matrix import flip
+    from gradviz.ops.shape import narrow
+    from gradviz.ops.statistics import cumprod
+    from gradviz.tensor import ones_like
+
+    U, S, Vh = svd(A)
+    alpha = det(U) * det(Vh)
+    size = S.shape[-1]
+    ones = ones_like(narrow(S, -1, 0, 1).detach())
+    exclusive_normal = cumprod(cat((ones, narrow(S, -1, 0, size - 1)), -1), -1)
+    exclusive_reverse = flip(cumprod(cat((ones, flip(narrow(S, -1, 1, size - 1), (-1,))), -1), -1), (-1,))
+    D = (alpha * grad).unsqueeze(-1) * (exclusive_normal * exclusive_reverse)
+    return matmul(U * D.unsqueeze(-2), Vh)
 
 
 def _det_from_lu(backend, lu, pivots):
@@ -223,6 +260,7 @@ class LinalgSlogdetBackward0(OpFunction):
         backend = A._backend
         lu, pivots = _lu(A, "linalg.slogdet", None, row_major_transposed=True)
         ctx.save(A=A, LU=_tensor(lu, backend), pivots=_tensor(pivots, backend))
+        ctx.lu_of_transpose = backend.is_contiguous(A._data)
         sign = backend.sign(_det_from_lu(backend, lu, pivots))
         logabsdet = backend.sum(backend.log(backend.abs(backend.diagonal(lu, 0, -2, -1))), -1, False)
         return sign, logabsdet
@@ -232,15 +270,65 @@ class LinalgSlogdetBackward0(OpFunction):
         A = ctx.saved("A")
         if grad_logabsdet is None:
             return backend.full(tuple(A.shape), 0, _dtype.from_any(A.dtype), backend.device_of(A))
-        inverse_t = _mT(backend, backend.inv(A))
+        # PyTorch solves with the saved LU factors: zero pivots give its inf and nan (and a matrix whose pivots
+        # are not exactly zero, though numpy's inverse calls it singular, PyTorch's large finite values)
+        inverse = None if _any_singular(ctx) else _inverse_or_none(backend, A)
+        if inverse is None:
+            return _lu_solve_singular(backend, grad_logabsdet, ctx.saved("LU"), ctx.saved("pivots"),
+                                      ctx.lu_of_transpose, A)
+        inverse_t = _mT(backend, inverse)
         return backend.mul(backend.reshape(grad_logabsdet, tuple(grad_logabsdet.shape) + (1, 1)), inverse_t)
 
     def backward_graph(ctx, grad_sign, grad_logabsdet):
         """Recorded as PyTorch records it: ``solve(Aᵀ, diag_embed(ḡ, expanded as the pivots)ᵀ)`` (a batch too)."""
         A = ctx.saved_graph("A")
-        if grad_logabsdet is None or _any_singular(ctx):
+        if grad_logabsdet is None:  # (a singular A: the solve raises PyTorch's LinAlgError, as in PyTorch)
             return OpFunction.backward_graph(ctx, grad_logabsdet)
         return solve(A.mT, _diag_embed(grad_logabsdet.unsqueeze(-1).expand(tuple(A.shape[:-1]))).mT)
+
+
+def _inverse_or_none(backend, A):
+    import numpy as np
+
+    try:
+        return backend.inv(A)
+    except (np.linalg.LinAlgError, RuntimeError):
+        return None
+
+
+def _lu_solve_singular(backend, grad, lu, pivots, lu_of_transpose, A):
+    """``Ā = A⁻ᵀ diag(ḡ)`` as PyTorch's ``slogdet_backward`` computes it, ``linalg_lu_solve`` with the saved factors
+    (of ``Aᵀ``, or of ``A`` solved with its adjoint for a non-contiguous ``A``), written as LAPACK's ``getrs``
+    runs it, step by step, so that a zero pivot gives PyTorch's inf and nan in the same places."""
+    import numpy as np
+
+    lu, pivots, g = backend.to_numpy(lu), backend.to_numpy(pivots), backend.to_numpy(grad)
+    n = lu.shape[-1]
+    out = np.zeros(lu.shape, dtype=lu.dtype)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for index in np.ndindex(*lu.shape[:-2]):
+            m, b = lu[index], np.eye(n, dtype=lu.dtype) * g[index]
+            if lu_of_transpose:  # P L U = Aᵀ: swap rows, L (unit) forwards, U backwards
+                for k in range(n):
+                    p = int(pivots[index + (k,)]) - 1
+                    if p != k:
+                        b[[k, p]] = b[[p, k]]
+                for k in range(n):
+                    b[k + 1:] -= np.multiply.outer(m[k + 1:, k], b[k])
+                for k in range(n - 1, -1, -1):
+                    b[k] = b[k] / m[k, k]
+                    b[:k] -= np.multiply.outer(m[:k, k], b[k])
+            else:  # P L U = A, solve Aᵀ X = B: Uᵀ forwards, Lᵀ (unit) backwards, then the swaps in reverse
+                for k in range(n):
+                    b[k] = (b[k] - m[:k, k] @ b[:k]) / m[k, k]
+                for k in range(n - 1, -1, -1):
+                    b[k] = b[k] - m[k + 1:, k] @ b[k + 1:]
+                for k in range(n - 1, -1, -1):
+                    p = int(pivots[index + (k,)]) - 1
+                    if p != k:
+                        b[[k, p]] = b[[p, k]]
+            out[index] = b
+    return backend.array(out, _dtype.from_any(A.dtype), backend.device_of(A))
 
 
 def _any_singular(ctx) -> bool:
