@@ -441,6 +441,11 @@ class LinalgSolveExBackward0(OpFunction):
                             backend.expand(b, _solve_batch(A, b) + tuple(b.shape[-2:])))
         if not left:
             return backend.contiguous(_mT(backend, out))
+        if vector and out.ndim > 2:  # a batch of vectors comes back as PyTorch lays it out: its last two dims
+            # (the last batch dim and the vector) column by column, so a later ``.view`` fails as in PyTorch
+            columns = _mT(backend, backend.reshape(out, tuple(out.shape[:-1])))
+            like = backend.full(tuple(columns.shape), 0, _dtype.from_any(columns.dtype), backend.device_of(columns))
+            return _mT(backend, backend.copy_as(columns, like))  # (a size-1 dim's stride as PyTorch counts it)
         return backend.reshape(out, tuple(out.shape[:-1])) if vector else out
 
     def backward(ctx, grad):
