@@ -112,14 +112,15 @@ class LinalgInvExBackward0(OpFunction):
 
 
 def _inverse_ex_array(A):
-    """``linalg.inv_ex``'s arrays: the inverse and LAPACK's ``info`` (the 1-based index of the first zero pivot,
-    0 for an invertible matrix). A singular matrix of a batch gets the identity's inverse in its place (the
+    """``linalg.inv_ex``'s arrays: the inverse and LAPACK's ``info`` (the 1-based index of the first zero pivot;
+    None when every matrix was inverted). A singular matrix of a batch gets the identity's inverse in its place (the
     callers that let one through, ``cond``, overwrite it)."""
     backend = A._backend
+    inverse = _inverse_or_none(backend, A._data)
+    if inverse is not None:  # (an invertible matrix: no LU factorization to run here)
+        return inverse, None
     _, _, info = backend.lu_factor(A._data)
     singular = backend.ne(info, 0)
-    if not bool(backend.any(singular)):
-        return backend.inv(A._data), info
     n = A.shape[-1]
     eye = backend.eye(n, n, _dtype.from_any(A.dtype), backend.device_of(A._data))
     mask = backend.reshape(singular, tuple(info.shape) + (1, 1))
