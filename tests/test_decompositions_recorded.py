@@ -37,15 +37,16 @@ CASES = {
     "qr_square_R_only": (lambda t, A: (t.linalg.qr(A).R ** 3).sum(), (3, 3)),
     "qr_square_Q_only": (lambda t, A: (t.linalg.qr(A).Q * A).sin().sum(), (3, 3)),
     "qr_wide": (lambda t, A: (lambda Q, R: (R ** 3).sum() + (Q * Q.sum()).sum())(*t.linalg.qr(A)), (3, 5)),
+    "qr_wide_R_only": (lambda t, A: (t.linalg.qr(A).R ** 3).sum(), (2, 4)),
+    "qr_wide_Q_only": (lambda t, A: (t.linalg.qr(A).Q * A[:, :2]).sin().sum(), (2, 4)),
+    "qr_wide_batch_complete": (lambda t, A: (lambda Q, R: (Q @ R).exp().sum() + R.sum())(*t.linalg.qr(A, mode="complete")),
+                               (2, 2, 3)),
     "pinv_tall": (lambda t, A: (t.linalg.pinv(A) ** 3).sum(), (4, 3)),
     "pinv_wide": (lambda t, A: t.linalg.pinv(A).sin().sum(), (2, 4)),
     "pinv_batch": (lambda t, A: (t.linalg.pinv(A) ** 2 * A.mT).sum(), (2, 3, 2)),
     "matrix_exp": (lambda t, A: (t.linalg.matrix_exp(A) ** 2).sum(), (3, 3)),
     "matrix_exp_batch": (lambda t, A: t.linalg.matrix_exp(A * 0.5).sin().sum(), (2, 2, 2)),
 }
-# graph layouts that differ from PyTorch's (values agree): the wide QR's second block; lstsq's residuals part
-# (compared in value only, below)
-DIFFERENT_LAYOUT = {"qr_wide"}
 
 
 def _point(shape, seed=0):
@@ -86,7 +87,7 @@ def _compare(torch, loss, leaves, same_graph=True):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_second_derivatives_match_torch(torch, name):
     loss, shape = CASES[name]
-    _compare(torch, loss, [_point(shape)], same_graph=name not in DIFFERENT_LAYOUT)
+    _compare(torch, loss, [_point(shape)])
 
 
 LSTSQ = {
@@ -99,6 +100,7 @@ LSTSQ = {
 
 @pytest.mark.parametrize("name", sorted(LSTSQ))
 def test_lstsq_second_derivatives_match_torch(torch, name):
+    # (the residuals' part gives PyTorch's values with a graph of another layout)
     _compare(torch, LSTSQ[name], [_point((4, 3)), _point((4, 2), seed=1)], same_graph=name != "solution_and_residuals")
 
 

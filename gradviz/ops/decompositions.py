@@ -1309,7 +1309,6 @@ def _qr_backward_graph(ctx, grad_Q, grad_R):
     from gradviz.ops.combine import cat
     from gradviz.ops.linalg import matmul
     from gradviz.ops.shape import narrow
-    from gradviz.tensor import zeros_like
 
     mode = ctx.saved("mode")
     Q, R = _outputs_graph(ctx, "Q", "R")
@@ -1318,27 +1317,36 @@ def _qr_backward_graph(ctx, grad_Q, grad_R):
     if grad_Q is None and grad_R is None:
         return None
     m, n = Q.shape[-2], R.shape[-1]
-    if m < n:  # the wide case as the array form splits it (values as PyTorch's; its graph differs)
-        grad_Q = zeros_like(Q) if grad_Q is None else grad_Q
-        grad_R = zeros_like(R) if grad_R is None else grad_R
-        X_R, Y_R = narrow(R, -1, 0, m), narrow(R, -1, m, n - m)
-        gX_R, gY_R = narrow(grad_R, -1, 0, m), narrow(grad_R, -1, m, n - m)
-        grad_X = _qr_square_backward_graph(grad_Q + matmul(matmul(Q, Y_R), gY_R.mT), gX_R, Q, X_R)
-        return cat((grad_X, matmul(Q, gY_R)), -1)
-    return _qr_square_backward_graph(grad_Q, grad_R, Q, R)
+    gA = _qr_gA(grad_Q, grad_R, Q, R)
+    if m >= n:
+        return _qr_square_backward_graph(gA, grad_Q, Q, R)
+    # wide, as PyTorch: Q trilImInvAdjSkew(-gA) solved against R's square block, then [· | 0] + Q R̄
+    negated = -gA
+    gA = matmul(Q, (negated - negated.mT).tril())
+    gA = solve_triangular(narrow(R, -1, 0, m).mT, gA, upper=False, left=False)
+    backend = ctx.backend
+    zeros = _constant(backend, backend.full(tuple(gA.shape[:-1]) + (n - m,), 0, _dtype.from_any(gA.dtype),
+                                            backend.device_of(gA._data)))
+    gA = cat((gA, zeros), -1)
+    return gA + matmul(Q, grad_R) if grad_R is not None else gA
 
 
-def _qr_square_backward_graph(gQ, gR, Q, R):
-    """``m >= n``, op for op as PyTorch: ``gA = gR Rᵀ - Qᵀ gQ`` (either part absent when its gradient is),
-    ``Q syminvadj(triu(gA)) (+ gQ)``, then a triangular solve from the right by ``Rᵀ``."""
+def _qr_gA(gQ, gR, Q, R):
+    """``gA = gR Rᵀ - Qᵀ gQ``, either part absent when its gradient is (PyTorch's ``linalg_qr_backward``)."""
     from gradviz.ops.linalg import matmul
 
     if gQ is None:
-        gA = matmul(gR, R.mT)
-    elif gR is None:
-        gA = -matmul(Q.mT, gQ)
-    else:
-        gA = matmul(gR, R.mT) - matmul(Q.mT, gQ)
+        return matmul(gR, R.mT)
+    if gR is None:
+        return -matmul(Q.mT, gQ)
+    return matmul(gR, R.mT) - matmul(Q.mT, gQ)
+
+
+def _qr_square_backward_graph(gA, gQ, Q, R):
+    """``m >= n``, op for op as PyTorch: ``Q syminvadj(triu(gA)) (+ gQ)``, then a triangular solve from the
+    right by ``Rᵀ``."""
+    from gradviz.ops.linalg import matmul
+
     sym = gA.triu()
     sym = sym + sym.mT
     sym.diagonal(0, -2, -1).mul_(0.5)
