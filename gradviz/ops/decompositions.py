@@ -1403,13 +1403,16 @@ def _lstsq_backward_graph(ctx, grad_solution, grad_residuals=None):
             grad_A = _pinv_backward_graph_formula(matmul(grad_solution, B.mT), pinvA, A)
         if needs[1]:
             grad_B = matmul(pinvA.mT, grad_solution)
-    if grad_residuals is not None:
-        weighted = (matmul(A, X) - B) * (grad_residuals.unsqueeze(-2) * 2.0)
+    if grad_residuals is not None:  # as PyTorch: 2 (r̄ (A X - B)) Xᵀ for A, (-2 r̄) (A X - B) for B
+        from gradviz.ops.arithmetic import MulBackward1
+
+        column = grad_residuals.unsqueeze(-2)
         if needs[0]:
-            part = matmul(weighted, X.mT)
+            part = MulBackward1.apply(matmul(column * (matmul(A, X) - B), X.mT), 2.0)
             grad_A = part if grad_A is None else grad_A + part
         if needs[1]:
-            grad_B = -weighted if grad_B is None else grad_B - weighted
+            part = MulBackward1.apply(column, -2.0) * (matmul(A, X) - B)
+            grad_B = part if grad_B is None else grad_B + part
     if grad_B is not None and ctx.vector:
         grad_B = grad_B.squeeze(-1)
     return grad_A if needs[0] else None, grad_B if needs[1] else None
