@@ -169,21 +169,22 @@ class LinalgDetBackward0(OpFunction):
     def backward_graph(ctx, grad):
         """Recorded as PyTorch records it: ``solve(Aᵀ, diag_embed(ḡ det A, expanded as the pivots)ᵀ)`` (a batch
         too). Where ``det A == 0`` PyTorch switches to the SVD: ``U diag(D) Vh`` with ``D`` the products of the
-        other singular values times ``ḡ det(U) det(Vh)`` (the adjugate's transpose, finite there); so does gradviz
-        each formula on its own matrices of a batch, as PyTorch (values as PyTorch's; the layout of that
-        mixed batch's graph differs)."""
+        other singular values times ``ḡ det(U) det(Vh)`` (the adjugate's transpose, finite there); a batch mixing
+        both takes each formula on its own matrices and puts them back with ``index_put``, as PyTorch does."""
         A, det = ctx.saved_graph("A", "result")
         singular = ctx.backend.eq(det._data, 0)
         if bool(ctx.backend.to_numpy(singular).all()):
             return _det_singular_backward_graph(grad, A)
-        if bool(ctx.backend.any(singular)):  # each part on its own matrices, put back in place (index_put)
+        if bool(ctx.backend.any(singular)):
             from gradviz.tensor import zeros_like
 
             mask = _tensor(singular, ctx.backend)
             regular = ~mask
-            parts = (_det_singular_backward_graph(grad[mask], A[mask]),
-                     _det_regular_backward_graph(grad[regular], A[regular], det[regular]))
-            return zeros_like(A).index_put((mask,), parts[0]).index_put((regular,), parts[1])
+            singular_part = _det_singular_backward_graph(grad[mask], A[mask])
+            diagonal = _diag_embed((grad * det).unsqueeze(-1).expand(tuple(A.shape[:-1]))).mT
+            regular_part = solve(A[regular].mT, diagonal[regular])
+            regular_part = regular_part.view(tuple(regular_part.shape))
+            return zeros_like(A).index_put((mask,), singular_part).index_put((regular,), regular_part)
         return _det_regular_backward_graph(grad, A, det)
 
 
