@@ -84,10 +84,14 @@ def _compare(torch, loss, leaves, same_graph=True):
         assert graphs == graphs_t
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_second_derivatives_match_torch(torch, name):
+def test_second_derivatives_match_torch(torch, name, backend):
+    from gradviz import backends
+
     loss, shape = CASES[name]
-    _compare(torch, loss, [_point(shape)])
+    with backends.using(backend):
+        _compare(torch, loss, [_point(shape)])
 
 
 LSTSQ = {
