@@ -44,6 +44,10 @@ CASES = {
     "pinv_tall": (lambda t, A: (t.linalg.pinv(A) ** 3).sum(), (4, 3)),
     "pinv_wide": (lambda t, A: t.linalg.pinv(A).sin().sum(), (2, 4)),
     "pinv_batch": (lambda t, A: (t.linalg.pinv(A) ** 2 * A.mT).sum(), (2, 3, 2)),
+    "solve_right": (lambda t, A: (t.linalg.solve(A + 3 * t.eye(3, dtype=t.float64), A.sin(), left=False) ** 3).sum(),
+                    (3, 3)),
+    "solve_right_batch": (lambda t, A: (t.linalg.solve(A + 3 * t.eye(3, dtype=t.float64), A[:, :2].cos(), left=False)
+                                        ** 3).sum(), (2, 3, 3)),
     "matrix_exp": (lambda t, A: (t.linalg.matrix_exp(A) ** 2).sum(), (3, 3)),
     "matrix_exp_batch": (lambda t, A: t.linalg.matrix_exp(A * 0.5).sin().sum(), (2, 2, 2)),
 }

@@ -474,12 +474,18 @@ class LinalgSolveExBackward0(OpFunction):
 
     def backward_graph(ctx, grad):
         """Recorded as PyTorch records it (for one matrix or matching batches): ``B̄ = solve(Aᵀ, X̄)``
-        first, then ``Ā = -B̄ Xᵀ``; a vector ``B`` is a column on the way (unsqueeze, squeeze)."""
+        first, then ``Ā = -B̄ Xᵀ``; a vector ``B`` is a column on the way (unsqueeze, squeeze); ``left=False``:
+        ``B̄ = solve(Aᵀ, X̄, left=False)``, ``Ā = -Xᵀ B̄``."""
         from gradviz.ops.linalg import matmul
 
         A, X = ctx.saved_graph("A", "result")
-        if not ctx.saved("left") or ctx.metas[0][0][:-2] != tuple(grad.shape[:-1 if ctx.vector else -2]):
+        if ctx.metas[0][0][:-2] != tuple(grad.shape[:-1 if ctx.vector else -2]):
             return OpFunction.backward_graph(ctx, grad)
+        if not ctx.saved("left"):  # X A = B: B̄ = solve(Aᵀ, X̄, left=False), Ā = -Xᵀ B̄
+            needs = ctx.needs_input_grad
+            grad_B = solve(A.mT, grad, left=False)
+            grad_A = -matmul(X.mT, grad_B) if needs[0] else None
+            return grad_A, grad_B if needs[1] else None
         if ctx.vector:
             grad = grad.unsqueeze(-1)
         grad_B = solve(A.mT, grad)
