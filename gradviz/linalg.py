@@ -14,11 +14,12 @@ import math
 from gradviz.tensor import Tensor
 from gradviz.ops.decompositions import (LinAlgError, cholesky, det, eigh, eigvalsh, inv, lstsq, matrix_exp, pinv, qr,
                                         slogdet, solve, solve_triangular, svd, svdvals)
+from gradviz.ops.decompositions import inverse_ex as inv_ex
 from gradviz.ops.linalg import matrix_power
 from gradviz.ops.products import linalg_cross as cross, multi_dot
 from gradviz.ops.reduction import LinalgVectorNormBackward0
 
-__all__ = ["LinAlgError", "cholesky", "cond", "cross", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_exp", "matrix_norm", "matrix_power",
+__all__ = ["LinAlgError", "cholesky", "cond", "cross", "det", "eigh", "eigvalsh", "inv", "inv_ex", "lstsq", "matrix_exp", "matrix_norm", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
            "vector_norm"]
 
@@ -126,11 +127,23 @@ def cond(A, p=None, *, out=None):
         values = svdvals(A)
         return tensor_sum(values, -1) * tensor_sum(values.reciprocal(), -1)
     if p not in (None, 2, -2):
-        # PyTorch writes these with an inverse filled in place (inf for a singular matrix) and an in-place
-        # nan_to_num_ on the product, whose backward then fails in PyTorch 2.13 itself
-        raise NotImplementedError(f"gradviz's linalg.cond computes p=None, 2, -2 and 'nuc'; p={p!r} is not written yet")
+        return _cond_from_inverse(A, p)
     values = svdvals(A)
     k = values.shape[-1]
     largest, smallest = narrow(values, -1, 0, 1), narrow(values, -1, k - 1, 1)
     ratio = largest / smallest if p != -2 else smallest / largest
     return squeeze(ratio, -1)
+
+
+def _cond_from_inverse(A, p):
+    """``'fro'``, 1, -1, inf, -inf as PyTorch writes them: ``linalg.inv_ex``, the inverse of a singular matrix
+    filled with inf in place (``masked_fill_``), the two matrix norms multiplied, then ``nan_to_num_(inf, inf,
+    -inf)`` (0 * inf). The in-place fill modifies the inverse LinalgInvExBackward0 saved, so a backward through
+    it raises PyTorch's "modified by an inplace operation" error, as PyTorch 2.13 does."""
+    from gradviz.ops.elementwise import nan_to_num
+    from gradviz.ops.inplace import apply_
+
+    inverse, info = inv_ex(A)
+    inverse.masked_fill_(info.unsqueeze(-1).unsqueeze(-1) > 0, math.inf)
+    result = matrix_norm(A, p) * matrix_norm(inverse, p)
+    return apply_(result, nan_to_num, math.inf, math.inf, -math.inf)

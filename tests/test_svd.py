@@ -318,10 +318,10 @@ def test_lstsq_formula_gives_what_torchs_node_sent():
 @pytest.mark.parametrize("expression", ["gv.linalg.svdvals(A).sum()", "gv.linalg.eigvalsh(A).sum()",
                                         "gv.linalg.qr(A).R.sum()", "gv.linalg.pinv(A).sum()",
                                         "gv.linalg.lstsq(A, A).solution.sum()", "gv.linalg.matrix_exp(A).sum()"])
-def test_create_graph_through_them_says_it_is_not_recorded_yet(expression):
-    """Their backward passes are computed on arrays: create_graph=True raises gradviz's clear error (not a
-    TypeError from a formula called with the wrong number of gradients)."""
+def test_create_graph_through_them_records_the_gradient(expression):
+    """Their backward passes are recorded (as PyTorch's, written with ATen ops): the gradient has a graph.
+    Values and graphs against PyTorch: tests/test_decompositions_recorded.py."""
     A = gv.tensor([[2.0, 1.0], [0.5, 3.0]], dtype=gv.float64, requires_grad=True)
     out = eval(expression)
-    with pytest.raises(NotImplementedError, match="cannot yet record the backward pass"):
-        gv.autograd.grad(out, A, create_graph=True)
+    grad, = gv.autograd.grad(out, A, create_graph=True)
+    assert grad.requires_grad and grad.grad_fn is not None

@@ -99,7 +99,7 @@ class LinalgInvExBackward0(OpFunction):
 
     def forward(ctx, A):
         ctx.save_result("inverse")
-        return A._backend.inv(A._data)
+        return _inverse_ex_array(A)[0]
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -109,6 +109,38 @@ class LinalgInvExBackward0(OpFunction):
     def backward_graph(ctx, grad):
         inverse_t = ctx.saved_graph("inverse").mT
         return -(inverse_t.matmul(grad.matmul(inverse_t)))
+
+
+def _inverse_ex_array(A):
+    """``linalg.inv_ex``'s arrays: the inverse and LAPACK's ``info`` (the 1-based index of the first zero pivot;
+    None when every matrix was inverted). A singular matrix of a batch gets the identity's inverse in its place (the
+    callers that let one through, ``cond``, overwrite it)."""
+    backend = A._backend
+    inverse = _inverse_or_none(backend, A._data)
+    if inverse is not None:  # (an invertible matrix: no LU factorization to run here)
+        return inverse, None
+    _, _, info = backend.lu_factor(A._data)
+    singular = backend.ne(info, 0)
+    n = A.shape[-1]
+    eye = backend.eye(n, n, _dtype.from_any(A.dtype), backend.device_of(A._data))
+    mask = backend.reshape(singular, tuple(info.shape) + (1, 1))
+    return backend.inv(backend.where(mask, eye, A._data)), info
+
+
+LINALG_INV_EX = _return_type("linalg_inv_ex", ("inverse", "info"))
+
+
+def inverse_ex(A, *, check_errors: bool = False, out=None):
+    """``linalg.inv_ex``: ``(inverse, info)``, no error for a singular matrix unless ``check_errors``; one
+    LinalgInvExBackward0, ``info`` an int32 tensor."""
+    _check_square("linalg.inv_ex", A)
+    _check_float("linalg.inv_ex", A)
+    if check_errors:
+        _lu(A, "linalg.inv_ex", lambda info: f"The diagonal element {info} is zero, the inversion could not be "
+                                             "completed because the input matrix is singular.")
+    inverse = LinalgInvExBackward0.apply(A)
+    _, _, info = A._backend.lu_factor(A._data)
+    return LINALG_INV_EX(inverse, _tensor(info, A._backend))
 
 
 class LinalgDetBackward0(OpFunction):
@@ -136,12 +168,50 @@ class LinalgDetBackward0(OpFunction):
 
     def backward_graph(ctx, grad):
         """Recorded as PyTorch records it: ``solve(Aᵀ, diag_embed(ḡ det A, expanded as the pivots)ᵀ)`` (a batch
-        too). A singular matrix (PyTorch switches to an SVD formula there) is not recorded."""
+        too). Where ``det A == 0`` PyTorch switches to the SVD: ``U diag(D) Vh`` with ``D`` the products of the
+        other singular values times ``ḡ det(U) det(Vh)`` (the adjugate's transpose, finite there); a batch mixing
+        both takes each formula on its own matrices and puts them back with ``index_put``, as PyTorch does."""
         A, det = ctx.saved_graph("A", "result")
-        if _any_singular(ctx):
-            return OpFunction.backward_graph(ctx, grad)
-        diagonal = (grad * det).unsqueeze(-1).expand(tuple(A.shape[:-1]))
-        return solve(A.mT, _diag_embed(diagonal).mT)
+        singular = ctx.backend.eq(det._data, 0)
+        if bool(ctx.backend.to_numpy(singular).all()):
+            return _det_singular_backward_graph(grad, A)
+        if bool(ctx.backend.any(singular)):
+            from gradviz.tensor import zeros_like
+
+            mask = _tensor(singular, ctx.backend)
+            regular = ~mask
+            singular_part = _det_singular_backward_graph(grad[mask], A[mask])
+            diagonal = _diag_embed((grad * det).unsqueeze(-1).expand(tuple(A.shape[:-1]))).mT
+            regular_part = solve(A[regular].mT, diagonal[regular])
+            regular_part = regular_part.view(tuple(regular_part.shape))
+            return zeros_like(A).index_put((mask,), singular_part).index_put((regular,), regular_part)
+        return _det_regular_backward_graph(grad, A, det)
+
+
+def _det_regular_backward_graph(grad, A, det):
+    diagonal = (grad * det).unsqueeze(-1).expand(tuple(A.shape[:-1]))
+    return solve(A.mT, _diag_embed(diagonal).mT)
+
+
+def _det_singular_backward_graph(grad, A):
+    """PyTorch's singular branch of ``linalg_det_backward``, op for op: ``U, S, Vh = svd(A)``,
+    ``α = det(U) det(Vh)``, ``D = prod_safe_zeros_backward(α ḡ, S)`` (the product of the other singular values,
+    from two exclusive cumulative products), then ``(U * D.unsqueeze(-2)) @ Vh``."""
+    from gradviz.ops.combine import cat
+    from gradviz.ops.linalg import matmul
+    from gradviz.ops.matrix import flip
+    from gradviz.ops.shape import narrow
+    from gradviz.ops.statistics import cumprod
+    from gradviz.tensor import ones_like
+
+    U, S, Vh = svd(A)
+    alpha = det(U) * det(Vh)
+    size = S.shape[-1]
+    ones = ones_like(narrow(S, -1, 0, 1).detach())
+    exclusive_normal = cumprod(cat((ones, narrow(S, -1, 0, size - 1)), -1), -1)
+    exclusive_reverse = flip(cumprod(cat((ones, flip(narrow(S, -1, 1, size - 1), (-1,))), -1), -1), (-1,))
+    D = (alpha * grad).unsqueeze(-1) * (exclusive_normal * exclusive_reverse)
+    return matmul(U * D.unsqueeze(-2), Vh)
 
 
 def _det_from_lu(backend, lu, pivots):
@@ -192,6 +262,7 @@ class LinalgSlogdetBackward0(OpFunction):
         backend = A._backend
         lu, pivots = _lu(A, "linalg.slogdet", None, row_major_transposed=True)
         ctx.save(A=A, LU=_tensor(lu, backend), pivots=_tensor(pivots, backend))
+        ctx.lu_of_transpose = backend.is_contiguous(A._data)
         sign = backend.sign(_det_from_lu(backend, lu, pivots))
         logabsdet = backend.sum(backend.log(backend.abs(backend.diagonal(lu, 0, -2, -1))), -1, False)
         return sign, logabsdet
@@ -201,15 +272,65 @@ class LinalgSlogdetBackward0(OpFunction):
         A = ctx.saved("A")
         if grad_logabsdet is None:
             return backend.full(tuple(A.shape), 0, _dtype.from_any(A.dtype), backend.device_of(A))
-        inverse_t = _mT(backend, backend.inv(A))
+        # PyTorch solves with the saved LU factors: zero pivots give its inf and nan (and a matrix whose pivots
+        # are not exactly zero, though numpy's inverse calls it singular, PyTorch's large finite values)
+        inverse = None if _any_singular(ctx) else _inverse_or_none(backend, A)
+        if inverse is None:
+            return _lu_solve_singular(backend, grad_logabsdet, ctx.saved("LU"), ctx.saved("pivots"),
+                                      ctx.lu_of_transpose, A)
+        inverse_t = _mT(backend, inverse)
         return backend.mul(backend.reshape(grad_logabsdet, tuple(grad_logabsdet.shape) + (1, 1)), inverse_t)
 
     def backward_graph(ctx, grad_sign, grad_logabsdet):
         """Recorded as PyTorch records it: ``solve(Aᵀ, diag_embed(ḡ, expanded as the pivots)ᵀ)`` (a batch too)."""
         A = ctx.saved_graph("A")
-        if grad_logabsdet is None or _any_singular(ctx):
+        if grad_logabsdet is None:  # (a singular A: the solve raises PyTorch's LinAlgError, as in PyTorch)
             return OpFunction.backward_graph(ctx, grad_logabsdet)
         return solve(A.mT, _diag_embed(grad_logabsdet.unsqueeze(-1).expand(tuple(A.shape[:-1]))).mT)
+
+
+def _inverse_or_none(backend, A):
+    import numpy as np
+
+    try:
+        return backend.inv(A)
+    except (np.linalg.LinAlgError, RuntimeError):
+        return None
+
+
+def _lu_solve_singular(backend, grad, lu, pivots, lu_of_transpose, A):
+    """``Ā = A⁻ᵀ diag(ḡ)`` as PyTorch's ``slogdet_backward`` computes it, ``linalg_lu_solve`` with the saved factors
+    (of ``Aᵀ``, or of ``A`` solved with its adjoint for a non-contiguous ``A``), written as LAPACK's ``getrs``
+    runs it, step by step, so that a zero pivot gives PyTorch's inf and nan in the same places."""
+    import numpy as np
+
+    lu, pivots, g = backend.to_numpy(lu), backend.to_numpy(pivots), backend.to_numpy(grad)
+    n = lu.shape[-1]
+    out = np.zeros(lu.shape, dtype=lu.dtype)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for index in np.ndindex(*lu.shape[:-2]):
+            m, b = lu[index], np.eye(n, dtype=lu.dtype) * g[index]
+            if lu_of_transpose:  # P L U = Aᵀ: swap rows, L (unit) forwards, U backwards
+                for k in range(n):
+                    p = int(pivots[index + (k,)]) - 1
+                    if p != k:
+                        b[[k, p]] = b[[p, k]]
+                for k in range(n):
+                    b[k + 1:] -= np.multiply.outer(m[k + 1:, k], b[k])
+                for k in range(n - 1, -1, -1):
+                    b[k] = b[k] / m[k, k]
+                    b[:k] -= np.multiply.outer(m[:k, k], b[k])
+            else:  # P L U = A, solve Aᵀ X = B: Uᵀ forwards, Lᵀ (unit) backwards, then the swaps in reverse
+                for k in range(n):
+                    b[k] = (b[k] - m[:k, k] @ b[:k]) / m[k, k]
+                for k in range(n - 1, -1, -1):
+                    b[k] = b[k] - m[k + 1:, k] @ b[k + 1:]
+                for k in range(n - 1, -1, -1):
+                    p = int(pivots[index + (k,)]) - 1
+                    if p != k:
+                        b[[k, p]] = b[[p, k]]
+            out[index] = b
+    return backend.array(out, _dtype.from_any(A.dtype), backend.device_of(A))
 
 
 def _any_singular(ctx) -> bool:
@@ -322,6 +443,11 @@ class LinalgSolveExBackward0(OpFunction):
                             backend.expand(b, _solve_batch(A, b) + tuple(b.shape[-2:])))
         if not left:
             return backend.contiguous(_mT(backend, out))
+        if vector and out.ndim > 2:  # a batch of vectors comes back as PyTorch lays it out: its last two dims
+            # (the last batch dim and the vector) column by column, so a later ``.view`` fails as in PyTorch
+            columns = _mT(backend, backend.reshape(out, tuple(out.shape[:-1])))
+            like = backend.full(tuple(columns.shape), 0, _dtype.from_any(columns.dtype), backend.device_of(columns))
+            return _mT(backend, backend.copy_as(columns, like))  # (a size-1 dim's stride as PyTorch counts it)
         return backend.reshape(out, tuple(out.shape[:-1])) if vector else out
 
     def backward(ctx, grad):
@@ -348,12 +474,18 @@ class LinalgSolveExBackward0(OpFunction):
 
     def backward_graph(ctx, grad):
         """Recorded as PyTorch records it (for one matrix or matching batches): ``B̄ = solve(Aᵀ, X̄)``
-        first, then ``Ā = -B̄ Xᵀ``; a vector ``B`` is a column on the way (unsqueeze, squeeze)."""
+        first, then ``Ā = -B̄ Xᵀ``; a vector ``B`` is a column on the way (unsqueeze, squeeze); ``left=False``:
+        ``B̄ = solve(Aᵀ, X̄, left=False)``, ``Ā = -Xᵀ B̄``."""
         from gradviz.ops.linalg import matmul
 
         A, X = ctx.saved_graph("A", "result")
-        if not ctx.saved("left") or ctx.metas[0][0][:-2] != tuple(grad.shape[:-1 if ctx.vector else -2]):
+        if ctx.metas[0][0][:-2] != tuple(grad.shape[:-1 if ctx.vector else -2]):
             return OpFunction.backward_graph(ctx, grad)
+        if not ctx.saved("left"):  # X A = B: B̄ = solve(Aᵀ, X̄, left=False), Ā = -Xᵀ B̄
+            needs = ctx.needs_input_grad
+            grad_B = solve(A.mT, grad, left=False)
+            grad_A = -matmul(X.mT, grad_B) if needs[0] else None
+            return grad_A, grad_B if needs[1] else None
         if ctx.vector:
             grad = grad.unsqueeze(-1)
         grad_B = solve(A.mT, grad)
@@ -546,17 +678,6 @@ class _Factorization(_several_outputs()):
     """A decomposition of one matrix (or batch) into several outputs of one node."""
 
     inputs = ("A",)
-
-    def backward_graph(ctx, *grads):
-        _not_recorded(ctx)
-
-
-def _not_recorded(node):
-    """``create_graph=True`` through a node whose backward gradviz computes on arrays only (its saved outputs
-    always have a graph, so there is nothing it could hand back without one)."""
-    raise NotImplementedError(
-        f"create_graph=True: gradviz cannot yet record the backward pass of {node.name()} (its derivative is "
-        "computed on arrays only). Differentiate this graph once, or use ops whose backward is recorded.")
 
 
 def _skew(backend, X):
@@ -963,9 +1084,6 @@ class LinalgLstsqBackward0(OpFunction):
             solution = backend.reshape(solution, tuple(solution.shape[:-1]))
         return solution, residuals, rank, singular_values
 
-    def backward_graph(ctx, *grads):
-        _not_recorded(ctx)
-
     def backward(ctx, grad_solution, grad_residuals=None):
         backend = ctx.backend
         needs = ctx.needs_input_grad
@@ -1093,3 +1211,237 @@ def matrix_exp(A):
     _check_square("linalg.matrix_exp", A)
     _check_float("linalg.matrix_exp", A)
     return LinalgMatrixExpBackward0.apply(A)
+
+
+# -- recorded backward forms (create_graph=True) of the SVD family -------------------------------------------
+# PyTorch writes svd_backward, linalg_eig_backward, linalg_qr_backward, pinv_backward, linalg_lstsq_backward and
+# linalg_matrix_exp_differential with ATen ops, so their gradients have a graph and can be differentiated again.
+# These are the same formulas as the array forms above, written with Tensor ops (values to rounding).
+def _constant(backend, array):
+    return Tensor._make(array, backend=backend)
+
+
+def _ones_on_diagonal(backend, E):
+    """``E`` with its diagonal filled with ones in place, as PyTorch does (``E.diagonal().fill_(1)``: a
+    CopySlices; those entries are never read)."""
+    E.diagonal(0, -2, -1).fill_(1.0)
+    return E
+
+
+def _outputs_graph(ctx, *names):
+    """The saved outputs ``names`` joined to the graph as the outputs they are (each its own ``output_nr``)."""
+    values = ctx.saved_graph(*names)
+    values = values if len(names) > 1 else (values,)
+    for name, value in zip(names, values):
+        if value.grad_fn is ctx:
+            value._output_nr = type(ctx).saved_outputs[name]
+    return values
+
+
+def _svd_backward_graph(ctx, gU, gS, gVh, U, S, Vh):
+    """``svd_backward`` with Tensor ops; with ``full_matrices`` the node narrows ``U``, ``Vh`` and their
+    gradients to ``k = min(m, n)`` first (recorded even where that keeps everything), as PyTorch's does."""
+    from gradviz.ops.linalg import matmul
+    from gradviz.ops.shape import narrow
+
+    if gU is None and gS is None and gVh is None:
+        return None
+    k = S.shape[-1]
+    if ctx.saved("full_matrices"):
+        gU = None if gU is None else narrow(gU, -1, 0, k)
+        gVh = None if gVh is None else narrow(gVh, -2, 0, k)
+        U, Vh = narrow(U, -1, 0, k), narrow(Vh, -2, 0, k)
+    m, n = U.shape[-2], Vh.shape[-1]
+    if gU is None and gVh is None:  # svdvals: U diag(gS) Vh
+        return matmul(U, gS.unsqueeze(-1) * Vh) if m >= n else matmul(U * gS.unsqueeze(-2), Vh)
+    S2 = S * S
+    E = _ones_on_diagonal(ctx.backend, S2.unsqueeze(-2) - S2.unsqueeze(-1))
+    UhgU = None if gU is None else matmul(U.mT, gU)
+    VhgV = None if gVh is None else matmul(Vh, gVh.mT)
+    UhgU = None if UhgU is None else UhgU - UhgU.mT
+    VhgV = None if VhgV is None else VhgV - VhgV.mT
+    if UhgU is not None and VhgV is not None:
+        gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
+    elif UhgU is not None:
+        gA = (UhgU / E) * S.unsqueeze(-2)
+    else:
+        gA = S.unsqueeze(-1) * (VhgV / E)
+    if gS is not None:
+        gA = gA + _diag_embed(gS)
+    if m > k and gU is not None:
+        gA = matmul(U, gA)
+        gUSinv = gU / S.unsqueeze(-2)
+        gA = gA + gUSinv - matmul(U, matmul(U.mT, gUSinv))
+        return matmul(gA, Vh)
+    if n > k and gVh is not None:
+        gA = matmul(gA, Vh)
+        SinvgVh = gVh / S.unsqueeze(-1)
+        gA = gA + SinvgVh - matmul(matmul(SinvgVh, Vh.mT), Vh)
+        return matmul(U, gA)
+    return matmul(U, matmul(gA, Vh)) if m >= n else matmul(matmul(U, gA), Vh)
+
+
+def _svd_backward_graph_node(ctx, grad_U, grad_S, grad_Vh):
+    return _svd_backward_graph(ctx, grad_U, grad_S, grad_Vh, *_outputs_graph(ctx, "U", "S", "Vh"))
+
+
+LinalgSvdBackward0.backward_graph = _svd_backward_graph_node
+
+
+def _eigh_backward_graph(ctx, gL, gV):
+    """``linalg_eig_backward`` for a symmetric matrix, op for op: ``½ skew(Vᵀ V̄)`` divided in place by
+    ``E``, ``L̄`` copied onto its diagonal (CopySlices), then ``V (·) Vᵀ``."""
+    from gradviz.ops.arithmetic import MulBackward1
+    from gradviz.ops.linalg import matmul
+
+    if gL is None and gV is None:
+        return None
+    L, V = _outputs_graph(ctx, "eigenvalues", "eigenvectors")
+    if gV is None:
+        return matmul(V * gL.unsqueeze(-2), V.mT)
+    VhgV = matmul(V.mT, gV)
+    VhgV = MulBackward1.apply(VhgV - VhgV.mT, 0.5)
+    E = _ones_on_diagonal(ctx.backend, L.unsqueeze(-2) - L.unsqueeze(-1))
+    gA = VhgV.div_(E)
+    if gL is not None:
+        gA.diagonal(0, -2, -1).copy_(gL)
+    return matmul(V, matmul(gA, V.mT))
+
+
+LinalgEighBackward0.backward_graph = _eigh_backward_graph
+
+
+def _qr_backward_graph(ctx, grad_Q, grad_R):
+    """``linalg_qr_backward`` with Tensor ops (mode='r' and a tall mode='complete' raise PyTorch's errors)."""
+    from gradviz.ops.combine import cat
+    from gradviz.ops.linalg import matmul
+    from gradviz.ops.shape import narrow
+
+    mode = ctx.saved("mode")
+    Q, R = _outputs_graph(ctx, "Q", "R")
+    if mode == "r" or (mode == "complete" and Q.shape[-2] > R.shape[-1]):
+        return ctx.backward(None if grad_Q is None else grad_Q._data, None if grad_R is None else grad_R._data)
+    if grad_Q is None and grad_R is None:
+        return None
+    m, n = Q.shape[-2], R.shape[-1]
+    gA = _qr_gA(grad_Q, grad_R, Q, R)
+    if m >= n:
+        return _qr_square_backward_graph(gA, grad_Q, Q, R)
+    # wide, as PyTorch: Q trilImInvAdjSkew(-gA) solved against R's square block, then [· | 0] + Q R̄
+    negated = -gA
+    gA = matmul(Q, (negated - negated.mT).tril())
+    gA = solve_triangular(narrow(R, -1, 0, m).mT, gA, upper=False, left=False)
+    backend = ctx.backend
+    zeros = _constant(backend, backend.full(tuple(gA.shape[:-1]) + (n - m,), 0, _dtype.from_any(gA.dtype),
+                                            backend.device_of(gA._data)))
+    gA = cat((gA, zeros), -1)
+    return gA + matmul(Q, grad_R) if grad_R is not None else gA
+
+
+def _qr_gA(gQ, gR, Q, R):
+    """``gA = gR Rᵀ - Qᵀ gQ``, either part absent when its gradient is (PyTorch's ``linalg_qr_backward``)."""
+    from gradviz.ops.linalg import matmul
+
+    if gQ is None:
+        return matmul(gR, R.mT)
+    if gR is None:
+        return -matmul(Q.mT, gQ)
+    return matmul(gR, R.mT) - matmul(Q.mT, gQ)
+
+
+def _qr_square_backward_graph(gA, gQ, Q, R):
+    """``m >= n``, op for op as PyTorch: ``Q syminvadj(triu(gA)) (+ gQ)``, then a triangular solve from the
+    right by ``Rᵀ``."""
+    from gradviz.ops.linalg import matmul
+
+    sym = gA.triu()
+    sym = sym + sym.mT
+    sym.diagonal(0, -2, -1).mul_(0.5)
+    gA = matmul(Q, sym)
+    if gQ is not None:
+        gA = gA + gQ
+    return solve_triangular(R.mT, gA, upper=False, left=False)
+
+
+LinalgQrBackward0.backward_graph = _qr_backward_graph
+
+
+def _pinv_backward_graph_formula(grad, pinvA, A):
+    """PyTorch's ``pinv_backward`` with Tensor ops."""
+    from gradviz.ops.linalg import matmul as mm
+
+    m, n = A.shape[-2], A.shape[-1]
+    pinvAh, gradh = pinvA.mT, grad.mT
+    if m <= n:
+        K = mm(gradh, pinvA)
+        KpinvAh = mm(K, pinvAh)
+        return (-(mm(pinvA, K)).mT + KpinvAh - mm(mm(A, pinvA), KpinvAh)
+                + mm(mm(pinvAh, pinvA), gradh - mm(K, A)))
+    K = mm(pinvA, gradh)
+    pinvAhK = mm(pinvAh, K)
+    return (-(mm(K, pinvA)).mT + mm(mm(gradh - mm(A, K), pinvA), pinvAh) + pinvAhK
+            - mm(mm(pinvAhK, pinvA), A))
+
+
+def _pinv_backward_graph(ctx, grad):
+    pinvA, A = ctx.saved_graph("result", "self")
+    return _pinv_backward_graph_formula(grad, pinvA, A)
+
+
+LinalgPinvBackward0.backward_graph = _pinv_backward_graph
+
+
+def _lstsq_backward_graph(ctx, grad_solution, grad_residuals=None):
+    from gradviz.ops.linalg import matmul
+
+    A, B, X = ctx.saved_graph("self", "b", "solution")
+    needs = ctx.needs_input_grad
+    if grad_residuals is not None and grad_residuals.shape[-1] == 0:
+        grad_residuals = None
+    if grad_solution is None and grad_residuals is None:
+        return None, None
+    if ctx.vector:
+        B, X = B.unsqueeze(-1), X.unsqueeze(-1)
+        grad_solution = None if grad_solution is None else grad_solution.unsqueeze(-1)
+    grad_A = grad_B = None
+    if grad_solution is not None:
+        pinvA = pinv(A)
+        if needs[0]:
+            grad_A = _pinv_backward_graph_formula(matmul(grad_solution, B.mT), pinvA, A)
+        if needs[1]:
+            grad_B = matmul(pinvA.mT, grad_solution)
+    if grad_residuals is not None:  # as PyTorch: 2 (r̄ (A X - B)) Xᵀ for A, (-2 r̄) (A X - B) for B
+        from gradviz.ops.arithmetic import MulBackward1
+
+        column = grad_residuals.unsqueeze(-2)
+        if needs[0]:
+            part = MulBackward1.apply(matmul(column * (matmul(A, X) - B), X.mT), 2.0)
+            grad_A = part if grad_A is None else grad_A + part
+        if needs[1]:
+            part = MulBackward1.apply(column, -2.0) * (matmul(A, X) - B)
+            grad_B = part if grad_B is None else grad_B + part
+    if grad_B is not None and ctx.vector:
+        grad_B = grad_B.squeeze(-1)
+    return grad_A if needs[0] else None, grad_B if needs[1] else None
+
+
+LinalgLstsqBackward0.backward_graph = _lstsq_backward_graph
+
+
+def _matrix_exp_backward_graph(ctx, grad):
+    """``linalg_matrix_exp_differential(A, grad, adjoint=true)``: ``matrix_exp([[Aᵀ, Ȳ], [0, Aᵀ]])``'s top-right
+    block, recorded (cat, matrix_exp, narrow), so it can be differentiated again."""
+    from gradviz.ops.shape import narrow
+
+    A = ctx.saved_graph("self")
+    n = A.shape[-1]
+    size = tuple(A.shape[:-2]) + (2 * n, 2 * n)
+    block = _constant(ctx.backend, ctx.backend.full(size, 0, _dtype.from_any(A.dtype), ctx.backend.device_of(A._data)))
+    A_t = A.mT
+    narrow(narrow(block, -2, 0, n), -1, 0, n).copy_(A_t)
+    narrow(narrow(block, -2, n, n), -1, n, n).copy_(A_t)
+    narrow(narrow(block, -2, 0, n), -1, n, n).copy_(grad)
+    return narrow(narrow(matrix_exp(block), -2, 0, n), -1, n, n)
+
+
+LinalgMatrixExpBackward0.backward_graph = _matrix_exp_backward_graph
