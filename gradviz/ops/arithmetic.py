@@ -17,7 +17,7 @@ from gradviz.autograd.function import _NO_RECORD, OpFunction
 from gradviz.autograd.node import saved_input
 from gradviz.grad_mode import INFERENCE_SAVED, check_not_inference, inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
-from gradviz.backends.quiet import _IGNORE, _reset, _set
+from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
 from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
                                to_shape_and_dtype)
 from gradviz.tensor import Tensor, _is_operand
@@ -106,14 +106,16 @@ def _times(backend, a, b):
         if dtype is _F32 or dtype is _F64:
             if type(b) is _ndarray:
                 if b.shape == () and b.dtype is dtype:
-                    token = _set(_IGNORE)
+                    token = None if _get() is _IGNORE else _set(_IGNORE)
                     out = a[()] * b[()]
-                    _reset(token)
+                    if token is not None:
+                        _reset(token)
                     return _asarray(out)
             elif type(b) is float or type(b) is int:
-                token = _set(_IGNORE)
+                token = None if _get() is _IGNORE else _set(_IGNORE)
                 out = a[()] * b
-                _reset(token)
+                if token is not None:
+                    _reset(token)
                 return _asarray(out)
     return backend.mul(a, b)
 
@@ -125,14 +127,16 @@ def _over(backend, a, b):
         if dtype is _F32 or dtype is _F64:
             if type(b) is _ndarray:
                 if b.shape == () and b.dtype is dtype:
-                    token = _set(_IGNORE)
+                    token = None if _get() is _IGNORE else _set(_IGNORE)
                     out = a[()] / b[()]
-                    _reset(token)
+                    if token is not None:
+                        _reset(token)
                     return _asarray(out)
             elif type(b) is float or type(b) is int:
-                token = _set(_IGNORE)
+                token = None if _get() is _IGNORE else _set(_IGNORE)
                 out = a[()] / b
-                _reset(token)
+                if token is not None:
+                    _reset(token)
                 return _asarray(out)
     return backend.div(a, b)
 
