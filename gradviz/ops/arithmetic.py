@@ -223,7 +223,8 @@ class AddBackward0(OpFunction):
         return backend.add(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
-        alpha = ctx.saved("alpha")
+        packed = ctx._packed  # alpha is a number, never freed: ctx.saved("alpha") read straight
+        alpha = ctx.saved("alpha") if packed is None else packed["alpha"]
         needs = ctx.needs_input_grad
         return _binary_grads(ctx, grad if needs[0] else None,
                              (grad if alpha == 1 else _times(ctx.backend, grad, alpha)) if needs[1] else None)
@@ -247,7 +248,8 @@ class SubBackward0(OpFunction):
         return backend.sub(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
-        alpha = ctx.saved("alpha")
+        packed = ctx._packed  # alpha is a number, never freed: ctx.saved("alpha") read straight
+        alpha = ctx.saved("alpha") if packed is None else packed["alpha"]
         needs = ctx.needs_input_grad
         return _binary_grads(ctx, grad if needs[0] else None, _times(ctx.backend, grad, -alpha) if needs[1] else None)
 
