@@ -160,3 +160,29 @@ def test_an_unpack_hook_that_warns_still_warns():
             loss.backward()
         assert len(record) == 2  # one per unpacked saved tensor (x twice)
         assert float(x.grad) == float("inf")
+
+
+# -- the 0-d product's backward, written out: the same errors and bits as ctx.saved and _times -----------
+def _product_outcome(lib, case, dtype):
+    x = lib.tensor(np.asarray(1.5, dtype=dtype), requires_grad=True)
+    y = lib.tensor(np.asarray(-0.75, dtype=dtype), requires_grad=case != "one side")
+    product = x * y
+    loss = product * 3.0
+    try:
+        if case == "modified":
+            with lib.no_grad():
+                y.add_(1.0)
+        loss.backward(retain_graph=case == "twice, retained")
+        if case.startswith("twice"):
+            loss.backward()
+    except RuntimeError as error:
+        return type(error), str(error)
+    return [None if t.grad is None else _bits(np.asarray(t.grad.detach().numpy() if lib is not gradviz
+                                                          else t.grad._data)) for t in (x, y)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["plain", "one side", "modified", "twice", "twice, retained"])
+def test_a_0d_products_backward_matches_torch(case, dtype):
+    torch = pytest.importorskip("torch")
+    assert _product_outcome(gradviz, case, dtype) == _product_outcome(torch, case, dtype)
