@@ -77,6 +77,7 @@ class BackwardCFunction(FunctionCtx, Node):
     """The node of one call of a user's Function (``MyReLUBackward``): also its ``ctx``."""
 
     _forward_cls = None
+    _runs_user_code = True  # the engine runs its backward under the user's own numpy settings
     _saved = None  # SavedTensor records (or None), once forward has returned
     needs_input_grad = ()
 

@@ -59,9 +59,9 @@ import numpy as np
 
 from gradviz.autograd import checks
 from gradviz.autograd.function import gradient_edge
-from gradviz.autograd.node import GraphRoot
+from gradviz.autograd.node import SAVED_WITH_HOOKS, GraphRoot
 from gradviz.autograd.step import Step, new_step
-from gradviz.backends.quiet import _IGNORE, _reset, _set
+from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
 from gradviz.grad_mode import _state as _grad_state
 
 _MISSING = object()  # not_ready.get's default: a held gradient may itself be None
@@ -148,15 +148,19 @@ def _summed(held, grad):
     if type(held) is _ndarray and type(grad) is _ndarray and held.shape == () and grad.shape == ():
         dtype = held.dtype
         if (dtype is _F32 or dtype is _F64) and grad.dtype is dtype:
-            token = _set(_IGNORE)
+            token = None if _get() is _IGNORE else _set(_IGNORE)
             total = held[()] + grad[()]
-            _reset(token)
+            if token is not None:
+                _reset(token)
             return _asarray(total)
-    token = _set(_IGNORE)
-    try:
+    if _get() is _IGNORE:  # inside a silenced pass (``_execute_unhooked``)
         total = held + grad
-    finally:
-        _reset(token)
+    else:
+        token = _set(_IGNORE)
+        try:
+            total = held + grad
+        finally:
+            _reset(token)
     return _asarray(total) if isinstance(total, _generic) else total
 
 
@@ -381,7 +385,26 @@ class GraphTask:
 
         A node with other than one output (GraphRoot, a custom Function) gets its ``InputBuffer``
         and ``call_function``, as in ``evaluate_function``.
+
+        numpy's warnings are switched off once for the whole pass (``quiet.py``; PyTorch prints
+        nothing for an overflow in backward), so the formulas skip their own switch. Only a user's
+        Function (``_runs_user_code``) runs code of the user's here, and it runs under the user's own
+        settings; once saved-tensor hooks were ever used (an unpack hook may run inside any
+        formula), the pass is not silenced and every formula silences itself as elsewhere.
         """
+        users = _get()
+        if SAVED_WITH_HOOKS[0] or users is _IGNORE or _IGNORE is None:
+            self._unhooked_loop(None)
+            return
+        token = _set(_IGNORE)
+        try:
+            self._unhooked_loop(users)
+        finally:
+            _reset(token)
+
+    def _unhooked_loop(self, users) -> None:
+        """The loop of ``_execute_unhooked``. ``users``: the numpy error state a user's Function runs
+        under, when the loop runs silenced; None when it does not."""
         heappush, heappop = heapq.heappush, heapq.heappop
         accumulate_grad = self.accumulate_grad
         dependencies = self.dependencies
@@ -399,7 +422,13 @@ class GraphTask:
         while heap:  # AccumulateGrads run when their last gradient arrives, never through the heap
             _, node, grad = heappop(heap)
             next_functions = node._next_functions
-            if node._num_outputs != 1:  # grad is the node's InputBuffer
+            if node._runs_user_code and users is not None:  # a user's Function: the user's numpy settings
+                token = _set(users)
+                try:
+                    grad_inputs = _unhooked_grads(node, grad, next_functions)
+                finally:
+                    _reset(token)
+            elif node._num_outputs != 1:  # grad is the node's InputBuffer
                 grad_inputs = call_function(node, grad)
             elif grad is None:  # every path here was cut off: undefined gradients flow on
                 grad_inputs = (None,) * len(next_functions)
@@ -634,9 +663,10 @@ class GraphTask:
         if (type(data) is _ndarray and data.shape == () and type(grad) is _ndarray and grad.shape == ()
                 and grad.dtype is data.dtype and (grad.dtype is _F32 or grad.dtype is _F64)):
             # a scalar parameter: the backend's iadd as numpy scalars and a store (the same addition)
-            token = _set(_IGNORE)
+            token = None if _get() is _IGNORE else _set(_IGNORE)
             data[()] = data[()] + grad[()]
-            _reset(token)
+            if token is not None:
+                _reset(token)
         else:
             backend.iadd(data, grad)
         current._vc[0] += 1
@@ -675,6 +705,16 @@ class GraphTask:
 
 
 # -- calling a node and its hooks ----------------------------------------------------------------------
+def _unhooked_grads(node, grad, next_functions) -> tuple:
+    """What ``_execute_unhooked``'s loop computes for one node, as a function (for a user's Function)."""
+    if node._num_outputs != 1:
+        return call_function(node, grad)
+    if grad is None:
+        return (None,) * len(next_functions)
+    grad_inputs = node.backward(grad)
+    return grad_inputs if type(grad_inputs) is tuple else (grad_inputs,)
+
+
 def call_function(node, grad_outputs: list, create_graph: bool = False) -> tuple:
     """The node's backward formula on the gradients that arrived: one gradient per ``next_functions``.
 

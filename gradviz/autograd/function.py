@@ -234,6 +234,13 @@ class OpFunction(Node):
         packed = self._packed
         if packed:
             wrapped_numbers = self.wrapped_numbers
+            if not wrapped_numbers:  # most ops: only the saved tensors change (no names needed)
+                for entry in packed.values():
+                    if type(entry) is SavedTensor:
+                        entry.data = entry.tensor = entry.hooks = None
+                    elif type(entry) is SavedTensors:
+                        entry.free()
+                return
             for name, entry in packed.items():
                 if type(entry) is SavedTensor:  # runs for every saved entry after each backward
                     entry.data = entry.tensor = entry.hooks = None  # SavedTensor.free, written out

@@ -68,7 +68,11 @@ class SavedTensor:
             self.grad_fn_ref = grad_fn
             self.tensor = tensor
         # saved_tensors_hooks: (what pack_hook returned, unpack_hook), or None (one list read when none are set)
-        self.hooks = (SAVED_TENSOR_HOOKS[-1][0](tensor), SAVED_TENSOR_HOOKS[-1][1]) if SAVED_TENSOR_HOOKS else None
+        if SAVED_TENSOR_HOOKS:
+            self.hooks = (SAVED_TENSOR_HOOKS[-1][0](tensor), SAVED_TENSOR_HOOKS[-1][1])
+            SAVED_WITH_HOOKS[0] = True  # from now on a backward pass may run an unpack hook
+        else:
+            self.hooks = None
 
     @property
     def output_name(self) -> str | None:
@@ -132,6 +136,9 @@ class SavedTensor:
 
 
 SAVED_TENSOR_HOOKS: list = []  # (pack_hook, unpack_hook) pairs, innermost last (autograd.graph.saved_tensors_hooks)
+# True once any tensor was saved with saved-tensor hooks (it stays so): the engine then runs every formula
+# under the user's own numpy settings, since ``ctx.saved`` may call a user's unpack hook
+SAVED_WITH_HOOKS: list = [False]
 RELEASED = SavedTensor.released()  # what a saved Python number becomes after backward (see Function)
 _new_object = object.__new__
 
@@ -183,6 +190,7 @@ class Node:
     _retain_grad_hooks = None  # output_nr -> hook: retain_grad() runs after other hooks
     _metadata = None
     _is_accumulate = False  # a class flag the engine reads for every node (cheaper than isinstance)
+    _runs_user_code = False  # True for a user's Function: its backward is the user's code (engine.py)
     _order = 1  # 1: recorded by the forward pass; 2: by a backward pass with create_graph=True; ...
 
     def __init__(self, sequence_nr: int | None = None):

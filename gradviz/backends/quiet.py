@@ -12,6 +12,11 @@ variable, so ``silent`` sets that variable to a state made once at import ("igno
 resets it afterwards: two C calls (about 0.3 µs), and the user's own numpy settings outside gradviz's
 calls are never touched. Where numpy does not expose that variable (an older or newer layout), the
 wrapper falls back to ``np.errstate``.
+
+Where no user code can run between the formulas (the unhooked loop of a plain ``backward()``), the
+engine sets that variable once for the whole pass; the hot formulas then test ``_get() is _IGNORE``
+(one C call) and skip their own set and reset, which cost about ten times as much. A thread or a
+context of its own keeps its own value, so that test is never wrong.
 """
 from __future__ import annotations
 
@@ -27,13 +32,15 @@ except ImportError:  # pragma: no cover - depends on numpy's private layout
 if _state is not None:
     with np.errstate(all="ignore"):
         _IGNORE = _state.get()
-    _set, _reset = _state.set, _state.reset
+    _set, _reset, _get = _state.set, _state.reset, _state.get
 
     def silent(fn):
         """``fn`` with numpy's floating-point warnings off while it runs."""
 
         @functools.wraps(fn)
         def quiet(*args, **kwargs):
+            if _get() is _IGNORE:  # already off (a backward pass silenced once): nothing to set
+                return fn(*args, **kwargs)
             token = _set(_IGNORE)
             try:
                 return fn(*args, **kwargs)
@@ -66,6 +73,12 @@ else:  # pragma: no cover - the portable, slower form
 
     def _reset(state):
         state.__exit__(None, None, None)
+
+    _NEVER = object()
+
+    def _get():
+        """Never ``_IGNORE``: without the variable, every formula sets its own errstate."""
+        return _NEVER
 
     def silent(fn):
         """``fn`` with numpy's floating-point warnings off while it runs."""

@@ -17,7 +17,7 @@ from gradviz.autograd.function import _NO_RECORD, OpFunction
 from gradviz.autograd.node import saved_input
 from gradviz.grad_mode import INFERENCE_SAVED, check_not_inference, inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
-from gradviz.backends.quiet import _IGNORE, _reset, _set
+from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
 from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
                                to_shape_and_dtype)
 from gradviz.tensor import Tensor, _is_operand
@@ -61,6 +61,7 @@ _asarray = np.asarray
 _METAS_32 = (((), _F32, (), _F32), ((), _F32, (), None))  # the metas of a 0-d pair: one shared tuple each
 _METAS_64 = (((), _F64, (), _F64), ((), _F64, (), None))
 _SCALAR_METAS = {_F32: _METAS_32, _F64: _METAS_64}
+_PAIR_32, _PAIR_64 = _METAS_32[0], _METAS_64[0]  # the metas of two 0-d tensors of one dtype
 _add, _subtract, _multiply, _divide = operator.add, operator.sub, operator.mul, operator.truediv  # a 0-d array's dtype -> its metas (no entry: not float32/64)
 
 
@@ -106,14 +107,16 @@ def _times(backend, a, b):
         if dtype is _F32 or dtype is _F64:
             if type(b) is _ndarray:
                 if b.shape == () and b.dtype is dtype:
-                    token = _set(_IGNORE)
+                    token = None if _get() is _IGNORE else _set(_IGNORE)
                     out = a[()] * b[()]
-                    _reset(token)
+                    if token is not None:
+                        _reset(token)
                     return _asarray(out)
             elif type(b) is float or type(b) is int:
-                token = _set(_IGNORE)
+                token = None if _get() is _IGNORE else _set(_IGNORE)
                 out = a[()] * b
-                _reset(token)
+                if token is not None:
+                    _reset(token)
                 return _asarray(out)
     return backend.mul(a, b)
 
@@ -125,14 +128,16 @@ def _over(backend, a, b):
         if dtype is _F32 or dtype is _F64:
             if type(b) is _ndarray:
                 if b.shape == () and b.dtype is dtype:
-                    token = _set(_IGNORE)
+                    token = None if _get() is _IGNORE else _set(_IGNORE)
                     out = a[()] / b[()]
-                    _reset(token)
+                    if token is not None:
+                        _reset(token)
                     return _asarray(out)
             elif type(b) is float or type(b) is int:
-                token = _set(_IGNORE)
+                token = None if _get() is _IGNORE else _set(_IGNORE)
                 out = a[()] / b
-                _reset(token)
+                if token is not None:
+                    _reset(token)
                 return _asarray(out)
     return backend.div(a, b)
 
@@ -219,7 +224,8 @@ class AddBackward0(OpFunction):
         return backend.add(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
-        alpha = ctx.saved("alpha")
+        packed = ctx._packed  # alpha is a number, never freed: ctx.saved("alpha") read straight
+        alpha = ctx.saved("alpha") if packed is None else packed["alpha"]
         needs = ctx.needs_input_grad
         return _binary_grads(ctx, grad if needs[0] else None,
                              (grad if alpha == 1 else _times(ctx.backend, grad, alpha)) if needs[1] else None)
@@ -243,7 +249,8 @@ class SubBackward0(OpFunction):
         return backend.sub(x, y if alpha == 1 else backend.mul(y, alpha))
 
     def backward(ctx, grad):
-        alpha = ctx.saved("alpha")
+        packed = ctx._packed  # alpha is a number, never freed: ctx.saved("alpha") read straight
+        alpha = ctx.saved("alpha") if packed is None else packed["alpha"]
         needs = ctx.needs_input_grad
         return _binary_grads(ctx, grad if needs[0] else None, _times(ctx.backend, grad, -alpha) if needs[1] else None)
 
@@ -292,8 +299,34 @@ class MulBackward0(OpFunction):
         return out
 
     def backward(ctx, grad):
-        backend = ctx.backend
         needs = ctx.needs_input_grad
+        metas = ctx.metas
+        if (metas is _PAIR_64 or metas is _PAIR_32) and type(grad) is _ndarray and grad.shape == () \
+                and grad.dtype is metas[1]:
+            # two 0-d tensors of one dtype (a scalar graph): ctx.saved, _times and _binary_grads written
+            # out for saved tensors that unpack plainly (no hook, not freed, not modified: else
+            # ctx.saved, with its errors); the products are _times's, and nothing is left to reshape
+            packed = ctx._packed
+            other = packed["other"] if needs[0] else None
+            if other is not None:
+                if other.hooks is None and other.data is not None and other.version_counter[0] == other.saved_version:
+                    other = other.data
+                else:
+                    other = ctx.saved("other")
+            this = packed["self"] if needs[1] else None
+            if this is not None:
+                if this.hooks is None and this.data is not None and this.version_counter[0] == this.saved_version:
+                    this = this.data
+                else:
+                    this = ctx.saved("self")
+            g = grad[()]
+            token = None if _get() is _IGNORE else _set(_IGNORE)
+            first = None if other is None else _asarray(g * other[()])
+            second = None if this is None else _asarray(g * this[()])
+            if token is not None:
+                _reset(token)
+            return first, second
+        backend = ctx.backend
         return _binary_grads(ctx, _times(backend, grad, ctx.saved("other")) if needs[0] else None,
                              _times(backend, grad, ctx.saved("self")) if needs[1] else None)
 

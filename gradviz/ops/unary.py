@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradviz.autograd.function import OpFunction
-from gradviz.backends.quiet import _IGNORE, _reset, _set
+from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
 from gradviz.ops._util import float_data
 from gradviz.tensor import Tensor
 
@@ -40,9 +40,10 @@ class ExpBackward0(OpFunction):
         result = ctx.saved("result")
         scalars = _scalars(grad, result)
         if scalars is not None:
-            token = _set(_IGNORE)
+            token = None if _get() is _IGNORE else _set(_IGNORE)
             out = scalars[0] * scalars[1]
-            _reset(token)
+            if token is not None:
+                _reset(token)
             return _asarray(out)
         return ctx.backend.mul(grad, result)
 
@@ -62,9 +63,10 @@ class LogBackward0(OpFunction):
         self = ctx.saved("self")
         scalars = _scalars(grad, self)
         if scalars is not None:
-            token = _set(_IGNORE)
+            token = None if _get() is _IGNORE else _set(_IGNORE)
             out = scalars[0] / scalars[1]
-            _reset(token)
+            if token is not None:
+                _reset(token)
             return _asarray(out)
         return ctx.backend.div(grad, self)
 
@@ -116,9 +118,10 @@ class TanhBackward0(OpFunction):
         scalars = _scalars(grad, result)
         if scalars is not None:  # the backend's tanh_backward on scalars
             g, y = scalars
-            token = _set(_IGNORE)
+            token = None if _get() is _IGNORE else _set(_IGNORE)
             out = g * (1 - y * y)
-            _reset(token)
+            if token is not None:
+                _reset(token)
             return _asarray(out)
         return ctx.backend.tanh_backward(grad, result)
 
@@ -141,9 +144,10 @@ class SigmoidBackward0(OpFunction):
         scalars = _scalars(grad, result)
         if scalars is not None:  # the backend's sigmoid_backward on scalars
             g, y = scalars
-            token = _set(_IGNORE)
+            token = None if _get() is _IGNORE else _set(_IGNORE)
             out = g * (y * (1 - y))
-            _reset(token)
+            if token is not None:
+                _reset(token)
             return _asarray(out)
         return ctx.backend.sigmoid_backward(grad, result)
 
@@ -188,9 +192,10 @@ class SqrtBackward0(OpFunction):
         scalars = _scalars(grad, result)
         if scalars is not None:
             g, y = scalars
-            token = _set(_IGNORE)
+            token = None if _get() is _IGNORE else _set(_IGNORE)
             out = g / (y * 2)
-            _reset(token)
+            if token is not None:
+                _reset(token)
             return _asarray(out)
         backend = ctx.backend
         return backend.div(grad, backend.mul(result, 2))
