@@ -193,8 +193,8 @@ def _in_layout_of(tensor: Tensor, tangent: Tensor) -> Tensor:
     """The tangent as it is when its elements lie in memory as the primal's do; else a copy laid out like the
     primal (PyTorch's rule: ``make_dual(x, t.T)`` stores a copy, ``make_dual(x, t)`` stores ``t`` itself)."""
     data, primal = tangent._data, tensor._data
-    if (tangent._backend is not tensor._backend or data.strides == primal.strides or data.itemsize != primal.itemsize
-            or tangent.requires_grad or not hasattr(primal, "__array_interface__")):
+    if (tangent._backend is not tensor._backend or not hasattr(primal, "__array_interface__")
+            or data.strides == primal.strides or data.itemsize != primal.itemsize or tangent.requires_grad):
         return tangent
     import numpy as np
 
@@ -375,10 +375,25 @@ def _jvp_by_double_vjp(cls, args, params, tangents, apply):
             by_output = dict(zip(map(id, differentiable), products))
         except NotImplementedError:  # the op's backward is not recorded: one backward pass per output element
             by_output = {id(o): _jvp_by_rows(o, inputs, vectors) for o in differentiable}
-        return tuple(None if id(o) not in by_output else
-                     (by_output[id(o)] if by_output[id(o)] is not None else zeros_like(o)) for o in outs)
+        results = tuple(None if id(o) not in by_output else
+                        (by_output[id(o)] if by_output[id(o)] is not None else zeros_like(o)) for o in outs)
+        return tuple(_in_dtype(result, output, vectors) for result, output in zip(results, outs))
     finally:
         _grad_state.enabled = previous
+
+
+def _in_dtype(tangent, output, vectors):
+    """A tangent in the dtype PyTorch's formulas give it: the output's promoted with the input tangents' (a
+    float64 tangent on a float32 primal stays float64: ``self_t * self_p.cos()``)."""
+    if tangent is None or not vectors:
+        return tangent
+    from gradviz import _dtype
+
+    dtype = output.dtype
+    for vector in vectors:
+        if vector.dtype.is_floating_point and _dtype.category(vector.dtype) == _dtype.category(dtype):
+            dtype = _dtype._highest((dtype, vector.dtype))
+    return tangent if tangent.dtype is dtype else tangent.to(dtype)
 
 
 def _jvp_by_rows(output: Tensor, inputs: list, vectors: list) -> Tensor:
@@ -408,6 +423,15 @@ def _zeros_for(args, tangents):
 def _linear(cls, args, params, tangents, out):
     """An op linear in its one tensor input (views, reductions, copies): the tangent goes through the op itself."""
     return cls.apply(tangents[0], *args[1:], **params)
+
+
+def _view(cls, args, params, tangents, out):
+    """A view op: the tangent goes through the op itself and is a view of the input's tangent, as PyTorch's is
+    (``unpack_dual(d[0]).tangent`` shares memory with ``d``'s tangent, and an in-place change to one is seen by
+    the other)."""
+    from gradviz.ops.shape import _view_of
+
+    return _view_of(cls.apply(tangents[0], *args[1:], **params), tangents[0])
 
 
 def _linear_in_all(cls, args, params, tangents, out):
@@ -519,7 +543,8 @@ def _logcumsumexp(cls, args, params, tangents, out):
     backward, read at the zero vector the double-vjp trick uses, takes ``log |0|``: NaN, in torch as here.)"""
     self_p, dim = _primal(args[0]), params["dim"] if "dim" in params else args[1]
     self_p_exp = (self_p - self_p.max(dim, True)[0]).exp()
-    return (self_p_exp * tangents[0]).cumsum(dim) / self_p_exp.cumsum(dim)
+    tangent = (self_p_exp * tangents[0]).cumsum(dim) / self_p_exp.cumsum(dim)
+    return tangent if tangent.dtype is out.dtype else tangent.to(out.dtype)  # torch's is the primal's dtype
 
 
 _ELEMENTWISE = {
@@ -537,6 +562,10 @@ _LINEAR_OPS = ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", 
                "SliceBackward0", "IndexBackward0", "CloneBackward0", "SumBackward0", "SumBackward1",
                "MeanBackward0", "MeanBackward1", "NegBackward0", "ToCopyBackward0", "Identity")
 _RULES = dict.fromkeys(_LINEAR_OPS, _linear)
+_RULES.update(dict.fromkeys(("ViewBackward0", "ReshapeAliasBackward0", "AliasBackward0", "TBackward0", "PermuteBackward0",
+                             "TransposeBackward0", "UnsqueezeBackward0", "SqueezeBackward0", "SqueezeBackward1",
+                             "SqueezeBackward2", "SqueezeBackward4", "ExpandBackward0", "SelectBackward0",
+                             "SliceBackward0"), _view))
 _RULES.update({
     "CatBackward0": _linear_in_all, "StackBackward0": _linear_in_all,
     "AddBackward1": _same, "SubBackward1": _same, "MulBackward1": _scale, "DivBackward1": _scale,
