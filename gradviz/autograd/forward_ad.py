@@ -493,6 +493,81 @@ def _mul(cls, args, params, tangents, out):
     return _sum_of([None if other_t is None else other_t * self_p, None if self_t is None else self_t * other_p])
 
 
+def _number_tangent(value):
+    """The tangent PyTorch gives a Python number it wrapped in a 0-d tensor (an efficient zero tensor)."""
+    from gradviz import _dtype
+    from gradviz.tensor import zeros
+
+    return zeros((), dtype=_dtype.bool if isinstance(value, bool) else _dtype.int64 if isinstance(value, int)
+                 else _dtype.float64)
+
+
+def _mul_rule(cls, args, params, tangents, out):
+    """``mul``: ``other_t * self_p + self_t * other_p``. A Python number's tangent is PyTorch's zero tensor: its
+    term is recorded only when the primal needs a graph (so the tangent's graph is torch's; 0 * inf is no issue
+    otherwise)."""
+    if isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+        return _mul(cls, args, params, tangents, out)
+    (self_p, other_p), (self_t, other_t) = _materialized(args, tangents, 2)
+    if not out.requires_grad:
+        return self_t * other_p if other_t is None else other_t * self_p
+    if other_t is None:
+        return _sum_of([_number_tangent(args[1]) * self_p, self_t * other_p])
+    return _sum_of([other_t * self_p, _number_tangent(args[0]) * other_p])
+
+
+def _div_rule(cls, args, params, tangents, out):
+    """``div``: PyTorch's ``(self_t - other_t * result) / other_p`` (an input without a tangent has a zero one,
+    kept out of the arithmetic unless the primal needs a graph: a zero times an infinite quotient is no NaN)."""
+    (self_p, other_p), _ = _materialized(args, tangents, 2)
+    self_t, other_t = tangents[0], tangents[1]
+    if not out.requires_grad:
+        if other_t is None:
+            return self_t / other_p
+        if self_t is None:
+            return -(other_t * out) / other_p
+    if self_t is None:
+        self_t = _number_tangent(args[0]) if not isinstance(args[0], Tensor) else _zeros_for(args[:1], [None])[0]
+    if other_t is None:
+        other_t = _number_tangent(args[1]) if not isinstance(args[1], Tensor) else _zeros_for(args[1:2], [None])[0]
+    return (self_t - other_t * out) / other_p
+
+
+def _pow_rule(cls, args, params, tangents, out):
+    """``x ** c``: PyTorch's ``pow_backward(self_t, self_p, exponent)``: ``self_t * (c * self_p.pow(c - 1))``,
+    zeros for ``c == 0``."""
+    from gradviz.ops.arithmetic import MulBackward1
+    from gradviz.tensor import zeros_like
+
+    self_p, exponent = _primal(args[0]), params.get("exponent", args[1] if len(args) > 1 else None)
+    if exponent == 0:
+        return zeros_like(self_p)
+    exponent = float(exponent)
+    return tangents[0] * MulBackward1.apply(self_p.pow(exponent - 1), exponent)
+
+
+def _logsumexp_jvp(self_p, self_t, dim):
+    """PyTorch's ``logsumexp_jvp(self_p, self_t, {dim}, true)``, step for step (its in-place ``*=`` included)."""
+    self_p_exp = (self_p - self_p.amax(dim, True)).exp() if self_p.numel() > 0 else self_p.exp()
+    sumexp_p = self_p_exp.sum(dim, True)
+    self_p_exp.mul_(self_t)
+    return self_p_exp.sum(dim, True) / sumexp_p
+
+
+def _dim_of(args, params):
+    return params["dim"] if "dim" in params else args[1]
+
+
+def _softmax_rule(cls, args, params, tangents, out):
+    """``softmax``: ``result * (self_t - logsumexp_jvp(self_p, self_t, {dim}, true))``."""
+    return out * (tangents[0] - _logsumexp_jvp(_primal(args[0]), tangents[0], _dim_of(args, params)))
+
+
+def _log_softmax_rule(cls, args, params, tangents, out):
+    """``log_softmax``: ``self_t - logsumexp_jvp(self_p, self_t, {dim}, true)``."""
+    return tangents[0] - _logsumexp_jvp(_primal(args[0]), tangents[0], _dim_of(args, params))
+
+
 def _sum_of(terms):
     total = None
     for term in terms:
@@ -548,6 +623,7 @@ def _logcumsumexp(cls, args, params, tangents, out):
 
 
 _ELEMENTWISE = {
+    "LogBackward0": lambda self_t, self_p, result: self_t.div(self_p),
     "ExpBackward0": lambda self_t, self_p, result: self_t * result,
     "SinBackward0": lambda self_t, self_p, result: self_t * self_p.cos(),
     "CosBackward0": lambda self_t, self_p, result: self_t * -self_p.sin(),
@@ -575,6 +651,8 @@ _RULES.update({
     "DotBackward0": _product(lambda a, b: a.dot(b)),
     "AddmmBackward0": _addmm, "LogcumsumexpBackward0": _logcumsumexp,
 })
+_RULES.update({"MulBackward0": _mul_rule, "DivBackward0": _div_rule, "PowBackward0": _pow_rule,
+               "SoftmaxBackward0": _softmax_rule, "LogSoftmaxBackward0": _log_softmax_rule})
 _RULES.update({name: _elementwise(formula) for name, formula in _ELEMENTWISE.items()})
 
 
