@@ -303,6 +303,9 @@ _UNSUPPORTED = {
     "Unique2Backward0": "_unique2",
     "UniqueDimBackward0": "unique_dim",
     "UniqueConsecutiveBackward0": "unique_consecutive",
+    # derivatives.yaml gives these no forward formula (whichever input is dual)
+    "SpecialZetaBackward0": "special_zeta", "SpecialZetaBackward1": "special_zeta",
+    "IgammaBackward0": "igamma", "IgammacBackward0": "igammac",
 }
 
 
@@ -546,6 +549,15 @@ def _pow_rule(cls, args, params, tangents, out):
     return tangents[0] * MulBackward1.apply(self_p.pow(exponent - 1), exponent)
 
 
+def _hardsigmoid(self_t, self_p, result):
+    """PyTorch's ``hardsigmoid_backward(self_t, self_p)``: ``self_t / 6`` where ``-3 < x < 3``, else 0 (its own
+    backward is not recorded, so the double-vjp trick cannot be used)."""
+    from gradviz.ops.comparison import where
+
+    inside = (self_p.detach() > -3.0).logical_and(self_p.detach() < 3.0)
+    return where(inside, self_t * (1.0 / 6.0), 0.0)
+
+
 def _logsumexp_jvp(self_p, self_t, dim):
     """PyTorch's ``logsumexp_jvp(self_p, self_t, {dim}, true)``, step for step (its in-place ``*=`` included)."""
     self_p_exp = (self_p - self_p.amax(dim, True)).exp() if self_p.numel() > 0 else self_p.exp()
@@ -651,6 +663,7 @@ _RULES.update({
     "DotBackward0": _product(lambda a, b: a.dot(b)),
     "AddmmBackward0": _addmm, "LogcumsumexpBackward0": _logcumsumexp,
 })
+_RULES["HardsigmoidBackward0"] = _elementwise(_hardsigmoid)
 _RULES.update({"MulBackward0": _mul_rule, "DivBackward0": _div_rule, "PowBackward0": _pow_rule,
                "SoftmaxBackward0": _softmax_rule, "LogSoftmaxBackward0": _log_softmax_rule})
 _RULES.update({name: _elementwise(formula) for name, formula in _ELEMENTWISE.items()})
