@@ -29,6 +29,9 @@ How it works here:
   op it covers against torch); the tangent it gives has no autograd history of its own. An op whose
   backward is not recorded falls back to one backward pass per output element (rows of ``J``).
 * Ops PyTorch has no forward formula for raise PyTorch's NotImplementedError (``_UNSUPPORTED``).
+* A view op's tangent is a view of its input's tangent (``_view``); a fallback tangent keeps the dtype torch's
+  formulas give it (``_in_dtype``); ``log``, ``pow``, ``div``, ``mul`` with a number, ``softmax``,
+  ``log_softmax`` have written rules so that their tangents get torch's graph (docs/ARCHITECTURE.md).
 
 Only one level may be active at a time (PyTorch 2.13 refuses nested levels with the same error).
 """
