@@ -441,7 +441,7 @@ class Tensor:
         """Run an in-place update ``self op= alpha * other``: mutate the array, or record it when
         grad mode tracks it."""
         backend = self._backend
-        if not _grad_state.enabled and not grad_mode.inference_tensors:
+        if not _grad_state.enabled and not grad_mode.inference_tensors and _FORWARD_AD[0] is None:
             # An optimizer's updates (no_grad; a same-dtype tensor, or a float into a float tensor):
             # nothing to record and no promotion to check, so go straight to the backend. (Once
             # inference_mode has made a tensor, the general path checks each update against it.)
@@ -1051,3 +1051,4 @@ def is_tensor(obj) -> builtins.bool:
 # Imported last: the autograd and ops packages import this module (kept out of hot method bodies)
 from gradviz import ops  # noqa: E402
 from gradviz.autograd.node import AccumulateGrad  # noqa: E402
+from gradviz.autograd.function import _FORWARD_AD  # noqa: E402  (a dual level: in-place ops move tangents too)

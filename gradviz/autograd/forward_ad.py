@@ -29,6 +29,9 @@ How it works here:
   op it covers against torch); the tangent it gives has no autograd history of its own. An op whose
   backward is not recorded falls back to one backward pass per output element (rows of ``J``).
 * Ops PyTorch has no forward formula for raise PyTorch's NotImplementedError (``_UNSUPPORTED``).
+* A view op's tangent is a view of its input's tangent (``_view``); a fallback tangent keeps the dtype torch's
+  formulas give it (``_in_dtype``); ``log``, ``pow``, ``div``, ``mul`` with a number, ``softmax``,
+  ``log_softmax`` have written rules so that their tangents get torch's graph (docs/ARCHITECTURE.md).
 
 Only one level may be active at a time (PyTorch 2.13 refuses nested levels with the same error).
 """
@@ -193,8 +196,8 @@ def _in_layout_of(tensor: Tensor, tangent: Tensor) -> Tensor:
     """The tangent as it is when its elements lie in memory as the primal's do; else a copy laid out like the
     primal (PyTorch's rule: ``make_dual(x, t.T)`` stores a copy, ``make_dual(x, t)`` stores ``t`` itself)."""
     data, primal = tangent._data, tensor._data
-    if (tangent._backend is not tensor._backend or data.strides == primal.strides or data.itemsize != primal.itemsize
-            or tangent.requires_grad or not hasattr(primal, "__array_interface__")):
+    if (tangent._backend is not tensor._backend or not hasattr(primal, "__array_interface__")
+            or data.strides == primal.strides or data.itemsize != primal.itemsize or tangent.requires_grad):
         return tangent
     import numpy as np
 
@@ -303,6 +306,9 @@ _UNSUPPORTED = {
     "Unique2Backward0": "_unique2",
     "UniqueDimBackward0": "unique_dim",
     "UniqueConsecutiveBackward0": "unique_consecutive",
+    # derivatives.yaml gives these no forward formula (whichever input is dual)
+    "SpecialZetaBackward0": "special_zeta", "SpecialZetaBackward1": "special_zeta",
+    "IgammaBackward0": "igamma", "IgammacBackward0": "igammac",
 }
 
 
@@ -375,10 +381,25 @@ def _jvp_by_double_vjp(cls, args, params, tangents, apply):
             by_output = dict(zip(map(id, differentiable), products))
         except NotImplementedError:  # the op's backward is not recorded: one backward pass per output element
             by_output = {id(o): _jvp_by_rows(o, inputs, vectors) for o in differentiable}
-        return tuple(None if id(o) not in by_output else
-                     (by_output[id(o)] if by_output[id(o)] is not None else zeros_like(o)) for o in outs)
+        results = tuple(None if id(o) not in by_output else
+                        (by_output[id(o)] if by_output[id(o)] is not None else zeros_like(o)) for o in outs)
+        return tuple(_in_dtype(result, output, vectors) for result, output in zip(results, outs))
     finally:
         _grad_state.enabled = previous
+
+
+def _in_dtype(tangent, output, vectors):
+    """A tangent in the dtype PyTorch's formulas give it: the output's promoted with the input tangents' (a
+    float64 tangent on a float32 primal stays float64: ``self_t * self_p.cos()``)."""
+    if tangent is None or not vectors:
+        return tangent
+    from gradviz import _dtype
+
+    dtype = output.dtype
+    for vector in vectors:
+        if vector.dtype.is_floating_point and _dtype.category(vector.dtype) == _dtype.category(dtype):
+            dtype = _dtype._highest((dtype, vector.dtype))
+    return tangent if tangent.dtype is dtype else tangent.to(dtype)
 
 
 def _jvp_by_rows(output: Tensor, inputs: list, vectors: list) -> Tensor:
@@ -408,6 +429,15 @@ def _zeros_for(args, tangents):
 def _linear(cls, args, params, tangents, out):
     """An op linear in its one tensor input (views, reductions, copies): the tangent goes through the op itself."""
     return cls.apply(tangents[0], *args[1:], **params)
+
+
+def _view(cls, args, params, tangents, out):
+    """A view op: the tangent goes through the op itself and is a view of the input's tangent, as PyTorch's is
+    (``unpack_dual(d[0]).tangent`` shares memory with ``d``'s tangent, and an in-place change to one is seen by
+    the other)."""
+    from gradviz.ops.shape import _view_of
+
+    return _view_of(cls.apply(tangents[0], *args[1:], **params), tangents[0])
 
 
 def _linear_in_all(cls, args, params, tangents, out):
@@ -469,6 +499,90 @@ def _mul(cls, args, params, tangents, out):
     return _sum_of([None if other_t is None else other_t * self_p, None if self_t is None else self_t * other_p])
 
 
+def _number_tangent(value):
+    """The tangent PyTorch gives a Python number it wrapped in a 0-d tensor (an efficient zero tensor)."""
+    from gradviz import _dtype
+    from gradviz.tensor import zeros
+
+    return zeros((), dtype=_dtype.bool if isinstance(value, bool) else _dtype.int64 if isinstance(value, int)
+                 else _dtype.float64)
+
+
+def _mul_rule(cls, args, params, tangents, out):
+    """``mul``: ``other_t * self_p + self_t * other_p``. A Python number's tangent is PyTorch's zero tensor: its
+    term is recorded only when the primal needs a graph (so the tangent's graph is torch's; 0 * inf is no issue
+    otherwise)."""
+    if isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+        return _mul(cls, args, params, tangents, out)
+    (self_p, other_p), (self_t, other_t) = _materialized(args, tangents, 2)
+    if not out.requires_grad:
+        return self_t * other_p if other_t is None else other_t * self_p
+    if other_t is None:
+        return _sum_of([_number_tangent(args[1]) * self_p, self_t * other_p])
+    return _sum_of([other_t * self_p, _number_tangent(args[0]) * other_p])
+
+
+def _div_rule(cls, args, params, tangents, out):
+    """``div``: PyTorch's ``(self_t - other_t * result) / other_p`` (an input without a tangent has a zero one,
+    kept out of the arithmetic unless the primal needs a graph: a zero times an infinite quotient is no NaN)."""
+    (self_p, other_p), _ = _materialized(args, tangents, 2)
+    self_t, other_t = tangents[0], tangents[1]
+    if not out.requires_grad:
+        if other_t is None:
+            return self_t / other_p
+        if self_t is None:
+            return -(other_t * out) / other_p
+    if self_t is None:
+        self_t = _number_tangent(args[0]) if not isinstance(args[0], Tensor) else _zeros_for(args[:1], [None])[0]
+    if other_t is None:
+        other_t = _number_tangent(args[1]) if not isinstance(args[1], Tensor) else _zeros_for(args[1:2], [None])[0]
+    return (self_t - other_t * out) / other_p
+
+
+def _pow_rule(cls, args, params, tangents, out):
+    """``x ** c``: PyTorch's ``pow_backward(self_t, self_p, exponent)``: ``self_t * (c * self_p.pow(c - 1))``,
+    zeros for ``c == 0``."""
+    from gradviz.ops.arithmetic import MulBackward1
+    from gradviz.tensor import zeros_like
+
+    self_p, exponent = _primal(args[0]), params.get("exponent", args[1] if len(args) > 1 else None)
+    if exponent == 0:
+        return zeros_like(self_p)
+    exponent = float(exponent)
+    return tangents[0] * MulBackward1.apply(self_p.pow(exponent - 1), exponent)
+
+
+def _hardsigmoid(self_t, self_p, result):
+    """PyTorch's ``hardsigmoid_backward(self_t, self_p)``: ``self_t / 6`` where ``-3 < x < 3``, else 0 (its own
+    backward is not recorded, so the double-vjp trick cannot be used)."""
+    from gradviz.ops.comparison import where
+
+    inside = (self_p.detach() > -3.0).logical_and(self_p.detach() < 3.0)
+    return where(inside, self_t * (1.0 / 6.0), 0.0)
+
+
+def _logsumexp_jvp(self_p, self_t, dim):
+    """PyTorch's ``logsumexp_jvp(self_p, self_t, {dim}, true)``, step for step (its in-place ``*=`` included)."""
+    self_p_exp = (self_p - self_p.amax(dim, True)).exp() if self_p.numel() > 0 else self_p.exp()
+    sumexp_p = self_p_exp.sum(dim, True)
+    self_p_exp.mul_(self_t)
+    return self_p_exp.sum(dim, True) / sumexp_p
+
+
+def _dim_of(args, params):
+    return params["dim"] if "dim" in params else args[1]
+
+
+def _softmax_rule(cls, args, params, tangents, out):
+    """``softmax``: ``result * (self_t - logsumexp_jvp(self_p, self_t, {dim}, true))``."""
+    return out * (tangents[0] - _logsumexp_jvp(_primal(args[0]), tangents[0], _dim_of(args, params)))
+
+
+def _log_softmax_rule(cls, args, params, tangents, out):
+    """``log_softmax``: ``self_t - logsumexp_jvp(self_p, self_t, {dim}, true)``."""
+    return tangents[0] - _logsumexp_jvp(_primal(args[0]), tangents[0], _dim_of(args, params))
+
+
 def _sum_of(terms):
     total = None
     for term in terms:
@@ -519,10 +633,12 @@ def _logcumsumexp(cls, args, params, tangents, out):
     backward, read at the zero vector the double-vjp trick uses, takes ``log |0|``: NaN, in torch as here.)"""
     self_p, dim = _primal(args[0]), params["dim"] if "dim" in params else args[1]
     self_p_exp = (self_p - self_p.max(dim, True)[0]).exp()
-    return (self_p_exp * tangents[0]).cumsum(dim) / self_p_exp.cumsum(dim)
+    tangent = (self_p_exp * tangents[0]).cumsum(dim) / self_p_exp.cumsum(dim)
+    return tangent if tangent.dtype is out.dtype else tangent.to(out.dtype)  # torch's is the primal's dtype
 
 
 _ELEMENTWISE = {
+    "LogBackward0": lambda self_t, self_p, result: self_t.div(self_p),
     "ExpBackward0": lambda self_t, self_p, result: self_t * result,
     "SinBackward0": lambda self_t, self_p, result: self_t * self_p.cos(),
     "CosBackward0": lambda self_t, self_p, result: self_t * -self_p.sin(),
@@ -537,6 +653,10 @@ _LINEAR_OPS = ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", 
                "SliceBackward0", "IndexBackward0", "CloneBackward0", "SumBackward0", "SumBackward1",
                "MeanBackward0", "MeanBackward1", "NegBackward0", "ToCopyBackward0", "Identity")
 _RULES = dict.fromkeys(_LINEAR_OPS, _linear)
+_RULES.update(dict.fromkeys(("ViewBackward0", "ReshapeAliasBackward0", "AliasBackward0", "TBackward0", "PermuteBackward0",
+                             "TransposeBackward0", "UnsqueezeBackward0", "SqueezeBackward0", "SqueezeBackward1",
+                             "SqueezeBackward2", "SqueezeBackward4", "ExpandBackward0", "SelectBackward0",
+                             "SliceBackward0"), _view))
 _RULES.update({
     "CatBackward0": _linear_in_all, "StackBackward0": _linear_in_all,
     "AddBackward1": _same, "SubBackward1": _same, "MulBackward1": _scale, "DivBackward1": _scale,
@@ -546,6 +666,9 @@ _RULES.update({
     "DotBackward0": _product(lambda a, b: a.dot(b)),
     "AddmmBackward0": _addmm, "LogcumsumexpBackward0": _logcumsumexp,
 })
+_RULES["HardsigmoidBackward0"] = _elementwise(_hardsigmoid)
+_RULES.update({"MulBackward0": _mul_rule, "DivBackward0": _div_rule, "PowBackward0": _pow_rule,
+               "SoftmaxBackward0": _softmax_rule, "LogSoftmaxBackward0": _log_softmax_rule})
 _RULES.update({name: _elementwise(formula) for name, formula in _ELEMENTWISE.items()})
 
 

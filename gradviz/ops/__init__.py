@@ -286,3 +286,8 @@ for _name, _function in _more_linalg_and_special_methods().items():
     TENSOR_METHODS[_name] = _function
     setattr(Tensor, _name, _function)
 Tensor.matrix_exp = TENSOR_METHODS["matrix_exp"] = __import__("gradviz.ops.decompositions", fromlist=["x"]).matrix_exp
+# -- shape methods in every form PyTorch accepts (``x.flip(-1, 0)``, ``x.permute(dims=...)``), and the function
+# forms' tuple-only dims (``torch.flip(x, 0)`` is refused) -------------------------------------------------------
+for _name, _function in shape.shape_methods().items():
+    TENSOR_METHODS[_name] = _function
+    setattr(Tensor, _name, _function)

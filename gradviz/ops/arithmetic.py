@@ -337,7 +337,7 @@ class MulBackward0(OpFunction):
 
 class DivBackward0(OpFunction):
     inputs = ("self", "other")
-    wrapped_numbers = ("other",)
+    wrapped_numbers = ("self", "other")  # ``torch.div(2.5, x)`` saves the number as self
     derivatives = {"self": ("grad / other", r"\bar{y} / b"),
                    "other": ("-grad * self / (other * other)", r"-\bar{y}\,a / b^{2}")}
 
@@ -678,7 +678,8 @@ def add(input, other, *, alpha=1, out=None):
         return write_out("add", add(input, other, alpha=alpha), out)
     if not isinstance(input, Tensor):
         check_operands("add", input, other)
-        input, other = other, input
+        if not isinstance(other, Tensor):  # two numbers: PyTorch wraps the first (``torch.add(2, 3)``)
+            input = _wrapped(input)
     if alpha == 1:  # forward's default: no keyword dict to build for every ``a + b``
         return AddBackward0.apply(input, other)
     return AddBackward0.apply(input, other, alpha=alpha)
@@ -691,7 +692,8 @@ def sub(input, other, *, alpha=1, out=None):
         return write_out("sub", sub(input, other, alpha=alpha), out)
     if not isinstance(input, Tensor):
         check_operands("sub", input, other)
-        return rsub(other, input)
+        if not isinstance(other, Tensor):
+            input = _wrapped(input)
     if alpha == 1:
         return SubBackward0.apply(input, other)
     return SubBackward0.apply(input, other, alpha=alpha)
@@ -699,6 +701,11 @@ def sub(input, other, *, alpha=1, out=None):
 
 def rsub(input, other):
     """``other - input`` where ``other`` is a number (what Python's ``2 - x`` calls)."""
+    if not isinstance(input, Tensor):  # ``torch.rsub(2.5, x)``: PyTorch has no overload for a number first
+        from gradviz.ops.comparison import check_tensor_first
+
+        check_tensor_first("rsub", input, other, " * (Tensor input, Tensor other, *, Number alpha = 1)\n"
+                                                 " * (Tensor input, Number other, Number alpha = 1)\n")
     if isinstance(other, Tensor):
         return SubBackward0.apply(other, input)
     return RsubBackward1.apply(input, other)
@@ -711,7 +718,8 @@ def mul(input, other, *, out=None):
         return write_out("mul", mul(input, other), out)
     if not isinstance(input, Tensor):
         check_operands("mul", input, other)
-        input, other = other, input
+        if not isinstance(other, Tensor):
+            input = _wrapped(input)
     return MulBackward0.apply(input, other)
 
 
@@ -722,8 +730,16 @@ def div(input, other, *, out=None):
         return write_out("div", div(input, other), out)
     if not isinstance(input, Tensor):
         check_operands("div", input, other)
-        return rdiv(other, input)
+        if not isinstance(other, Tensor):
+            input = _wrapped(input)
     return DivBackward0.apply(input, other)
+
+
+def _wrapped(number):
+    """A Python number given as ``input`` with a number ``other``: PyTorch makes it a 0-d tensor."""
+    from gradviz.tensor import tensor
+
+    return tensor(number)
 
 
 def rdiv(input, other):

@@ -126,7 +126,8 @@ class ClampMinBackward1(OpFunction):
     def forward(ctx, self, min):
         ctx.save(min=min, self=self)
         values = _clamp_forward(ctx, self, min, None)
-        ctx.metas = ctx.metas[:2]
+        if ctx.needs_input_grad:  # (nothing was noted when nothing is recorded: no_grad, forward AD's primal)
+            ctx.metas = ctx.metas[:2]
         return values
 
     def backward(ctx, grad):
@@ -146,7 +147,8 @@ class ClampMaxBackward1(OpFunction):
     def forward(ctx, self, max):
         ctx.save(max=max, self=self)
         values = _clamp_forward(ctx, self, None, max)
-        ctx.metas = (ctx.metas[0], ctx.metas[2])
+        if ctx.needs_input_grad:  # (nothing was noted when nothing is recorded)
+            ctx.metas = (ctx.metas[0], ctx.metas[2])
         return values
 
     def backward(ctx, grad):

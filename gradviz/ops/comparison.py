@@ -150,10 +150,12 @@ def _where_operands(self, other):
 
 
 def maximum(input, other):
+    check_tensor_first("maximum", input)
     return MaximumBackward0.apply(input, other)
 
 
 def minimum(input, other):
+    check_tensor_first("minimum", input)
     return MinimumBackward0.apply(input, other)
 
 
@@ -199,10 +201,17 @@ def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: 
     return input._backend.allclose(input._data, other._data, rtol, atol, equal_nan)
 
 
-def _outside_graph(name: str, doc: str, operands=promote, check=None):
-    """An elementwise function of two operands whose result records no graph (bools, masks)."""
+# the overloads PyTorch lists when a number comes first in ``eq``, ``lt``..., ``fmod``
+_OVERLOADS = " * (Tensor input, Tensor other, *, Tensor out = None)\n * (Tensor input, Number other, *, Tensor out = None)\n"
+
+
+def _outside_graph(name: str, doc: str, operands=promote, check=None, overloads=None, tensor_first=False):
+    """An elementwise function of two operands whose result records no graph (bools, masks). With
+    ``tensor_first``, a number as ``input`` raises PyTorch's TypeError (``overloads``: its list of them)."""
 
     def function(input, other):
+        if tensor_first and not isinstance(input, Tensor):
+            check_tensor_first(name, input, other, overloads)
         if not isinstance(input, Tensor) and not isinstance(other, Tensor):
             raise TypeError(f"{name}() expects a Tensor")
         if check is not None:
@@ -216,7 +225,8 @@ def _outside_graph(name: str, doc: str, operands=promote, check=None):
     return function
 
 
-gt, lt, ge, le, eq, ne = (_outside_graph(name, f"Elementwise ``{name}``: a bool tensor, outside the graph.")
+gt, lt, ge, le, eq, ne = (_outside_graph(name, f"Elementwise ``{name}``: a bool tensor, outside the graph.",
+                                         overloads=_OVERLOADS, tensor_first=True)
                           for name in ("gt", "lt", "ge", "le", "eq", "ne"))
 
 
@@ -234,7 +244,8 @@ def _truths(input, other) -> tuple:
 
 
 logical_and, logical_or, logical_xor = (
-    _outside_graph(f"logical_{kind}", f"Elementwise ``{kind}`` of the truth of two tensors: a bool tensor.", _truths)
+    _outside_graph(f"logical_{kind}", f"Elementwise ``{kind}`` of the truth of two tensors: a bool tensor.", _truths,
+                   tensor_first=True)
     for kind in ("and", "or", "xor"))
 
 
@@ -257,3 +268,18 @@ bitwise_and, bitwise_or, bitwise_xor = (
     _outside_graph(f"bitwise_{kind}", f"``{kind}`` of bool or integer tensors (what ``&``, ``|``, ``^`` run).",
                    check=_no_floats)
     for kind in ("and", "or", "xor"))
+
+
+# -- a Python number where PyTorch's function wants a tensor first (``torch.maximum(2.5, x)``) -----------------
+
+
+def check_tensor_first(name: str, input, other=None, overloads: str | None = None) -> None:
+    """PyTorch's TypeError for a number as ``input``: the plain "must be Tensor" message, or, for a function
+    with a Number overload for ``other`` (``eq``, ``fmod``...), its list of overloads."""
+    if isinstance(input, Tensor):
+        return
+    if overloads is None:
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    got = ", ".join("Tensor" if isinstance(value, Tensor) else type(value).__name__ for value in (input, other))
+    raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                    f"{overloads}")

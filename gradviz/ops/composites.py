@@ -38,7 +38,10 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):
 
 def tile(input, dims):
     """``repeat`` with as many repeats as dims, ones added in front where fewer are given."""
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    from gradviz.ops.shape import check_int_tuple
+
+    check_int_tuple("tile", "dims", dims)  # the method takes ``x.tile(2)`` (ops/shape.py's method forms)
+    dims = tuple(dims)
     return input.repeat((1,) * (input.ndim - len(dims)) + dims)
 
 

@@ -605,7 +605,11 @@ def cosh(input):
     return CoshBackward0.apply(input)
 
 
+from gradviz.ops.comparison import _OVERLOADS, check_tensor_first  # noqa: E402  (a number first: PyTorch's error)
+
+
 def atan2(input, other):
+    check_tensor_first("atan2", input)
     return Atan2Backward0.apply(input, other)
 
 
@@ -658,15 +662,29 @@ def clamp_max(input, max):
 
 
 def remainder(input, other):
+    if not isinstance(input, Tensor):  # ``remainder(2.5, x)``: PyTorch's Scalar overload has no derivative
+        return _number_remainder(input, other)
     if isinstance(other, Tensor):
         return RemainderBackward1.apply(input, other)
     return RemainderBackward0.apply(input, other)
 
 
 def fmod(input, other):
+    check_tensor_first("fmod", input, other, _OVERLOADS)
     if isinstance(other, Tensor):
         return FmodBackward1.apply(input, other)
     return FmodBackward0.apply(input, other)
+
+
+def _number_remainder(number, other):
+    """``remainder(number, tensor)``: the node is PyTorch's
+    ``NotImplemented`` with one edge, to ``other``."""
+    from gradviz.grad_mode import no_grad
+    from gradviz.ops.no_derivative import NotImplemented, without_derivative
+
+    with no_grad():
+        data = RemainderBackward1.apply(number, other)._data
+    return without_derivative(NotImplemented, data, (other,), "remainder")
 
 
 def lerp(input, end, weight):
@@ -681,6 +699,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
 
 def hypot(input, other):
+    check_tensor_first("hypot", input)
     return HypotBackward0.apply(input, other)
 
 

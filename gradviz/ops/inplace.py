@@ -93,7 +93,7 @@ def apply_(tensor: Tensor, function, *args, **params) -> Tensor:
     version counter moves on, and when the op was recorded its node becomes the history.
     """
     recorded = records(tensor, *args)
-    if recorded:
+    if recorded and _grad_state.enabled:  # (a dual tensor under no_grad is written as freely as any tensor)
         check_in_place(tensor)
     check_writable(tensor)
     result = function(tensor, *args, **params)

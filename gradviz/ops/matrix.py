@@ -198,8 +198,12 @@ class TraceBackward0(OpFunction):
 
 
 # -- the functions ---------------------------------------------------------------------------------------------
+from gradviz.ops.shape import check_int_tuple  # noqa: E402
+
+
 def flip(input, dims):
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    check_int_tuple("flip", "dims", dims)  # the method takes ``x.flip(0)`` (ops/shape.py's method forms)
+    dims = tuple(dims)
     return FlipBackward0.apply(input, dims)
 
 

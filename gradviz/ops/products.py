@@ -220,8 +220,8 @@ class LinalgCrossBackward0(OpFunction):
         a, b = promote(self, other)
         backend = self._backend
         shape = tuple(max(x, y) for x, y in zip(self.shape, other.shape))
-        ctx.axis = wrap_dim(dim, len(shape))
-        return backend.cross(backend.expand(a, shape), backend.expand(b, shape), ctx.axis)
+        ctx.axis = axis = wrap_dim(dim, len(shape))  # (ctx keeps nothing when nothing is recorded)
+        return backend.cross(backend.expand(a, shape), backend.expand(b, shape), axis)
 
     def backward(ctx, grad):
         backend, needs = ctx.backend, ctx.needs_input_grad

@@ -17,6 +17,8 @@ from gradviz.tensor import Tensor
 
 def _dims(dim, ndim: int) -> tuple:
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    if not dims:  # ``sum(dim=())``: PyTorch reduces over every dim
+        return tuple(range(ndim))
     return tuple(sorted(wrap_dim(d, ndim) for d in dims))
 
 

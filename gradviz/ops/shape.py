@@ -496,3 +496,115 @@ def narrow(input, dim: int, start: int, length: int):
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return slice_along(input, dim, start, start + length, 1, given=(start, start + length), given_dim=given_dim)
+
+
+# -- method forms: ``x.flip(-1, 0)``, ``x.permute(dims=(1, 0))``, ``x.view(size=(6, 4))`` ----------------------------
+# PyTorch's Tensor methods whose one argument is a list of ints take it as separate numbers, as one tuple or list,
+# or by keyword (a tuple there: ``x.flip(dims=0)`` is refused); the function forms take a tuple only.
+def int_list(name: str, argument: str, args: tuple, kwargs: dict) -> tuple:
+    """The ints a method got as ``*args`` or as ``argument=``, with PyTorch's TypeErrors for anything else."""
+    for key in kwargs:
+        if key != argument:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+    if kwargs:
+        if args:
+            raise TypeError(f"{name}() got multiple values for argument '{argument}'")
+        value = kwargs[argument]
+        if not isinstance(value, (tuple, list)):
+            raise TypeError(f"{name}(): argument '{argument}' must be tuple of ints, not {type(value).__name__}")
+        return tuple(value)
+    if len(args) == 1:
+        value = args[0]
+        if isinstance(value, (tuple, list)):
+            return tuple(value)
+        if not _is_int(value):
+            raise TypeError(f"{name}(): argument '{argument}' (position 1) must be tuple of ints, not "
+                            f"{type(value).__name__}")
+        return (value,)
+    for position, value in enumerate(args, 1):
+        if not _is_int(value):
+            raise TypeError(f"{name}(): argument '{argument}' failed to unpack the object at pos {position} with error "
+                            f"\"type must be tuple of ints,but got {type(value).__name__}\"")
+    return tuple(args)
+
+
+def _is_int(value) -> bool:
+    return not isinstance(value, float) and hasattr(value, "__index__")
+
+
+def check_int_tuple(name: str, argument: str, value, position: int = 2) -> None:
+    """A function form (``torch.flip(x, 0)``): the ints must come as one tuple or list."""
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{name}(): argument '{argument}' (position {position}) must be tuple of ints, not "
+                        f"{type(value).__name__}")
+
+
+def _list_method(function, name: str, argument: str):
+    def method(self, *args, **kwargs):
+        return function(self, int_list(name, argument, args, kwargs))
+
+    method.__name__ = name
+    method.__doc__ = function.__doc__
+    return method
+
+
+def permute_checked(input, dims):
+    """``permute`` with PyTorch's errors for the wrong number of dims and for a repeated one."""
+    if len(dims) != input.ndim:
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does not match the length of "
+                           f"the desired ordering of dimensions i.e. input.dim() = {input.ndim} is not equal to "
+                           f"len(dims) = {len(dims)}")
+    if len({wrap_dim(d, input.ndim) for d in dims}) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return permute(input, tuple(dims))
+
+
+def squeeze_method(self, *dims, **kwargs):
+    """``x.squeeze()``, ``x.squeeze(0)``, ``x.squeeze(0, 2)``, ``x.squeeze((0, 2))``, ``x.squeeze(dim=...)``."""
+    if kwargs:
+        if set(kwargs) != {"dim"} or dims:
+            return squeeze(self, *dims, **kwargs)
+        return squeeze(self, kwargs["dim"])
+    if not dims:
+        return squeeze(self)
+    if len(dims) == 1:
+        return squeeze(self, dims[0])
+    return squeeze(self, int_list("squeeze", "dim", dims, {}))
+
+
+def unsqueeze_method(self, *args, **kwargs):
+    """``x.unsqueeze(dim)``: one int, with PyTorch's TypeErrors for anything else."""
+    if len(args) + len(kwargs) > 1:
+        raise TypeError(f"unsqueeze() takes 1 positional argument but {len(args) + len(kwargs)} were given")
+    value = args[0] if args else kwargs.get("dim")
+    if not _is_int(value):
+        where = " (position 1)" if args else ""
+        raise TypeError(f"unsqueeze(): argument 'dim'{where} must be int, not {type(value).__name__}")
+    return unsqueeze(self, value)
+
+
+def _keepdim_checked(function, name: str):
+    """``x.sum(0, 2)``: PyTorch's TypeError for a keepdim that is not a bool (the method counts from ``dim``)."""
+
+    def method(self, *args, **kwargs):
+        if len(args) > 1 and not isinstance(args[1], bool):
+            raise TypeError(f"{name}(): argument 'keepdim' (position 2) must be bool, not {type(args[1]).__name__}")
+        return function(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = function.__doc__
+    return method
+
+
+def shape_methods() -> dict:
+    """The Tensor methods above, by name (installed by ``gradviz.ops``)."""
+    from gradviz.ops.combine import repeat
+    from gradviz.ops.composites import tile
+    from gradviz.ops.matrix import flip
+    from gradviz.ops.reduction import mean, sum
+
+    return {"flip": _list_method(flip, "flip", "dims"), "permute": _list_method(permute_checked, "permute", "dims"),
+            "tile": _list_method(tile, "tile", "dims"), "repeat": _list_method(repeat, "repeat", "repeats"),
+            "view": _list_method(view, "view", "size"), "reshape": _list_method(reshape, "reshape", "shape"),
+            "expand": _list_method(expand, "expand", "size"), "squeeze": squeeze_method,
+            "unsqueeze": unsqueeze_method, "sum": _keepdim_checked(sum, "sum"), "mean": _keepdim_checked(mean, "mean")}

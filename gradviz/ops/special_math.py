@@ -373,6 +373,9 @@ def _angle(node, input):
 # -- heaviside: a step, with no derivative in PyTorch -----------------------------------------------------------
 def heaviside(input, values):
     """0 below zero, 1 above, ``values`` at zero. PyTorch defines no derivative: the node is ``NotImplemented``."""
+    from gradviz.ops.comparison import check_tensor_first
+
+    check_tensor_first("heaviside", input)
     if not isinstance(values, Tensor):
         raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
     if input.dtype is not values.dtype:
