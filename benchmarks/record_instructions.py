@@ -15,6 +15,7 @@ imported (no torch).
 """
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
@@ -79,6 +80,9 @@ def run(name, calls):
     else:
         step = workload(name)
     step()  # warm: first calls fill caches
+    gc.collect()
+    gc.freeze()  # the imported modules' objects out of the collector's sight: a full collection falling into
+    # one run or the other (the imports hold about 10^5 objects) moved a per-call count by thousands
     for _ in range(calls):
         step()
 
