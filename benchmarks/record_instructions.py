@@ -8,12 +8,14 @@ times under callgrind, then zero times, and divide the difference::
 
 Workloads: ``mul``/``add``/``mul_number``/``square``/``cube``/``tanh`` record one op on 0-d float32
 tensors that require grad; ``matmul_add``, ``relu``, ``bce`` record the ops of the raw-tensor lesson
-step on its own shapes, and ``raw_forward`` is that step's whole forward pass; ``cubic`` and
-``micrograd`` are one whole step of bench_core's scalar rows (forward, backward, update). Only numpy
-and gradviz are imported (no torch).
+step on its own shapes, ``linear`` is ``F.linear`` (an ``nn.Linear`` layer's recorded ops) on those
+shapes, and ``raw_forward`` is that step's whole forward pass; ``cubic`` and ``micrograd`` are one
+whole step of bench_core's scalar rows (forward, backward, update). Only numpy and gradviz are
+imported (no torch).
 """
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
@@ -22,9 +24,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-WORKLOADS = ("mul", "add", "mul_number", "square", "cube", "tanh", "matmul_add", "relu", "bce", "raw_forward",
+WORKLOADS = ("mul", "add", "mul_number", "square", "cube", "tanh", "matmul_add", "linear", "relu", "bce", "raw_forward",
              "cubic", "micrograd")
-CALLS = {"cubic": 20, "micrograd": 10, "matmul_add": 500, "relu": 500, "bce": 500, "raw_forward": 100}
+CALLS = {"cubic": 20, "micrograd": 10, "matmul_add": 500, "linear": 500, "relu": 500, "bce": 500, "raw_forward": 100}
 
 
 def workload(name):
@@ -49,6 +51,11 @@ def workload(name):
         w = lib.ones(16, 16, requires_grad=True)
         bias = lib.ones(16, requires_grad=True)
         return lambda: x @ w + bias
+    if name == "linear":  # what nn.Linear records: AddmmBackward0 over TBackward0
+        x = lib.ones(64, 16)
+        w = lib.ones(16, 16, requires_grad=True)
+        bias = lib.ones(16, requires_grad=True)
+        return lambda: lib.nn.functional.linear(x, w, bias)
     if name in ("relu", "bce", "raw_forward"):
         from workloads import make_raw_problem, raw_forward
 
@@ -73,6 +80,9 @@ def run(name, calls):
     else:
         step = workload(name)
     step()  # warm: first calls fill caches
+    gc.collect()
+    gc.freeze()  # the imported modules' objects out of the collector's sight: a full collection falling into
+    # one run or the other (the imports hold about 10^5 objects) moved a per-call count by thousands
     for _ in range(calls):
         step()
 

@@ -25,6 +25,7 @@ def _log_softmax(backend, values, axis):
 
 
 class SoftmaxBackward0(OpFunction):
+    _result_name = "result"  # saves its output (ctx.save_result(), declared once for the class)
     inputs = ("self",)
     derivatives = {"self": ("_softmax_backward_data(grad, result, dim, self.scalar_type())",
                             r"y \odot (\bar{y} - \textstyle\sum_j \bar{y}_j y_j)")}
@@ -32,7 +33,6 @@ class SoftmaxBackward0(OpFunction):
     def forward(ctx, self, dim):
         axis = ctx.axis = wrap_dim(dim, self.ndim)
         ctx.save(dim=saved_dim(dim))
-        ctx.save_result()
         backend = self._backend
         return backend.exp(_log_softmax(backend, float_data(self), axis if self.ndim else None))
 
@@ -50,6 +50,7 @@ class SoftmaxBackward0(OpFunction):
 
 
 class LogSoftmaxBackward0(OpFunction):
+    _result_name = "result"  # saves its output (ctx.save_result(), declared once for the class)
     inputs = ("self",)
     derivatives = {"self": ("_log_softmax_backward_data(grad, result, dim, self.scalar_type())",
                             r"\bar{y} - e^{y} \textstyle\sum_j \bar{y}_j")}
@@ -57,7 +58,6 @@ class LogSoftmaxBackward0(OpFunction):
     def forward(ctx, self, dim):
         axis = ctx.axis = wrap_dim(dim, self.ndim)
         ctx.save(dim=saved_dim(dim))
-        ctx.save_result()
         return _log_softmax(self._backend, float_data(self), axis if self.ndim else None)
 
     def backward(ctx, grad):
@@ -773,6 +773,7 @@ class LeakyReluBackward1(OpFunction):
     """``leaky_relu_`` (in place): the input is overwritten, so the backward reads the output, whose sign is
     the input's (for a positive slope)."""
 
+    _result_name = "result"  # saves its output (ctx.save_result(), declared once for the class)
     inputs = ("self",)
     derivatives = {"self": ("leaky_relu_backward(grad, result, negative_slope, true)",
                             r"\bar{y}\,([y > 0] + \alpha\,[y \le 0])")}
@@ -780,7 +781,6 @@ class LeakyReluBackward1(OpFunction):
     def forward(ctx, self, negative_slope=0.01):
         x = _floating(self, "leaky_relu_cpu")
         ctx.save(negative_slope=negative_slope)
-        ctx.save_result()
         backend = self._backend
         return backend.where(backend.gt(x, 0), x, backend.mul(x, negative_slope))
 
@@ -806,6 +806,7 @@ class EluBackward1(OpFunction):
     """``elu_`` and ``selu_`` (in place): the backward reads the output; where it is not positive,
     the slope is ``input_scale · (y + alpha · scale)``."""
 
+    _result_name = "result"  # saves its output (ctx.save_result(), declared once for the class)
     inputs = ("self",)
     derivatives = {"self": ("elu_backward(grad, alpha, scale, input_scale, true, result)",
                             r"\bar{y}\,([y > 0] + (y + \alpha)\,[y \le 0])")}
@@ -813,7 +814,6 @@ class EluBackward1(OpFunction):
     def forward(ctx, self, alpha=1.0, scale=1, input_scale=1):
         x = _floating(self, "elu_cpu")
         ctx.save(alpha=alpha, input_scale=input_scale, scale=scale)
-        ctx.save_result()
         return _elu(self._backend, x, alpha, scale, input_scale)
 
     def backward(ctx, grad):
@@ -827,6 +827,7 @@ class EluBackward1(OpFunction):
 class CeluBackward1(OpFunction):
     """``celu_`` (in place): ELU with ``input_scale = 1/alpha``, read from the output."""
 
+    _result_name = "result"  # saves its output (ctx.save_result(), declared once for the class)
     inputs = ("self",)
     derivatives = {"self": ("elu_backward(grad, alpha, 1, 1.0/alpha, true, result)",
                             r"\bar{y}\,([y > 0] + (y/\alpha + 1)\,[y \le 0])")}
@@ -834,7 +835,6 @@ class CeluBackward1(OpFunction):
     def forward(ctx, self, alpha=1.0):
         x = _floating(self, "elu_cpu")
         ctx.save(alpha=alpha)
-        ctx.save_result()
         return _elu(self._backend, x, alpha, 1, 1.0 / alpha)
 
     def backward(ctx, grad):

@@ -10,8 +10,10 @@ batch and multiplied with ``bmm``. ``addmm`` is what ``F.linear`` records for a 
 from __future__ import annotations
 
 from gradviz.autograd.function import OpFunction
+from gradviz.autograd.node import expose_saved, saved_input
+from gradviz.grad_mode import inference_tensors as _inference_tensors
 from gradviz.ops import shape as shape_ops
-from gradviz.ops._util import meta, promote, sizes_and_strides, sum_to, to_input
+from gradviz.ops._util import meta, promote, sum_to, to_input
 from gradviz.tensor import Tensor
 
 
@@ -44,17 +46,25 @@ class MmBackward0(OpFunction):
                    "mat2": ("self.t().mm(grad)", r"A^{\top} \bar{Y}")}
 
     def forward(ctx, self, mat2):
-        if self._data.shape[1] != mat2._data.shape[0]:
+        a, b = self._data, mat2._data
+        if a.shape[1] != b.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} "
                                f"and {mat2.shape[0]}x{mat2.shape[1]})")
-        needs_self, needs_mat2 = ctx.needs_input_grad[:1] == (True,), ctx.needs_input_grad[1:] == (True,)
-        mat2_sizes, mat2_strides = sizes_and_strides(mat2, needs_mat2)
-        self_sizes, self_strides = sizes_and_strides(self, needs_self)
-        ctx.save(mat2=mat2 if needs_self else None, self=self if needs_mat2 else None,
-                 mat2_sym_sizes=mat2_sizes, mat2_sym_strides=mat2_strides,
-                 self_sym_sizes=self_sizes, self_sym_strides=self_strides)
-        a, b = self._data, mat2._data
-        ctx.metas = ((a.shape, a.dtype), (b.shape, b.dtype))  # meta() of each, both being tensors
+        needs = ctx.needs_input_grad
+        if needs:  # recording (the no-op ctx's tuple is empty); a node's is (self's, mat2's)
+            needs_self, needs_mat2 = needs
+            if _inference_tensors:  # ctx.save checks that no inference tensor is saved
+                ctx.save(mat2=mat2 if needs_self else None, self=self if needs_mat2 else None,
+                         mat2_sym_sizes=tuple(b.shape), mat2_sym_strides=mat2._backend.strides(b) if needs_mat2 else (),
+                         self_sym_sizes=tuple(a.shape), self_sym_strides=self._backend.strides(a) if needs_self else ())
+            else:  # ctx.save(...) above, written out: the same entries in the same order (sizes_and_strides inlined)
+                ctx._packed = {"mat2": saved_input(mat2) if needs_self else None,
+                               "self": saved_input(self) if needs_mat2 else None,
+                               "mat2_sym_sizes": tuple(b.shape),
+                               "mat2_sym_strides": mat2._backend.strides(b) if needs_mat2 else (),
+                               "self_sym_sizes": tuple(a.shape),
+                               "self_sym_strides": self._backend.strides(a) if needs_self else ()}
+            ctx.metas = ((a.shape, a.dtype), (b.shape, b.dtype))  # meta() of each, both being tensors
         if a.dtype != b.dtype:
             a, b = promote(self, mat2)
         return self._backend.matmul(a, b)
@@ -78,6 +88,10 @@ class MmBackward0(OpFunction):
         return grad_self, grad_mat2
 
 
+for _name in ("mat2_sym_sizes", "mat2_sym_strides", "self_sym_sizes", "self_sym_strides", "alpha", "beta", "mat1",
+              "mat1_sym_sizes", "mat1_sym_strides"):
+    expose_saved(_name)  # MmBackward0 and AddmmBackward0 write these straight into _packed: their _saved_<name> properties
+
 class AddmmBackward0(OpFunction):
     """``beta * self + alpha * (mat1 @ mat2)``: one node for a linear layer with a bias."""
 
@@ -87,16 +101,26 @@ class AddmmBackward0(OpFunction):
                    "mat2": ("mat1.t().mm(grad) * alpha", r"\alpha\,A^{\top} \bar{Y}")}
 
     def forward(ctx, self, mat1, mat2, beta=1, alpha=1):
-        if mat1._data.shape[1] != mat2._data.shape[0]:
+        a, b = mat1._data, mat2._data
+        if a.shape[1] != b.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} "
                                f"and {mat2.shape[0]}x{mat2.shape[1]})")
-        needs_mat1, needs_mat2 = ctx.needs_input_grad[1:2] == (True,), ctx.needs_input_grad[2:3] == (True,)
-        mat1_sizes, mat1_strides = sizes_and_strides(mat1, needs_mat1)
-        mat2_sizes, mat2_strides = sizes_and_strides(mat2, needs_mat2)
-        ctx.save(alpha=alpha, beta=beta, mat1=mat1 if needs_mat2 else None,
-                 mat1_sym_sizes=mat1_sizes, mat1_sym_strides=mat1_strides,
-                 mat2=mat2 if needs_mat1 else None, mat2_sym_sizes=mat2_sizes, mat2_sym_strides=mat2_strides)
-        ctx.metas = (meta(self), meta(mat1), meta(mat2))
+        needs = ctx.needs_input_grad
+        if needs:  # recording (the no-op ctx's tuple is empty); a node's is (self's, mat1's, mat2's)
+            needs_mat1, needs_mat2 = needs[1], needs[2]
+            if _inference_tensors:  # ctx.save checks that no inference tensor is saved
+                ctx.save(alpha=alpha, beta=beta, mat1=mat1 if needs_mat2 else None,
+                         mat1_sym_sizes=tuple(a.shape), mat1_sym_strides=mat1._backend.strides(a) if needs_mat1 else (),
+                         mat2=mat2 if needs_mat1 else None, mat2_sym_sizes=tuple(b.shape),
+                         mat2_sym_strides=mat2._backend.strides(b) if needs_mat2 else ())
+            else:  # ctx.save(...) above, written out: the same entries in the same order (sizes_and_strides inlined)
+                ctx._packed = {"alpha": alpha, "beta": beta, "mat1": saved_input(mat1) if needs_mat2 else None,
+                               "mat1_sym_sizes": tuple(a.shape),
+                               "mat1_sym_strides": mat1._backend.strides(a) if needs_mat1 else (),
+                               "mat2": saved_input(mat2) if needs_mat1 else None,
+                               "mat2_sym_sizes": tuple(b.shape),
+                               "mat2_sym_strides": mat2._backend.strides(b) if needs_mat2 else ()}
+            ctx.metas = (meta(self), (a.shape, a.dtype), (b.shape, b.dtype))  # meta() of each
         backend = mat1._backend
         a, b = promote(mat1, mat2)
         product = backend.matmul(a, b)
@@ -269,6 +293,8 @@ def matmul(input, other, *, out=None):
 
         check_operands("matmul", input, other)
     a_dim, b_dim = input._data.ndim, other._data.ndim
+    if a_dim == 2 and b_dim == 2:  # the common case first, straight to the node (mm's own checks hold)
+        return MmBackward0.apply(input, other)
     if a_dim == 0 or b_dim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a_dim}D and {b_dim}D")
     if a_dim == 1 and b_dim == 1:
@@ -277,8 +303,6 @@ def matmul(input, other, *, out=None):
         return mv(input, other)
     if a_dim == 1 and b_dim == 2:
         return shape_ops.squeeze_dims(mm(shape_ops.unsqueeze(input, 0), other), 0)
-    if a_dim == 2 and b_dim == 2:
-        return mm(input, other)
     if a_dim >= 3 and b_dim <= 2:
         rows = _fold(input, (-1, input.shape[-1]))
         out = mm(rows, other) if b_dim == 2 else mv(rows, other)

@@ -29,11 +29,11 @@ def _scalars(grad, value):
 
 
 class ExpBackward0(OpFunction):
+    _result_name = "result"  # saves its output (ctx.save_result(), declared once for the class)
     inputs = ("self",)
     derivatives = {"self": ("grad * result", r"\bar{y}\,e^{x}")}
 
     def forward(ctx, self):
-        ctx.save_result()
         return self._backend.exp(float_data(self))
 
     def backward(ctx, grad):
@@ -106,11 +106,11 @@ class CosBackward0(OpFunction):
 
 
 class TanhBackward0(OpFunction):
+    _result_name = "result"  # saves its output (ctx.save_result(), declared once for the class)
     inputs = ("self",)
     derivatives = {"self": ("tanh_backward(grad, result)", r"\bar{y}\,(1 - y^{2})")}
 
     def forward(ctx, self):
-        ctx.save_result()
         return self._backend.tanh(float_data(self))
 
     def backward(ctx, grad):
@@ -132,11 +132,11 @@ class TanhBackward0(OpFunction):
 
 
 class SigmoidBackward0(OpFunction):
+    _result_name = "result"  # saves its output (ctx.save_result(), declared once for the class)
     inputs = ("self",)
     derivatives = {"self": ("sigmoid_backward(grad, result)", r"\bar{y}\,y\,(1 - y)")}
 
     def forward(ctx, self):
-        ctx.save_result()
         return self._backend.sigmoid(float_data(self))
 
     def backward(ctx, grad):
@@ -158,11 +158,11 @@ class SigmoidBackward0(OpFunction):
 
 
 class ReluBackward0(OpFunction):
+    _result_name = "result"  # saves its output (ctx.save_result(), declared once for the class)
     inputs = ("self",)
     derivatives = {"self": ("threshold_backward(grad, result, 0)", r"\bar{y}\,[y > 0]")}
 
     def forward(ctx, self):
-        ctx.save_result()
         return self._backend.maximum(self._data, 0)
 
     def backward(ctx, grad):
