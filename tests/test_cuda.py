@@ -60,7 +60,7 @@ def test_a_seed_style_training_loop_runs_on_the_gpu_as_in_torch():
     for mine, reference in zip(ours, theirs):
         close(mine, reference)
     assert ours[-1].device.type == "cuda" and ours[-1]._data.is_cuda
-    assert repr(ours[-1]).endswith("device='cuda:0', grad_fn=<BinaryCrossEntropyWithLogitsBackward0>)")
+    assert repr(ours[-1]) == repr(theirs[-1])  # tensor(0.8..., device='cuda:0',\n       grad_fn=<...>)
     assert type(our_hidden.grad_fn).__name__ == type(their_hidden.grad_fn).__name__ == "TanhBackward0"
     for mine, reference in zip(our_params, their_params):
         close(mine, reference)
