@@ -235,20 +235,72 @@ def test_saved_values_are_summarised_per_tensor_for_both(torch):
         assert saved == [("other", "4"), ("other", "3"), ("other", "2")]
 
 
-def test_built_makes_the_same_frozen_node_as_the_dataclass():
-    """``model.built`` (the walk's fast constructor) gives the object ``GraphNode(**fields)`` gives."""
+def test_new_node_makes_the_same_frozen_node_as_the_dataclass():
+    """``model.new_node`` (the walk's fast constructor) gives the object ``GraphNode(**fields)`` gives."""
     import dataclasses
 
-    from gradviz.snapshot.model import GraphNode, built
+    from gradviz.snapshot.model import GraphNode, new_node
 
     fields = dict(id="n1", kind="function", name="MulBackward0", label="z", shape=(2,), dtype="float32",
                   module="fc1", order=2)
-    node = built(GraphNode, dict(fields))
+    node = new_node("n1", "function", "MulBackward0", "z", (2,), "float32", module="fc1", order=2)
     assert node == GraphNode(**fields) and repr(node) == repr(GraphNode(**fields))
     assert hash(node) == hash(GraphNode(**fields)) and node.saved == () and node.note is None
+    assert vars(node) == vars(GraphNode(**fields))  # every field, in the dataclass's order
     with pytest.raises(dataclasses.FrozenInstanceError):
         node.label = "w"
     with pytest.raises(TypeError, match="missing"):
-        built(GraphNode, {"id": "n1"})
-    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
-        built(GraphNode, {**fields, "colour": "red"})
+        new_node("n1")
+
+
+def test_a_trace_made_in_one_loop_equals_the_stepped_one():
+    """``traced_steps`` (one loop, grad mode set once) gives the Steps ``backward_steps`` yields,
+    and a custom Function's backward sees the same grad mode under both."""
+    from gradviz.autograd.engine import backward_steps, traced_steps
+    from gradviz.snapshot import observe_all_steps
+
+    seen = []
+
+    class Cube(gv.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            seen.append(gv.is_grad_enabled())
+            (x,) = ctx.saved_tensors
+            return grad * 3 * x ** 2
+
+    x = gv.tensor([[1.0, -2.0, 3.0], [0.5, 0.0, 4.0]], requires_grad=True)
+    w = gv.tensor([0.3, -0.7, 1.1], requires_grad=True)
+    y = x.clone()
+    y[0] = x[0] * w
+    outputs = [(Cube.apply(y) * w).tanh().sum(), (x * w).exp(), shapes_chain(30)]
+    for output in outputs:
+        gradient = None if output.numel() == 1 else gv.ones_like(output)
+        stepped = tuple(backward_steps(output, gradient, retain_graph=True, dry_run=True, run_hooks=False))
+        once = traced_steps(output, gradient)
+        assert len(observe_all_steps(output, gradient)) == len(once) == len(stepped) > 3
+        assert [(s.index, s.node) for s in once] == [(s.index, s.node) for s in stepped]
+        for a, b in zip(once, stepped):
+            assert same(a.grad_before, b.grad_before) and same(a.grad_after, b.grad_after)
+            for field in ("grad_outputs", "grad_inputs"):
+                assert len(getattr(a, field)) == len(getattr(b, field))
+                assert all(same(p, q) for p, q in zip(getattr(a, field), getattr(b, field)))
+            assert [[sender for sender, _ in pieces] for pieces in a.contributions] == \
+                [[sender for sender, _ in pieces] for pieces in b.contributions]
+    assert seen == [False] * 3 and gv.is_grad_enabled() and x.grad is None and w.grad is None
+
+
+def same(a, b) -> bool:
+    import numpy as np
+
+    return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+
+
+def shapes_chain(length):
+    from fixtures import shapes
+
+    return shapes.chain(length)

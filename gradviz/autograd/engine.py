@@ -555,6 +555,31 @@ class GraphTask:
             if step is not None:
                 yield step
 
+    def all_steps(self) -> list:
+        """Every Step ``steps()`` yields, made in one loop with grad mode set once for the whole pass:
+        for a pass in which no code of the caller runs between nodes (a trace), so nothing can see
+        grad mode between them. A node's own code (a custom Function's backward) sees what it sees
+        under ``steps()``."""
+        ready_queue = self.ready_queue
+        heap = ready_queue.heap
+        pop = ready_queue.pop
+        evaluate_function = self.evaluate_function
+        create_graph = self.create_graph
+        made = []
+        previous_grad_mode, previous_order = _grad_state.enabled, _grad_state.backward_order
+        _grad_state.enabled = create_graph
+        try:
+            while heap:
+                node, input_buffer = pop()
+                if create_graph:  # what this node's formula records is one order higher than the node
+                    _grad_state.backward_order = node._order + 1
+                step = evaluate_function(node, input_buffer)
+                if step is not None:
+                    made.append(step)
+        finally:
+            _grad_state.enabled, _grad_state.backward_order = previous_grad_mode, previous_order
+        return made
+
     def evaluate_function(self, node, input_buffer):
         """Run one ready node and send its gradients on (engine.cpp's ``evaluate_function``).
 
@@ -862,6 +887,17 @@ def backward_steps(tensor, gradient=None, retain_graph=None, *, dry_run: bool = 
     task = _graph_task(tensor, gradient, keep_graph=keep_graph, dry_run=dry_run, run_hooks=run_hooks,
                        record_steps=True, create_graph=create_graph)
     yield from task.steps()
+
+
+def traced_steps(tensor, gradient=None) -> tuple:
+    """``tuple(backward_steps(tensor, gradient, retain_graph=True, dry_run=True, run_hooks=False))``:
+    a trace, which runs no hook, so its Steps are made in one loop (``GraphTask.all_steps``)."""
+    for accepts, foreign_steps in _foreign_engines:
+        if accepts(tensor):
+            return tuple(foreign_steps(tensor, gradient, True, dry_run=True, run_hooks=False))
+    task = _graph_task(tensor, gradient, keep_graph=True, dry_run=True, run_hooks=False, record_steps=True,
+                       create_graph=False)
+    return tuple(task.all_steps())
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:

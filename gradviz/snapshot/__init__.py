@@ -68,10 +68,10 @@ def observe_steps(tensor: Any, gradient: Any = None):
 def observe_all_steps(tensor: Any, gradient: Any = None) -> tuple:
     """Every Step of ``observe_steps``, taken in one go: numpy's warnings are silenced once around
     the whole pass (no user code runs between its steps here), not once per step."""
-    from gradviz.autograd.engine import backward_steps
+    from gradviz.autograd.engine import traced_steps
 
     with np.errstate(all="ignore"):
-        return tuple(backward_steps(tensor, gradient, retain_graph=True, dry_run=True, run_hooks=False))
+        return traced_steps(tensor, gradient)
 
 
 def graph(tensor: Any, names: dict | None = None, model: Any = None) -> Graph:

@@ -22,7 +22,7 @@ from typing import Any
 from gradviz._kinds import ACCUMULATE_GRAD, is_accumulate_grad, is_tensor
 from gradviz.snapshot.formulas import formulas_for
 from gradviz.snapshot.labels import Labels, module_paths, shape_label
-from gradviz.snapshot.model import Graph, GraphEdge, GraphNode, built, graph_edge
+from gradviz.snapshot.model import Graph, GraphEdge, GraphNode, graph_edge, new_node
 
 NO_GRAPH_NOTE = ("No autograd graph: this tensor has no grad_fn and does not require grad (it was "
                  "created without requires_grad=True, made under no_grad(), or returned by detach()).")
@@ -70,8 +70,8 @@ def build_graph(tensor: Any, source, names: dict | None = None, model: Any = Non
         return Graph(nodes=(output,), edges=(), root="n0", source=source.name, node_ids=ids)
     walk = _Walk(source, labels, ids)
     walk.run(root)
-    modules = module_paths(root, labels.param_owner, labels.module_path)
-    nodes = [output] + [walk.finish(graph_id, modules) for graph_id in walk.order]
+    walk.set_modules(module_paths(root, labels.param_owner, labels.module_path))
+    nodes = [output] + walk.nodes
     edges = [GraphEdge(source=ids[id(root)], target="n0", slot=0, kind="output")] + walk.edges
     return Graph(nodes=tuple(nodes), edges=tuple(edges), root="n0", source=source.name, node_ids=ids)
 
@@ -122,23 +122,20 @@ def dtype_text(dtype: Any) -> str:
 class _Walk:
     """Breadth-first walk that describes every node as it is discovered and records edges.
 
-    Nodes are kept as field dicts until the walk ends, because module groups (``module_paths``)
-    can only be decided once the whole graph is known.
+    Each node is made as it is discovered, with no module; module groups (``module_paths``) can
+    only be decided once the whole graph is known, and ``set_modules`` writes them in.
     """
 
     def __init__(self, source, labels: Labels, ids: NodeIdMap):
         self.source = source
         self.labels = labels
         self.ids = ids
-        self.order: list[str] = []            # graph ids in discovery order
-        self.pending: dict[str, dict] = {}    # graph id -> GraphNode fields, module filled later
-        self.owner_key: dict[str, int] = {}   # graph id -> id(autograd node) whose module it takes
+        self.nodes: list[GraphNode] = []      # in discovery order: node k has id n<k + 1>
+        self.owner_key: list[int] = []        # id(autograd node) whose module node k takes
         self.edges: list[GraphEdge] = []
 
     def _new_id(self) -> str:
-        graph_id = f"n{len(self.order) + 1}"
-        self.order.append(graph_id)
-        return graph_id
+        return f"n{len(self.nodes) + 1}"
 
     def run(self, root: Any) -> None:
         ids = self.ids
@@ -157,10 +154,13 @@ class _Walk:
                     source = ids[id(child)]
                 self.edges.append(graph_edge(source, target, slot, "data"))
 
+    def _add(self, made: GraphNode, owner: int) -> None:
+        self.nodes.append(made)
+        self.owner_key.append(owner)
+
     def _discover(self, node: Any) -> None:
         graph_id = self._new_id()
         self.ids.add(node, graph_id)
-        self.owner_key[graph_id] = id(node)
         if is_accumulate_grad(node):
             self._add_accumulate(node, graph_id)
         else:
@@ -168,28 +168,26 @@ class _Walk:
 
     def _add_function(self, node: Any, graph_id: str) -> None:
         name = type(node).__name__  # what printing a grad_fn shows: MulBackward0
-        shape, dtype = self.source.output_metadata(node)
-        fields = dict(id=graph_id, kind="function", name=name, label=name, shape=shape, dtype=dtype,
-                      saved=self.source.saved(node), formula=formulas_for(node, name), note=self.source.node_note(node),
-                      code=backward_code(node), order=getattr(node, "_order", 1))
+        source = self.source
+        shape, dtype = source.output_metadata(node)
+        value = None
+        label = name
         named = self.labels.for_grad_fn(node)
         if named is not None:  # the variable that holds this node's output
             label, tensor = named
-            fields.update(label=label, shape=tuple(tensor.shape), dtype=dtype_text(tensor.dtype),
-                          value=self.source.value(tensor))
-        self.pending[graph_id] = fields
+            shape, dtype, value = tuple(tensor.shape), dtype_text(tensor.dtype), source.value(tensor)
+        self._add(new_node(graph_id, "function", name, label, shape, dtype, value, None, source.saved(node),
+                           formulas_for(node, name), None, source.node_note(node), backward_code(node),
+                           getattr(node, "_order", 1)), id(node))
 
     def _add_accumulate(self, node: Any, graph_id: str) -> None:
-        self.pending[graph_id] = dict(id=graph_id, kind="accumulate", name=ACCUMULATE_GRAD,
-                                      label=ACCUMULATE_GRAD,
-                                      formula=formulas_for(node, ACCUMULATE_GRAD))
+        self._add(new_node(graph_id, "accumulate", ACCUMULATE_GRAD, ACCUMULATE_GRAD,
+                           formula=formulas_for(node, ACCUMULATE_GRAD)), id(node))
         leaf = getattr(node, "variable", None)
         if leaf is None:
             return
         leaf_id = self._new_id()
-        self.owner_key[leaf_id] = id(node)
-        self.pending[leaf_id] = self._tensor_fields(leaf_id, "leaf", leaf, note=LEAF_NOTE,
-                                                    grad=self.source.leaf_grad(leaf))
+        self._add(self._tensor_node(leaf_id, "leaf", leaf, LEAF_NOTE, self.source.leaf_grad(leaf)), id(node))
         self.edges.append(graph_edge(leaf_id, graph_id, 0, "variable"))
 
     def _add_constant(self, node: Any, slot: int) -> str:
@@ -197,20 +195,22 @@ class _Walk:
         graph_id = self._new_id()
         value = self.source.constant(node, slot)
         if is_tensor(value):
-            self.pending[graph_id] = self._tensor_fields(graph_id, "constant", value, note=CONSTANT_NOTE)
+            made = self._tensor_node(graph_id, "constant", value, CONSTANT_NOTE)
         else:
             label = "constant" if value is None else repr(value)
-            self.pending[graph_id] = dict(id=graph_id, kind="constant", name=label, label=label,
-                                          note=CONSTANT_NOTE)
+            made = new_node(graph_id, "constant", label, label, note=CONSTANT_NOTE)
+        self._add(made, None)
         return graph_id
 
-    def _tensor_fields(self, graph_id: str, kind: str, tensor: Any, **extra) -> dict:
+    def _tensor_node(self, graph_id: str, kind: str, tensor: Any, note: str, grad: Any = None) -> GraphNode:
         label = self.labels.for_tensor(tensor) or shape_label(tensor)
-        return dict(id=graph_id, kind=kind, name=label, label=label, shape=tuple(tensor.shape),
-                    dtype=dtype_text(tensor.dtype), value=self.source.value(tensor), **extra)
+        return new_node(graph_id, kind, label, label, tuple(tensor.shape), dtype_text(tensor.dtype),
+                        self.source.value(tensor), grad, note=note)
 
-    def finish(self, graph_id: str, modules: dict) -> GraphNode:
-        """The finished node; ``modules`` maps id(autograd node) to its module path."""
-        fields = self.pending[graph_id]
-        fields["module"] = modules.get(self.owner_key.get(graph_id))
-        return built(GraphNode, fields)
+    def set_modules(self, modules: dict) -> None:
+        """Write each node's module path; ``modules`` maps id(autograd node) to it (most graphs
+        have none: their nodes keep the None they were made with)."""
+        if not modules:
+            return
+        for made, owner in zip(self.nodes, self.owner_key):
+            made.__dict__["module"] = modules.get(owner)  # still being made: frozen once the walk returns
