@@ -161,6 +161,29 @@ def test_a_freed_torch_graph_is_reported_not_retried_through_the_engine(torch):
     assert counts == {"tensor hook": 1}
 
 
+LOSSES = ("binary_cross_entropy_with_logits", "binary_cross_entropy", "smooth_l1_loss", "huber_loss", "mse_loss",
+          "l1_loss")
+
+
+@pytest.mark.parametrize("name", LOSSES)
+@pytest.mark.parametrize("library", ["gradviz", "torch"])
+def test_a_graph_whose_backward_freed_its_loss_still_shows_and_exports(name, library, tmp_path):
+    """The learner's usual order: ``loss.backward()``, then look at the graph. A loss's formula is
+    specialised by the shapes of its saved tensors; once backward() freed them the panel gives
+    PyTorch's formula alone, and the page still draws every node (it used to stop on a TypeError)."""
+    lib = gv if library == "gradviz" else pytest.importorskip("torch")
+    x = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+    w = lib.tensor([[0.3], [-0.2], [0.1]], requires_grad=True)
+    prediction = x @ w
+    if name == "binary_cross_entropy":
+        prediction = prediction.sigmoid()
+    loss = getattr(lib.nn.functional, name)(prediction, lib.tensor([[1.0], [0.0]]))
+    loss.backward()
+    html = export_html(loss, tmp_path / "freed.html").read_text()
+    assert "MmBackward0" in html and "Backward0" in html
+    assert w.grad is not None and len(graph_of(loss).nodes) >= 3
+
+
 def engine_steps(torch, make):
     """Steps of torch's real engine (``record_torch_backward``) on a fresh copy of a program."""
     from gradviz.interop.torch_steps import record_torch_backward

@@ -59,19 +59,33 @@ def _specialised(node: Any, name: str | None) -> tuple:
         return (), ()
     if not entry.options and not entry.present:  # most ops: nothing to read from the node
         return _built(name, ())
-    return _built(name, _read_options(node, entry))
+    try:
+        options = _read_options(node, entry)
+    except _Freed:  # backward() freed what this op's formula is specialised by: it cannot be told here
+        return (), ()
+    return _built(name, options)
+
+
+class _Freed(Exception):
+    """A saved tensor the formula reads was freed by ``backward()`` (an absent optional one reads None)."""
 
 
 def _read_options(node: Any, entry) -> tuple:
     options = tuple((option, _plain(_saved(node, option))) for option in entry.options)
-    present = tuple((tensor, _shape_or_none(_saved(node, tensor))) for tensor in entry.present)
+    present = tuple((tensor, _shape_or_none(_saved(node, tensor, freed=_Freed))) for tensor in entry.present)
     return options + present
 
 
-def _saved(node: Any, name: str):
+def _saved(node: Any, name: str, freed=None):
+    """The node's saved ``name``: None where this op does not save it; after ``backward()`` freed it,
+    None too, or ``freed`` raised where telling that apart matters."""
     try:
         return getattr(node, "_saved_" + name)
-    except (AttributeError, RuntimeError):  # not saved by this op, or freed by backward()
+    except AttributeError:
+        return None
+    except RuntimeError:
+        if freed is not None:
+            raise freed from None
         return None
 
 
