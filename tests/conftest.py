@@ -35,3 +35,18 @@ def _reset_backend_and_grad_mode():
 @pytest.fixture
 def torch():
     return pytest.importorskip("torch")
+
+
+@pytest.fixture
+def no_dual_level_left():
+    """Forward-mode tests: a failing snippet must not leave its dual level open for the next test,
+    gradviz's or torch's."""
+    yield
+    import torch
+
+    from gradviz.autograd import forward_ad
+
+    while forward_ad._current_level >= 0:
+        forward_ad.exit_dual_level()
+    while torch.autograd.forward_ad._current_level >= 0:
+        torch.autograd.forward_ad.exit_dual_level()

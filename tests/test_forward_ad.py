@@ -20,16 +20,7 @@ from parity import assert_same, assert_same_error, run_both, mask  # noqa: E402
 from programs import random_programs, run_program  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _no_level_left():
-    """A failing snippet must not leave its level open for the next test (gradviz's or torch's)."""
-    yield
-    import torch
-
-    while forward_ad._current_level >= 0:
-        forward_ad.exit_dual_level()
-    while torch.autograd.forward_ad._current_level >= 0:
-        torch.autograd.forward_ad.exit_dual_level()
+pytestmark = pytest.mark.usefixtures("no_dual_level_left")
 
 
 HEAD = ("fwAD = torch.autograd.forward_ad\n"

@@ -12,19 +12,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from gradviz.autograd import forward_ad  # noqa: E402
 from parity import mask, raised, run_both  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _no_level_left():
-    yield
-    import torch
-
-    while forward_ad._current_level >= 0:
-        forward_ad.exit_dual_level()
-    while torch.autograd.forward_ad._current_level >= 0:
-        torch.autograd.forward_ad.exit_dual_level()
+pytestmark = pytest.mark.usefixtures("no_dual_level_left")
 
 
 HEAD = ("fwAD = torch.autograd.forward_ad\n"
