@@ -68,8 +68,6 @@ _NOTHING_NEEDED = ()  # what _NEEDS_BY_KEY gives for inputs none of which needs 
 _NEEDS_BY_KEY = {}  # apply's key (a leading 1 bit, then one bit per input, first input first) -> its pattern
 _FIRST_OF_TWO = _NEEDS.setdefault((True, False), (True, False))  # the patterns apply tests by identity
 _SECOND_OF_TWO = _NEEDS.setdefault((False, True), (False, True))
-_BOTH_OF_TWO = _NEEDS.setdefault((True, True), (True, True))
-_ONLY_ONE = _NEEDS.setdefault((True,), (True,))
 
 
 def _needs_of(key: int) -> tuple:
@@ -278,85 +276,35 @@ class OpFunction(Node):
         if _FORWARD_AD[0] is not None:  # forward-mode AD: a dual level is active (autograd/forward_ad.py)
             return _FORWARD_AD[0](cls, args, params)
         if _grad_state.enabled:  # is_grad_enabled(), read directly: this runs for every op
-            arity = cls._arity
-            if arity == 2 and len(args) > 1:  # a binary op (most of a learner's): the loop below, written out
-                first = args[0]
-                second = args[1]
-                edge0 = edge1 = NO_EDGE
-                if type(first) is Tensor or isinstance(first, Tensor):
-                    if first._base is not None:
-                        if first._requires_grad or first._base._requires_grad:
-                            return _record_view(cls, args, params)
-                    elif first._requires_grad:
-                        grad_fn = first._grad_fn
-                        if grad_fn is not None:
-                            edge0 = (grad_fn, first._output_nr)
-                        else:
-                            accumulator = first._accumulator
+            edges = []
+            key = 1
+            for arg in args[:cls._arity]:
+                if type(arg) is Tensor or isinstance(arg, Tensor):
+                    if arg._base is not None:
+                        if arg._requires_grad or arg._base._requires_grad:
+                            # a view requires grad when its base does (even one made under no_grad)
+                            graph_inputs = args[:cls._arity]
+                            needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in graph_inputs])
+                            return cls._record(args, params, graph_inputs, _NEEDS.setdefault(needs, needs))
+                    elif arg._requires_grad:  # gradient_edge(arg), written out for the two common cases
+                        grad_fn = arg._grad_fn
+                        if grad_fn is not None:  # an op's output
+                            edges.append((grad_fn, arg._output_nr))
+                        else:  # a leaf: its AccumulateGrad (one per leaf, held weakly by the tensor)
+                            accumulator = arg._accumulator
                             accumulator = accumulator() if accumulator is not None else None
-                            edge0 = (accumulator if accumulator is not None else first._grad_accumulator(), 0)
-                if type(second) is Tensor or isinstance(second, Tensor):
-                    if second._base is not None:
-                        if second._requires_grad or second._base._requires_grad:
-                            return _record_view(cls, args, params)
-                    elif second._requires_grad:
-                        grad_fn = second._grad_fn
-                        if grad_fn is not None:
-                            edge1 = (grad_fn, second._output_nr)
-                        else:
-                            accumulator = second._accumulator
-                            accumulator = accumulator() if accumulator is not None else None
-                            edge1 = (accumulator if accumulator is not None else second._grad_accumulator(), 0)
-                if edge0 is not NO_EDGE:
-                    needs = _BOTH_OF_TWO if edge1 is not NO_EDGE else _FIRST_OF_TWO
-                else:
-                    needs = _SECOND_OF_TWO if edge1 is not NO_EDGE else _NOTHING_NEEDED
-                edges = (edge0, edge1)
-            elif arity == 1 and args:  # a unary op: the loop below, written out for one input
-                first = args[0]
-                needs = _NOTHING_NEEDED
-                if type(first) is Tensor or isinstance(first, Tensor):
-                    if first._base is not None:
-                        if first._requires_grad or first._base._requires_grad:
-                            return _record_view(cls, args, params)
-                    elif first._requires_grad:
-                        grad_fn = first._grad_fn
-                        if grad_fn is not None:
-                            edges = ((grad_fn, first._output_nr),)
-                        else:
-                            accumulator = first._accumulator
-                            accumulator = accumulator() if accumulator is not None else None
-                            edges = ((accumulator if accumulator is not None else first._grad_accumulator(), 0),)
-                        needs = _ONLY_ONE
-            else:
-                edges = []
-                key = 1
-                for arg in args[:arity]:
-                    if type(arg) is Tensor or isinstance(arg, Tensor):
-                        if arg._base is not None:
-                            if arg._requires_grad or arg._base._requires_grad:
-                                # a view requires grad when its base does (even one made under no_grad)
-                                return _record_view(cls, args, params)
-                        elif arg._requires_grad:  # gradient_edge(arg), written out for the two common cases
-                            grad_fn = arg._grad_fn
-                            if grad_fn is not None:  # an op's output
-                                edges.append((grad_fn, arg._output_nr))
-                            else:  # a leaf: its AccumulateGrad (one per leaf, held weakly by the tensor)
-                                accumulator = arg._accumulator
-                                accumulator = accumulator() if accumulator is not None else None
-                                edges.append((accumulator if accumulator is not None else arg._grad_accumulator(), 0))
-                            key += key + 1
-                            continue
-                    edges.append(NO_EDGE)
-                    key += key
-                needs = _NEEDS_BY_KEY.get(key)
-                if needs is None:
-                    needs = _needs_of(key)
-                edges = tuple(edges)
+                            edges.append((accumulator if accumulator is not None else arg._grad_accumulator(), 0))
+                        key += key + 1
+                        continue
+                edges.append(NO_EDGE)
+                key += key
+            needs = _NEEDS_BY_KEY.get(key)
+            if needs is None:
+                needs = _needs_of(key)
             if needs is not _NOTHING_NEEDED:
                 node = _new_object(cls)
                 node._sequence_nr = next(_sequence)  # Node.__init__, inlined: one node per recorded op
-                node._next_functions = edges
+                node._next_functions = tuple(edges)
                 node.needs_input_grad = needs
                 if needs is _FIRST_OF_TWO:  # ``w * x``: an input without grad is kept (weakly, if a
                     other = args[1]        # tensor) for the graph view; the two binary cases written out
@@ -479,14 +427,6 @@ class OpFunction(Node):
 
     def forward(ctx, *args, **params):
         raise NotImplementedError
-
-
-def _record_view(cls, args, params):
-    """``apply``'s way when a graph input is a view that requires grad (as it does when its base does,
-    even a view made under no_grad): the general ``_record``, which makes the node before the edges."""
-    graph_inputs = args[:cls._arity]
-    needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in graph_inputs])
-    return cls._record(args, params, graph_inputs, _NEEDS.setdefault(needs, needs))
 
 
 def _saved_tensor(entry: SavedTensor) -> Tensor:
