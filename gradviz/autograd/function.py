@@ -446,6 +446,36 @@ def gradient_edge(tensor) -> tuple:
 
 from gradviz.tensor import Tensor, _backend_of  # noqa: E402  (tensor.py imports the ops that import this module)
 
+
+# -- the node of an op with several outputs, whose own ``apply`` makes them (split, std_mean, slogdet, ...) ----------
+def node_for_inputs(cls, *inputs) -> tuple:
+    """``(record, node)``: a ``cls`` node with one edge per input (none for a ``None`` input or one that
+    needs no gradient) when grad mode is on and an input requires grad; else ``(False, _NO_RECORD)``,
+    whose attributes are dropped. The node works on the first input's backend."""
+    if not (_grad_state.enabled and any(t is not None and t.requires_grad for t in inputs)):
+        return False, _NO_RECORD
+    node = cls()
+    node.backend = next(t for t in inputs if t is not None)._backend
+    edges = tuple(gradient_edge(t) if t is not None and t.requires_grad else NO_EDGE for t in inputs)
+    node._next_functions = edges
+    node.needs_input_grad = tuple(edge[0] is not None for edge in edges)
+    if _grad_state.backward_order:
+        node._order = _grad_state.backward_order
+    return True, node
+
+
+def outputs_of(node, record: bool, arrays, backend) -> list:
+    """The op's outputs, made from ``arrays`` (output ``0, 1, ...``) and joined to ``node`` when
+    recording, which then counts them."""
+    outputs = []
+    for output_nr, array in enumerate(arrays):
+        output = Tensor._make(array, record, node if record else None, backend)
+        output._output_nr = output_nr
+        outputs.append(output)
+    if record:
+        node._num_outputs = len(outputs)
+    return outputs
+
 _new_object = object.__new__
 _weakref = weakref.ref
 _ndarray = np.ndarray

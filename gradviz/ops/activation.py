@@ -602,29 +602,10 @@ class PreluKernelBackwardBackward0(OpFunction):
     @classmethod
     def apply(cls, grad_output, self, weight):
         """One node, two outputs (the input's gradient, output 0; the slope's, output 1)."""
-        from gradviz.autograd.function import _NO_RECORD, NO_EDGE, gradient_edge
-        from gradviz.grad_mode import _state as grad_state
+        from gradviz.autograd.function import node_for_inputs, outputs_of
 
-        args = (grad_output, self, weight)
-        record = grad_state.enabled and any(arg.requires_grad for arg in args)
-        node = cls() if record else _NO_RECORD
-        backend = grad_output._backend
-        if record:
-            edges = tuple(gradient_edge(arg) if arg.requires_grad else NO_EDGE for arg in args)
-            node._next_functions = edges
-            node.needs_input_grad = tuple(edge[0] is not None for edge in edges)
-            if backend is not node.backend:
-                node.backend = backend
-            if grad_state.backward_order:
-                node._order = grad_state.backward_order
-        outputs = []
-        for output_nr, array in enumerate(cls.forward(node, *args)):
-            out = Tensor._make(array, record, node if record else None, backend)
-            out._output_nr = output_nr
-            outputs.append(out)
-        if record:
-            node._num_outputs = 2
-        return tuple(outputs)
+        record, node = node_for_inputs(cls, grad_output, self, weight)
+        return tuple(outputs_of(node, record, cls.forward(node, grad_output, self, weight), grad_output._backend))
 
     def forward(ctx, grad_output, self, weight):
         ctx.save(grad_output=grad_output, self=self, weight=weight)

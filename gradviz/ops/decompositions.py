@@ -20,9 +20,8 @@ from __future__ import annotations
 import warnings
 
 from gradviz import _dtype
-from gradviz.autograd.function import _NO_RECORD, OpFunction, gradient_edge
+from gradviz.autograd.function import OpFunction, node_for_inputs, outputs_of
 from gradviz.autograd.node import expose_saved
-from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops._util import meta, to_input
 from gradviz.ops.return_types import _return_type
 from gradviz.tensor import Tensor
@@ -235,23 +234,10 @@ class LinalgSlogdetBackward0(OpFunction):
 
     @classmethod
     def apply(cls, A):
-        record = _grad_state.enabled and A.requires_grad
-        node = cls() if record else _NO_RECORD
+        record, node = node_for_inputs(cls, A)
+        sign, logabsdet = arrays = cls.forward(node, A)
+        outputs = outputs_of(node, record, arrays, A._backend)
         if record:
-            node.backend = A._backend
-            edge = gradient_edge(A)
-            node._next_functions = (edge,)
-            node.needs_input_grad = (edge[0] is not None,)
-            if _grad_state.backward_order:
-                node._order = _grad_state.backward_order
-        sign, logabsdet = cls.forward(node, A)
-        outputs = []
-        for output_nr, array in enumerate((sign, logabsdet)):
-            out = Tensor._make(array, record, node if record else None, A._backend)
-            out._output_nr = output_nr
-            outputs.append(out)
-        if record:
-            node._num_outputs = 2
             from gradviz.autograd.node import SavedTensor
 
             node._packed["sign"] = SavedTensor(outputs[0], is_output=True)
@@ -1032,25 +1018,10 @@ class LinalgLstsqBackward0(OpFunction):
 
     @classmethod
     def apply(cls, A, B, vector, driver):
-        from gradviz.autograd.function import NO_EDGE
-
-        record = _grad_state.enabled and (A.requires_grad or B.requires_grad)
-        node = cls() if record else _NO_RECORD
-        if record:
-            node.backend = A._backend
-            edges = tuple(gradient_edge(t) if t.requires_grad else NO_EDGE for t in (A, B))
-            node._next_functions = edges
-            node.needs_input_grad = tuple(edge[0] is not None for edge in edges)
-            if _grad_state.backward_order:
-                node._order = _grad_state.backward_order
+        record, node = node_for_inputs(cls, A, B)
         solution, residuals, rank, singular_values = cls.forward(node, A, B, vector, driver)
-        outputs = []
-        for output_nr, array in enumerate((solution, residuals)):
-            out = Tensor._make(array, record, node if record else None, A._backend)
-            out._output_nr = output_nr
-            outputs.append(out)
+        outputs = outputs_of(node, record, (solution, residuals), A._backend)
         if record:
-            node._num_outputs = 2
             from gradviz.autograd.node import SavedTensor
 
             node._packed["solution"] = SavedTensor(outputs[0], is_output=True)

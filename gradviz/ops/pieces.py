@@ -7,27 +7,10 @@ joins the pieces' gradients again: ``cat`` for a split, ``stack`` for an unbind.
 """
 from __future__ import annotations
 
-from gradviz.autograd.function import _NO_RECORD, OpFunction, gradient_edge
-from gradviz.grad_mode import _state as _grad_state
+from gradviz.autograd.function import OpFunction, node_for_inputs
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.ops.shape import _view_of
 from gradviz.tensor import Tensor
-
-
-def node_for_one_input(cls, input) -> tuple:
-    """``(record, node)`` for an op of one input with several outputs: a ``cls`` node with its one edge
-    when grad mode is on and ``input`` requires grad, else ``_NO_RECORD`` (whose attributes are dropped)."""
-    record = _grad_state.enabled and input.requires_grad
-    if not record:
-        return False, _NO_RECORD
-    node = cls()
-    node.backend = input._backend
-    edge = gradient_edge(input)
-    node._next_functions = (edge,)
-    node.needs_input_grad = (edge[0] is not None,)
-    if _grad_state.backward_order:
-        node._order = _grad_state.backward_order
-    return True, node
 
 
 class _Pieces(OpFunction):
@@ -37,7 +20,7 @@ class _Pieces(OpFunction):
 
     @classmethod
     def apply(cls, input, *params):
-        record, node = node_for_one_input(cls, input)
+        record, node = node_for_inputs(cls, input)
         arrays = cls.forward(node, input, *params)
         pieces = []
         for output_nr, array in enumerate(arrays):

@@ -12,11 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from gradviz import _dtype
-from gradviz.autograd.function import OpFunction
+from gradviz.autograd.function import OpFunction, node_for_inputs, outputs_of
 from gradviz.autograd.node import SavedTensor
 from gradviz.ops import return_types
 from gradviz.ops._util import saved_dim, wrap_dim
-from gradviz.ops.pieces import node_for_one_input
 from gradviz.ops.reduction import _dims, _expand_back, _expand_back_graph
 from gradviz.ops.statistics import (_correction, _dim_tuple, _variance, _variance_backward, _variance_backward_graph)
 from gradviz.tensor import Tensor
@@ -30,15 +29,9 @@ class _TwoResults(OpFunction):
 
     @classmethod
     def apply(cls, input, *params):
-        record, node = node_for_one_input(cls, input)
-        arrays = cls.forward(node, input, *params)
-        outputs = []
-        for output_nr, array in enumerate(arrays):
-            output = Tensor._make(array, record, node if record else None, input._backend)
-            output._output_nr = output_nr
-            outputs.append(output)
+        record, node = node_for_inputs(cls, input)
+        outputs = outputs_of(node, record, cls.forward(node, input, *params), input._backend)
         if record:
-            node._num_outputs = len(outputs)
             node.output_meta = tuple((tuple(o.shape), o.dtype, o.device) for o in outputs)
             for name, output_nr in cls.saved_outputs.items():
                 node._packed[name] = SavedTensor(outputs[output_nr], is_output=True)
