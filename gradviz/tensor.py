@@ -890,17 +890,31 @@ def _keyword_size(name: str, positional: tuple, keywords: dict) -> tuple:
     return _size(name, positional, size)
 
 
+def _like(other: Tensor, make) -> Tensor:
+    """``make(shape)`` laid out in memory as ``other`` is (PyTorch's ``preserve_format``): the zeros of a
+    transposed tensor are transposed too, and random values fill them in memory order."""
+    strides = other.stride()
+    order = sorted(range(other.ndim), key=lambda dim: -strides[dim])  # stable: equal strides keep their order
+    if order == list(range(other.ndim)):
+        return make(other.shape)
+    made = make(tuple(other.shape[dim] for dim in order))
+    made._data = made._backend.permute(made._data, tuple(sorted(range(other.ndim), key=order.__getitem__)))
+    return made
+
+
 def zeros_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return zeros(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad)
+    return _like(other, lambda shape: zeros(shape, dtype=dtype or other.dtype, device=device or other.device,
+                                            requires_grad=requires_grad))
 
 
 def ones_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return ones(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad)
+    return _like(other, lambda shape: ones(shape, dtype=dtype or other.dtype, device=device or other.device,
+                                           requires_grad=requires_grad))
 
 
 def full_like(other: Tensor, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return full(other.shape, fill_value, dtype=dtype or other.dtype, device=device or other.device,
-                requires_grad=requires_grad)
+    return _like(other, lambda shape: full(shape, fill_value, dtype=dtype or other.dtype,
+                                           device=device or other.device, requires_grad=requires_grad))
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -1027,21 +1041,24 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
 
 
 def randn_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
-    return randn(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad,
-                 generator=generator)
+    """As torch makes it: ``empty_like(other)`` (its layout) filled by ``normal_``, which draws a non-contiguous
+    tensor's values one pair at a time, in memory order."""
+    out = zeros_like(other, dtype=dtype, device=device).normal_(generator=generator)
+    return out.requires_grad_() if requires_grad else out
 
 
 def rand_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
-    return rand(other.shape, dtype=dtype or other.dtype, device=device or other.device, requires_grad=requires_grad,
-                generator=generator)
+    out = zeros_like(other, dtype=dtype, device=device).uniform_(generator=generator)
+    return out.requires_grad_() if requires_grad else out
 
 
 def randint_like(other: Tensor, low=0, high=None, *, dtype=None, device=None, requires_grad: bool = False,
                  generator=None) -> Tensor:
     if high is None:
         low, high = 0, low
-    return randint(low, high, other.shape, dtype=dtype or other.dtype, device=device or other.device,
-                   requires_grad=requires_grad, generator=generator)
+    return _like(other, lambda shape: randint(low, high, shape, dtype=dtype or other.dtype,
+                                              device=device or other.device, requires_grad=requires_grad,
+                                              generator=generator))
 
 
 def is_tensor(obj) -> builtins.bool:

@@ -163,3 +163,53 @@ def test_showing_and_exporting_a_gpu_graph_changes_nothing(tmp_path):
         loss.backward()
         assert calls == [lib.__name__] and w1.grad.is_cuda
         calls.clear()
+
+
+# -- random programs on the GPU --------------------------------------------------------------------------------
+# The property-based programs of the CPU suite (tests/programs.py), run on the GPU in both libraries: the loss,
+# every leaf's gradient, the order of the backward steps and, for the default vocabulary, the second derivative
+# through the graph that ``create_graph=True`` records.
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from orders import torch_order  # noqa: E402
+from programs import random_programs, run_program  # noqa: E402
+
+VECTORS = st.lists(st.floats(-2, 2), min_size=3, max_size=3)
+
+
+def _program_results(lib, steps, x_values, y_values, second_order):
+    leaves = [lib.tensor(v, dtype=lib.float64, device="cuda", requires_grad=True) for v in (x_values, y_values)]
+    out = run_program(lib, steps, *leaves)
+    if second_order:
+        grads = lib.autograd.grad(out, leaves, create_graph=True, allow_unused=True, materialize_grads=True)
+        total = sum((g * g).sum() for g in grads)
+        if not total.requires_grad:
+            return out.item(), [], [None, None], [type(g.grad_fn).__name__ for g in grads]
+        out = total
+    order = torch_order(out) if lib is torch else [step.name for step in gv.autograd.backward_steps(out)]
+    grads = [None if t.grad is None else t.grad for t in leaves]
+    assert all(g is None or g.is_cuda for g in grads)
+    return out.item(), order, [None if g is None else to_numpy(g) for g in grads], []
+
+
+def _compare_programs(steps, x_values, y_values, second_order):
+    theirs, ours = (_program_results(lib, steps, x_values, y_values, second_order) for lib in (torch, gv))
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-9, atol=1e-12)
+    assert ours[1] == theirs[1] and ours[3] == theirs[3]
+    for expected, actual in zip(theirs[2], ours[2]):
+        assert (expected is None) == (actual is None)
+        if expected is not None:
+            np.testing.assert_allclose(actual, expected, rtol=1e-8, atol=1e-10)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs(max_steps=6, wider=True), VECTORS, VECTORS)
+def test_random_programs_on_the_gpu_match_torch(steps, x_values, y_values):
+    _compare_programs(steps, x_values, y_values, second_order=False)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs(max_steps=5), VECTORS, VECTORS)
+def test_second_derivatives_of_random_programs_on_the_gpu_match_torch(steps, x_values, y_values):
+    _compare_programs(steps, x_values, y_values, second_order=True)

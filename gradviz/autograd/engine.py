@@ -956,8 +956,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
             results.append(captured)
         elif captured is not None:
             results.append(Tensor._make(captured, backend=tensor._backend))
-        elif materialize_grads:
-            results.append(Tensor._make(tensor._backend.full(tensor._data.shape, 0, tensor.dtype, tensor.device)))
+        elif materialize_grads:  # as torch: zeros laid out like the input, which require grad under create_graph
+            results.append(zeros_like(tensor, requires_grad=bool(create_graph)))
         elif allow_unused:
             results.append(None)
         else:
@@ -1009,4 +1009,4 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
                  for column, tensor in zip(zip(*per_row), _as_list(inputs)))
 
 
-from gradviz.tensor import Tensor  # noqa: E402  (tensor.py reaches this package through the ops, after Tensor)
+from gradviz.tensor import Tensor, zeros_like  # noqa: E402  (tensor.py reaches this package through the ops, after Tensor)
