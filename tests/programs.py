@@ -28,7 +28,7 @@ UNARY = UNARY + ACTIVATIONS
 def _well_conditioned(lib, a, b):
     """A full-rank 3 x 3 matrix from two vectors: ``3 I + outer(a, b) / 10`` stays clear of singular for any
     a, b that a program makes (its eigenvalues are 3 and 3 + b·a / 10, and ``tanh`` keeps them bounded)."""
-    return lib.eye(3, dtype=a.dtype) * 3 + lib.outer(a.tanh(), b.tanh()) * 0.1
+    return lib.eye(3, dtype=a.dtype, device=a.device) * 3 + lib.outer(a.tanh(), b.tanh()) * 0.1
 
 
 WIDER_UNARY = {
@@ -43,10 +43,10 @@ WIDER_UNARY = {
     "std_mean": lambda lib, a: (lambda both: both[0] + both[1])(lib.std_mean(a)),
     "nansum": lambda lib, a: lib.nansum(a),
     # lookups
-    "take_along_dim": lambda lib, a: lib.take_along_dim(a, lib.tensor([2, 0, 2])),
-    "take": lambda lib, a: a.take(lib.tensor([1, 1, 0])),
-    "index_fill": lambda lib, a: a.index_fill(0, lib.tensor([1]), 0.5),
-    "gather": lambda lib, a: a.gather(0, lib.tensor([0, 2, 1])),
+    "take_along_dim": lambda lib, a: lib.take_along_dim(a, lib.tensor([2, 0, 2], device=a.device)),
+    "take": lambda lib, a: a.take(lib.tensor([1, 1, 0], device=a.device)),
+    "index_fill": lambda lib, a: a.index_fill(0, lib.tensor([1], device=a.device), 0.5),
+    "gather": lambda lib, a: a.gather(0, lib.tensor([0, 2, 1], device=a.device)),
     # products and linear algebra
     "outer_rows": lambda lib, a: lib.outer(a, a.flip(0)).sum(0),
     "cross_flipped": lambda lib, a: lib.linalg.cross(a, a.flip(0)),
@@ -70,8 +70,10 @@ WIDER_UNARY = {
     "ndtri": lambda lib, a: lib.special.ndtri(a.sigmoid() * 0.9 + 0.05),
     "polygamma": lambda lib, a: lib.special.polygamma(2, a.sigmoid() + 0.5),
     "multigammaln": lambda lib, a: lib.special.multigammaln(a.sigmoid() + 2, 3),
-    "gammainc": lambda lib, a: lib.special.gammainc(lib.tensor([0.5, 2.0, 4.5], dtype=a.dtype), a.exp()),
-    "zeta": lambda lib, a: lib.special.zeta(lib.tensor([2.0, 3.5, 5.0], dtype=a.dtype), a.sigmoid() + 0.5),
+    "gammainc": lambda lib, a: lib.special.gammainc(lib.tensor([0.5, 2.0, 4.5], dtype=a.dtype, device=a.device),
+                                                    a.exp()),
+    "zeta": lambda lib, a: lib.special.zeta(lib.tensor([2.0, 3.5, 5.0], dtype=a.dtype, device=a.device),
+                                            a.sigmoid() + 0.5),
     "xlog1py": lambda lib, a: lib.special.xlog1py(a, a.exp()),
     "digamma": lambda lib, a: lib.digamma(a.sigmoid() + 0.2),
     "erfinv": lambda lib, a: lib.erfinv(a.tanh() * 0.9),

@@ -546,12 +546,18 @@ class GraphTask:
             node, input_buffer = ready_queue.pop()
             previous_grad_mode, previous_order = _grad_state.enabled, _grad_state.backward_order
             _grad_state.enabled = create_graph
+            counter = None
             if create_graph:  # what this node's formula records is one order higher than the node
                 _grad_state.backward_order = node._order + 1
+                counter = _device_thread_counter(input_buffer)
+                if counter is not None:
+                    _number_nodes_with(counter)
             try:
                 step = evaluate_function(node, input_buffer)
             finally:
                 _grad_state.enabled, _grad_state.backward_order = previous_grad_mode, previous_order
+                if counter is not None:
+                    _number_nodes_with(_MAIN_SEQUENCE)
             if step is not None:
                 yield step
 
@@ -573,11 +579,14 @@ class GraphTask:
                 node, input_buffer = pop()
                 if create_graph:  # what this node's formula records is one order higher than the node
                     _grad_state.backward_order = node._order + 1
+                    _number_nodes_with(_device_thread_counter(input_buffer) or _MAIN_SEQUENCE)
                 step = evaluate_function(node, input_buffer)
                 if step is not None:
                     made.append(step)
         finally:
             _grad_state.enabled, _grad_state.backward_order = previous_grad_mode, previous_order
+            if create_graph:
+                _number_nodes_with(_MAIN_SEQUENCE)
         return made
 
     def evaluate_function(self, node, input_buffer):
@@ -1009,4 +1018,38 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
                  for column, tensor in zip(zip(*per_row), _as_list(inputs)))
 
 
-from gradviz.tensor import Tensor, zeros_like  # noqa: E402  (tensor.py reaches this package through the ops, after Tensor)
+# tensor.py reaches this package through the ops, after Tensor
+from gradviz.tensor import Tensor, zeros_like  # noqa: E402
+
+
+# -- the thread a create_graph pass records its nodes on ------------------------------------------------------
+# PyTorch runs a node whose incoming gradients are on a GPU on that device's own worker thread, and it numbers
+# nodes (``sequence_nr``) per thread. So the nodes a ``create_graph`` pass records on a GPU are numbered from
+# that thread's counter, which starts at 0 and lasts as long as the process, not from the caller's; the second
+# backward, which runs nodes by those numbers, then runs them in another order than on the CPU. gradviz keeps
+# one counter per GPU and numbers with it while such a node runs.
+import itertools  # noqa: E402
+
+from gradviz.autograd import function as function_module, node as node_module  # noqa: E402
+
+_MAIN_SEQUENCE = node_module._sequence
+_DEVICE_SEQUENCES = {}  # CUDA device index -> the node counter of that device's worker thread
+
+
+def _device_thread_counter(input_buffer):
+    """The counter of the GPU thread PyTorch would run this node on (the device of its first gradient not on
+    the CPU), or None for the caller's thread."""
+    for grad in input_buffer:
+        data = grad._data if isinstance(grad, Tensor) else grad
+        if data is not None and type(data) is not np.ndarray and getattr(data, "is_cuda", False):
+            index = data.device.index or 0
+            counter = _DEVICE_SEQUENCES.get(index)
+            if counter is None:
+                counter = _DEVICE_SEQUENCES[index] = itertools.count()
+            return counter
+    return None
+
+
+def _number_nodes_with(counter) -> None:
+    """Number the nodes made from now on with ``counter`` (recording reads ``_sequence`` in both modules)."""
+    node_module._sequence = function_module._sequence = counter
