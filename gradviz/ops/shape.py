@@ -4,6 +4,7 @@ Their gradients move the incoming gradient back where each element came from.
 """
 from __future__ import annotations
 
+from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops._util import saved_dim, wrap_dim
@@ -608,3 +609,54 @@ def shape_methods() -> dict:
             "view": _list_method(view, "view", "size"), "reshape": _list_method(reshape, "reshape", "shape"),
             "expand": _list_method(expand, "expand", "size"), "squeeze": squeeze_method,
             "unsqueeze": unsqueeze_method, "sum": _keepdim_checked(sum, "sum"), "mean": _keepdim_checked(mean, "mean")}
+
+
+# -- diag_embed: each last-dim vector of the input becomes the diagonal of a new matrix ---------------------------
+class DiagEmbedBackward0(OpFunction):
+    """``diag_embed(x, offset, dim1, dim2)``: the input's last dimension laid along the ``offset`` diagonal of
+    the plane ``(dim1, dim2)``, zeros elsewhere. Its gradient reads that diagonal back."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad.diagonal(offset, dim1, dim2)", r"\operatorname{diag}_k(\bar{y})")}
+
+    def forward(ctx, self, offset, dim1, dim2):
+        import numpy as np
+
+        ctx.save(dim1=dim1, dim2=dim2, offset=offset)
+        backend = self._backend
+        values = np.asarray(backend.to_numpy(self._data))
+        rows, columns = _diagonal_positions(values.shape[-1], offset)
+        side = values.shape[-1] + abs(offset)
+        out = np.zeros(values.shape[:-1] + (side, side), dtype=values.dtype)
+        out[..., rows, columns] = values
+        out = np.moveaxis(out, (-2, -1), (dim1, dim2))
+        return backend.array(np.ascontiguousarray(out), self.dtype, backend.device_of(self._data))
+
+    def backward(ctx, grad):
+        import numpy as np
+
+        backend = ctx.backend
+        offset, dim1, dim2 = ctx.saved("offset", "dim1", "dim2")
+        values = np.moveaxis(np.asarray(backend.to_numpy(grad)), (dim1, dim2), (-2, -1))
+        rows, columns = _diagonal_positions(values.shape[-1] - abs(offset), offset)
+        return backend.array(np.ascontiguousarray(values[..., rows, columns]), _dtype.from_any(grad.dtype),
+                             backend.device_of(grad))
+
+
+def _diagonal_positions(length: int, offset: int) -> tuple:
+    """The (row, column) indices of the ``offset`` diagonal's ``length`` elements."""
+    import numpy as np
+
+    steps = np.arange(length)
+    return (steps, steps + offset) if offset >= 0 else (steps - offset, steps)
+
+
+def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):
+    """A batch of diagonal matrices from the last dimension of ``input`` (DiagEmbedBackward0)."""
+    from gradviz.tensor import _wrap_dim
+
+    ndim = input.ndim + 1
+    first, second = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
+    if first == second:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return DiagEmbedBackward0.apply(input, offset, first, second)
