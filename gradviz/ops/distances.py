@@ -42,7 +42,9 @@ class CdistBackward0(OpFunction):
         needs = ctx.needs_input_grad
         first = sum_to(backend, backend.array(local.sum(axis=-2).astype(difference.dtype), dtype, device),
                        tuple(x1.shape)) if needs[0] else None
-        second = sum_to(backend, backend.array(-local.sum(axis=-3).astype(difference.dtype), dtype, device),
+        # x2's: the same formula with the roles swapped (as PyTorch computes it, so zeros keep their sign)
+        swapped = _p_norm_grad(-difference, norm, p, False) * np.asarray(backend.to_numpy(grad))[..., None]
+        second = sum_to(backend, backend.array(swapped.sum(axis=-3).astype(difference.dtype), dtype, device),
                         tuple(x2.shape)) if needs[1] else None
         return first, second
 
@@ -74,3 +76,25 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     if x1.dtype is not x2.dtype:
         raise RuntimeError(f"X1 and X2 must have the same dtype, but got: {x1.dtype} and {x2.dtype}")
     return CdistBackward0.apply(x1, x2, float(p) if not math.isinf(p) else p)
+
+
+# -- at::norm(x, p, dim, keepdim): the node F.pairwise_distance records --------------------------------------------
+from gradviz.ops.reduction import LinalgVectorNormBackward0  # noqa: E402
+
+
+class NormBackward1(LinalgVectorNormBackward0):
+    """``norm(x, p, dim, keepdim)`` as PyTorch's C++ composites call it (``F.pairwise_distance``): the same
+    p-norm and gradient as ``x.norm(p, dim)``, under the older node name."""
+
+    derivatives = {"self": ("norm_backward(grad, self, p, result, dim, keepdim)",
+                            r"\bar{y}\,x\,|x|^{p-2} / \|x\|_p^{p-1}")}
+
+
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+    """``‖x1 - x2 + eps‖_p`` along the last dimension: PyTorch's composite (NormBackward1 over AddBackward1
+    over SubBackward0)."""
+    from gradviz.ops.arithmetic import AddBackward1
+
+    dim = max(x1.ndim, x2.ndim) - 1
+    shifted = AddBackward1.apply(x1 - x2, eps)
+    return NormBackward1.apply(shifted, p, (dim if dim >= 0 else 0,), keepdim)

@@ -95,7 +95,7 @@ class SoftshrinkBackward0(OpFunction):
         ctx.save(lambd=lambd, self=self)
         backend = self._backend
         x = _numpy(backend, self._data)
-        values = np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0)).astype(x.dtype)
+        values = np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, x * 0)).astype(x.dtype)  # -0. stays
         return _array(backend, np.where(np.isnan(x), x, values), self._data)
 
     def backward(ctx, grad):
