@@ -559,4 +559,5 @@ CASES.update({
     "ThresholdBackward0": (lambda a: F.threshold(a, 0.1, -2.0), [values(3, 4)]),
     "ThresholdBackward1": (lambda a: F.threshold(a * 1, 0.1, 5.0, inplace=True), [values(3, 4)]),
     "RreluWithNoiseBackward0": (lambda a: F.rrelu(a, 0.1, 0.3), [values(3, 4)]),
+    "RreluWithNoiseBackward1": (lambda a: F.rrelu(a * 1, 0.1, 0.3, inplace=True), [values(3, 4)]),
 })

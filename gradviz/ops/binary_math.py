@@ -172,7 +172,9 @@ class CopysignBackward1(OpFunction):
 
 def copysign(input, other):
     if not isinstance(input, Tensor):
-        raise TypeError(f"copysign(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        raise TypeError(f"copysign() received an invalid combination of arguments - got ({type(input).__name__}, "
+                        f"{type(other).__name__}), but expected one of:\n * (Tensor input, Tensor other, *, Tensor out = "
+                        "None)\n * (Tensor input, Number other, *, Tensor out = None)\n")
     if isinstance(other, Tensor):
         return CopysignBackward0.apply(input, other)
     _operands("copysign", input, other)
@@ -189,6 +191,7 @@ class NextafterBackward0(OpFunction):
 
     def forward(ctx, self, other):
         backend, dtype, (a, b) = _operands("nextafter", self, other)
+        ctx.save(other=other, self=self)  # PyTorch saves both, though its formula reads neither
         ctx.metas = (meta(self), meta(other))
         return _array(backend, np.nextafter(_numpy(backend, a), _numpy(backend, b)), dtype, self._data)
 
@@ -201,7 +204,7 @@ def nextafter(input, other):
     _check_tensors("nextafter", input, other)
     for tensor in (input, other):
         if not tensor.dtype.is_floating_point:
-            raise RuntimeError(f'"nextafter_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[tensor.dtype.name]}\'')
+            raise NotImplementedError(f'"nextafter_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[tensor.dtype.name]}\'')
     return NextafterBackward0.apply(input, other)
 
 
@@ -285,7 +288,7 @@ def _p_norm_grad(difference, norm, p: float, split_ties: bool):
         if p == 2:
             return np.where(norm == 0, 0, difference / norm)
         scaled = np.sign(difference) * np.abs(difference) ** (p - 1) / norm ** (p - 1)
-        return np.where(norm == 0, 0, scaled)
+        return np.where((norm == 0) | (difference == 0), 0, scaled)  # below p = 1, |0|^(p-1) is inf: PyTorch's 0
 
 
 class DistBackward0(OpFunction):
@@ -301,8 +304,8 @@ class DistBackward0(OpFunction):
     def forward(ctx, self, other, p=2):
         backend, dtype, (a, b) = _operands("dist", self, other)
         if not dtype.is_floating_point:
-            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                               f"{_dtype.SCALAR_TYPE_NAMES[dtype.name]}")
+            raise RuntimeError("norm(): input dtype should be either floating point or complex. Got "
+                               f"{_dtype.SCALAR_TYPE_NAMES[dtype.name]} instead.")
         ctx.save(other=other, p=p, self=self)
         ctx.metas = (meta(self), meta(other))
         difference = _numpy(backend, a) - _numpy(backend, b)

@@ -89,6 +89,20 @@ class NormBackward1(LinalgVectorNormBackward0):
     derivatives = {"self": ("norm_backward(grad, self, p, result, dim, keepdim)",
                             r"\bar{y}\,x\,|x|^{p-2} / \|x\|_p^{p-1}")}
 
+    def forward(ctx, self, p, dim, keepdim):
+        out = LinalgVectorNormBackward0.forward(ctx, self, p, dim, keepdim)
+        packed = getattr(ctx, "_packed", None)  # None when nothing is recorded
+        if packed is not None:
+            packed.pop("ord")
+            ctx.save(p=p)  # PyTorch's name for the order here: ``_saved_p``
+        return out
+
+    def saved(self, *names):
+        return super().saved(*("p" if name == "ord" else name for name in names))
+
+    def saved_graph(self, *names):
+        return super().saved_graph(*("p" if name == "ord" else name for name in names))
+
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
     """``‖x1 - x2 + eps‖_p`` along the last dimension: PyTorch's composite (NormBackward1 over AddBackward1

@@ -619,10 +619,12 @@ class DiagEmbedBackward0(OpFunction):
     inputs = ("self",)
     derivatives = {"self": ("grad.diagonal(offset, dim1, dim2)", r"\operatorname{diag}_k(\bar{y})")}
 
-    def forward(ctx, self, offset, dim1, dim2):
+    def forward(ctx, self, offset, dim1, dim2, given):
+        """``dim1``, ``dim2`` wrapped; ``given``: both as the caller wrote them (what PyTorch saves)."""
         import numpy as np
 
-        ctx.save(dim1=dim1, dim2=dim2, offset=offset)
+        ctx.save(dim1=saved_dim(given[0]), dim2=saved_dim(given[1]), offset=saved_dim(offset))
+        ctx.dims = (offset, dim1, dim2)
         backend = self._backend
         values = np.asarray(backend.to_numpy(self._data))
         rows, columns = _diagonal_positions(values.shape[-1], offset)
@@ -636,7 +638,7 @@ class DiagEmbedBackward0(OpFunction):
         import numpy as np
 
         backend = ctx.backend
-        offset, dim1, dim2 = ctx.saved("offset", "dim1", "dim2")
+        offset, dim1, dim2 = ctx.dims
         values = np.moveaxis(np.asarray(backend.to_numpy(grad)), (dim1, dim2), (-2, -1))
         rows, columns = _diagonal_positions(values.shape[-1] - abs(offset), offset)
         return backend.array(np.ascontiguousarray(values[..., rows, columns]), _dtype.from_any(grad.dtype),
@@ -659,4 +661,4 @@ def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):
     first, second = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
     if first == second:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return DiagEmbedBackward0.apply(input, offset, first, second)
+    return DiagEmbedBackward0.apply(input, offset, first, second, (dim1, dim2))

@@ -8,6 +8,7 @@ import numpy as np
 
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
+from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
 
 
@@ -45,8 +46,10 @@ class GluBackward0(OpFunction):
     derivatives = {"self": ("glu_backward(grad, self, dim)",
                             r"\bar{y}\,[\sigma(b)\ ;\ a\,\sigma(b)(1 - \sigma(b))]")}
 
-    def forward(ctx, self, dim=-1):
-        ctx.save(dim=dim, self=self)
+    def forward(ctx, self, dim, given_dim):
+        """``dim`` wrapped; ``given_dim`` as the caller wrote it (what PyTorch saves)."""
+        ctx.save(dim=saved_dim(given_dim), self=self)
+        ctx.wrapped_dim = dim
         backend = self._backend
         first, second = _halves(_numpy(backend, self._data), dim)
         with np.errstate(over="ignore"):
@@ -54,7 +57,8 @@ class GluBackward0(OpFunction):
 
     def backward(ctx, grad):
         backend = ctx.backend
-        self, dim = ctx.saved("self", "dim")
+        self = ctx.saved("self")
+        dim = ctx.wrapped_dim
         first, second = _halves(_numpy(backend, self), dim)
         grad_values = _numpy(backend, grad)
         with np.errstate(over="ignore"):
@@ -67,13 +71,11 @@ def glu(input, dim: int = -1):
     """``a · sigmoid(b)``, ``a`` and ``b`` the two halves of ``input`` along ``dim`` (GluBackward0)."""
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    from gradviz.ops._util import wrap_dim
-
-    dim = wrap_dim(dim, input.ndim)
-    if input.shape[dim] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
+    wrapped = wrap_dim(dim, input.ndim)
+    if input.shape[wrapped] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {wrapped} is size {input.shape[wrapped]}")
     _floating(input, "glu_cpu")
-    return GluBackward0.apply(input, dim)
+    return GluBackward0.apply(input, wrapped, dim)
 
 
 # -- soft and hard shrinkage -------------------------------------------------------------------------------
@@ -118,7 +120,7 @@ class HardshrinkBackward0(SoftshrinkBackward0):
 
 
 def softshrink(input, lambd: float = 0.5):
-    _floating(input, "softshrink_cpu")
+    _floating(input, "softshrink_check")
     _check_lambda(input, lambd)
     return SoftshrinkBackward0.apply(input, lambd)
 
@@ -144,21 +146,9 @@ class ThresholdBackward0(OpFunction):
         return _threshold_backward(ctx.backend, grad, self, threshold)
 
 
-class ThresholdBackward1(OpFunction):
-    """``threshold_`` (in place): the input is overwritten, so the backward reads the output
-    (``threshold_backward(grad, result, threshold)``, as PyTorch does)."""
-
-    _result_name = "result"
-    inputs = ("self",)
-    derivatives = {"self": ("threshold_backward(grad, result, threshold)", r"\bar{y}\,[y > t]")}
-
-    def forward(ctx, self, threshold, value):
-        ctx.save(threshold=threshold)
-        return _threshold(self, threshold, value)
-
-    def backward(ctx, grad):
-        result, threshold = ctx.saved("result", "threshold")
-        return _threshold_backward(ctx.backend, grad, result, threshold)
+class ThresholdBackward1(ThresholdBackward0):
+    """``threshold_`` (in place): the same derivative, read from a copy of the input kept before it was
+    overwritten (as PyTorch keeps one)."""
 
 
 def _threshold(self, threshold, value):
@@ -191,7 +181,8 @@ class RreluWithNoiseBackward0(OpFunction):
     derivatives = {"self": ("rrelu_with_noise_backward(grad, self, noise, lower, upper, training, false)",
                             r"\bar{y}\,([x > 0] + r\,[x \le 0])")}
 
-    def forward(ctx, self, lower, upper, training, generator):
+    def forward(ctx, self, lower, upper, training, generator, in_place=False):
+        """``in_place``: recorded as RreluWithNoiseBackward1, which saves the output, not the input."""
         backend = self._backend
         x = _numpy(backend, self._data)
         if training:
@@ -203,17 +194,22 @@ class RreluWithNoiseBackward0(OpFunction):
             noise = np.ones_like(x)
             noise[negative] = draws.astype(x.dtype)
             values = np.where(negative, x * noise, x)
-            ctx.save(self=self, noise=Tensor._make(_array(backend, noise, self._data), backend=backend),
-                     lower=lower, upper=upper, training=training)
+            ctx.save(noise=Tensor._make(_array(backend, noise, self._data), backend=backend))
         else:
             slope = x.dtype.type((lower + upper) / 2)
             values = np.where(x > 0, x, x * slope)
-            ctx.save(self=self, noise=None, lower=lower, upper=upper, training=training)
+            ctx.save(noise=Tensor._make(_array(backend, np.zeros_like(x), self._data), backend=backend))  # unused
+        if not in_place:
+            ctx.save(self=self)
+        ctx.save(lower=lower, upper=upper, training=training)
         return _array(backend, values.astype(x.dtype), self._data)
+
+    in_place = False
 
     def backward(ctx, grad):
         backend = ctx.backend
-        self, noise, lower, upper, training = ctx.saved("self", "noise", "lower", "upper", "training")
+        self, noise, lower, upper, training = ctx.saved("result" if ctx.in_place else "self", "noise", "lower", "upper",
+                                                        "training")
         grad_values = _numpy(backend, grad)
         if training and upper != lower:
             return _array(backend, (grad_values * _numpy(backend, noise)).astype(grad_values.dtype), grad)
@@ -221,14 +217,24 @@ class RreluWithNoiseBackward0(OpFunction):
         return _array(backend, np.where(_numpy(backend, self) > 0, grad_values, grad_values * slope), grad)
 
 
+class RreluWithNoiseBackward1(RreluWithNoiseBackward0):
+    """``rrelu_`` (in place): the input is overwritten, so the backward reads the output (whose sign is the
+    input's: the slopes are positive)."""
+
+    _result_name = "result"
+    derivatives = {"self": ("rrelu_with_noise_backward(grad, result, noise, lower, upper, training, true)",
+                            r"\bar{y}\,([y > 0] + r\,[y \le 0])")}
+    in_place = True
+
+
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False,
           generator=None):
     """The randomized leaky ReLU (RreluWithNoiseBackward0); ``inplace=True`` writes it into ``input``."""
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
-    _floating(input, "rrelu_with_noise_out_cpu")
+    _floating(input, "rrelu_with_noise_out_cpu" if training else "leaky_relu_cpu")
     if inplace:
         from gradviz.ops.inplace import apply_
 
-        return apply_(input, RreluWithNoiseBackward0.apply, lower, upper, training, generator)
+        return apply_(input, RreluWithNoiseBackward1.apply, lower, upper, training, generator, True)
     return RreluWithNoiseBackward0.apply(input, lower, upper, training, generator)

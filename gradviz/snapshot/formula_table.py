@@ -2492,8 +2492,7 @@ def _cdist(o):
                        note="each row yⱼ gets the gradient of its distance to every row xᵢ")}
 
 
-entry("NormBackward1", options=("ord", "dim", "keepdim"), present=("self",))(lambda o: TABLE["LinalgVectorNormBackward0"]
-                                                                            .build(o))
+entry("NormBackward1", options=("p", "dim", "keepdim"), present=("self",))(lambda o: _norm({**o, "ord": o["p"]}))
 
 
 @entry("DiagEmbedBackward0", options=("offset", "dim1", "dim2"))
@@ -2521,8 +2520,8 @@ for _name in ("SoftshrinkBackward0", "HardshrinkBackward0"):
 entry("ThresholdBackward0", options=("threshold",))(lambda o: only(Rule(
     local=indicator(x, ">", Num(o["threshold"])), note="the gradient passes where x is above the threshold")))
 entry("ThresholdBackward1", options=("threshold",))(lambda o: only(Rule(
-    local=indicator(result("y"), ">", Num(o["threshold"])),
-    note="in place: x was overwritten, so the output y decides")))
+    local=indicator(x, ">", Num(o["threshold"])),
+    note="in place: x is a copy of the input kept before it was overwritten")))
 
 
 @entry("RreluWithNoiseBackward0", options=("lower", "upper", "training"))
@@ -2532,3 +2531,13 @@ def _rrelu(o):
     slope = (o["lower"] + o["upper"]) / 2
     return only(Rule(local=indicator(x, ">", 0) + Num(slope) * indicator(x, "≤", 0),
                      note="evaluation: the mean slope (lower + upper)/2 below 0"))
+
+
+@entry("RreluWithNoiseBackward1", options=("lower", "upper", "training"))
+def _rrelu_in_place(o):
+    if o["training"] and o["upper"] != o["lower"]:
+        return only(Rule(local=Var("noise", "r"), note="r: 1 where x > 0, else the slope drawn for that element"))
+    slope = (o["lower"] + o["upper"]) / 2
+    y_ = result("y")
+    return only(Rule(local=indicator(y_, ">", 0) + Num(slope) * indicator(y_, "≤", 0),
+                     note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)"))
