@@ -229,8 +229,6 @@ def _polynomial(kind: str, x, n: int, limit: int):
     """The polynomial at ``x`` (a numpy float32 or float64: the recurrence runs in the tensor's precision,
     as PyTorch's does, so float32 overflows where PyTorch's does)."""
     one = type(x)(1)
-    if np.isnan(x):
-        return x
     if n < 0:
         return 0 * one
     if kind in "tuvw":
