@@ -139,3 +139,4 @@ from gradviz.ops.binary_math import (copysign, dist, float_power, floor_divide, 
                                      true_divide)
 from gradviz.ops.distances import cdist  # noqa: E402
 from gradviz.ops.shape import diag_embed  # noqa: E402
+from gradviz.ops.shape import permute_function as permute, reshape_function as reshape  # noqa: E402

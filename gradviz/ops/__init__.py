@@ -303,3 +303,7 @@ _MORE_OPS_METHODS = {
 for _name, _function in _MORE_OPS_METHODS.items():
     TENSOR_METHODS[_name] = _function
     setattr(Tensor, _name, _function)
+# -- view(dtype), and reshape/permute with PyTorch's TypeErrors for misuse (ops/shape.py) ---------------------------
+for _name, _function in shape.checked_shape_methods().items():
+    TENSOR_METHODS[_name] = _function
+    setattr(Tensor, _name, _function)
