@@ -418,6 +418,35 @@ for epoch in range(50):
         print(epoch, round(loss.item(), 4), w, b)
 print(w.item() > 1.5, loss.grad_fn, pred.grad_fn.next_functions)
 """,
+    "learner_sequential_edit": """
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+model[1] = torch.nn.Tanh()
+model[-1] = torch.nn.Linear(3, 2)
+print(model)
+del model[0]
+print(model, len(model))
+out = model(torch.ones(4, 3)).sum()
+out.backward()
+print(out, model[1].weight.grad)
+""",
+    "learner_grad_data_and_state_dict": """
+torch.manual_seed(0)
+layer = torch.nn.Linear(2, 1)
+x = torch.tensor([[1.0, 2.0], [3.0, -1.0]])
+for step in range(3):
+    loss = layer(x).pow(2).mean()
+    loss.backward()
+    layer.weight.data -= 0.1 * layer.weight.grad.data
+    layer.bias.data -= 0.1 * layer.bias.grad.data
+    layer.weight.grad.data.zero_()
+    layer.bias.grad.data.zero_()
+    print(step, loss)
+print(layer.state_dict())
+y = layer(x)
+y.backward(torch.ones_like(y))
+print(layer.weight.grad, y)
+""",
 }
 
 

@@ -1462,3 +1462,33 @@ class PairwiseDistance(Module):
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+# -- Sequential item assignment and deletion (``model[2] = nn.Linear(3, 2)``, ``del model[0]``) ------------------------
+def _sequential_setitem(self, index: int, module: Module) -> None:
+    """Replace the module at ``index``, keeping its name."""
+    names = list(self._modules)
+    if not -len(names) <= index < len(names):
+        raise IndexError(f"index {index} is out of range")
+    self.add_module(names[index], module)
+
+
+def _sequential_delitem(self, index) -> None:
+    """Remove a module (or a slice of them); as in PyTorch, the rest are renumbered 0, 1, ..."""
+    names = list(self._modules)
+    if isinstance(index, slice):
+        doomed = names[index]
+    else:
+        if not -len(names) <= index < len(names):
+            raise IndexError(f"index {index} is out of range")
+        doomed = [names[index]]
+    for name in doomed:
+        del self._modules[name]
+    kept = list(self._modules.values())
+    self._modules.clear()
+    for position, module in enumerate(kept):
+        self._modules[str(position)] = module
+
+
+Sequential.__setitem__ = _sequential_setitem
+Sequential.__delitem__ = _sequential_delitem
