@@ -447,6 +447,25 @@ y = layer(x)
 y.backward(torch.ones_like(y))
 print(layer.weight.grad, y)
 """,
+    "learner_forward_hooks": """
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+activations = {}
+def keep(name):
+    def hook(module, args, output):
+        activations[name] = output.detach()
+    return hook
+handles = [model[i].register_forward_hook(keep(f"layer{i}")) for i in range(3)]
+model[0].register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+model[1].register_forward_hook(lambda module, args, output: output + 1)
+out = model(torch.ones(2, 3))
+print(sorted(activations), activations["layer1"], out)
+for handle in handles:
+    handle.remove()
+activations.clear()
+model(torch.ones(1, 3)).sum().backward()
+print(activations, model[0].weight.grad)
+""",
 }
 
 

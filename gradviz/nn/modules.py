@@ -102,10 +102,39 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        pre_hooks = self.__dict__.get("_forward_pre_hooks")
+        for hook in list(pre_hooks.values()) if pre_hooks else ():
+            changed = hook(self, args)  # ``hook(module, args)`` may return new args
+            if changed is not None:
+                args = changed if isinstance(changed, tuple) else (changed,)
         first = next(_sequence)  # every node this forward records is numbered after this
         result = self.forward(*args, **kwargs)
+        hooks = self.__dict__.get("_forward_hooks")
+        for hook in list(hooks.values()) if hooks else ():
+            changed = hook(self, args, result)  # ``hook(module, args, output)`` may return a new output
+            if changed is not None:
+                result = changed
         _note_call(self, first, result)
         return result
+
+    def register_forward_pre_hook(self, hook):
+        """``hook(module, args)`` runs before each ``forward``; a returned value replaces the args."""
+        return self._add_hook("_forward_pre_hooks", hook)
+
+    def register_forward_hook(self, hook):
+        """``hook(module, args, output)`` runs after each ``forward``; a returned value replaces the output."""
+        return self._add_hook("_forward_hooks", hook)
+
+    def _add_hook(self, table: str, hook):
+        from gradviz.autograd.node import RemovableHandle
+
+        hooks = self.__dict__.get(table)
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(self, table, hooks)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
 
     # -- registration ------------------------------------------------------------------------
     def __setattr__(self, name: str, value) -> None:
