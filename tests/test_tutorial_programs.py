@@ -298,6 +298,34 @@ g, = torch.autograd.grad(y.sum(), x, create_graph=True)
 gg, = torch.autograd.grad(g.sum(), x)
 print(y, g, gg)
 """,
+    "double_backward_gradcheck_and_gradgradcheck": """
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return grad_out * 2 * x
+
+class WrongSquare(Square):
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return grad_out * 3 * x
+
+x = torch.tensor([[0.5, -1.5], [2.0, 0.25]], dtype=torch.double, requires_grad=True)
+print(torch.autograd.gradcheck(Square.apply, x), torch.autograd.gradgradcheck(Square.apply, x))
+print(torch.autograd.gradcheck(lambda a, b: (a @ b, a.sum(0)), (x, x[:, :1].detach().clone().requires_grad_())))
+print(torch.autograd.gradcheck(WrongSquare.apply, (x,), raise_exception=False))
+try:
+    torch.autograd.gradcheck(WrongSquare.apply, (x,))
+except RuntimeError as error:
+    print(type(error).__name__, error)
+print(x.grad)
+""",
     # -- micrograd's tests --------------------------------------------------------------------------------------------
     "micrograd_sanity_check": """
 x = torch.Tensor([-4.0]).double()
