@@ -134,3 +134,9 @@ from gradviz.ops.special_math import multigammaln as mvlgamma  # noqa: E402
 # -- torch.normal in all its forms (tensor means and/or standard deviations) ------------------------------------
 from gradviz.ops.sampling import normal  # noqa: E402
 from gradviz.ops.decompositions import matrix_exp  # noqa: E402
+# -- more two-operand math, cdist, diag_embed -----------------------------------------------------------------
+from gradviz.ops.binary_math import (copysign, dist, float_power, floor_divide, fmax, fmin, nextafter,  # noqa: E402
+                                     true_divide)
+from gradviz.ops.distances import cdist  # noqa: E402
+from gradviz.ops.shape import diag_embed  # noqa: E402
+from gradviz.ops.shape import permute_function as permute, reshape_function as reshape  # noqa: E402

@@ -12,6 +12,8 @@ from gradviz.ops.special_math import (digamma, entr, erfc, erfcx, erfinv, gammai
                                       xlog1py, xlogy, zeta)
 from gradviz.ops.statistics import logsumexp
 from gradviz.ops.unary import sigmoid as expit
+from gradviz.ops.bessel import *  # noqa: F401,F403  (the Bessel functions and orthogonal polynomials)
+from gradviz.ops import bessel as _bessel
 
 psi = digamma
 
@@ -27,3 +29,4 @@ def log_softmax(input, dim, *, dtype=None):
 __all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln",
            "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
            "polygamma", "psi", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]
+__all__ += _bessel.__all__

@@ -125,3 +125,18 @@ def run_program(lib, steps, x, y):
     for op, args in steps:
         values.append(_function(lib, op)(*[values[i] for i in args]))
     return sum(v.sum() for v in values[2:]) if len(values) > 2 else values[0].sum()
+# -- more two-operand math, distances, diag_embed and shrinkage in the wider programs -----------------------------
+WIDER_UNARY.update({
+    "softshrink": lambda lib, a: lib.nn.functional.softshrink(a, 0.3),
+    "hardshrink": lambda lib, a: lib.nn.functional.hardshrink(a, 0.3),
+    "glu_doubled": lambda lib, a: lib.nn.functional.glu(lib.cat([a, a * 2])),
+    "diag_embed_rows": lambda lib, a: lib.diag_embed(a, 1).sum(0)[:3],
+    "copysign_negative": lambda lib, a: lib.copysign(a, -1.0),
+})
+WIDER_BINARY.update({
+    "fmax": lambda lib, a, b: lib.fmax(a, b),
+    "fmin": lambda lib, a, b: lib.fmin(a, b),
+    "copysign": lambda lib, a, b: lib.copysign(a, b),
+    "dist": lambda lib, a, b: lib.dist(a, b, 3),
+    "cdist_rows": lambda lib, a, b: lib.cdist(a.reshape(3, 1), b.reshape(3, 1)).sum(1),
+})

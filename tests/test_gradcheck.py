@@ -542,3 +542,22 @@ CASES.update({
     "UnfoldBackwardBackward0": (lambda g, x: _first_derivative(x.unfold(1, 2, 1), (x,), g),
                                 [values(2, 3, 2), values(2, 4)]),
 })
+# more two-operand math, distances, diag_embed, glu, the shrinks, threshold, rrelu (in evaluation: one slope)
+CASES.update({
+    "FmaxBackward0": (lambda a, b: gv.fmax(a, b), [values(2, 3), values(3)]),
+    "FminBackward0": (lambda a, b: gv.fmin(a, b), [values(2, 3), values(2, 1)]),
+    "CopysignBackward0": (lambda a, b: gv.copysign(a, b), [values(2, 3), values(3)]),
+    "CopysignBackward1": (lambda a: gv.copysign(a, -2.0), [values(2, 3)]),
+    "NextafterBackward0": (lambda a, b: gv.nextafter(a, b), [values(2, 3), values(2, 3)]),
+    "DistBackward0": (lambda a, b: gv.dist(a, b, 3), [values(2, 3), values(3)]),
+    "CdistBackward0": (lambda a, b: gv.cdist(a, b), [values(2, 3, 4), values(3, 4)]),
+    "NormBackward1": (lambda a, b: F.pairwise_distance(a, b, 1.5), [values(2, 3), values(2, 3)]),
+    "DiagEmbedBackward0": (lambda a: gv.diag_embed(a, -1, 0, 2), [values(2, 3)]),
+    "GluBackward0": (lambda a: F.glu(a, 0), [values(4, 3)]),
+    "SoftshrinkBackward0": (lambda a: F.softshrink(a, 0.3), [values(3, 4)]),
+    "HardshrinkBackward0": (lambda a: F.hardshrink(a, 0.3), [values(3, 4)]),
+    "ThresholdBackward0": (lambda a: F.threshold(a, 0.1, -2.0), [values(3, 4)]),
+    "ThresholdBackward1": (lambda a: F.threshold(a * 1, 0.1, 5.0, inplace=True), [values(3, 4)]),
+    "RreluWithNoiseBackward0": (lambda a: F.rrelu(a, 0.1, 0.3), [values(3, 4)]),
+    "RreluWithNoiseBackward1": (lambda a: F.rrelu(a * 1, 0.1, 0.3, inplace=True), [values(3, 4)]),
+})

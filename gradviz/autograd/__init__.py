@@ -12,3 +12,7 @@ from gradviz.autograd import forward_ad  # torch.autograd.forward_ad
 __all__ = ["AccumulateGrad", "Function", "FunctionCtx", "Node", "OpFunction", "once_differentiable", "RemovableHandle", "Step", "Variable", "backward", "backward_steps", "functional", "graph",
            "grad", "enable_grad", "inference_mode", "no_grad", "set_grad_enabled",
            "forward_ad"]
+# -- gradcheck and gradgradcheck: autograd's gradients against central differences -----------------------------
+from gradviz.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
+
+__all__ += ["gradcheck", "gradgradcheck"]

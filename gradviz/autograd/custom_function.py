@@ -92,7 +92,8 @@ class BackwardCFunction(FunctionCtx, Node):
     def saved_tensors(self) -> tuple:
         if self._saved is None:
             return tuple(self._to_save)  # read inside forward, before anything was packed
-        return tuple(None if entry is None else _unpack(entry, self) for entry in self._saved)
+        return tuple(None if entry is None else _unpack(entry, self, number)
+                     for entry, number in zip(self._saved, self._output_nrs_of_saved))
 
     saved_variables = saved_tensors
 
@@ -139,11 +140,13 @@ class BackwardCFunction(FunctionCtx, Node):
         return tuple(g if needed else None for g, needed in zip(gradients, self._tensor_needs))
 
 
-def _unpack(entry: SavedTensor, node) -> Tensor:
+def _unpack(entry: SavedTensor, node, output_nr) -> Tensor:
     data = entry.unpack()  # raises PyTorch's errors once freed or modified in place
     if entry.tensor is not None:
         return entry.tensor  # a saved input: the tensor itself, so a recorded backward reaches its leaf
-    return Tensor._make(data, True, node if entry.is_output else None)
+    tensor = Tensor._make(data, True, node if entry.is_output else None)
+    tensor._output_nr = output_nr or 0  # a saved second output leads back to the node's second slot
+    return tensor
 
 
 def _zeros(meta):
@@ -275,6 +278,8 @@ def _record(node, args, is_tensor, needs, output):
     node._output_meta = tuple(metas)
     node._saved = tuple(None if t is None else SavedTensor(t, is_output=any(t is o for o in wrapped))
                         for t in node._to_save)
+    node._output_nrs_of_saved = tuple(next((o._output_nr for o in wrapped if t is not None and t is o), None)
+                                   for t in node._to_save)
     node._to_save = ()
     return wrapped[0] if single else tuple(wrapped)
 

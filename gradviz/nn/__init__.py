@@ -27,3 +27,7 @@ from gradviz.nn.padding import (CircularPad1d, CircularPad2d, CircularPad3d, Con
                                 ZeroPad2d, ZeroPad3d)
 
 __all__ += list(PADDING_LAYERS)
+# -- glu, the shrinks, threshold, rrelu, pairwise distance ----------------------------------------------------
+from gradviz.nn.modules import GLU, Hardshrink, PairwiseDistance, RReLU, Softshrink, Threshold  # noqa: E402
+
+__all__ += ["GLU", "Softshrink", "Hardshrink", "Threshold", "RReLU", "PairwiseDistance"]

@@ -29,7 +29,8 @@ __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_en
            "hardtanh", "huber_loss", "kl_div", "l1_loss", "leaky_relu", "linear", "log_softmax", "mse_loss", "nll_loss",
            "relu", "relu6", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "tanh", "embedding", "one_hot",
            "layer_norm", "batch_norm", "pad", "normalize", "cosine_similarity", "selu", "celu", "logsigmoid",
-           "softsign", "mish", "hardswish", "hardsigmoid", "prelu", "tanhshrink", "softmin"]
+           "softsign", "mish", "hardswish", "hardsigmoid", "prelu", "tanhshrink", "softmin", "glu", "softshrink",
+           "hardshrink", "threshold", "threshold_", "rrelu", "rrelu_", "pairwise_distance"]
 
 
 def linear(input, weight, bias=None):
@@ -189,3 +190,30 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
         norm1.clamp_(min=eps)
         norm2.clamp_(min=eps)
     return ((x1 / norm1) * (x2 / norm2)).sum(dim)
+
+
+# -- glu, the shrinks, threshold, rrelu (ops/shrink.py) and pairwise_distance ---------------------------------------
+from gradviz.ops.shrink import glu, hardshrink, softshrink  # noqa: E402
+from gradviz.ops import shrink as _shrink  # noqa: E402
+
+
+def threshold(input, threshold, value, inplace: bool = False):
+    """``input`` where it is above ``threshold``, ``value`` elsewhere (ThresholdBackward0; in place 1)."""
+    return _shrink.threshold(input, threshold, value, inplace)
+
+
+def threshold_(input, threshold, value):
+    return _shrink.threshold(input, threshold, value, True)
+
+
+def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False):
+    """A leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training and is their
+    mean otherwise (RreluWithNoiseBackward0)."""
+    return _shrink.rrelu(input, lower, upper, training, inplace)
+
+
+def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False):
+    return _shrink.rrelu(input, lower, upper, training, True)
+
+
+from gradviz.ops.distances import pairwise_distance  # noqa: E402

@@ -102,10 +102,39 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        pre_hooks = self.__dict__.get("_forward_pre_hooks")
+        for hook in list(pre_hooks.values()) if pre_hooks else ():
+            changed = hook(self, args)  # ``hook(module, args)`` may return new args
+            if changed is not None:
+                args = changed if isinstance(changed, tuple) else (changed,)
         first = next(_sequence)  # every node this forward records is numbered after this
         result = self.forward(*args, **kwargs)
+        hooks = self.__dict__.get("_forward_hooks")
+        for hook in list(hooks.values()) if hooks else ():
+            changed = hook(self, args, result)  # ``hook(module, args, output)`` may return a new output
+            if changed is not None:
+                result = changed
         _note_call(self, first, result)
         return result
+
+    def register_forward_pre_hook(self, hook):
+        """``hook(module, args)`` runs before each ``forward``; a returned value replaces the args."""
+        return self._add_hook("_forward_pre_hooks", hook)
+
+    def register_forward_hook(self, hook):
+        """``hook(module, args, output)`` runs after each ``forward``; a returned value replaces the output."""
+        return self._add_hook("_forward_hooks", hook)
+
+    def _add_hook(self, table: str, hook):
+        from gradviz.autograd.node import RemovableHandle
+
+        hooks = self.__dict__.get(table)
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(self, table, hooks)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
 
     # -- registration ------------------------------------------------------------------------
     def __setattr__(self, name: str, value) -> None:
@@ -1380,3 +1409,115 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+# -- glu, the shrinks, threshold, rrelu, pairwise distance ----------------------------------------------------
+class GLU(Module):
+    """``a · sigmoid(b)``, ``a`` and ``b`` the halves of the input along ``dim``."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softshrink(Module):
+    """``x ∓ lambd`` outside ``[-lambd, lambd]``, 0 inside."""
+
+    function = staticmethod(F.softshrink)
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class Hardshrink(Softshrink):
+    """``x`` outside ``[-lambd, lambd]``, 0 inside."""
+
+    function = staticmethod(F.hardshrink)
+
+
+class Threshold(Module):
+    """``x`` above ``threshold``, ``value`` elsewhere."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
+
+
+class RReLU(Module):
+    """A leaky ReLU with a random negative slope from U(lower, upper) in training, their mean in evaluation."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+class PairwiseDistance(Module):
+    """``‖x1 - x2 + eps‖_p`` along the last dimension."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.norm = p
+        self.eps = eps
+        self.keepdim = keepdim
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+# -- Sequential item assignment and deletion (``model[2] = nn.Linear(3, 2)``, ``del model[0]``) ------------------------
+def _sequential_setitem(self, index: int, module: Module) -> None:
+    """Replace the module at ``index``, keeping its name."""
+    names = list(self._modules)
+    if not -len(names) <= index < len(names):
+        raise IndexError(f"index {index} is out of range")
+    self.add_module(names[index], module)
+
+
+def _sequential_delitem(self, index) -> None:
+    """Remove a module (or a slice of them); as in PyTorch, the rest are renumbered 0, 1, ..."""
+    names = list(self._modules)
+    if isinstance(index, slice):
+        doomed = names[index]
+    else:
+        if not -len(names) <= index < len(names):
+            raise IndexError(f"index {index} is out of range")
+        doomed = [names[index]]
+    for name in doomed:
+        del self._modules[name]
+    kept = list(self._modules.values())
+    self._modules.clear()
+    for position, module in enumerate(kept):
+        self._modules[str(position)] = module
+
+
+Sequential.__setitem__ = _sequential_setitem
+Sequential.__delitem__ = _sequential_delitem

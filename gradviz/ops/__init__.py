@@ -291,3 +291,19 @@ Tensor.matrix_exp = TENSOR_METHODS["matrix_exp"] = __import__("gradviz.ops.decom
 for _name, _function in shape.shape_methods().items():
     TENSOR_METHODS[_name] = _function
     setattr(Tensor, _name, _function)
+# -- more two-operand math, distances and diag_embed as Tensor methods (ops/binary_math.py, ops/distances.py) --------
+from gradviz.ops import binary_math as _binary_math  # noqa: E402
+
+_MORE_OPS_METHODS = {
+    "fmax": _binary_math.fmax, "fmin": _binary_math.fmin, "copysign": _binary_math.copysign,
+    "nextafter": _binary_math.nextafter, "float_power": _binary_math.float_power, "dist": _binary_math.dist,
+    "floor_divide": _binary_math.floor_divide, "__floordiv__": _operator(_binary_math.floor_divide),
+    "__rfloordiv__": _operator(_binary_math.rfloor_divide), "diag_embed": shape.diag_embed,
+}
+for _name, _function in _MORE_OPS_METHODS.items():
+    TENSOR_METHODS[_name] = _function
+    setattr(Tensor, _name, _function)
+# -- view(dtype), and reshape/permute with PyTorch's TypeErrors for misuse (ops/shape.py) ---------------------------
+for _name, _function in shape.checked_shape_methods().items():
+    TENSOR_METHODS[_name] = _function
+    setattr(Tensor, _name, _function)

@@ -4,6 +4,7 @@ Their gradients move the incoming gradient back where each element came from.
 """
 from __future__ import annotations
 
+from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops._util import saved_dim, wrap_dim
@@ -516,6 +517,10 @@ def int_list(name: str, argument: str, args: tuple, kwargs: dict) -> tuple:
     if len(args) == 1:
         value = args[0]
         if isinstance(value, (tuple, list)):
+            for position, item in enumerate(value, 1):
+                if not _is_int(item):
+                    raise TypeError(f"{name}(): argument '{argument}' failed to unpack the object at pos {position} "
+                                    f"with error \"type must be tuple of ints,but got {type(item).__name__}\"")
             return tuple(value)
         if not _is_int(value):
             raise TypeError(f"{name}(): argument '{argument}' (position 1) must be tuple of ints, not "
@@ -608,3 +613,169 @@ def shape_methods() -> dict:
             "view": _list_method(view, "view", "size"), "reshape": _list_method(reshape, "reshape", "shape"),
             "expand": _list_method(expand, "expand", "size"), "squeeze": squeeze_method,
             "unsqueeze": unsqueeze_method, "sum": _keepdim_checked(sum, "sum"), "mean": _keepdim_checked(mean, "mean")}
+
+
+# -- diag_embed: each last-dim vector of the input becomes the diagonal of a new matrix ---------------------------
+class DiagEmbedBackward0(OpFunction):
+    """``diag_embed(x, offset, dim1, dim2)``: the input's last dimension laid along the ``offset`` diagonal of
+    the plane ``(dim1, dim2)``, zeros elsewhere. Its gradient reads that diagonal back."""
+
+    inputs = ("self",)
+    derivatives = {"self": ("grad.diagonal(offset, dim1, dim2)", r"\operatorname{diag}_k(\bar{y})")}
+
+    def forward(ctx, self, offset, dim1, dim2, given):
+        """``dim1``, ``dim2`` wrapped; ``given``: both as the caller wrote them (what PyTorch saves)."""
+        import numpy as np
+
+        ctx.save(dim1=saved_dim(given[0]), dim2=saved_dim(given[1]), offset=saved_dim(offset))
+        ctx.dims = (offset, dim1, dim2)
+        backend = self._backend
+        values = np.asarray(backend.to_numpy(self._data))
+        rows, columns = _diagonal_positions(values.shape[-1], offset)
+        side = values.shape[-1] + abs(offset)
+        out = np.zeros(values.shape[:-1] + (side, side), dtype=values.dtype)
+        out[..., rows, columns] = values
+        out = np.moveaxis(out, (-2, -1), (dim1, dim2))
+        return backend.array(np.ascontiguousarray(out), self.dtype, backend.device_of(self._data))
+
+    def backward(ctx, grad):
+        import numpy as np
+
+        backend = ctx.backend
+        offset, dim1, dim2 = ctx.dims
+        values = np.moveaxis(np.asarray(backend.to_numpy(grad)), (dim1, dim2), (-2, -1))
+        rows, columns = _diagonal_positions(values.shape[-1] - abs(offset), offset)
+        return backend.array(np.ascontiguousarray(values[..., rows, columns]), _dtype.from_any(grad.dtype),
+                             backend.device_of(grad))
+
+
+def _diagonal_positions(length: int, offset: int) -> tuple:
+    """The (row, column) indices of the ``offset`` diagonal's ``length`` elements."""
+    import numpy as np
+
+    steps = np.arange(length)
+    return (steps, steps + offset) if offset >= 0 else (steps - offset, steps)
+
+
+def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):
+    """A batch of diagonal matrices from the last dimension of ``input`` (DiagEmbedBackward0)."""
+    from gradviz.tensor import _wrap_dim
+
+    ndim = input.ndim + 1
+    first, second = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
+    if first == second:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return DiagEmbedBackward0.apply(input, offset, first, second, (dim1, dim2))
+
+
+# -- x.view(dtype): the same memory read as another dtype ------------------------------------------------------------
+def view_dtype(input, dtype):
+    """The tensor's bytes reinterpreted as ``dtype`` (no copy, no node: PyTorch's result never requires grad).
+    With a different element size the last dimension grows or shrinks by the ratio, with PyTorch's errors
+    for a 0-d tensor, a last dimension that is not contiguous or not divisible, and misaligned strides."""
+    from gradviz._dtype import SCALAR_TYPE_NAMES, from_any
+
+    target = from_any(dtype)
+    old, new = input.dtype.itemsize, target.itemsize
+    names = f"{SCALAR_TYPE_NAMES[input.dtype.name]} as {SCALAR_TYPE_NAMES[target.name]}"
+    if old != new:
+        if input.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 to view {names} (different element sizes)")
+        if new > old:
+            ratio = new // old
+            if input.shape[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} to view {names} (different element "
+                                   f"sizes), but got {input.shape[-1]}")
+            if input.storage_offset() % ratio:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} to view {names} (different "
+                                   f"element sizes), but got {input.storage_offset()}")
+        if input.stride(-1) != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 to view {names} (different element sizes), but got "
+                               f"{input.stride(-1)}")
+        if new > old:
+            for dim, stride in enumerate(input.stride()[:-1]):
+                if stride % ratio:
+                    raise RuntimeError(f"self.stride({dim}) must be divisible by {ratio} to view {names} (different "
+                                       f"element sizes), but got {stride}")
+    backend, data = input._backend, input._data
+    if isinstance(data, __import__("numpy").ndarray):
+        reread = data.view(target.numpy)
+    else:  # a torch backend's array: torch's own view(dtype)
+        import torch
+
+        reread = data.view(getattr(torch, target.name))
+    return Tensor._make(reread, backend=backend)
+
+
+def view_method(self, *args, **kwargs):
+    """``x.view(2, 3)``, ``x.view((2, 3))``, ``x.view(size=...)``, ``x.view(dtype)``, ``x.view(dtype=...)``."""
+    from gradviz._dtype import dtype as gradviz_dtype
+
+    def is_dtype(value):
+        return isinstance(value, gradviz_dtype) or type(value).__name__ == "dtype"
+
+    if set(kwargs) == {"dtype"} and not args:
+        return view_dtype(self, kwargs["dtype"])
+    if args and (is_dtype(args[0]) or isinstance(args[0], (str, float)) or (len(args) > 1 and not _is_int(args[0]))):
+        if len(args) == 1 and not kwargs and is_dtype(args[0]):
+            return view_dtype(self, args[0])
+        got = ", ".join("torch.dtype" if is_dtype(a) else type(a).__name__ for a in args)
+        expected = " * (torch.dtype dtype)\n * (tuple of ints size)\n"
+        if len(args) == 1:
+            expected = (" * (torch.dtype dtype)\n      didn't match because some of the arguments have invalid types: "
+                        f"(!{got}!)\n * (tuple of ints size)\n      didn't match because some of the arguments have "
+                        f"invalid types: (!{got}!)\n")
+        raise TypeError(f"view() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                        + expected)
+    return view(self, int_list("view", "size", args, kwargs))
+
+
+def _positional_list_method(function, name: str, argument: str):
+    """A method taking ints (``x.permute(2, 0, 1)``), with PyTorch's TypeErrors when none come and when the
+    first of several is not an int (its parser then reads the call as too many arguments)."""
+
+    def method(self, *args, **kwargs):
+        if not args and not kwargs:
+            raise TypeError(f'{name}() missing 1 required positional arguments: "{argument}"')
+        if len(args) > 1 and not _is_int(args[0]):
+            raise TypeError(f"{name}() takes 1 positional argument but {len(args)} were given")
+        return function(self, int_list(name, argument, args, kwargs))
+
+    method.__name__ = name
+    method.__doc__ = function.__doc__
+    return method
+
+
+def _function_form(function, name: str, argument: str):
+    """``torch.reshape(x, (2, 3))``, ``torch.permute(x, (1, 0))``: the ints as one tuple or list only."""
+
+    def function_form(input, *args, **kwargs):
+        if kwargs:
+            if args or set(kwargs) != {argument}:
+                raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+            args = (kwargs[argument],)
+        if not args:
+            raise TypeError(f'{name}() missing 1 required positional arguments: "{argument}"')
+        if len(args) > 1:
+            raise TypeError(f"{name}() takes 2 positional arguments but {len(args) + 1} were given")
+        value = args[0]
+        check_int_tuple(name, argument, value)
+        for position, item in enumerate(value, 1):
+            if not _is_int(item):
+                raise TypeError(f"{name}(): argument '{argument}' failed to unpack the object at pos {position} with "
+                                f"error \"type must be tuple of ints,but got {type(item).__name__}\"")
+        return function(input, tuple(value))
+
+    function_form.__name__ = name
+    function_form.__doc__ = function.__doc__
+    return function_form
+
+
+def checked_shape_methods() -> dict:
+    """``view`` (sizes or a dtype), ``reshape`` and ``permute`` with PyTorch's TypeErrors (installed by ``gradviz.ops``)."""
+    return {"view": view_method, "reshape": _positional_list_method(reshape, "reshape", "shape"),
+            "permute": _positional_list_method(permute_checked, "permute", "dims")}
+
+
+reshape_function = _function_form(reshape, "reshape", "shape")
+permute_function = _function_form(permute_checked, "permute", "dims")

@@ -392,6 +392,8 @@ class LogsumexpBackward0(OpFunction):
 
 
 def logsumexp(input, dim, keepdim: bool = False):
+    if isinstance(dim, (tuple, list)) and not dim and not keepdim and input.ndim:  # PyTorch's out= shape check
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape [{', '.join(['1'] * input.ndim)}]")
     return LogsumexpBackward0.apply(input, dim, keepdim=keepdim)
 
 

@@ -2429,3 +2429,115 @@ entry(*(f"{kind}Pad{dims}DBackwardBackward0" for kind in ("Reflection", "Replica
                               "element it read", 1, ("self",)))
 entry("UnfoldBackwardBackward0")(lambda o: _recorded_rules(
     ("grad_in",), "unfold's gradient, each window's gradient added into the elements it covers", 1))
+
+
+# -- more two-operand math, distances, diag_embed, glu, the shrinks, threshold, rrelu ------------------------------
+register("fmax_keeps")(lambda a, b: (np.greater_equal(a, b) | np.isnan(b)).astype(np.float64))
+register("fmin_keeps")(lambda a, b: (np.less_equal(a, b) | np.isnan(b)).astype(np.float64))
+for _name, _keeps, _relation in (("FmaxBackward0", "fmax_keeps", "≥"), ("FminBackward0", "fmin_keeps", "≤")):
+    entry(_name)(lambda o, keeps=_keeps, relation=_relation: {
+        "self": Rule(local=Call(keeps, (x, y), f"[x {relation} y or y = NaN]"),
+                     note="the NaN-ignoring pick: a tie, or a NaN y, sends the whole gradient to x"),
+        "other": Rule(local=1 - Call(keeps, (x, y), f"[x {relation} y or y = NaN]"), symbol="y")})
+register("copysign_local")(lambda a, z: np.where(np.asarray(a) == 0, 0.0, np.asarray(z, np.float64)
+                                                 / np.where(np.asarray(a) == 0, 1.0, np.asarray(a, np.float64))))
+entry("CopysignBackward0")(lambda o: {
+    "self": Rule(local=Call("copysign_local", (x, result("z")), "z / x"), note="±1: the sign kept or flipped (0 at x = 0)"),
+    "other": Rule(sent=Num(0), symbol="y", note="the sign's source has gradient 0")})
+entry("CopysignBackward1")(lambda o: only(Rule(local=Call("copysign_local", (x, result("z")), "z / x"),
+                                               note="±1: the sign kept or flipped (0 at x = 0)")))
+entry("NextafterBackward0")(lambda o: {"self": Rule(local=Num(1), note="one ulp away: PyTorch passes the gradient through"),
+                                       "other": Rule(sent=Num(0), symbol="y", note="the direction has gradient 0")})
+
+
+@register("dist_grad")
+def _dist_grad(grad, first, second, norm, p, negate):
+    from gradviz.ops.binary_math import _p_norm_grad
+
+    difference = np.asarray(first, np.float64) - np.asarray(second, np.float64)
+    local = _p_norm_grad(difference.reshape(-1), np.asarray(norm, np.float64), p, True).reshape(difference.shape)
+    return (-1 if negate else 1) * np.asarray(grad, np.float64) * local
+
+
+@entry("DistBackward0", options=("p",))
+def _dist(o):
+    p = o["p"]
+    shown = f"p = {p}"
+    return {"self": Rule(sent=Call("dist_grad", (g, x, y, result("d")), "∂‖x − y‖/∂x", (p, False), shown),
+                         note="the p-norm's gradient of the difference"),
+            "other": Rule(sent=Call("dist_grad", (g, x, y, result("d")), "−∂‖x − y‖/∂x", (p, True), shown), symbol="y",
+                          note="the same, negated")}
+
+
+@register("cdist_grad")
+def _cdist_grad(grad, first, second, distances, p, which):
+    from gradviz.ops.binary_math import _p_norm_grad
+
+    a, b = np.asarray(first, np.float64), np.asarray(second, np.float64)
+    difference = a[..., :, None, :] - b[..., None, :, :]
+    weights = np.asarray(grad, np.float64)[..., None]
+    norm = np.asarray(distances, np.float64)[..., None]
+    if which == 0:
+        return (_p_norm_grad(difference, norm, p, False) * weights).sum(axis=-2)
+    return (_p_norm_grad(-difference, norm, p, False) * weights).sum(axis=-3)
+
+
+@entry("CdistBackward0", options=("p",))
+def _cdist(o):
+    p = o["p"]
+    pair = (g, Var("x1", "x"), Var("x2", "y"), result("d"))
+    return {"x1": Rule(sent=Call("cdist_grad", pair, "Σⱼ ∂dᵢⱼ/∂xᵢ", (p, 0), f"p = {p}"),
+                       note="each row xᵢ gets the gradient of its distance to every row yⱼ"),
+            "x2": Rule(sent=Call("cdist_grad", pair, "Σᵢ ∂dᵢⱼ/∂yⱼ", (p, 1), f"p = {p}"), symbol="y",
+                       note="each row yⱼ gets the gradient of its distance to every row xᵢ")}
+
+
+entry("NormBackward1", options=("p", "dim", "keepdim"), present=("self",))(lambda o: _norm({**o, "ord": o["p"]}))
+
+
+@entry("DiagEmbedBackward0", options=("offset", "dim1", "dim2"))
+def _diag_embed(o):
+    offset, dim1, dim2 = (signed(o[name]) for name in ("offset", "dim1", "dim2"))
+    return only(Rule(sent=Call("diagonal_of", (g,), "diag", (offset, dim1, dim2), f"offset {offset}, dims {dim1}, {dim2}"),
+                     note="x was laid along a diagonal of zeros: reading that diagonal back is the gradient"))
+
+
+@register("glu_grad")
+def _glu_grad(grad, values, dim):
+    values, grad = np.asarray(values, np.float64), np.asarray(grad, np.float64)
+    first, second = np.split(values, 2, axis=dim)
+    gate = 1 / (1 + np.exp(-second))
+    return np.concatenate((grad * gate, grad * first * gate * (1 - gate)), axis=dim)
+
+
+entry("GluBackward0", options=("dim",))(lambda o: only(Rule(
+    sent=Call("glu_grad", (g, x), "glu′", (signed(o["dim"]),), f"dim {signed(o['dim'])}"),
+    note="glu(x) = a·σ(b) for the halves a, b of x: a gets ḡ·σ(b), b gets ḡ·a·σ(b)(1 − σ(b))")))
+for _name in ("SoftshrinkBackward0", "HardshrinkBackward0"):
+    entry(_name, options=("lambd",))(lambda o: only(Rule(
+        local=1 - Both(indicator(Num(-o["lambd"]), "≤", x), indicator(x, "≤", Num(o["lambd"]))),
+        note="the gradient passes outside [−λ, λ]")))
+entry("ThresholdBackward0", options=("threshold",))(lambda o: only(Rule(
+    local=indicator(x, ">", Num(o["threshold"])), note="the gradient passes where x is above the threshold")))
+entry("ThresholdBackward1", options=("threshold",))(lambda o: only(Rule(
+    local=indicator(x, ">", Num(o["threshold"])),
+    note="in place: x is a copy of the input kept before it was overwritten")))
+
+
+@entry("RreluWithNoiseBackward0", options=("lower", "upper", "training"))
+def _rrelu(o):
+    if o["training"] and o["upper"] != o["lower"]:
+        return only(Rule(local=Var("noise", "r"), note="r: 1 where x > 0, else the slope drawn for that element"))
+    slope = (o["lower"] + o["upper"]) / 2
+    return only(Rule(local=indicator(x, ">", 0) + Num(slope) * indicator(x, "≤", 0),
+                     note="evaluation: the mean slope (lower + upper)/2 below 0"))
+
+
+@entry("RreluWithNoiseBackward1", options=("lower", "upper", "training"))
+def _rrelu_in_place(o):
+    if o["training"] and o["upper"] != o["lower"]:
+        return only(Rule(local=Var("noise", "r"), note="r: 1 where x > 0, else the slope drawn for that element"))
+    slope = (o["lower"] + o["upper"]) / 2
+    y_ = result("y")
+    return only(Rule(local=indicator(y_, ">", 0) + Num(slope) * indicator(y_, "≤", 0),
+                     note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)"))
