@@ -134,3 +134,5 @@ from gradviz.ops.special_math import multigammaln as mvlgamma  # noqa: E402
 # -- torch.normal in all its forms (tensor means and/or standard deviations) ------------------------------------
 from gradviz.ops.sampling import normal  # noqa: E402
 from gradviz.ops.decompositions import matrix_exp  # noqa: E402
+# -- torch.func: function transforms ------------------------------------------------------------------------------
+from gradviz import func  # noqa: E402
