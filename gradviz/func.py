@@ -151,7 +151,7 @@ def _check_argnums(argnums, count: int):
         raise RuntimeError("argnums must be non-empty")
     normalized = tuple(one(argnum) for argnum in argnums)
     if len(set(normalized)) != len(normalized):
-        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+        raise RuntimeError(f"argnums elements must be unique, got {normalized}")
     return normalized
 
 
@@ -288,12 +288,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
             leaves, spec = _flatten(_selected(args, numbers))
             fresh = [_fresh(leaf) for leaf in leaves]
             output = func(*_replace(args, numbers, _unflatten(fresh, spec)), **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(output, tuple) and len(output) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: (output, aux) "
-                                       "if has_aux is True")
-                output, aux = output
+            output, aux = _split_aux(output, has_aux, "grad_and_value(f)(*args)")
             if not isinstance(output, Tensor):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(output)}")
             if output.dim() != 0:
@@ -323,6 +318,18 @@ def grad(func, argnums=0, has_aux: bool = False):
     return wrapper
 
 
+def _split_aux(output, has_aux: bool, what: str):
+    """``(output, aux)``: with ``has_aux`` f returns a pair whose aux holds only tensors (PyTorch's errors)."""
+    if not has_aux:
+        return output, None
+    if not (isinstance(output, tuple) and len(output) == 2):
+        raise RuntimeError(f"{what}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    for leaf in _flatten(output[1])[0]:
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
+    return output
+
+
 def _only_tensors(leaves, what: str) -> None:
     for leaf in leaves:
         if not isinstance(leaf, Tensor):
@@ -339,12 +346,7 @@ def vjp(func, *primals, has_aux: bool = False):
         leaves, spec = _flatten(primals)
         fresh = [_fresh(leaf) for leaf in leaves]
         output = func(*_unflatten(fresh, spec))
-        aux = None
-        if has_aux:
-            if not (isinstance(output, tuple) and len(output) == 2):
-                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
-                                   "has_aux is True")
-            output, aux = output
+        output, aux = _split_aux(output, has_aux, "vjp(f, *primals)")
     out_leaves, out_spec = _flatten(output)
     _only_tensors(out_leaves, "vjp(f, *primals)")
     _finish(fresh)
@@ -395,11 +397,7 @@ def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False)
     with forward_ad.dual_level():
         duals = [forward_ad.make_dual(p, t) for p, t in zip(leaves, tangent_leaves)]
         output = func(*_unflatten(duals, spec))
-        aux = None
-        if has_aux:
-            if not (isinstance(output, tuple) and len(output) == 2):
-                raise RuntimeError(f"{what}: output of function f should be a tuple: (output, aux) if has_aux is True")
-            output, aux = output
+        output, aux = _split_aux(output, has_aux, what)
         out_leaves, out_spec = _flatten(output)
         _only_tensors(out_leaves, what)
         tangent_out = [forward_ad._tangent_of(o) for o in out_leaves]
@@ -420,12 +418,7 @@ def _jvp_by_double_vjp(func, leaves, spec, tangent_leaves, has_aux):
     with enable_grad():
         fresh = [_fresh(leaf) for leaf in leaves]
         output = func(*_unflatten(fresh, spec))
-        aux = None
-        if has_aux:
-            if not (isinstance(output, tuple) and len(output) == 2):
-                raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, aux) "
-                                   "if has_aux is True")
-            output, aux = output
+        output, aux = _split_aux(output, has_aux, "jvp(f, primals, tangents)")
         out_leaves, out_spec = _flatten(output)
         _only_tensors(out_leaves, "jvp(f, primals, tangents)")
         live = [o for o in out_leaves if o.requires_grad]
@@ -470,12 +463,7 @@ def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None, _prealloc
             in_leaves, in_spec = _flatten(_selected(args, numbers))
             fresh = [_fresh(leaf) for leaf in in_leaves]
             output = func(*_replace(args, numbers, _unflatten(fresh, in_spec)), **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(output, tuple) and len(output) == 2):
-                    raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
-                                       "has_aux is True")
-                output, aux = output
+            output, aux = _split_aux(output, has_aux, "vjp(f, *primals)")
             out_leaves, out_spec = _flatten(output)
             _only_tensors(out_leaves, "vjp(f, *primals)")
             blocks = []
@@ -500,10 +488,10 @@ def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None, _prealloc
 def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error"):
     """``jacfwd(f)(*args)``: the Jacobian by forward mode (one jvp per input element); the same shape as
     ``jacrev``'s."""
-    _check_randomness(randomness)
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        _check_randomness(randomness)
         from gradviz.grad_mode import _state
         from gradviz.ops.combine import stack
         from gradviz.tensor import zeros, zeros_like
@@ -532,7 +520,7 @@ def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error")
             columns.append(per_element)
         if out_leaves is None:  # no input element at all: f runs once for the output's shape
             result = call(*in_leaves)
-            output, aux = result if has_aux else (result, None)
+            output, aux = _split_aux(result, has_aux, "jvp(f, primals, tangents)")
             out_leaves, out_spec = _flatten(output)
         blocks = []
         for o, out in enumerate(out_leaves):
