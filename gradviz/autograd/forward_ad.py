@@ -451,8 +451,21 @@ def _same(cls, args, params, tangents, out):
 
 
 def _add(cls, args, params, tangents, out, sign=1):
+    """``self_t + maybe_multiply(other_t, alpha)`` (``-`` for ``sub``). When a tangent has a graph, torch's sum is
+    recorded with a missing tangent as its ZeroTensor (``AddBackward0(tangent, None)``); else the sum is plain."""
     self_t, other_t = tangents[0], tangents[1]
-    alpha = params.get("alpha", args[2] if len(args) > 2 else 1) * sign
+    alpha = params.get("alpha", args[2] if len(args) > 2 else 1)
+    if _graphed(None, tangents):
+        from gradviz.ops.arithmetic import MulBackward1
+
+        self_t = self_t if self_t is not None else _zero_tangent(args[0])
+        other_t = other_t if other_t is not None else _zero_tangent(args[1])
+        if alpha != 1:
+            other_t = MulBackward1.apply(other_t, alpha)
+        if sign > 0:
+            return self_t + other_t
+        return _zero_minus(self_t, other_t) if _is_zero(self_t) else self_t - other_t
+    alpha *= sign
     if other_t is not None and alpha != 1:
         other_t = other_t * alpha
     if self_t is None:
@@ -464,6 +477,20 @@ def _sub(cls, args, params, tangents, out):
     return _add(cls, args, params, tangents, out, sign=-1)
 
 
+def _rsub(cls, args, params, tangents, out):
+    """``c - x`` with a number ``c``: ``-maybe_multiply(self_t, alpha)``."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    alpha = params.get("alpha", args[2] if len(args) > 2 else 1)
+    return -(tangents[0] if alpha == 1 else MulBackward1.apply(tangents[0], alpha))
+
+
+def _graphed(out, tangents) -> bool:
+    """Whether PyTorch's tangent has a graph: the output requires grad, or an input's tangent does."""
+    return ((isinstance(out, Tensor) and out.requires_grad)
+            or any(isinstance(t, Tensor) and t.requires_grad for t in tangents))
+
+
 def _primal(value):
     """An input as PyTorch's formulas read it (``self_p``): for a tensor that requires grad, its primal view
     (the ``Identity`` node ``unpack_dual`` makes), so the tangent's own graph is torch's."""
@@ -473,14 +500,61 @@ def _primal(value):
 
 
 def _materialized(args, tangents, count):
-    """The first ``count`` inputs' primals and tangents, zeros for a tensor without one (PyTorch's generated
-    code does the same once any input is dual)."""
-    from gradviz.tensor import zeros_like
-
+    """The first ``count`` inputs' primals and tangents; a tensor input without a tangent gets a zero one that
+    stands for PyTorch's ZeroTensor (``_zero_tangent``), as PyTorch's generated code does once any input is dual."""
     primals = [_primal(arg) for arg in args[:count]]
-    filled = [t if t is not None or not isinstance(arg, Tensor) else zeros_like(arg)
+    filled = [t if t is not None or not isinstance(arg, Tensor) else _zero_tangent(arg)
               for arg, t in zip(args[:count], tangents[:count])]  # a Python number has no tangent: None
     return primals, filled
+
+
+# -- torch's ZeroTensor: the tangent of an input that has none -------------------------------------------------------
+_zeros: dict = {}  # id(tensor) -> weak reference: the zero tangents made for inputs without one
+
+
+def _zero_tangent(like) -> Tensor:
+    """A zero tangent for a tensor (or a Python number) that has none. PyTorch uses a ZeroTensor there, whose
+    products are zero whatever the other factor holds (no NaN from ``0 * inf``); ``_term`` honours that."""
+    from gradviz.tensor import zeros_like
+
+    zero = zeros_like(like) if isinstance(like, Tensor) else _number_tangent(like)
+    key = id(zero)
+
+    def forget(ref, key=key):
+        if _zeros.get(key) is ref:
+            del _zeros[key]
+
+    _zeros[key] = weakref.ref(zero, forget)
+    return zero
+
+
+def _is_zero(value) -> bool:
+    entry = _zeros.get(id(value))
+    return entry is not None and entry() is value
+
+
+def _term(op, a, b, keep: bool = False):
+    """``op(a, b)`` for a product-like term (``*``, ``dot``) of a tangent and a primal. With a ZeroTensor factor
+    PyTorch's result is zero; its node is recorded only when the other factor requires grad; else the term is a
+    plain zero when the tangent has a graph (``keep``: torch's sum shows it as a None edge), or left out."""
+    zero = a if _is_zero(a) else b if _is_zero(b) else None
+    if zero is None:
+        return op(a, b)
+    other = b if zero is a else a
+    if not keep and not (isinstance(other, Tensor) and other.requires_grad):
+        return None
+    product = op(a, b)
+    product._data = product._backend.zeros_like(product._data)
+    return product
+
+
+def _zero_minus(zero, value: Tensor) -> Tensor:
+    """``zero - value`` with a ZeroTensor ``zero``: PyTorch's value is ``-value`` exactly (signed zeros too)."""
+    difference = zero - value
+    backend = difference._backend
+    negated = backend.astype(backend.neg(value._data), difference.dtype)
+    difference._data = backend.copy(backend.broadcast_to(negated, difference._data.shape))
+    return difference
 
 
 def _product(method):
@@ -488,6 +562,8 @@ def _product(method):
 
     def rule(cls, args, params, tangents, out):
         (self_p, other_p), (self_t, other_t) = _materialized(args, tangents, 2)
+        if cls.__name__ == "DotBackward0":  # torch's dot with a ZeroTensor is zero (mm, mv, bmm compute it)
+            return _sum_of([_term(method, self_t, other_p), _term(method, self_p, other_t)])
         return _sum_of([method(self_t, other_p), method(self_p, other_t)])
 
     return rule
@@ -496,7 +572,13 @@ def _product(method):
 def _mul(cls, args, params, tangents, out):
     """``other_t * self_p + self_t * other_p``, PyTorch's formula and order."""
     (self_p, other_p), (self_t, other_t) = _materialized(args, tangents, 2)
-    return _sum_of([None if other_t is None else other_t * self_p, None if self_t is None else self_t * other_p])
+    keep = _graphed(out, tangents)
+    return _sum_of([None if other_t is None else _term(_times, other_t, self_p, keep),
+                    None if self_t is None else _term(_times, self_t, other_p, keep)])
+
+
+def _times(a, b):
+    return a * b
 
 
 def _number_tangent(value):
@@ -515,11 +597,11 @@ def _mul_rule(cls, args, params, tangents, out):
     if isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
         return _mul(cls, args, params, tangents, out)
     (self_p, other_p), (self_t, other_t) = _materialized(args, tangents, 2)
-    if not out.requires_grad:
+    if not _graphed(out, tangents):
         return self_t * other_p if other_t is None else other_t * self_p
     if other_t is None:
-        return _sum_of([_number_tangent(args[1]) * self_p, self_t * other_p])
-    return _sum_of([other_t * self_p, _number_tangent(args[0]) * other_p])
+        return _sum_of([_term(_times, _zero_tangent(args[1]), self_p, True), self_t * other_p])
+    return _sum_of([other_t * self_p, _term(_times, _zero_tangent(args[0]), other_p, True)])
 
 
 def _div_rule(cls, args, params, tangents, out):
@@ -527,16 +609,17 @@ def _div_rule(cls, args, params, tangents, out):
     kept out of the arithmetic unless the primal needs a graph: a zero times an infinite quotient is no NaN)."""
     (self_p, other_p), _ = _materialized(args, tangents, 2)
     self_t, other_t = tangents[0], tangents[1]
-    if not out.requires_grad:
+    if not _graphed(out, tangents):
         if other_t is None:
             return self_t / other_p
         if self_t is None:
             return -(other_t * out) / other_p
     if self_t is None:
-        self_t = _number_tangent(args[0]) if not isinstance(args[0], Tensor) else _zeros_for(args[:1], [None])[0]
+        self_t = _zero_tangent(args[0])
     if other_t is None:
-        other_t = _number_tangent(args[1]) if not isinstance(args[1], Tensor) else _zeros_for(args[1:2], [None])[0]
-    return (self_t - other_t * out) / other_p
+        other_t = _zero_tangent(args[1])
+    product = _term(_times, other_t, out, True)
+    return (_zero_minus(self_t, product) if _is_zero(self_t) else self_t - product) / other_p
 
 
 def _pow_rule(cls, args, params, tangents, out):
@@ -637,6 +720,52 @@ def _logcumsumexp(cls, args, params, tangents, out):
     return tangent if tangent.dtype is out.dtype else tangent.to(out.dtype)  # torch's is the primal's dtype
 
 
+def _abs(self_t, self_p, result):
+    """``abs``: ``self_t * self_p.sgn()``."""
+    return self_t * self_p.sgn()
+
+
+def _sqrt(self_t, self_p, result):
+    """``sqrt``: ``self_t / (2 * result)`` (the 2 a C++ number: MulBackward1)."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    return self_t / MulBackward1.apply(result, 2)
+
+
+def _reciprocal(self_t, self_p, result):
+    """``reciprocal``: ``-self_t * (result * result)``."""
+    return -self_t * (result * result)
+
+
+def _rsqrt(self_t, self_p, result):
+    """``rsqrt``: ``-0.5 * self_t * result.pow(3)``."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    return MulBackward1.apply(self_t, -0.5) * result.pow(3)
+
+
+def _mse_loss(cls, args, params, tangents, out):
+    """PyTorch's ``mse_loss_jvp``: ``mse_loss_backward(input_t, input_p, target_p, 'none') +
+    mse_loss_backward(target_t, target_p, input_p, 'none')``, then the loss's reduction; a reduced tangent is
+    copied into a fresh tensor (torch's CopyBackwards on top)."""
+    from gradviz.ops.double_backward import MseLossBackwardBackward0
+    from gradviz.tensor import zeros_like
+
+    reduction = params.get("reduction", args[2] if len(args) > 2 else 1)
+    (input_p, target_p), (input_t, target_t) = _materialized(args, tangents, 2)
+    terms = []
+    for grad, self, target in ((input_t, input_p, target_p), (target_t, target_p, input_p)):
+        if isinstance(self, Tensor) and isinstance(target, Tensor):
+            if grad is None:
+                grad = _zero_tangent(self)
+            terms.append(MseLossBackwardBackward0.apply(grad, self, target, 0))
+    tangent = _sum_of(terms)
+    if reduction == 0:
+        return tangent
+    tangent = tangent.mean() if reduction == 1 else tangent.sum()
+    return zeros_like(out).copy_(tangent) if tangent.requires_grad else tangent
+
+
 _ELEMENTWISE = {
     "LogBackward0": lambda self_t, self_p, result: self_t.div(self_p),
     "ExpBackward0": lambda self_t, self_p, result: self_t * result,
@@ -645,6 +774,7 @@ _ELEMENTWISE = {
     "TanhBackward0": _double_backward_op("TanhBackwardBackward0"),
     "SigmoidBackward0": _double_backward_op("SigmoidBackwardBackward0"),
     "ReluBackward0": _double_backward_op("ThresholdBackwardBackward0"),
+    "AbsBackward0": _abs, "SqrtBackward0": _sqrt, "ReciprocalBackward0": _reciprocal, "RsqrtBackward0": _rsqrt,
 }
 
 _LINEAR_OPS = ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "AliasBackward0", "TBackward0",
@@ -670,6 +800,7 @@ _RULES["HardsigmoidBackward0"] = _elementwise(_hardsigmoid)
 _RULES.update({"MulBackward0": _mul_rule, "DivBackward0": _div_rule, "PowBackward0": _pow_rule,
                "SoftmaxBackward0": _softmax_rule, "LogSoftmaxBackward0": _log_softmax_rule})
 _RULES.update({name: _elementwise(formula) for name, formula in _ELEMENTWISE.items()})
+_RULES.update({"MseLossBackward0": _mse_loss, "NllLossBackward0": _linear, "RsubBackward1": _rsub})
 
 
 # -- ops that write their own ``apply`` -------------------------------------------------------------------------
