@@ -112,6 +112,7 @@ def enter_dual_level() -> int:
     _current_level = 0
     _FORWARD_AD[0] = _apply_dual
     _swap_own_applies(install=True)
+    _swap_samplers(install=True)
     return _current_level
 
 
@@ -127,6 +128,7 @@ def exit_dual_level(*, level=None) -> None:
         raise RuntimeError("Dual level must be a positive number.")
     _FORWARD_AD[0] = None
     _swap_own_applies(install=False)
+    _swap_samplers(install=False)
     _tangents.clear()
     _by_node.clear()
     _current_level = level - 1
@@ -344,21 +346,30 @@ def after_in_place(tensor: Tensor, result: Tensor) -> None:
 
 # -- the generic rule: J v = d/du <J^T u, v> ---------------------------------------------------------------
 def _jvp_by_double_vjp(cls, args, params, tangents, apply):
-    """``J v`` for an op with no written forward rule, from its backward formula (see the module docstring)."""
+    """``J v`` for an op with no written forward rule, from its backward formula (see the module docstring).
+
+    When a primal or a tangent requires grad, PyTorch's tangent has a graph; here both passes are recorded
+    (``create_graph=True``) from the inputs' ``Identity`` views and the tangents as they are, so the tangent gets a
+    graph of the backward formulas (not torch's node for node) whose values and gradients are right."""
     from gradviz.autograd.engine import grad
     from gradviz.tensor import zeros_like
 
+    graphed = any(isinstance(arg, Tensor) and arg.requires_grad for arg in args) or _graphed(None, tangents)
     previous = _grad_state.enabled
     _grad_state.enabled = True  # forward AD works under no_grad too: this recording is private
     try:
         inputs, vectors, fresh = [], [], []
         for arg, tangent in zip(args, tangents):
             if isinstance(arg, Tensor):
-                arg = arg.detach()
+                if graphed and arg.requires_grad:
+                    arg = Identity.apply(arg)  # the op's primal as torch's formulas read it: the graph goes on
+                else:
+                    arg = arg.detach()
+                    if tangent is not None:
+                        arg.requires_grad_(True)
                 if tangent is not None:
-                    arg.requires_grad_(True)
                     inputs.append(arg)
-                    vectors.append(tangent.detach())
+                    vectors.append(tangent if graphed else tangent.detach())
             fresh.append(arg)
         out = apply(cls, *fresh, **params)
         outs = [o for o in (out if isinstance(out, tuple) else (out,))]
@@ -375,12 +386,13 @@ def _jvp_by_double_vjp(cls, args, params, tangents, apply):
             vjps = grad((pairing,), inputs, create_graph=True, allow_unused=True)
             pairs = [(g, v) for g, v in zip(vjps, vectors) if g is not None and g.requires_grad]
             if pairs:
-                products = grad([g for g, _ in pairs], dummies, [v.to(g.dtype) for g, v in pairs], allow_unused=True)
+                products = grad([g for g, _ in pairs], dummies, [v.to(g.dtype) for g, v in pairs], allow_unused=True,
+                                create_graph=graphed)
             else:
                 products = (None,) * len(dummies)
             by_output = dict(zip(map(id, differentiable), products))
         except NotImplementedError:  # the op's backward is not recorded: one backward pass per output element
-            by_output = {id(o): _jvp_by_rows(o, inputs, vectors) for o in differentiable}
+            by_output = {id(o): _jvp_by_rows(o, inputs, vectors) for o in differentiable}  # (without a graph)
         results = tuple(None if id(o) not in by_output else
                         (by_output[id(o)] if by_output[id(o)] is not None else zeros_like(o)) for o in outs)
         return tuple(_in_dtype(result, output, vectors) for result, output in zip(results, outs))
@@ -834,6 +846,48 @@ def _swap_own_applies(install: bool) -> None:
             return _apply_dual(cls, args, params, apply=_original)
 
         setattr(klass, "apply", classmethod(dual_apply))
+
+
+# -- sampling on dual tensors: ``torch.bernoulli``, ``torch.normal`` -----------------------------------------------------
+_swapped_samplers: dict = {}  # name -> gradviz's own function, while a level is active
+
+
+def _sampler(original, name: str):
+    """``torch.bernoulli(d)`` and ``torch.normal(d, ...)`` on a dual tensor: the sample, with the zero tangent torch
+    gives it (torch refuses ``bernoulli(d, p)``: no forward formula for that overload)."""
+
+    @functools.wraps(original)
+    def sample(*args, **kwargs):
+        duals = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor) and _tangent_of(a) is not None]
+        if not duals:
+            return original(*args, **kwargs)
+        if name == "bernoulli" and (len(args) > 1 or kwargs.get("p") is not None):
+            raise NotImplementedError(_not_implemented_message("aten::bernoulli"))
+        hook, _FORWARD_AD[0] = _FORWARD_AD[0], None
+        try:
+            out = original(*args, **kwargs)
+        finally:
+            _FORWARD_AD[0] = hook
+        from gradviz.tensor import zeros_like
+
+        _set_tangent(out, zeros_like(out))
+        return out
+
+    return sample
+
+
+def _swap_samplers(install: bool) -> None:
+    import gradviz
+
+    if not install:
+        for name, original in _swapped_samplers.items():
+            setattr(gradviz, name, original)
+        _swapped_samplers.clear()
+        return
+    for name in ("bernoulli", "normal"):
+        original = getattr(gradviz, name)
+        _swapped_samplers[name] = original
+        setattr(gradviz, name, _sampler(original, name))
 
 
 # -- a user's autograd.Function: its ``jvp`` staticmethod is the forward rule ---------------------------------
