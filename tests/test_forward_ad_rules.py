@@ -41,6 +41,12 @@ RULES = {
     "cross_entropy_none": "F.cross_entropy(d, cls, reduction='none')", "nll": "F.nll_loss(d.log_softmax(1), cls)",
     "nll_sum": "F.nll_loss(d, cls, reduction='sum')", "rsub": "1 - d", "rsub_function": "torch.rsub(d, 2.0)",
     "linear_mse": "F.mse_loss(d @ torch.ones(3, 2), tgt[:, :2])",
+    "log1p": "d.abs().log1p()", "expm1": "d.expm1()", "sinh": "d.sinh()", "cosh": "d.cosh()", "atan": "d.atan()",
+    "asin": "(d * 0.3).asin()", "acos": "(d * 0.3).acos()", "erf": "d.erf()", "erfinv": "(d * 0.3).erfinv()",
+    "log2": "(d.abs() + 1).log2()", "log10": "(d.abs() + 1).log10()", "exp2": "d.exp2()",
+    "leaky_relu": "F.leaky_relu(d, 0.1)", "elu": "F.elu(d, alpha=0.5)", "gelu": "F.gelu(d)",
+    "gelu_tanh": "F.gelu(d, approximate='tanh')", "softplus": "F.softplus(d, beta=2.0)", "hardtanh": "F.hardtanh(d, -0.8, 1.0)",
+    "relu6": "F.relu6(d * 4)", "logsumexp": "d.logsumexp(1)", "logsumexp_keepdim": "d.logsumexp(0, keepdim=True)",
 }
 SOURCES = {"primal_rg": ("xr", "v"), "tangent_rg": ("x", "vr"), "plain": ("x", "v")}
 

@@ -38,6 +38,7 @@ Only one level may be active at a time (PyTorch 2.13 refuses nested levels with 
 from __future__ import annotations
 
 import functools
+import math
 import weakref
 from typing import NamedTuple
 
@@ -656,12 +657,18 @@ def _hardsigmoid(self_t, self_p, result):
     return where(inside, self_t * (1.0 / 6.0), 0.0)
 
 
-def _logsumexp_jvp(self_p, self_t, dim):
-    """PyTorch's ``logsumexp_jvp(self_p, self_t, {dim}, true)``, step for step (its in-place ``*=`` included)."""
+def _logsumexp_jvp(self_p, self_t, dim, keepdim=True):
+    """PyTorch's ``logsumexp_jvp(self_p, self_t, dim, keepdim)``, step for step (its in-place ``*=`` included)."""
     self_p_exp = (self_p - self_p.amax(dim, True)).exp() if self_p.numel() > 0 else self_p.exp()
-    sumexp_p = self_p_exp.sum(dim, True)
+    sumexp_p = self_p_exp.sum(dim, keepdim)
     self_p_exp.mul_(self_t)
-    return self_p_exp.sum(dim, True) / sumexp_p
+    return self_p_exp.sum(dim, keepdim) / sumexp_p
+
+
+def _logsumexp_rule(cls, args, params, tangents, out):
+    """``logsumexp``: ``logsumexp_jvp(self_p, self_t, dim, keepdim)``."""
+    keepdim = params.get("keepdim", args[2] if len(args) > 2 else False)
+    return _logsumexp_jvp(_primal(args[0]), tangents[0], _dim_of(args, params), keepdim)
 
 
 def _dim_of(args, params):
@@ -778,6 +785,61 @@ def _mse_loss(cls, args, params, tangents, out):
     return zeros_like(out).copy_(tangent) if tangent.requires_grad else tangent
 
 
+def _plus_one(value: Tensor) -> Tensor:
+    """``value + 1`` as PyTorch's C++ formulas write it (``add(Tensor, Scalar)``: AddBackward1)."""
+    from gradviz.ops.arithmetic import AddBackward1
+
+    return AddBackward1.apply(value, 1)
+
+
+def _times_number(value: Tensor, number: float) -> Tensor:
+    """``value * number`` in a C++ formula (MulBackward1)."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    return MulBackward1.apply(value, number)
+
+
+def _one_minus_square(self_p: Tensor) -> Tensor:
+    """``-self * self + 1`` (``asin``/``acos``)."""
+    return _plus_one(-self_p * self_p)
+
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_UNARY = {  # derivatives.yaml's ``auto_element_wise`` formulas with ``grad`` replaced by ``self_t``
+    "Log1PBackward0": lambda self_t, self_p, result: self_t / _plus_one(self_p),
+    "Expm1Backward0": lambda self_t, self_p, result: self_t * _plus_one(result),
+    "SinhBackward0": lambda self_t, self_p, result: self_t * self_p.cosh(),
+    "CoshBackward0": lambda self_t, self_p, result: self_t * self_p.sinh(),
+    "AtanBackward0": lambda self_t, self_p, result: self_t / _plus_one(self_p * self_p),
+    "AsinBackward0": lambda self_t, self_p, result: self_t * _one_minus_square(self_p).rsqrt(),
+    "AcosBackward0": lambda self_t, self_p, result: self_t * -_one_minus_square(self_p).rsqrt(),
+    "ErfBackward0": lambda self_t, self_p, result: _times_number((-self_p.pow(2)).exp(),
+                                                                 2.0 / math.sqrt(math.pi)) * self_t,
+    "ErfinvBackward0": lambda self_t, self_p, result: _times_number(self_p.erfinv().pow(2).exp(),
+                                                                    0.5 * math.sqrt(math.pi)) * self_t,
+    "Log2Backward0": lambda self_t, self_p, result: self_t / _times_number(self_p, _LN2),
+    "Log10Backward0": lambda self_t, self_p, result: self_t / _times_number(self_p, _LN10),
+    "Exp2Backward0": lambda self_t, self_p, result: _times_number(self_t * result, _LN2),
+}
+
+
+def _through_double_backward(node_name: str):
+    """An activation whose tangent is its own backward node applied to the tangent: ``leaky_relu_backward(self_t,
+    self_p, negative_slope)`` and alike; the op's parameters are read from its forward's signature."""
+
+    def rule(cls, args, params, tangents, out):
+        import inspect
+
+        from gradviz.ops import activation
+
+        bound = inspect.signature(cls.forward).bind(None, *args, **params)
+        bound.apply_defaults()
+        rest = list(bound.arguments.values())[2:]
+        return getattr(activation, node_name).apply(tangents[0], _primal(args[0]), *rest)
+
+    return rule
+
+
 _ELEMENTWISE = {
     "LogBackward0": lambda self_t, self_p, result: self_t.div(self_p),
     "ExpBackward0": lambda self_t, self_p, result: self_t * result,
@@ -813,6 +875,10 @@ _RULES.update({"MulBackward0": _mul_rule, "DivBackward0": _div_rule, "PowBackwar
                "SoftmaxBackward0": _softmax_rule, "LogSoftmaxBackward0": _log_softmax_rule})
 _RULES.update({name: _elementwise(formula) for name, formula in _ELEMENTWISE.items()})
 _RULES.update({"MseLossBackward0": _mse_loss, "NllLossBackward0": _linear, "RsubBackward1": _rsub})
+_RULES.update({name: _elementwise(formula) for name, formula in _UNARY.items()})
+_RULES["LogsumexpBackward0"] = _logsumexp_rule
+_RULES.update({f"{name}Backward0": _through_double_backward(f"{name}BackwardBackward0")
+               for name in ("LeakyRelu", "Elu", "Gelu", "Softplus", "Hardtanh")})
 
 
 # -- ops that write their own ``apply`` -------------------------------------------------------------------------
