@@ -136,3 +136,4 @@ from gradviz.ops.sampling import normal  # noqa: E402
 from gradviz.ops.decompositions import matrix_exp  # noqa: E402
 # -- torch.func: function transforms ------------------------------------------------------------------------------
 from gradviz import func  # noqa: E402
+from gradviz.func import vmap  # noqa: E402  (torch.vmap)

@@ -254,6 +254,7 @@ VMAP = {
     "requires_grad": "r = F.vmap(lambda v: v * xr)(X)",
     "randomness_same": "torch.manual_seed(0)\nr = F.vmap(lambda v: v + torch.rand(3), randomness='same')(X)",
     "chunk_size": "r = F.vmap(torch.exp, chunk_size=2)(X)",
+    "torch_vmap": "r = torch.vmap(torch.dot)(X, X)",
 }
 
 
@@ -263,14 +264,23 @@ def test_vmap_matches_torch(name):
 
 
 def test_vmap_randomness_different_draws_per_example():
-    """``randomness='different'``: each example gets its own draw (torch's values differ: it draws the batch at
-    once), and the generator moves on."""
+    """``randomness='different'``: each example gets its own draw, and the generator moves on."""
     F = gradviz.func
     gradviz.manual_seed(0)
     r = F.vmap(lambda v: v + gradviz.rand(3), randomness="different")(gradviz.zeros(4, 3))
     assert tuple(r.shape) == (4, 3)
     assert len({tuple(row) for row in r.numpy().tolist()}) == 4
     assert ((r.numpy() >= 0) & (r.numpy() < 1)).all()
+
+
+@pytest.mark.parametrize("name, code", [
+    ("rand", "r = F.vmap(lambda v: v + torch.rand(3), randomness='different')(torch.zeros(4, 3))"),
+    ("randn", "r = F.vmap(lambda v: v * torch.randn(2), randomness='different')(torch.ones(3, 2))"),
+    ("randn_same", "r = F.vmap(lambda v: v * torch.randn(2), randomness='same')(torch.ones(3, 2))\ns = torch.rand(2)"),
+])
+def test_vmap_randomness_small_draws_are_torch_numbers(name, code):
+    """Fewer than 16 numbers in all: the loop draws the same stream torch's batched draw does."""
+    check("torch.manual_seed(0)\n" + code, "r s" if "s = " in code else "r")
 
 
 # -- functional_call and stack_module_state ---------------------------------------------------------------------------
