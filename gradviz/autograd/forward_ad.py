@@ -26,12 +26,16 @@ How it works here:
   ``J v = d/du <J^T u, v>``; gradviz runs the op once more on detached inputs, records its backward
   with ``create_graph=True`` and differentiates that with respect to a dummy ``u``. The values agree
   with PyTorch's own forward formulas up to float rounding (tests/test_forward_ad.py checks every
-  op it covers against torch); the tangent it gives has no autograd history of its own. An op whose
-  backward is not recorded falls back to one backward pass per output element (rows of ``J``).
+  op it covers against torch); when a primal or a tangent requires grad both passes are recorded, so the
+  tangent has a graph (of the backward formulas, not torch's node for node) with the right gradients. An op
+  whose backward is not recorded falls back to one backward pass per output element (rows of ``J``).
+* A tensor input without a tangent gets a zero that stands for PyTorch's ZeroTensor (``_zero_tangent``):
+  products with it are zero whatever the other factor holds, as torch's are.
 * Ops PyTorch has no forward formula for raise PyTorch's NotImplementedError (``_UNSUPPORTED``).
 * A view op's tangent is a view of its input's tangent (``_view``); a fallback tangent keeps the dtype torch's
   formulas give it (``_in_dtype``); ``log``, ``pow``, ``div``, ``mul`` with a number, ``softmax``,
-  ``log_softmax`` have written rules so that their tangents get torch's graph (docs/ARCHITECTURE.md).
+  ``log_softmax``, ``abs``, ``sqrt``, ``mse_loss``, ``nll_loss`` and more have written rules so that their
+  tangents get torch's graph (docs/ARCHITECTURE.md).
 
 Only one level may be active at a time (PyTorch 2.13 refuses nested levels with the same error).
 """
