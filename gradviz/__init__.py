@@ -137,3 +137,6 @@ from gradviz.ops.decompositions import matrix_exp  # noqa: E402
 # -- torch.func: function transforms ------------------------------------------------------------------------------
 from gradviz import func  # noqa: E402
 from gradviz.func import vmap  # noqa: E402  (torch.vmap)
+# torch.bernoulli / torch.normal that give a dual tensor's sample torch's zero tangent (forward AD)
+bernoulli = autograd.forward_ad.bernoulli  # noqa: F811
+normal = autograd.forward_ad.normal  # noqa: F811

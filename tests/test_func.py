@@ -331,3 +331,48 @@ def test_functional_call_ties_weights():
           "W = torch.eye(3) * 2\n"
           "r = F.functional_call(m, {'0.weight': W}, (X,))\n"
           "r2 = F.functional_call(m, {'0.weight': W}, (X,), tie_weights=False)\n", "r")
+
+
+# -- random programs: vmap over random shapes and dims, and the Jacobians of random compositions --------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+BODIES = ["v.sin() * 2 + v", "v.exp().sum(0)", "(v * v).mean(-1)", "v.tanh().cumsum(0)", "v.t() if v.dim() == 2 else v",
+          "v.softmax(0)", "v.abs().sqrt()", "(v @ v.t()) if v.dim() == 2 else v.dot(v)", "v.max(0)[0]"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# examples of at least one dimension: gradviz's ``t.sum(0)`` on a 0-d tensor raises numpy's AxisError (torch's works)
+@given(shape=st.lists(st.integers(1, 4), min_size=2, max_size=3), data=st.data())
+def test_vmap_random_shapes_and_dims(shape, data):
+    rank = len(shape)
+    in_dim = data.draw(st.integers(-rank, rank - 1), label="in_dim")
+    body = data.draw(st.sampled_from(BODIES), label="body")
+    values = data.draw(st.lists(st.floats(-2, 2, width=32), min_size=int(np.prod(shape)),
+                                max_size=int(np.prod(shape))), label="values")
+    setup = f"x = torch.tensor({values}).reshape({shape})\nf = lambda v: {body}\n"
+    probe = setup + f"r = F.vmap(f, in_dims={in_dim})(x)\n"
+    from parity import raised
+
+    error_t = raised("F = torch.func\n" + probe, torch)
+    if error_t is not None:  # the per-example body does not fit this shape: torch refuses it too
+        error_g = raised("F = torch.func\n" + probe, gradviz)
+        assert error_g is not None, f"torch raised {error_t!r}"
+        return
+    out_rank = run_both("F = torch.func\n" + probe)[0][0]["r"].dim()
+    out_dim = data.draw(st.integers(-out_rank, out_rank - 1), label="out_dim")
+    (scope_t, _), (scope_g, _) = run_both("F = torch.func\n" + setup +
+                                          f"r = F.vmap(f, in_dims={in_dim}, out_dims={out_dim})(x)\n")
+    assert_tree(scope_t["r"], scope_g["r"], "r", rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=st.sampled_from(BODIES[:4] + BODIES[5:6]), second=st.sampled_from(["u.sin()", "u * u", "u.exp()", "u / 3"]),
+       values=st.lists(st.floats(-2, 2, width=32), min_size=6, max_size=6))
+def test_jacobians_of_random_compositions(first, second, values):
+    code = (f"F = torch.func\nx = torch.tensor({values}).reshape(2, 3)\n"
+            f"def f(v):\n    u = {first}\n    return {second}\n"
+            "jr = F.jacrev(f)(x)\njf = F.jacfwd(f)(x)\nh = F.hessian(lambda v: f(v).sum())(x)\n")
+    (scope_t, _), (scope_g, _) = run_both(code)
+    for name in ("jr", "jf", "h"):
+        assert_tree(scope_t[name], scope_g[name], name, rtol=1e-4, atol=1e-4)

@@ -117,7 +117,6 @@ def enter_dual_level() -> int:
     _current_level = 0
     _FORWARD_AD[0] = _apply_dual
     _swap_own_applies(install=True)
-    _swap_samplers(install=True)
     return _current_level
 
 
@@ -133,7 +132,6 @@ def exit_dual_level(*, level=None) -> None:
         raise RuntimeError("Dual level must be a positive number.")
     _FORWARD_AD[0] = None
     _swap_own_applies(install=False)
-    _swap_samplers(install=False)
     _tangents.clear()
     _by_node.clear()
     _current_level = level - 1
@@ -919,45 +917,37 @@ def _swap_own_applies(install: bool) -> None:
 
 
 # -- sampling on dual tensors: ``torch.bernoulli``, ``torch.normal`` -----------------------------------------------------
-_swapped_samplers: dict = {}  # name -> gradviz's own function, while a level is active
+def _sample_with_zero_tangent(sample, name: str, args: tuple, kwargs: dict):
+    """``sample(*args, **kwargs)``; a dual input's sample gets the zero tangent torch gives it (torch refuses
+    ``bernoulli(d, p)``: that overload has no forward formula)."""
+    if _current_level < 0 or not any(isinstance(a, Tensor) and _tangent_of(a) is not None
+                                     for a in (*args, *kwargs.values())):
+        return sample(*args, **kwargs)
+    if name == "bernoulli" and (len(args) > 1 or kwargs.get("p") is not None):
+        raise NotImplementedError(_not_implemented_message("aten::bernoulli"))
+    hook, _FORWARD_AD[0] = _FORWARD_AD[0], None
+    try:
+        out = sample(*args, **kwargs)
+    finally:
+        _FORWARD_AD[0] = hook
+    from gradviz.tensor import zeros_like
+
+    _set_tangent(out, zeros_like(out))
+    return out
 
 
-def _sampler(original, name: str):
-    """``torch.bernoulli(d)`` and ``torch.normal(d, ...)`` on a dual tensor: the sample, with the zero tangent torch
-    gives it (torch refuses ``bernoulli(d, p)``: no forward formula for that overload)."""
+def bernoulli(*args, **kwargs):
+    """``torch.bernoulli`` (gradviz.tensor's), aware of dual tensors."""
+    from gradviz.tensor import bernoulli as sample
 
-    @functools.wraps(original)
-    def sample(*args, **kwargs):
-        duals = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor) and _tangent_of(a) is not None]
-        if not duals:
-            return original(*args, **kwargs)
-        if name == "bernoulli" and (len(args) > 1 or kwargs.get("p") is not None):
-            raise NotImplementedError(_not_implemented_message("aten::bernoulli"))
-        hook, _FORWARD_AD[0] = _FORWARD_AD[0], None
-        try:
-            out = original(*args, **kwargs)
-        finally:
-            _FORWARD_AD[0] = hook
-        from gradviz.tensor import zeros_like
-
-        _set_tangent(out, zeros_like(out))
-        return out
-
-    return sample
+    return _sample_with_zero_tangent(sample, "bernoulli", args, kwargs)
 
 
-def _swap_samplers(install: bool) -> None:
-    import gradviz
+def normal(*args, **kwargs):
+    """``torch.normal`` (gradviz.ops.sampling's), aware of dual tensors."""
+    from gradviz.ops.sampling import normal as sample
 
-    if not install:
-        for name, original in _swapped_samplers.items():
-            setattr(gradviz, name, original)
-        _swapped_samplers.clear()
-        return
-    for name in ("bernoulli", "normal"):
-        original = getattr(gradviz, name)
-        _swapped_samplers[name] = original
-        setattr(gradviz, name, _sampler(original, name))
+    return _sample_with_zero_tangent(sample, "normal", args, kwargs)
 
 
 # -- a user's autograd.Function: its ``jvp`` staticmethod is the forward rule ---------------------------------
