@@ -440,11 +440,10 @@ def _jvp_by_double_vjp(func, leaves, spec, tangent_leaves, has_aux):
 
 
 # -- Jacobians and the Hessian ---------------------------------------------------------------------------------------
-def _jacobian_tree(rows_per_output, out_leaves, out_spec, in_leaves, in_spec, argnums):
-    """``rows_per_output[o][i]``: the Jacobian block of output leaf o and input leaf i, placed in PyTorch's
-    nesting: the output structure outside, the input structure (a tuple for tuple argnums) inside."""
-    blocks = [_unflatten(rows_per_output[o], in_spec) for o in range(len(out_leaves))]
-    return _unflatten(blocks, out_spec)
+def _jacobian_tree(blocks, out_spec, in_spec):
+    """``blocks[o][i]``: the Jacobian block of output leaf o and input leaf i, placed in PyTorch's nesting: the
+    output structure outside, the input structure (a tuple for tuple argnums) inside."""
+    return _unflatten([_unflatten(per_input, in_spec) for per_input in blocks], out_spec)
 
 
 def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None, _preallocate_and_copy: bool = False):
@@ -479,7 +478,7 @@ def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None, _prealloc
                         per_input.append(zeros(shape, dtype=tensor.dtype))
                 blocks.append(per_input)
         _finish(fresh)
-        jacobian = _outer(_jacobian_tree(blocks, out_leaves, out_spec, fresh, in_spec, numbers), grad_was_enabled)
+        jacobian = _outer(_jacobian_tree(blocks, out_spec, in_spec), grad_was_enabled)
         return (jacobian, _outer(aux, grad_was_enabled)) if has_aux else jacobian
 
     return wrapper
@@ -532,7 +531,7 @@ def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error")
                 else:
                     per_input.append(zeros(shape, dtype=out.dtype))
             blocks.append(per_input)
-        jacobian = _outer(_jacobian_tree(blocks, out_leaves, out_spec, in_leaves, in_spec, numbers), _state.enabled)
+        jacobian = _outer(_jacobian_tree(blocks, out_spec, in_spec), _state.enabled)
         return (jacobian, aux) if has_aux else jacobian
 
     return wrapper
