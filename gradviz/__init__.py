@@ -140,3 +140,10 @@ from gradviz.ops.binary_math import (copysign, dist, float_power, floor_divide, 
 from gradviz.ops.distances import cdist  # noqa: E402
 from gradviz.ops.shape import diag_embed  # noqa: E402
 from gradviz.ops.shape import permute_function as permute, reshape_function as reshape  # noqa: E402
+
+# -- torch.func: function transforms ------------------------------------------------------------------------------
+from gradviz import func  # noqa: E402
+from gradviz.func import vmap  # noqa: E402  (torch.vmap)
+# torch.bernoulli / torch.normal that give a dual tensor's sample torch's zero tangent (forward AD)
+bernoulli = autograd.forward_ad.bernoulli  # noqa: F811
+normal = autograd.forward_ad.normal  # noqa: F811

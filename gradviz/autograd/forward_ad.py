@@ -26,18 +26,23 @@ How it works here:
   ``J v = d/du <J^T u, v>``; gradviz runs the op once more on detached inputs, records its backward
   with ``create_graph=True`` and differentiates that with respect to a dummy ``u``. The values agree
   with PyTorch's own forward formulas up to float rounding (tests/test_forward_ad.py checks every
-  op it covers against torch); the tangent it gives has no autograd history of its own. An op whose
-  backward is not recorded falls back to one backward pass per output element (rows of ``J``).
+  op it covers against torch); when a primal or a tangent requires grad both passes are recorded, so the
+  tangent has a graph (of the backward formulas, not torch's node for node) with the right gradients. An op
+  whose backward is not recorded falls back to one backward pass per output element (rows of ``J``).
+* A tensor input without a tangent gets a zero that stands for PyTorch's ZeroTensor (``_zero_tangent``):
+  products with it are zero whatever the other factor holds, as torch's are.
 * Ops PyTorch has no forward formula for raise PyTorch's NotImplementedError (``_UNSUPPORTED``).
 * A view op's tangent is a view of its input's tangent (``_view``); a fallback tangent keeps the dtype torch's
   formulas give it (``_in_dtype``); ``log``, ``pow``, ``div``, ``mul`` with a number, ``softmax``,
-  ``log_softmax`` have written rules so that their tangents get torch's graph (docs/ARCHITECTURE.md).
+  ``log_softmax``, ``abs``, ``sqrt``, ``mse_loss``, ``nll_loss`` and more have written rules so that their
+  tangents get torch's graph (docs/ARCHITECTURE.md).
 
 Only one level may be active at a time (PyTorch 2.13 refuses nested levels with the same error).
 """
 from __future__ import annotations
 
 import functools
+import math
 import weakref
 from typing import NamedTuple
 
@@ -344,21 +349,30 @@ def after_in_place(tensor: Tensor, result: Tensor) -> None:
 
 # -- the generic rule: J v = d/du <J^T u, v> ---------------------------------------------------------------
 def _jvp_by_double_vjp(cls, args, params, tangents, apply):
-    """``J v`` for an op with no written forward rule, from its backward formula (see the module docstring)."""
+    """``J v`` for an op with no written forward rule, from its backward formula (see the module docstring).
+
+    When a primal or a tangent requires grad, PyTorch's tangent has a graph; here both passes are recorded
+    (``create_graph=True``) from the inputs' ``Identity`` views and the tangents as they are, so the tangent gets a
+    graph of the backward formulas (not torch's node for node) whose values and gradients are right."""
     from gradviz.autograd.engine import grad
     from gradviz.tensor import zeros_like
 
+    graphed = any(isinstance(arg, Tensor) and arg.requires_grad for arg in args) or _graphed(None, tangents)
     previous = _grad_state.enabled
     _grad_state.enabled = True  # forward AD works under no_grad too: this recording is private
     try:
         inputs, vectors, fresh = [], [], []
         for arg, tangent in zip(args, tangents):
             if isinstance(arg, Tensor):
-                arg = arg.detach()
+                if graphed and arg.requires_grad:
+                    arg = Identity.apply(arg)  # the op's primal as torch's formulas read it: the graph goes on
+                else:
+                    arg = arg.detach()
+                    if tangent is not None:
+                        arg.requires_grad_(True)
                 if tangent is not None:
-                    arg.requires_grad_(True)
                     inputs.append(arg)
-                    vectors.append(tangent.detach())
+                    vectors.append(tangent if graphed else tangent.detach())
             fresh.append(arg)
         out = apply(cls, *fresh, **params)
         outs = [o for o in (out if isinstance(out, tuple) else (out,))]
@@ -375,12 +389,13 @@ def _jvp_by_double_vjp(cls, args, params, tangents, apply):
             vjps = grad((pairing,), inputs, create_graph=True, allow_unused=True)
             pairs = [(g, v) for g, v in zip(vjps, vectors) if g is not None and g.requires_grad]
             if pairs:
-                products = grad([g for g, _ in pairs], dummies, [v.to(g.dtype) for g, v in pairs], allow_unused=True)
+                products = grad([g for g, _ in pairs], dummies, [v.to(g.dtype) for g, v in pairs], allow_unused=True,
+                                create_graph=graphed)
             else:
                 products = (None,) * len(dummies)
             by_output = dict(zip(map(id, differentiable), products))
         except NotImplementedError:  # the op's backward is not recorded: one backward pass per output element
-            by_output = {id(o): _jvp_by_rows(o, inputs, vectors) for o in differentiable}
+            by_output = {id(o): _jvp_by_rows(o, inputs, vectors) for o in differentiable}  # (without a graph)
         results = tuple(None if id(o) not in by_output else
                         (by_output[id(o)] if by_output[id(o)] is not None else zeros_like(o)) for o in outs)
         return tuple(_in_dtype(result, output, vectors) for result, output in zip(results, outs))
@@ -451,8 +466,21 @@ def _same(cls, args, params, tangents, out):
 
 
 def _add(cls, args, params, tangents, out, sign=1):
+    """``self_t + maybe_multiply(other_t, alpha)`` (``-`` for ``sub``). When a tangent has a graph, torch's sum is
+    recorded with a missing tangent as its ZeroTensor (``AddBackward0(tangent, None)``); else the sum is plain."""
     self_t, other_t = tangents[0], tangents[1]
-    alpha = params.get("alpha", args[2] if len(args) > 2 else 1) * sign
+    alpha = params.get("alpha", args[2] if len(args) > 2 else 1)
+    if _graphed(None, tangents):
+        from gradviz.ops.arithmetic import MulBackward1
+
+        self_t = self_t if self_t is not None else _zero_tangent(args[0])
+        other_t = other_t if other_t is not None else _zero_tangent(args[1])
+        if alpha != 1:
+            other_t = MulBackward1.apply(other_t, alpha)
+        if sign > 0:
+            return self_t + other_t
+        return _zero_minus(self_t, other_t) if _is_zero(self_t) else self_t - other_t
+    alpha *= sign
     if other_t is not None and alpha != 1:
         other_t = other_t * alpha
     if self_t is None:
@@ -464,6 +492,20 @@ def _sub(cls, args, params, tangents, out):
     return _add(cls, args, params, tangents, out, sign=-1)
 
 
+def _rsub(cls, args, params, tangents, out):
+    """``c - x`` with a number ``c``: ``-maybe_multiply(self_t, alpha)``."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    alpha = params.get("alpha", args[2] if len(args) > 2 else 1)
+    return -(tangents[0] if alpha == 1 else MulBackward1.apply(tangents[0], alpha))
+
+
+def _graphed(out, tangents) -> bool:
+    """Whether PyTorch's tangent has a graph: the output requires grad, or an input's tangent does."""
+    return ((isinstance(out, Tensor) and out.requires_grad)
+            or any(isinstance(t, Tensor) and t.requires_grad for t in tangents))
+
+
 def _primal(value):
     """An input as PyTorch's formulas read it (``self_p``): for a tensor that requires grad, its primal view
     (the ``Identity`` node ``unpack_dual`` makes), so the tangent's own graph is torch's."""
@@ -473,14 +515,61 @@ def _primal(value):
 
 
 def _materialized(args, tangents, count):
-    """The first ``count`` inputs' primals and tangents, zeros for a tensor without one (PyTorch's generated
-    code does the same once any input is dual)."""
-    from gradviz.tensor import zeros_like
-
+    """The first ``count`` inputs' primals and tangents; a tensor input without a tangent gets a zero one that
+    stands for PyTorch's ZeroTensor (``_zero_tangent``), as PyTorch's generated code does once any input is dual."""
     primals = [_primal(arg) for arg in args[:count]]
-    filled = [t if t is not None or not isinstance(arg, Tensor) else zeros_like(arg)
+    filled = [t if t is not None or not isinstance(arg, Tensor) else _zero_tangent(arg)
               for arg, t in zip(args[:count], tangents[:count])]  # a Python number has no tangent: None
     return primals, filled
+
+
+# -- torch's ZeroTensor: the tangent of an input that has none -------------------------------------------------------
+_zeros: dict = {}  # id(tensor) -> weak reference: the zero tangents made for inputs without one
+
+
+def _zero_tangent(like) -> Tensor:
+    """A zero tangent for a tensor (or a Python number) that has none. PyTorch uses a ZeroTensor there, whose
+    products are zero whatever the other factor holds (no NaN from ``0 * inf``); ``_term`` honours that."""
+    from gradviz.tensor import zeros_like
+
+    zero = zeros_like(like) if isinstance(like, Tensor) else _number_tangent(like)
+    key = id(zero)
+
+    def forget(ref, key=key):
+        if _zeros.get(key) is ref:
+            del _zeros[key]
+
+    _zeros[key] = weakref.ref(zero, forget)
+    return zero
+
+
+def _is_zero(value) -> bool:
+    entry = _zeros.get(id(value))
+    return entry is not None and entry() is value
+
+
+def _term(op, a, b, keep: bool = False):
+    """``op(a, b)`` for a product-like term (``*``, ``dot``) of a tangent and a primal. With a ZeroTensor factor
+    PyTorch's result is zero; its node is recorded only when the other factor requires grad; else the term is a
+    plain zero when the tangent has a graph (``keep``: torch's sum shows it as a None edge), or left out."""
+    zero = a if _is_zero(a) else b if _is_zero(b) else None
+    if zero is None:
+        return op(a, b)
+    other = b if zero is a else a
+    if not keep and not (isinstance(other, Tensor) and other.requires_grad):
+        return None
+    product = op(a, b)
+    product._data = product._backend.zeros_like(product._data)
+    return product
+
+
+def _zero_minus(zero, value: Tensor) -> Tensor:
+    """``zero - value`` with a ZeroTensor ``zero``: PyTorch's value is ``-value`` exactly (signed zeros too)."""
+    difference = zero - value
+    backend = difference._backend
+    negated = backend.astype(backend.neg(value._data), difference.dtype)
+    difference._data = backend.copy(backend.broadcast_to(negated, difference._data.shape))
+    return difference
 
 
 def _product(method):
@@ -488,6 +577,8 @@ def _product(method):
 
     def rule(cls, args, params, tangents, out):
         (self_p, other_p), (self_t, other_t) = _materialized(args, tangents, 2)
+        if cls.__name__ == "DotBackward0":  # torch's dot with a ZeroTensor is zero (mm, mv, bmm compute it)
+            return _sum_of([_term(method, self_t, other_p), _term(method, self_p, other_t)])
         return _sum_of([method(self_t, other_p), method(self_p, other_t)])
 
     return rule
@@ -496,7 +587,13 @@ def _product(method):
 def _mul(cls, args, params, tangents, out):
     """``other_t * self_p + self_t * other_p``, PyTorch's formula and order."""
     (self_p, other_p), (self_t, other_t) = _materialized(args, tangents, 2)
-    return _sum_of([None if other_t is None else other_t * self_p, None if self_t is None else self_t * other_p])
+    keep = _graphed(out, tangents)
+    return _sum_of([None if other_t is None else _term(_times, other_t, self_p, keep),
+                    None if self_t is None else _term(_times, self_t, other_p, keep)])
+
+
+def _times(a, b):
+    return a * b
 
 
 def _number_tangent(value):
@@ -515,11 +612,11 @@ def _mul_rule(cls, args, params, tangents, out):
     if isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
         return _mul(cls, args, params, tangents, out)
     (self_p, other_p), (self_t, other_t) = _materialized(args, tangents, 2)
-    if not out.requires_grad:
+    if not _graphed(out, tangents):
         return self_t * other_p if other_t is None else other_t * self_p
     if other_t is None:
-        return _sum_of([_number_tangent(args[1]) * self_p, self_t * other_p])
-    return _sum_of([other_t * self_p, _number_tangent(args[0]) * other_p])
+        return _sum_of([_term(_times, _zero_tangent(args[1]), self_p, True), self_t * other_p])
+    return _sum_of([other_t * self_p, _term(_times, _zero_tangent(args[0]), other_p, True)])
 
 
 def _div_rule(cls, args, params, tangents, out):
@@ -527,16 +624,17 @@ def _div_rule(cls, args, params, tangents, out):
     kept out of the arithmetic unless the primal needs a graph: a zero times an infinite quotient is no NaN)."""
     (self_p, other_p), _ = _materialized(args, tangents, 2)
     self_t, other_t = tangents[0], tangents[1]
-    if not out.requires_grad:
+    if not _graphed(out, tangents):
         if other_t is None:
             return self_t / other_p
         if self_t is None:
             return -(other_t * out) / other_p
     if self_t is None:
-        self_t = _number_tangent(args[0]) if not isinstance(args[0], Tensor) else _zeros_for(args[:1], [None])[0]
+        self_t = _zero_tangent(args[0])
     if other_t is None:
-        other_t = _number_tangent(args[1]) if not isinstance(args[1], Tensor) else _zeros_for(args[1:2], [None])[0]
-    return (self_t - other_t * out) / other_p
+        other_t = _zero_tangent(args[1])
+    product = _term(_times, other_t, out, True)
+    return (_zero_minus(self_t, product) if _is_zero(self_t) else self_t - product) / other_p
 
 
 def _pow_rule(cls, args, params, tangents, out):
@@ -561,12 +659,18 @@ def _hardsigmoid(self_t, self_p, result):
     return where(inside, self_t * (1.0 / 6.0), 0.0)
 
 
-def _logsumexp_jvp(self_p, self_t, dim):
-    """PyTorch's ``logsumexp_jvp(self_p, self_t, {dim}, true)``, step for step (its in-place ``*=`` included)."""
+def _logsumexp_jvp(self_p, self_t, dim, keepdim=True):
+    """PyTorch's ``logsumexp_jvp(self_p, self_t, dim, keepdim)``, step for step (its in-place ``*=`` included)."""
     self_p_exp = (self_p - self_p.amax(dim, True)).exp() if self_p.numel() > 0 else self_p.exp()
-    sumexp_p = self_p_exp.sum(dim, True)
+    sumexp_p = self_p_exp.sum(dim, keepdim)
     self_p_exp.mul_(self_t)
-    return self_p_exp.sum(dim, True) / sumexp_p
+    return self_p_exp.sum(dim, keepdim) / sumexp_p
+
+
+def _logsumexp_rule(cls, args, params, tangents, out):
+    """``logsumexp``: ``logsumexp_jvp(self_p, self_t, dim, keepdim)``."""
+    keepdim = params.get("keepdim", args[2] if len(args) > 2 else False)
+    return _logsumexp_jvp(_primal(args[0]), tangents[0], _dim_of(args, params), keepdim)
 
 
 def _dim_of(args, params):
@@ -637,6 +741,107 @@ def _logcumsumexp(cls, args, params, tangents, out):
     return tangent if tangent.dtype is out.dtype else tangent.to(out.dtype)  # torch's is the primal's dtype
 
 
+def _abs(self_t, self_p, result):
+    """``abs``: ``self_t * self_p.sgn()``."""
+    return self_t * self_p.sgn()
+
+
+def _sqrt(self_t, self_p, result):
+    """``sqrt``: ``self_t / (2 * result)`` (the 2 a C++ number: MulBackward1)."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    return self_t / MulBackward1.apply(result, 2)
+
+
+def _reciprocal(self_t, self_p, result):
+    """``reciprocal``: ``-self_t * (result * result)``."""
+    return -self_t * (result * result)
+
+
+def _rsqrt(self_t, self_p, result):
+    """``rsqrt``: ``-0.5 * self_t * result.pow(3)``."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    return MulBackward1.apply(self_t, -0.5) * result.pow(3)
+
+
+def _mse_loss(cls, args, params, tangents, out):
+    """PyTorch's ``mse_loss_jvp``: ``mse_loss_backward(input_t, input_p, target_p, 'none') +
+    mse_loss_backward(target_t, target_p, input_p, 'none')``, then the loss's reduction; a reduced tangent is
+    copied into a fresh tensor (torch's CopyBackwards on top)."""
+    from gradviz.ops.double_backward import MseLossBackwardBackward0
+    from gradviz.tensor import zeros_like
+
+    reduction = params.get("reduction", args[2] if len(args) > 2 else 1)
+    (input_p, target_p), (input_t, target_t) = _materialized(args, tangents, 2)
+    terms = []
+    for grad, self, target in ((input_t, input_p, target_p), (target_t, target_p, input_p)):
+        if isinstance(self, Tensor) and isinstance(target, Tensor):
+            if grad is None:
+                grad = _zero_tangent(self)
+            terms.append(MseLossBackwardBackward0.apply(grad, self, target, 0))
+    tangent = _sum_of(terms)
+    if reduction == 0:
+        return tangent
+    tangent = tangent.mean() if reduction == 1 else tangent.sum()
+    return zeros_like(out).copy_(tangent) if tangent.requires_grad else tangent
+
+
+def _plus_one(value: Tensor) -> Tensor:
+    """``value + 1`` as PyTorch's C++ formulas write it (``add(Tensor, Scalar)``: AddBackward1)."""
+    from gradviz.ops.arithmetic import AddBackward1
+
+    return AddBackward1.apply(value, 1)
+
+
+def _times_number(value: Tensor, number: float) -> Tensor:
+    """``value * number`` in a C++ formula (MulBackward1)."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    return MulBackward1.apply(value, number)
+
+
+def _one_minus_square(self_p: Tensor) -> Tensor:
+    """``-self * self + 1`` (``asin``/``acos``)."""
+    return _plus_one(-self_p * self_p)
+
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_UNARY = {  # derivatives.yaml's ``auto_element_wise`` formulas with ``grad`` replaced by ``self_t``
+    "Log1PBackward0": lambda self_t, self_p, result: self_t / _plus_one(self_p),
+    "Expm1Backward0": lambda self_t, self_p, result: self_t * _plus_one(result),
+    "SinhBackward0": lambda self_t, self_p, result: self_t * self_p.cosh(),
+    "CoshBackward0": lambda self_t, self_p, result: self_t * self_p.sinh(),
+    "AtanBackward0": lambda self_t, self_p, result: self_t / _plus_one(self_p * self_p),
+    "AsinBackward0": lambda self_t, self_p, result: self_t * _one_minus_square(self_p).rsqrt(),
+    "AcosBackward0": lambda self_t, self_p, result: self_t * -_one_minus_square(self_p).rsqrt(),
+    "ErfBackward0": lambda self_t, self_p, result: _times_number((-self_p.pow(2)).exp(),
+                                                                 2.0 / math.sqrt(math.pi)) * self_t,
+    "ErfinvBackward0": lambda self_t, self_p, result: _times_number(self_p.erfinv().pow(2).exp(),
+                                                                    0.5 * math.sqrt(math.pi)) * self_t,
+    "Log2Backward0": lambda self_t, self_p, result: self_t / _times_number(self_p, _LN2),
+    "Log10Backward0": lambda self_t, self_p, result: self_t / _times_number(self_p, _LN10),
+    "Exp2Backward0": lambda self_t, self_p, result: _times_number(self_t * result, _LN2),
+}
+
+
+def _through_double_backward(node_name: str):
+    """An activation whose tangent is its own backward node applied to the tangent: ``leaky_relu_backward(self_t,
+    self_p, negative_slope)`` and alike; the op's parameters are read from its forward's signature."""
+
+    def rule(cls, args, params, tangents, out):
+        import inspect
+
+        from gradviz.ops import activation
+
+        bound = inspect.signature(cls.forward).bind(None, *args, **params)
+        bound.apply_defaults()
+        rest = list(bound.arguments.values())[2:]
+        return getattr(activation, node_name).apply(tangents[0], _primal(args[0]), *rest)
+
+    return rule
+
+
 _ELEMENTWISE = {
     "LogBackward0": lambda self_t, self_p, result: self_t.div(self_p),
     "ExpBackward0": lambda self_t, self_p, result: self_t * result,
@@ -645,6 +850,7 @@ _ELEMENTWISE = {
     "TanhBackward0": _double_backward_op("TanhBackwardBackward0"),
     "SigmoidBackward0": _double_backward_op("SigmoidBackwardBackward0"),
     "ReluBackward0": _double_backward_op("ThresholdBackwardBackward0"),
+    "AbsBackward0": _abs, "SqrtBackward0": _sqrt, "ReciprocalBackward0": _reciprocal, "RsqrtBackward0": _rsqrt,
 }
 
 _LINEAR_OPS = ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "AliasBackward0", "TBackward0",
@@ -670,6 +876,11 @@ _RULES["HardsigmoidBackward0"] = _elementwise(_hardsigmoid)
 _RULES.update({"MulBackward0": _mul_rule, "DivBackward0": _div_rule, "PowBackward0": _pow_rule,
                "SoftmaxBackward0": _softmax_rule, "LogSoftmaxBackward0": _log_softmax_rule})
 _RULES.update({name: _elementwise(formula) for name, formula in _ELEMENTWISE.items()})
+_RULES.update({"MseLossBackward0": _mse_loss, "NllLossBackward0": _linear, "RsubBackward1": _rsub})
+_RULES.update({name: _elementwise(formula) for name, formula in _UNARY.items()})
+_RULES["LogsumexpBackward0"] = _logsumexp_rule
+_RULES.update({f"{name}Backward0": _through_double_backward(f"{name}BackwardBackward0")
+               for name in ("LeakyRelu", "Elu", "Gelu", "Softplus", "Hardtanh")})
 
 
 # -- ops that write their own ``apply`` -------------------------------------------------------------------------
@@ -703,6 +914,40 @@ def _swap_own_applies(install: bool) -> None:
             return _apply_dual(cls, args, params, apply=_original)
 
         setattr(klass, "apply", classmethod(dual_apply))
+
+
+# -- sampling on dual tensors: ``torch.bernoulli``, ``torch.normal`` -----------------------------------------------------
+def _sample_with_zero_tangent(sample, name: str, args: tuple, kwargs: dict):
+    """``sample(*args, **kwargs)``; a dual input's sample gets the zero tangent torch gives it (torch refuses
+    ``bernoulli(d, p)``: that overload has no forward formula)."""
+    if _current_level < 0 or not any(isinstance(a, Tensor) and _tangent_of(a) is not None
+                                     for a in (*args, *kwargs.values())):
+        return sample(*args, **kwargs)
+    if name == "bernoulli" and (len(args) > 1 or kwargs.get("p") is not None):
+        raise NotImplementedError(_not_implemented_message("aten::bernoulli"))
+    hook, _FORWARD_AD[0] = _FORWARD_AD[0], None
+    try:
+        out = sample(*args, **kwargs)
+    finally:
+        _FORWARD_AD[0] = hook
+    from gradviz.tensor import zeros_like
+
+    _set_tangent(out, zeros_like(out))
+    return out
+
+
+def bernoulli(*args, **kwargs):
+    """``torch.bernoulli`` (gradviz.tensor's), aware of dual tensors."""
+    from gradviz.tensor import bernoulli as sample
+
+    return _sample_with_zero_tangent(sample, "bernoulli", args, kwargs)
+
+
+def normal(*args, **kwargs):
+    """``torch.normal`` (gradviz.ops.sampling's), aware of dual tensors."""
+    from gradviz.ops.sampling import normal as sample
+
+    return _sample_with_zero_tangent(sample, "normal", args, kwargs)
 
 
 # -- a user's autograd.Function: its ``jvp`` staticmethod is the forward rule ---------------------------------
