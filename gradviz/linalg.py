@@ -42,6 +42,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if len(dim) != 2:
+        raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got " + " ".join(str(d) for d in dim))
     if dtype is not None:
         A = A.to(dtype)
     dim = tuple(d % A.ndim for d in dim)  # PyTorch saves the dims wrapped ('fro' as the int 2, 1 as 1.0)

@@ -1226,7 +1226,8 @@ def _svd_backward_graph(ctx, gU, gS, gVh, U, S, Vh):
     if gU is None and gVh is None:  # svdvals: U diag(gS) Vh
         return matmul(U, gS.unsqueeze(-1) * Vh) if m >= n else matmul(U * gS.unsqueeze(-2), Vh)
     S2 = S * S
-    E = _ones_on_diagonal(ctx.backend, S2.unsqueeze(-2) - S2.unsqueeze(-1))
+    column = S2.unsqueeze(-1)  # C++ evaluates the right operand of `-` first: its node is recorded first
+    E = _ones_on_diagonal(ctx.backend, S2.unsqueeze(-2) - column)
     UhgU = None if gU is None else matmul(U.mT, gU)
     VhgV = None if gVh is None else matmul(Vh, gVh.mT)
     UhgU = None if UhgU is None else UhgU - UhgU.mT
@@ -1272,7 +1273,8 @@ def _eigh_backward_graph(ctx, gL, gV):
         return matmul(V * gL.unsqueeze(-2), V.mT)
     VhgV = matmul(V.mT, gV)
     VhgV = MulBackward1.apply(VhgV - VhgV.mT, 0.5)
-    E = _ones_on_diagonal(ctx.backend, L.unsqueeze(-2) - L.unsqueeze(-1))
+    column = L.unsqueeze(-1)  # the right operand of `-` first, as C++ evaluates it
+    E = _ones_on_diagonal(ctx.backend, L.unsqueeze(-2) - column)
     gA = VhgV.div_(E)
     if gL is not None:
         gA.diagonal(0, -2, -1).copy_(gL)
