@@ -459,29 +459,29 @@ class LinalgSolveExBackward0(OpFunction):
                 to_input(backend, grad_B, ctx.metas[1]) if needs[1] else None)
 
     def backward_graph(ctx, grad):
-        """Recorded as PyTorch records it (for one matrix or matching batches): ``B̄ = solve(Aᵀ, X̄)``
-        first, then ``Ā = -B̄ Xᵀ``; a vector ``B`` is a column on the way (unsqueeze, squeeze); ``left=False``:
-        ``B̄ = solve(Aᵀ, X̄, left=False)``, ``Ā = -Xᵀ B̄``."""
+        """Recorded as PyTorch records it: ``B̄ = solve(Aᵀ, X̄)`` first, then ``Ā = -B̄ Xᵀ``; a vector ``B``
+        is a column on the way (unsqueeze, squeeze); ``left=False``: ``B̄ = solve(Aᵀ, X̄, left=False)``,
+        ``Ā = -Xᵀ B̄``. Where the batches broadcast, each gradient is then summed back to its input's shape
+        (``sum(dims, keepdim=True)``, then a ``view`` when leading dims went), as ``validate_outputs`` does."""
+        from gradviz.ops._util import sum_to_tensor
         from gradviz.ops.linalg import matmul
 
         A, X = ctx.saved_graph("A", "result")
-        if ctx.metas[0][0][:-2] != tuple(grad.shape[:-1 if ctx.vector else -2]):
-            return OpFunction.backward_graph(ctx, grad)
+        needs = ctx.needs_input_grad
         if not ctx.saved("left"):  # X A = B: B̄ = solve(Aᵀ, X̄, left=False), Ā = -Xᵀ B̄
-            needs = ctx.needs_input_grad
             grad_B = solve(A.mT, grad, left=False)
             grad_A = -matmul(X.mT, grad_B) if needs[0] else None
-            return grad_A, grad_B if needs[1] else None
-        if ctx.vector:
-            grad = grad.unsqueeze(-1)
-        grad_B = solve(A.mT, grad)
-        needs = ctx.needs_input_grad
-        grad_A = None
-        if needs[0]:
-            grad_A = -matmul(grad_B, (X.unsqueeze(-1) if ctx.vector else X).mT)
-        if ctx.vector:
-            grad_B = grad_B.squeeze(-1)
-        return grad_A, grad_B if needs[1] else None
+        else:
+            if ctx.vector:
+                grad = grad.unsqueeze(-1)
+            grad_B = solve(A.mT, grad)
+            grad_A = None
+            if needs[0]:
+                grad_A = -matmul(grad_B, (X.unsqueeze(-1) if ctx.vector else X).mT)
+            if ctx.vector:
+                grad_B = grad_B.squeeze(-1)
+        return (sum_to_tensor(grad_A, ctx.metas[0][0]) if needs[0] else None,
+                sum_to_tensor(grad_B, ctx.metas[1][0]) if needs[1] else None)
 
 
 class LinalgSolveTriangularBackward0(OpFunction):
