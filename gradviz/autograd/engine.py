@@ -676,8 +676,9 @@ class GraphTask:
         if current is None:
             if grad.shape != variable._data.shape:
                 grad = backend.broadcast_to(grad, variable._data.shape)
-            # laid out like the leaf, as PyTorch's AccumulateGrad does (a transposed gradient stays viewable)
-            after = backend.copy_as(grad, variable._data)
+            # laid out as PyTorch's AccumulateGrad lays it out (the leaf's strides, or the gradient's own where
+            # they obey the leaf's layout contract: see the backends' copy_for_grad)
+            after = backend.copy_for_grad(grad, variable._data)
             if not self.dry_run:
                 variable._grad = Tensor._make(after, backend=backend)
             return None, after
@@ -707,7 +708,8 @@ class GraphTask:
         if self.dry_run:
             return before, (grad._data if current is None else variable._backend.add(before, grad._data))
         if current is None:
-            copy = Tensor._make(variable._backend.copy_as(grad._data, variable._data), backend=variable._backend)
+            copy = Tensor._make(variable._backend.copy_for_grad(grad._data, variable._data, steal=False),
+                                backend=variable._backend)
             variable._grad = copy.copy_(grad) if grad._requires_grad else copy
         else:
             variable._grad = current + grad
