@@ -999,6 +999,13 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     if len(set(sizes)) > 1:
         raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes {sizes} "
                          "for the mapped dimension")
+    if create_graph:  # one pass with the batch as a leading dim, as PyTorch's vmap records it (see batched.py)
+        from gradviz.autograd.batched import vmapped_pass
+
+        results = vmapped_pass(outputs, _as_list(inputs), rows, retain_graph)
+        if results is not None:
+            return tuple(_unused_batched(result, tensor, index, allow_unused, materialize_grads)
+                         for index, (result, tensor) in enumerate(zip(results, _as_list(inputs))))
     per_row = []
     for row in range(sizes[0]):
         last = row == sizes[0] - 1
@@ -1009,6 +1016,17 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     return tuple(stack(list(column)) if column[0] is not None else
                  tensor.new_zeros(tuple(tensor.shape)) if materialize_grads else None
                  for column, tensor in zip(zip(*per_row), _as_list(inputs)))
+
+
+def _unused_batched(result, tensor, index, allow_unused, materialize_grads):
+    """An input the batched pass did not reach: None, one unbatched zeros_like, or the unused-input error."""
+    if result is not None:
+        return result
+    if materialize_grads:
+        return tensor.new_zeros(tuple(tensor.shape))
+    if allow_unused:
+        return None
+    raise checks.unused_input(index)
 
 
 from gradviz.tensor import Tensor  # noqa: E402  (tensor.py reaches this package through the ops, after Tensor)

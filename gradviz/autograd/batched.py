@@ -1,0 +1,296 @@
+"""``autograd.grad(..., is_grads_batched=True)``.
+
+PyTorch runs the backward pass once under its legacy vmap (``torch._vmap_internals``): each gradient carries
+the batch as a leading dim, and each ATen op a formula calls goes through its batching rule. Under
+``create_graph=True`` that shows in the graph of the result: a binary pointwise op lines an unbatched operand up
+with a ``view`` (ViewBackward0 on every unbatched operand that requires grad, e.g. ``grad * x.cos()`` records
+MulBackward0(grad, ViewBackward0(CosBackward0))); a unary op runs on the batched tensor as it is; an op with
+no batching rule (``tanh_backward``, ``mse_loss_backward``...) falls back to a loop: the formula once per row,
+the rows stacked (StackBackward0) and viewed back (ViewBackward0).
+
+gradviz does the same for the nodes it has rules for (``RULES``, each written after the graph PyTorch 2.13
+records, checked in ``tests/test_higher_order_batched.py``): under ``create_graph=True`` every node the pass
+will run is looked at first, and when each has a rule the pass runs once, with each node's rule standing in
+for its ``backward_graph``. Any other program (or a case a rule does not cover, found while it runs) takes
+one pass per row and stacks the results: the same values, a different graph. Without ``create_graph``
+only the values show, and the per-row pass gives them.
+"""
+from __future__ import annotations
+
+from gradviz.autograd import engine
+
+
+class NotBatchable(Exception):
+    """A rule met a case it was not written for: the program takes the per-row passes."""
+
+
+# -- lining operands up as the legacy vmap does ------------------------------------------------------------------
+def _aligned(tensor, batched: bool, example_dim: int, batch_size: int):
+    """``alignBatchDimsAtFront``: an unbatched operand is always viewed to ``(1, 1..., *shape)``; a batched
+    one only when it has fewer example dims than the op's widest operand."""
+    if batched:
+        if tensor.ndim - 1 == example_dim:
+            return tensor
+        return tensor.view((batch_size,) + (1,) * (example_dim - tensor.ndim + 1) + tuple(tensor.shape[1:]))
+    return tensor.view((1,) + (1,) * (example_dim - tensor.ndim) + tuple(tensor.shape))
+
+
+def _pointwise(op, batched, other, batched_first: bool = True):
+    """A binary pointwise op between the batched gradient and an unbatched tensor (a number passes as is)."""
+    from gradviz.tensor import Tensor
+
+    if not isinstance(other, Tensor):  # a wrapped number: not written here
+        raise NotBatchable
+    example_dim = max(batched.ndim - 1, other.ndim)
+    left = _aligned(batched, True, example_dim, batched.shape[0])
+    right = _aligned(other, False, example_dim, batched.shape[0])
+    return op(left, right) if batched_first else op(right, left)
+
+
+def _mul(a, b):
+    return a * b
+
+
+def _div(a, b):
+    return a / b
+
+
+def _same_shapes(ctx, grads):
+    """A binary op's gradients as its inputs need them (its ``metas`` are flat: shape, dtype, shape, dtype):
+    shapes that match (a broadcast input would need its own sum over shifted dims) and dtypes that match,
+    else the per-row passes."""
+    metas = ctx.metas
+    if metas is None or len(metas) != 4:
+        raise NotBatchable
+    for grad, shape, dtype in zip(grads, metas[0::2], metas[1::2]):
+        if grad is not None and (tuple(grad.shape[1:]) != tuple(shape)
+                                 or (dtype is not None and grad._data.dtype != dtype)):
+            raise NotBatchable
+    return grads
+
+
+# -- the rules: one per node class, each the graph PyTorch records under vmap -----------------------------------
+def _add(ctx, grad):
+    if ctx.saved("alpha") != 1:
+        raise NotBatchable
+    needs = ctx.needs_input_grad
+    return _same_shapes(ctx, (grad if needs[0] else None, grad if needs[1] else None))
+
+
+def _sub(ctx, grad):
+    if ctx.saved("alpha") != 1:
+        raise NotBatchable
+    needs = ctx.needs_input_grad
+    other = -grad if needs[1] else None
+    return _same_shapes(ctx, (grad if needs[0] else None, other))
+
+
+def _mul_rule(ctx, grad):
+    other, this = ctx.saved_graph("other", "self")
+    needs = ctx.needs_input_grad
+    grad_other = _pointwise(_mul, grad, this) if needs[1] else None  # the second input's first, as PyTorch
+    grad_self = _pointwise(_mul, grad, other) if needs[0] else None
+    return _same_shapes(ctx, (grad_self, grad_other))
+
+
+def _div_rule(ctx, grad):
+    other = ctx.saved_graph("other")
+    needs = ctx.needs_input_grad
+    grad_other = None
+    if needs[1]:  # -grad * ((self / other) / other): the right operand first, as C++ evaluates it
+        factor = (ctx.saved_graph("self") / other) / other
+        grad_other = _pointwise(_mul, -grad, factor)
+    grad_self = _pointwise(_div, grad, other) if needs[0] else None
+    return _same_shapes(ctx, (grad_self, grad_other))
+
+
+def _neg(ctx, grad):
+    return -grad
+
+
+def _sin(ctx, grad):
+    return _pointwise(_mul, grad, ctx.saved_graph("self").cos())
+
+
+def _cos(ctx, grad):
+    return _pointwise(_mul, grad, -ctx.saved_graph("self").sin())
+
+
+def _times_result(ctx, grad):  # exp: grad * result
+    return _pointwise(_mul, grad, ctx.saved_graph("result"))
+
+
+def _log(ctx, grad):
+    return _pointwise(_div, grad, ctx.saved_graph("self"))
+
+
+def _pow(ctx, grad):
+    from gradviz.ops.arithmetic import _scalar_mul
+
+    self, exponent = ctx.saved_graph("self", "exponent")
+    if exponent == 0 or not isinstance(exponent, (int, float)):
+        raise NotBatchable
+    exponent = float(exponent)
+    return _pointwise(_mul, grad, _scalar_mul(self.pow(exponent - 1), exponent))
+
+
+def _relu(ctx, grad):
+    from gradviz.ops.double_backward import ThresholdBackwardBackward0
+
+    return _pointwise(lambda g, r: ThresholdBackwardBackward0.apply(g, r, 0), grad, ctx.saved_graph("result"))
+
+
+def _sigmoid(ctx, grad):
+    from gradviz.ops.double_backward import SigmoidBackwardBackward0
+
+    return _pointwise(SigmoidBackwardBackward0.apply, grad, ctx.saved_graph("result"))
+
+
+def _expanded(grad, shape, reduced_dims, keepdim):
+    """``sum``'s and ``mean``'s backward on a batched gradient that has no graph: the reduced dims put back
+    (shifted past the batch dim) and expanded; nothing is recorded, as in PyTorch. A gradient with a graph
+    takes the per-row passes."""
+    if grad.requires_grad:
+        raise NotBatchable
+    batch_size = grad.shape[0]
+    if not keepdim:
+        for dim in sorted(reduced_dims):
+            grad = grad.unsqueeze(dim + 1)
+    grad = grad.view((batch_size,) + (1,) * (len(shape) - grad.ndim + 1) + tuple(grad.shape[1:]))
+    return grad.expand((batch_size,) + tuple(shape))
+
+
+def _sum_all(ctx, grad):
+    return _expanded(grad, ctx.saved("self_sym_sizes"), (), True)
+
+
+def _sum_dims(ctx, grad):
+    keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
+    return _expanded(grad, shape, ctx.dims if ctx.dims is not None else range(len(shape)), keepdim)
+
+
+def _mean_all(ctx, grad):
+    shape, count = ctx.saved("self_sym_sizes", "self_sym_numel")
+    return _expanded(grad, shape, (), True) / count
+
+
+def _mean_dims(ctx, grad):
+    keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
+    dims = ctx.dims if ctx.dims is not None else tuple(range(len(shape)))
+    count = 1
+    for dim in dims:
+        count *= shape[dim]
+    return _expanded(grad, shape, dims, keepdim) / count
+
+
+def _looped(original):
+    """PyTorch's vmap fallback for an op with no batching rule: the formula once per row, its results
+    stacked and viewed back to the batch (StackBackward0, then ViewBackward0)."""
+    def rule(ctx, grad):
+        from gradviz.ops import stack
+
+        if grad.requires_grad:  # the loop's slices are recorded: an expand to the same shape, then a select each
+            grad = grad.expand(tuple(grad.shape))
+        rows = [original(ctx, grad[row]) for row in range(grad.shape[0])]
+        rows = [r if type(r) is tuple else (r,) for r in rows]
+        results = []
+        for column in zip(*rows):
+            if column[0] is None:
+                results.append(None)
+                continue
+            stacked = stack(list(column))
+            results.append(stacked.view(tuple(stacked.shape)))
+        return results[0] if len(results) == 1 else tuple(results)
+
+    return rule
+
+
+RULES = {
+    "AddBackward0": _add, "SubBackward0": _sub, "MulBackward0": _mul_rule, "DivBackward0": _div_rule,
+    "NegBackward0": _neg, "SinBackward0": _sin, "CosBackward0": _cos, "ExpBackward0": _times_result,
+    "LogBackward0": _log, "PowBackward0": _pow, "ReluBackward0": _relu, "SigmoidBackward0": _sigmoid,
+    "SumBackward0": _sum_all, "SumBackward1": _sum_dims, "MeanBackward0": _mean_all, "MeanBackward1": _mean_dims,
+}
+LOOPED = ("TanhBackward0", "MseLossBackward0")  # no batching rule in PyTorch: its fallback loop
+
+
+# -- the pass ------------------------------------------------------------------------------------------------------
+def _nodes_on_the_way(outputs, inputs) -> set:
+    """The nodes a pass from ``outputs`` to ``inputs`` runs (those with a path to an input's edge)."""
+    from gradviz.autograd.function import gradient_edge
+
+    targets = {(id(edge[0]), edge[1]) for edge in (gradient_edge(t) for t in inputs)}
+    stops = {id(edge[0]) for edge in (gradient_edge(t) for t in inputs)}
+    reaches: dict = {}
+
+    def walk(node):
+        key = id(node)
+        if key in reaches:
+            return reaches[key]
+        reaches[key] = False
+        found = False
+        for child, number in node.next_functions:
+            if child is None:
+                continue
+            if (id(child), number) in targets:
+                found = True
+            if id(child) not in stops and walk(child):
+                found = True
+        reaches[key] = found
+        return found
+
+    on_the_way = set()
+    for output in outputs:
+        node = output.grad_fn
+        if node is not None and id(node) not in stops and walk(node):
+            on_the_way.add(node)
+    # every node whose walk found a target
+    seen = set()
+    stack = list(on_the_way)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        on_the_way.add(node)
+        for child, _ in node.next_functions:
+            if child is not None and id(child) not in stops and reaches.get(id(child)):
+                stack.append(child)
+    return on_the_way
+
+
+def vmapped_pass(outputs, inputs, rows, retain_graph):
+    """One ``create_graph`` pass with the gradients batched, or None where a node has no rule (the caller
+    then runs one pass per row). Results are the batched gradients (None for an unused input)."""
+    if not all(t.requires_grad for t in list(outputs) + list(inputs)):
+        return None  # the per-row passes raise PyTorch's errors
+    nodes = _nodes_on_the_way(outputs, inputs)
+    classes = {type(node) for node in nodes}
+    if not classes or any(cls.__name__ not in RULES and cls.__name__ not in LOOPED for cls in classes):
+        return None
+    missing = object()
+    patched = {}
+    for cls in classes:
+        patched[cls] = cls.__dict__.get("backward_graph", missing)
+        name = cls.__name__
+        cls.backward_graph = RULES[name] if name in RULES else _looped(cls.backward_graph)
+    try:
+        from gradviz.autograd.function import gradient_edge
+
+        # the engine's ``grad`` checks each gradient's shape against its output's: the task is made here
+        task = engine.GraphTask([gradient_edge(t) for t in outputs], list(rows), keep_graph=True, create_graph=True)
+        task.init_to_execute([gradient_edge(t) for t in inputs], accumulate_grad=False)
+        task.execute()
+        results = list(task.captured_vars)
+    except NotBatchable:
+        return None
+    finally:
+        for cls, original in patched.items():
+            if original is missing:
+                delattr(cls, "backward_graph")
+            else:
+                cls.backward_graph = original
+    if retain_graph is False:  # the graph was kept for a fallback that did not come: free it now
+        for node in nodes:
+            node._release_variables()
+    return results
