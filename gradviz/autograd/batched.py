@@ -39,8 +39,11 @@ def _pointwise(op, batched, other, batched_first: bool = True):
     """A binary pointwise op between the batched gradient and an unbatched tensor (a number passes as is)."""
     from gradviz.tensor import Tensor
 
-    if not isinstance(other, Tensor):  # a wrapped number: not written here
-        raise NotBatchable
+    if not isinstance(other, Tensor):  # a wrapped number: a 0-d tensor with no history (nothing to view)
+        if not isinstance(other, (int, float)):
+            raise NotBatchable
+        other = Tensor._make(batched._backend.full((), other, batched.dtype, batched.device), backend=batched._backend)
+        return op(batched, other) if batched_first else op(other, batched)
     example_dim = max(batched.ndim - 1, other.ndim)
     left = _aligned(batched, True, example_dim, batched.shape[0])
     right = _aligned(other, False, example_dim, batched.shape[0])
@@ -104,6 +107,16 @@ def _div_rule(ctx, grad):
     return _same_shapes(ctx, (grad_self, grad_other))
 
 
+def _mul_number(ctx, grad):
+    """``grad * number``: under vmap PyTorch's ``mul`` takes the number as a wrapped 0-d tensor, so the node
+    is a MulBackward0 with no edge for it (outside vmap it is MulBackward1)."""
+    from gradviz.ops.arithmetic import MulBackward0
+    from gradviz.tensor import Tensor
+
+    number = Tensor._make(ctx.backend.full((), ctx.saved("other"), grad.dtype, grad.device), backend=ctx.backend)
+    return MulBackward0.apply(grad, number)
+
+
 def _neg(ctx, grad):
     return -grad
 
@@ -147,16 +160,15 @@ def _sigmoid(ctx, grad):
 
 
 def _expanded(grad, shape, reduced_dims, keepdim):
-    """``sum``'s and ``mean``'s backward on a batched gradient that has no graph: the reduced dims put back
-    (shifted past the batch dim) and expanded; nothing is recorded, as in PyTorch. A gradient with a graph
-    takes the per-row passes."""
-    if grad.requires_grad:
-        raise NotBatchable
+    """``sum``'s and ``mean``'s backward on a batched gradient: the reduced dims put back past the batch dim
+    (UnsqueezeBackward0 each), a view where the ranks still differ (a full reduction: the batch alone), then
+    the expand (ExpandBackward0); recorded only where the gradient has a graph, as in PyTorch."""
     batch_size = grad.shape[0]
     if not keepdim:
         for dim in sorted(reduced_dims):
             grad = grad.unsqueeze(dim + 1)
-    grad = grad.view((batch_size,) + (1,) * (len(shape) - grad.ndim + 1) + tuple(grad.shape[1:]))
+    if grad.ndim - 1 != len(shape):
+        grad = grad.view((batch_size,) + (1,) * (len(shape) - grad.ndim + 1) + tuple(grad.shape[1:]))
     return grad.expand((batch_size,) + tuple(shape))
 
 
@@ -170,8 +182,10 @@ def _sum_dims(ctx, grad):
 
 
 def _mean_all(ctx, grad):
+    from gradviz.ops.arithmetic import DivBackward1
+
     shape, count = ctx.saved("self_sym_sizes", "self_sym_numel")
-    return _expanded(grad, shape, (), True) / count
+    return DivBackward1.apply(_expanded(grad, shape, (), True), count)
 
 
 def _mean_dims(ctx, grad):
@@ -180,7 +194,9 @@ def _mean_dims(ctx, grad):
     count = 1
     for dim in dims:
         count *= shape[dim]
-    return _expanded(grad, shape, dims, keepdim) / count
+    from gradviz.ops.arithmetic import DivBackward1
+
+    return DivBackward1.apply(_expanded(grad, shape, dims, keepdim), count)
 
 
 def _looped(original):
@@ -209,9 +225,11 @@ RULES = {
     "AddBackward0": _add, "SubBackward0": _sub, "MulBackward0": _mul_rule, "DivBackward0": _div_rule,
     "NegBackward0": _neg, "SinBackward0": _sin, "CosBackward0": _cos, "ExpBackward0": _times_result,
     "LogBackward0": _log, "PowBackward0": _pow, "ReluBackward0": _relu, "SigmoidBackward0": _sigmoid,
+    "MulBackward1": _mul_number,
     "SumBackward0": _sum_all, "SumBackward1": _sum_dims, "MeanBackward0": _mean_all, "MeanBackward1": _mean_dims,
 }
 LOOPED = ("TanhBackward0", "MseLossBackward0")  # no batching rule in PyTorch: its fallback loop
+AS_IS = ("DivBackward1", "AddBackward1", "RsubBackward1")  # their recorded form is already batch-safe
 
 
 # -- the pass ------------------------------------------------------------------------------------------------------
@@ -266,8 +284,9 @@ def vmapped_pass(outputs, inputs, rows, retain_graph):
         return None  # the per-row passes raise PyTorch's errors
     nodes = _nodes_on_the_way(outputs, inputs)
     classes = {type(node) for node in nodes}
-    if not classes or any(cls.__name__ not in RULES and cls.__name__ not in LOOPED for cls in classes):
+    if not classes or any(cls.__name__ not in RULES and cls.__name__ not in LOOPED + AS_IS for cls in classes):
         return None
+    classes = {cls for cls in classes if cls.__name__ not in AS_IS}
     missing = object()
     patched = {}
     for cls in classes:
