@@ -984,11 +984,15 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
             if output.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             batched = output.new_ones(())
+        elif batched.ndim == 0:  # PyTorch's check reads grad[0] first
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                             "in C++ to convert a 0-dim tensor to a number")
         if tuple(batched.shape[1:]) != tuple(output.shape):
+            # (PyTorch's message shows grad[0].shape[1:], the row's shape less its first dim)
             raise RuntimeError(
                 "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
                 "dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
-                f"output, but a mismatch was detected: grad_output[{index}] has a shape of {Size(batched.shape[1:])!r} and "
+                f"output, but a mismatch was detected: grad_output[{index}] has a shape of {Size(batched.shape[2:])!r} and "
                 f"output[{index}] has a shape of {output.shape!r}. If you only want some tensors in `grad_output` to "
                 "be considered batched, consider using vmap.")
         if batched.ndim == 0:
