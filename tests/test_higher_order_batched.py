@@ -36,10 +36,16 @@ PROGRAMS = {  # elementwise, reductions, losses
     "mse": lambda t, x, y, w: t.nn.functional.mse_loss(x, t.tensor(T)),
     "mse_of_sin": lambda t, x, y, w: t.nn.functional.mse_loss(x.sin(), t.tensor(T)),
     "mse_of_tanh_product": lambda t, x, y, w: t.nn.functional.mse_loss(x.tanh() * y, t.tensor(T)),
+    "matmul": lambda t, x, y, w: w @ w.t(),
+    "matmul_of_a_transpose": lambda t, x, y, w: (w.t() @ w).sin(),
+    "matmul_of_transpose_dims": lambda t, x, y, w: w.transpose(0, 1) @ w,
+    "matmul_chain": lambda t, x, y, w: ((w @ w.t()).tanh() @ w).sum(0),
+    "matrix_vector": lambda t, x, y, w: w @ x,
+    "matrix_vector_between_functions": lambda t, x, y, w: (w.sin() @ x.exp()).cos(),
 }
 PER_ROW = {  # no rule here: one pass per row, stacked (PyTorch's graph differs)
-    "matmul": lambda t, x, y, w: w @ w.t(),
-    "matrix_vector": lambda t, x, y, w: w @ x,
+    "abs": lambda t, x, y, w: (x.abs() * y).sum(),
+    "softmax": lambda t, x, y, w: w.softmax(1),
 }
 
 
@@ -124,7 +130,8 @@ def test_programs_without_rules_keep_torchs_values_in_per_row_passes(torch, name
     _compare_values(second, second_t)
 
 
-@pytest.mark.parametrize("name", ["sin_of_square", "cube_mean", "mse_of_tanh_product", "quotient_sum"])
+@pytest.mark.parametrize("name", ["sin_of_square", "cube_mean", "mse_of_tanh_product", "quotient_sum", "matmul_chain",
+                                  "matrix_vector_between_functions"])
 def test_batched_vector_jacobian_products_by_central_differences(name):
     """Each row of the batched gradient is ``vᵀ J``: checked against central differences of ``v · f``."""
     program, step = PROGRAMS[name], 1e-6

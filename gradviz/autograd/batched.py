@@ -221,7 +221,71 @@ def _looped(original):
     return rule
 
 
+def _batched_t(grad):
+    """``t()`` of a batched matrix: its two logical dims swapped (TransposeBackward0, as PyTorch's rule)."""
+    return grad.transpose(1, 2)
+
+
+def _t(ctx, grad):
+    return _batched_t(grad)
+
+
+def _transpose(ctx, grad):
+    logical = grad.ndim - 1
+    dim0, dim1 = (d % logical for d in ctx.dims)
+    return grad.transpose(dim0 + 1, dim1 + 1)
+
+
+def _mm(ctx, grad):
+    """``mm``'s batching rule is ``matmul`` with the batched operand (PyTorch folds it: a view, mm, an unsafe
+    view), on ``mm_mat1_backward``/``mm_mat2_backward`` with their column-major choices."""
+    from gradviz.ops.linalg import _column_major, matmul
+
+    needs = ctx.needs_input_grad
+    grad_self = grad_mat2 = None
+    if needs[1]:  # mat2's gradient first, as PyTorch's generated code
+        mat1 = ctx.saved_graph("self")
+        if _column_major(*ctx.saved("mat2_sym_sizes", "mat2_sym_strides")):
+            grad_mat2 = _batched_t(matmul(_batched_t(grad), mat1))
+        else:
+            grad_mat2 = matmul(mat1.t(), grad)
+    if needs[0]:
+        mat2 = ctx.saved_graph("mat2")
+        if _column_major(*ctx.saved("self_sym_sizes", "self_sym_strides")):
+            grad_self = _batched_t(matmul(mat2, _batched_t(grad)))
+        else:
+            grad_self = matmul(grad, mat2.t())
+    return grad_self, grad_mat2
+
+
+def _mv(ctx, grad):
+    """``mv``: the matrix's ``grad.ger(vec)`` has no batching rule (PyTorch's loop: one ``outer`` per row,
+    stacked and viewed back); the vector's ``self.t().mv(grad)`` is ``matmul(self.t(), grad[..., None])``,
+    squeezed back."""
+    from gradviz.ops import stack
+
+    needs = ctx.needs_input_grad
+    grad_self = grad_vec = None
+    if needs[0]:
+        vec = ctx.saved_graph("vec")
+        sliced = grad.expand(tuple(grad.shape)) if grad.requires_grad else grad  # (the loop's recorded slices)
+        rows = stack([sliced[row].reshape(-1, 1) * vec for row in range(grad.shape[0])])
+        grad_self = rows.view(tuple(rows.shape))
+    if needs[1]:  # matmul(self.t(), grad[..., None]) as PyTorch folds it: its result (B, m, 1) is contiguous
+        # already, so no clone follows the transpose (gradviz's matmul always copies there)
+        from gradviz.ops import shape as shape_ops
+        from gradviz.ops.linalg import _fold, mm
+
+        matrix = ctx.saved_graph("self").t()
+        flipped = shape_ops.transpose(grad.unsqueeze(-1), -2, -1)
+        rows = _fold(flipped, (-1, flipped.shape[-1]))
+        out = shape_ops.unsafe_view(mm(rows, shape_ops.t(matrix)), tuple(flipped.shape[:-1]) + (matrix.shape[0],))
+        grad_vec = shape_ops.transpose(out, -2, -1).squeeze(-1)
+    return grad_self, grad_vec
+
+
 RULES = {
+    "MmBackward0": _mm, "MvBackward0": _mv, "TBackward0": _t, "TransposeBackward0": _transpose,
     "AddBackward0": _add, "SubBackward0": _sub, "MulBackward0": _mul_rule, "DivBackward0": _div_rule,
     "NegBackward0": _neg, "SinBackward0": _sin, "CosBackward0": _cos, "ExpBackward0": _times_result,
     "LogBackward0": _log, "PowBackward0": _pow, "ReluBackward0": _relu, "SigmoidBackward0": _sigmoid,
