@@ -298,47 +298,43 @@ AS_IS = ("DivBackward1", "AddBackward1", "RsubBackward1")  # their recorded form
 
 # -- the pass ------------------------------------------------------------------------------------------------------
 def _nodes_on_the_way(outputs, inputs) -> set:
-    """The nodes a pass from ``outputs`` to ``inputs`` runs (those with a path to an input's edge)."""
+    """The nodes a pass from ``outputs`` to ``inputs`` runs: those with a path to an input's edge (walked
+    without recursion: a graph may be a long chain)."""
     from gradviz.autograd.function import gradient_edge
 
-    targets = {(id(edge[0]), edge[1]) for edge in (gradient_edge(t) for t in inputs)}
-    stops = {id(edge[0]) for edge in (gradient_edge(t) for t in inputs)}
-    reaches: dict = {}
-
-    def walk(node):
-        key = id(node)
-        if key in reaches:
-            return reaches[key]
-        reaches[key] = False
-        found = False
-        for child, number in node.next_functions:
-            if child is None:
-                continue
-            if (id(child), number) in targets:
-                found = True
-            if id(child) not in stops and walk(child):
-                found = True
-        reaches[key] = found
-        return found
-
-    on_the_way = set()
+    edges = [gradient_edge(t) for t in inputs]
+    targets = {(id(node), number) for node, number in edges}
+    stops = {id(node) for node, _ in edges}
+    reaches: dict = {}  # id(node) -> whether it has a path to an input's edge
+    nodes: dict = {}
     for output in outputs:
-        node = output.grad_fn
-        if node is not None and id(node) not in stops and walk(node):
-            on_the_way.add(node)
-    # every node whose walk found a target
-    seen = set()
-    stack = list(on_the_way)
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
+        root = output.grad_fn
+        if root is None or id(root) in stops or id(root) in reaches:
             continue
-        seen.add(id(node))
-        on_the_way.add(node)
-        for child, _ in node.next_functions:
-            if child is not None and id(child) not in stops and reaches.get(id(child)):
-                stack.append(child)
-    return on_the_way
+        stack = [(root, iter(root.next_functions))]
+        reaches[id(root)] = False
+        nodes[id(root)] = root
+        while stack:
+            node, children = stack[-1]
+            for child, number in children:
+                if child is None:
+                    continue
+                if (id(child), number) in targets:
+                    reaches[id(node)] = True
+                if id(child) in stops:
+                    continue
+                if id(child) not in reaches:
+                    reaches[id(child)] = False
+                    nodes[id(child)] = child
+                    stack.append((child, iter(child.next_functions)))
+                    break
+                if reaches[id(child)]:
+                    reaches[id(node)] = True
+            else:
+                stack.pop()
+                if stack and reaches[id(node)]:
+                    reaches[id(stack[-1][0])] = True
+    return {nodes[key] for key, found in reaches.items() if found}
 
 
 def vmapped_pass(outputs, inputs, rows, retain_graph):
@@ -348,7 +344,8 @@ def vmapped_pass(outputs, inputs, rows, retain_graph):
         return None  # the per-row passes raise PyTorch's errors
     nodes = _nodes_on_the_way(outputs, inputs)
     classes = {type(node) for node in nodes}
-    if not classes or any(cls.__name__ not in RULES and cls.__name__ not in LOOPED + AS_IS for cls in classes):
+    if not classes or any(not cls.__module__.startswith("gradviz.ops.") or
+                          (cls.__name__ not in RULES and cls.__name__ not in LOOPED + AS_IS) for cls in classes):
         return None
     classes = {cls for cls in classes if cls.__name__ not in AS_IS}
     missing = object()
