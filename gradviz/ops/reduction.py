@@ -376,7 +376,7 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
     if p is None or (p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2)):
         p = 2
     elif isinstance(p, str):  # 'nuc' (or 'fro' over more than two dims): torch.norm calls matrix_norm
-        from gradviz.linalg import matrix_norm
+        from gradviz.ops.decompositions import matrix_norm
 
         return matrix_norm(input, p, tuple(range(input.ndim)) if dim is None else dim, keepdim)
     if isinstance(dim, int):
