@@ -969,9 +969,10 @@ def copy_for_grad(value, like, steal: bool = True):
     """A copy of ``value`` laid out as ``grad_layout`` says (``steal=False``, as under ``create_graph``,
     where PyTorch always copies: the leaf's layout, or contiguous for a leaf that is not dense). The leaf's
     layout is its strides exactly, a size-1 dim's too (``new_empty_strided(variable.sizes(), variable.strides())``)."""
-    if value.strides == like.strides and like.flags.c_contiguous:  # the common case: laid out alike already
-        out = np.array(value, copy=True)  # (numpy may give a size-1 dim another stride: it keeps the leaf's)
-        return out if out.strides == like.strides else np.lib.stride_tricks.as_strided(out, out.shape, like.strides)
+    if value.strides == like.strides:  # the common case: laid out alike already, and the copy keeps it
+        out = np.array(value, copy=True)
+        if out.strides == like.strides:
+            return out
     like_strides = strides(like)
     dense = _non_overlapping_and_dense(like.shape, like_strides)
     layout = grad_layout(value, like) if steal else (None if dense else ())
