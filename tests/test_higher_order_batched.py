@@ -29,6 +29,8 @@ PROGRAMS = {  # elementwise, reductions, losses
     "tanh": lambda t, x, y, w: x.tanh(),
     "relu": lambda t, x, y, w: (x * y).relu(),
     "sigmoid": lambda t, x, y, w: x.sigmoid(),
+    "sqrt": lambda t, x, y, w: (x * x + 1).sqrt(),
+    "abs": lambda t, x, y, w: (x.abs() * y).sum(),
     "mean_over_a_dim": lambda t, x, y, w: (w * w).mean(1),
     "sum_over_a_dim": lambda t, x, y, w: (w * w).sum(0),
     "sum_keepdim": lambda t, x, y, w: w.sin().sum(1, keepdim=True),
@@ -44,7 +46,7 @@ PROGRAMS = {  # elementwise, reductions, losses
     "matrix_vector_between_functions": lambda t, x, y, w: (w.sin() @ x.exp()).cos(),
 }
 PER_ROW = {  # no rule here: one pass per row, stacked (PyTorch's graph differs)
-    "abs": lambda t, x, y, w: (x.abs() * y).sum(),
+    "cumsum": lambda t, x, y, w: (x.cumsum(0) * y).sum(),
     "softmax": lambda t, x, y, w: w.softmax(1),
 }
 

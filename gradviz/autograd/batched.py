@@ -147,6 +147,18 @@ def _pow(ctx, grad):
     return _pointwise(_mul, grad, _scalar_mul(self.pow(exponent - 1), exponent))
 
 
+def _sqrt(ctx, grad):
+    from gradviz.ops.arithmetic import MulBackward1
+
+    return _pointwise(_div, grad, MulBackward1.apply(ctx.saved_graph("result"), 2))
+
+
+def _abs(ctx, grad):
+    from gradviz.ops.double_backward import SgnBackward0
+
+    return _pointwise(_mul, grad, SgnBackward0.apply(ctx.saved_graph("self")))
+
+
 def _relu(ctx, grad):
     from gradviz.ops.double_backward import ThresholdBackwardBackward0
 
@@ -288,7 +300,7 @@ RULES = {
     "MmBackward0": _mm, "MvBackward0": _mv, "TBackward0": _t, "TransposeBackward0": _transpose,
     "AddBackward0": _add, "SubBackward0": _sub, "MulBackward0": _mul_rule, "DivBackward0": _div_rule,
     "NegBackward0": _neg, "SinBackward0": _sin, "CosBackward0": _cos, "ExpBackward0": _times_result,
-    "LogBackward0": _log, "PowBackward0": _pow, "ReluBackward0": _relu, "SigmoidBackward0": _sigmoid,
+    "LogBackward0": _log, "SqrtBackward0": _sqrt, "AbsBackward0": _abs, "PowBackward0": _pow, "ReluBackward0": _relu, "SigmoidBackward0": _sigmoid,
     "MulBackward1": _mul_number,
     "SumBackward0": _sum_all, "SumBackward1": _sum_dims, "MeanBackward0": _mean_all, "MeanBackward1": _mean_dims,
 }
