@@ -44,6 +44,8 @@ def _pointwise(op, batched, other, batched_first: bool = True):
             raise NotBatchable
         other = Tensor._make(batched._backend.full((), other, batched.dtype, batched.device), backend=batched._backend)
         return op(batched, other) if batched_first else op(other, batched)
+    if other.ndim == 0:  # a 0-d unbatched operand is taken as it is (the rule's scalar case): no view
+        return op(batched, other) if batched_first else op(other, batched)
     example_dim = max(batched.ndim - 1, other.ndim)
     left = _aligned(batched, True, example_dim, batched.shape[0])
     right = _aligned(other, False, example_dim, batched.shape[0])
@@ -58,18 +60,33 @@ def _div(a, b):
     return a / b
 
 
+def _summed_to(grad, shape):
+    """``sum_to(grad, shape)`` on the batch: the new leading and the stretched dims summed, shifted past the
+    batch dim (SumBackward1, keepdim), then a view where leading dims went, as ``validate_outputs`` does."""
+    shape = tuple(shape)
+    logical = tuple(grad.shape[1:])
+    if logical == shape:
+        return grad
+    if not shape:
+        raise NotBatchable  # (torch sums everything there: not written for a batch)
+    lead = len(logical) - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, size in enumerate(shape) if size == 1 and logical[lead + i] != 1)
+    summed = grad.sum(tuple(d + 1 for d in dims), keepdim=True) if dims else grad
+    return summed.view((grad.shape[0],) + shape) if lead else summed
+
+
 def _same_shapes(ctx, grads):
     """A binary op's gradients as its inputs need them (its ``metas`` are flat: shape, dtype, shape, dtype):
-    shapes that match (a broadcast input would need its own sum over shifted dims) and dtypes that match,
-    else the per-row passes."""
+    summed back to a broadcast input's shape; a dtype that differs takes the per-row passes."""
     metas = ctx.metas
     if metas is None or len(metas) != 4:
         raise NotBatchable
+    out = []
     for grad, shape, dtype in zip(grads, metas[0::2], metas[1::2]):
-        if grad is not None and (tuple(grad.shape[1:]) != tuple(shape)
-                                 or (dtype is not None and grad._data.dtype != dtype)):
+        if grad is not None and dtype is not None and grad._data.dtype != dtype:
             raise NotBatchable
-    return grads
+        out.append(None if grad is None else _summed_to(grad, shape))
+    return tuple(out)
 
 
 # -- the rules: one per node class, each the graph PyTorch records under vmap -----------------------------------
@@ -296,7 +313,47 @@ def _mv(ctx, grad):
     return grad_self, grad_vec
 
 
+def _reshape_back(ctx, grad):
+    """view and reshape: ``grad.reshape(self.sizes())`` on the batch (a view of the physical tensor)."""
+    return grad.reshape((grad.shape[0],) + tuple(ctx.saved("self_sym_sizes")))
+
+
+def _squeezed_back(ctx, grad):
+    """``unsqueeze_to(grad, dims, self.sizes())`` on the batch: each squeezed size-1 dim put back, lowest
+    first, past the batch dim (UnsqueezeBackward0 each)."""
+    from gradviz.ops.shape import _given_dims
+    from gradviz.ops._util import wrap_dim
+
+    sizes = tuple(ctx.saved("self_sym_sizes"))
+    saved = ctx._packed.get("dim") if ctx._packed is not None else None
+    dims = range(len(sizes)) if saved is None else _given_dims(saved)
+    for d in sorted(wrap_dim(d, len(sizes)) for d in dims):
+        if sizes[d] == 1:
+            grad = grad.unsqueeze(d + 1)
+    return grad
+
+
+def _unsqueeze(ctx, grad):
+    from gradviz.ops.shape import _given_dims
+
+    dim = _given_dims(ctx.saved("dim"))[0]
+    return grad.squeeze(dim + 1 if dim >= 0 else dim)
+
+
+def _expand(ctx, grad):
+    return _summed_to(grad, ctx.saved("self_sym_sizes"))
+
+
+def _dot(ctx, grad):
+    needs = ctx.needs_input_grad
+    return (_pointwise(_mul, grad, ctx.saved_graph("tensor")) if needs[0] else None,
+            _pointwise(_mul, grad, ctx.saved_graph("self")) if needs[1] else None)
+
+
 RULES = {
+    "ViewBackward0": _reshape_back, "ReshapeAliasBackward0": _reshape_back, "UnsafeViewBackward0": _reshape_back,
+    "SqueezeBackward0": _squeezed_back, "SqueezeBackward1": _squeezed_back, "UnsqueezeBackward0": _unsqueeze, "ExpandBackward0": _expand,
+    "DotBackward0": _dot,
     "MmBackward0": _mm, "MvBackward0": _mv, "TBackward0": _t, "TransposeBackward0": _transpose,
     "AddBackward0": _add, "SubBackward0": _sub, "MulBackward0": _mul_rule, "DivBackward0": _div_rule,
     "NegBackward0": _neg, "SinBackward0": _sin, "CosBackward0": _cos, "ExpBackward0": _times_result,
@@ -305,7 +362,7 @@ RULES = {
     "SumBackward0": _sum_all, "SumBackward1": _sum_dims, "MeanBackward0": _mean_all, "MeanBackward1": _mean_dims,
 }
 LOOPED = ("TanhBackward0", "MseLossBackward0")  # no batching rule in PyTorch: its fallback loop
-AS_IS = ("DivBackward1", "AddBackward1", "RsubBackward1")  # their recorded form is already batch-safe
+AS_IS = ("DivBackward1", "AddBackward1", "RsubBackward1", "CloneBackward0")  # their recorded form is already batch-safe
 
 
 # -- the pass ------------------------------------------------------------------------------------------------------
