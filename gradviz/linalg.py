@@ -15,9 +15,9 @@ from gradviz.tensor import Tensor
 from gradviz.ops.decompositions import (LinAlgError, cholesky, det, eigh, eigvalsh, inv, lstsq, matrix_exp, pinv, qr,
                                         slogdet, solve, solve_triangular, svd, svdvals)
 from gradviz.ops.decompositions import inverse_ex as inv_ex
+from gradviz.ops.decompositions import matrix_norm  # (in ops: Tensor.norm('nuc') reaches it too)
 from gradviz.ops.linalg import matrix_power
 from gradviz.ops.products import linalg_cross as cross, multi_dot
-from gradviz.ops.reduction import LinalgVectorNormBackward0
 
 __all__ = ["LinAlgError", "cholesky", "cond", "cross", "det", "eigh", "eigvalsh", "inv", "inv_ex", "lstsq", "matrix_exp", "matrix_norm", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
@@ -31,56 +31,6 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):
     if isinstance(dim, int):
         dim = (dim,)
     return tensor_norm(x, ord, dim, keepdim, dtype)
-
-
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):
-    """``'fro'`` (a vector 2-norm over both dims), 1 / -1 (the largest / smallest column sum of ``|A|``),
-    inf / -inf (the same over rows), as PyTorch writes them: a vector norm, then ``amax``/``amin``."""
-    from gradviz.ops.statistics import amax, amin
-
-    if isinstance(ord, str) and ord not in ("fro", "nuc"):
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    if A.ndim < 2:
-        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if dtype is not None:
-        A = A.to(dtype)
-    dim = tuple(d % A.ndim for d in dim)  # PyTorch saves the dims wrapped ('fro' as the int 2, 1 as 1.0)
-    if ord == "fro":
-        return LinalgVectorNormBackward0.apply(A, 2, dim, keepdim)
-    if ord in (1, -1, math.inf, -math.inf):
-        summed, other = (dim[0] % A.ndim, dim[1] % A.ndim)
-        if abs(ord) == math.inf:
-            summed, other = other, summed
-        if summed < other and not keepdim:
-            other -= 1
-        column_sums = LinalgVectorNormBackward0.apply(A, 1.0, (summed,), keepdim)
-        return (amax if ord > 0 else amin)(column_sums, other, keepdim=keepdim)
-    if ord in ("nuc", 2, -2):
-        return _singular_value_norm(A, ord, dim, keepdim)
-    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-
-
-def _singular_value_norm(A, ord, dim, keepdim):
-    """``'nuc'`` (the sum of the singular values), 2 / -2 (the largest / smallest), as PyTorch writes them:
-    the two dims moved last (a permute, recorded even when it moves nothing), ``svdvals``, then
-    ``sum``/``amax``/``amin`` over the last dim; ``keepdim`` puts the two dims back (unsqueeze, permute)."""
-    from gradviz.ops.reduction import sum as tensor_sum
-    from gradviz.ops.shape import permute, unsqueeze
-    from gradviz.ops.statistics import amax, amin
-
-    others = [d for d in range(A.ndim) if d not in dim]
-    order = tuple(others) + tuple(dim)
-    values = svdvals(permute(A, order))
-    if ord == "nuc":
-        result = tensor_sum(values, -1, keepdim)
-    else:
-        result = (amax if ord == 2 else amin)(values, -1, keepdim=keepdim)
-    if keepdim:
-        reverse = [0] * len(order)
-        for position, d in enumerate(order):
-            reverse[d] = position
-        result = permute(unsqueeze(result, -1), tuple(reverse))
-    return result
 
 
 def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):

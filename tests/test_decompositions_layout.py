@@ -25,9 +25,8 @@ def _layout(t, a, b, left):
     except RuntimeError as error:
         viewed = str(error)
     (X * X).sum().backward()
-    # (a gradient with a size-1 dim: PyTorch's AccumulateGrad keeps its strides there, gradviz lays it out
-    # like the leaf; the solve itself is not in question)
-    grad_B_strides = B.grad.stride() if 1 not in b.shape else None
+    # (a gradient with a size-1 dim: PyTorch's AccumulateGrad keeps its strides there, as gradviz's does)
+    grad_B_strides = B.grad.stride()
     transposed = X.mT.is_contiguous() if X.ndim >= 2 else None
     return tuple(X.shape), X.stride(), X.is_contiguous(), transposed, viewed, A.grad.stride(), grad_B_strides
 

@@ -685,8 +685,9 @@ class GraphTask:
         if current is None:
             if grad.shape != variable._data.shape:
                 grad = backend.broadcast_to(grad, variable._data.shape)
-            # laid out like the leaf, as PyTorch's AccumulateGrad does (a transposed gradient stays viewable)
-            after = backend.copy_as(grad, variable._data)
+            # laid out as PyTorch's AccumulateGrad lays it out (the leaf's strides, or the gradient's own where
+            # they obey the leaf's layout contract: see the backends' copy_for_grad)
+            after = backend.copy_for_grad(grad, variable._data)
             if not self.dry_run:
                 variable._grad = Tensor._make(after, backend=backend)
             return None, after
@@ -716,7 +717,8 @@ class GraphTask:
         if self.dry_run:
             return before, (grad._data if current is None else variable._backend.add(before, grad._data))
         if current is None:
-            copy = Tensor._make(variable._backend.copy_as(grad._data, variable._data), backend=variable._backend)
+            copy = Tensor._make(variable._backend.copy_for_grad(grad._data, variable._data, steal=False),
+                                backend=variable._backend)
             variable._grad = copy.copy_(grad) if grad._requires_grad else copy
         else:
             variable._grad = current + grad
@@ -991,11 +993,15 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
             if output.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             batched = output.new_ones(())
+        elif batched.ndim == 0:  # PyTorch's check reads grad[0] first
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                             "in C++ to convert a 0-dim tensor to a number")
         if tuple(batched.shape[1:]) != tuple(output.shape):
+            # (PyTorch's message shows grad[0].shape[1:], the row's shape less its first dim)
             raise RuntimeError(
                 "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
                 "dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
-                f"output, but a mismatch was detected: grad_output[{index}] has a shape of {Size(batched.shape[1:])!r} and "
+                f"output, but a mismatch was detected: grad_output[{index}] has a shape of {Size(batched.shape[2:])!r} and "
                 f"output[{index}] has a shape of {output.shape!r}. If you only want some tensors in `grad_output` to "
                 "be considered batched, consider using vmap.")
         if batched.ndim == 0:
@@ -1006,6 +1012,13 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     if len(set(sizes)) > 1:
         raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes {sizes} "
                          "for the mapped dimension")
+    if create_graph:  # one pass with the batch as a leading dim, as PyTorch's vmap records it (see batched.py)
+        from gradviz.autograd.batched import vmapped_pass
+
+        results = vmapped_pass(outputs, _as_list(inputs), rows, retain_graph)
+        if results is not None:
+            return tuple(_unused_batched(result, tensor, index, allow_unused, materialize_grads)
+                         for index, (result, tensor) in enumerate(zip(results, _as_list(inputs))))
     per_row = []
     for row in range(sizes[0]):
         last = row == sizes[0] - 1
@@ -1016,6 +1029,17 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     return tuple(stack(list(column)) if column[0] is not None else
                  tensor.new_zeros(tuple(tensor.shape)) if materialize_grads else None
                  for column, tensor in zip(zip(*per_row), _as_list(inputs)))
+
+
+def _unused_batched(result, tensor, index, allow_unused, materialize_grads):
+    """An input the batched pass did not reach: None, one unbatched zeros_like, or the unused-input error."""
+    if result is not None:
+        return result
+    if materialize_grads:
+        return tensor.new_zeros(tuple(tensor.shape))
+    if allow_unused:
+        return None
+    raise checks.unused_input(index)
 
 
 # tensor.py reaches this package through the ops, after Tensor

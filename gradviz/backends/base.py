@@ -166,3 +166,6 @@ class Backend(Protocol):
     def svd(self, a, full_matrices: bool) -> tuple: ...  # (U, S, Vh), S descending
     def eigh(self, a, upper: bool) -> tuple: ...  # (eigenvalues ascending, eigenvectors), one triangle read
     def qr(self, a, complete: bool) -> tuple: ...  # (Q, R)
+
+    # -- a leaf's first .grad, laid out as PyTorch's AccumulateGrad lays it out (its layout contract) --
+    def copy_for_grad(self, value: Array, like: Array, steal: bool = True) -> Array: ...

@@ -932,3 +932,57 @@ def bce_with_logits_reduced(x, t, reduction):
     np.add(loss, softplus, out=loss)
     total = np.add.reduce(loss, axis=None)
     return _arr(total if reduction == 2 else np.true_divide(total, max(loss.size, 1)))
+
+
+# -- a leaf's first .grad: AccumulateGrad's layout contract ---------------------------------------------------
+def _non_overlapping_and_dense(shape, element_strides) -> bool:
+    """PyTorch's ``is_non_overlapping_and_dense``: the dims of size > 1, ordered by stride, tile memory."""
+    expected = 1
+    for size, stride in sorted((pair for pair in zip(shape, element_strides) if pair[0] != 1), key=lambda p: p[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def grad_layout(value, like):
+    """The layout PyTorch's AccumulateGrad gives a leaf's first ``.grad`` (``utils::obeys_layout_contract``):
+    a gradient that matches the leaf's strides on every dim of size > 1 (and has no 0 stride on a size-1
+    dim) is kept as it is, its size-1 dims' strides too (PyTorch steals it); any other is copied into the
+    leaf's strides (``new_empty_strided``). For a leaf that is not dense, a contiguous gradient is kept and
+    any other copied contiguous. Returns the element strides to copy into, ``()`` for a contiguous copy, or
+    None for the leaf's own layout (``copy_as``)."""
+    if not value.ndim or value.shape != like.shape:
+        return None
+    value_strides, like_strides = strides(value), strides(like)
+    if not _non_overlapping_and_dense(like.shape, like_strides):
+        return value_strides if value.flags.c_contiguous and 0 not in value_strides else ()
+    if value_strides == like_strides:
+        return None
+    for size, own, wanted in zip(value.shape, value_strides, like_strides):
+        if (own != wanted) if size != 1 else own == 0:
+            return None  # copied into the leaf's layout
+    return value_strides
+
+
+def copy_for_grad(value, like, steal: bool = True):
+    """A copy of ``value`` laid out as ``grad_layout`` says (``steal=False``, as under ``create_graph``,
+    where PyTorch always copies: the leaf's layout, or contiguous for a leaf that is not dense). The leaf's
+    layout is its strides exactly, a size-1 dim's too (``new_empty_strided(variable.sizes(), variable.strides())``)."""
+    if value.strides == like.strides:  # the common case: laid out alike already, and the copy keeps it
+        out = np.array(value, copy=True)
+        if out.strides == like.strides:
+            return out
+    like_strides = strides(like)
+    dense = _non_overlapping_and_dense(like.shape, like_strides)
+    layout = grad_layout(value, like) if steal else (None if dense else ())
+    if layout is None:  # the leaf's strides
+        out = copy_as(value, like)
+        layout = like_strides if dense and value.shape == like.shape else ()
+    elif layout:  # the gradient's own layout: its memory order kept
+        out = np.array(value, copy=True, order="K")
+    else:
+        out = np.array(value, copy=True, order="C")
+    if layout and layout != strides(out):  # only size-1 dims differ from the copy's
+        out = np.lib.stride_tricks.as_strided(out, out.shape, tuple(stride * out.itemsize for stride in layout))
+    return out

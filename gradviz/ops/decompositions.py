@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction, node_for_inputs, outputs_of
 from gradviz.autograd.node import expose_saved
@@ -459,29 +461,29 @@ class LinalgSolveExBackward0(OpFunction):
                 to_input(backend, grad_B, ctx.metas[1]) if needs[1] else None)
 
     def backward_graph(ctx, grad):
-        """Recorded as PyTorch records it (for one matrix or matching batches): ``B̄ = solve(Aᵀ, X̄)``
-        first, then ``Ā = -B̄ Xᵀ``; a vector ``B`` is a column on the way (unsqueeze, squeeze); ``left=False``:
-        ``B̄ = solve(Aᵀ, X̄, left=False)``, ``Ā = -Xᵀ B̄``."""
+        """Recorded as PyTorch records it: ``B̄ = solve(Aᵀ, X̄)`` first, then ``Ā = -B̄ Xᵀ``; a vector ``B``
+        is a column on the way (unsqueeze, squeeze); ``left=False``: ``B̄ = solve(Aᵀ, X̄, left=False)``,
+        ``Ā = -Xᵀ B̄``. Where the batches broadcast, each gradient is then summed back to its input's shape
+        (``sum(dims, keepdim=True)``, then a ``view`` when leading dims went), as ``validate_outputs`` does."""
+        from gradviz.ops._util import sum_to_tensor
         from gradviz.ops.linalg import matmul
 
         A, X = ctx.saved_graph("A", "result")
-        if ctx.metas[0][0][:-2] != tuple(grad.shape[:-1 if ctx.vector else -2]):
-            return OpFunction.backward_graph(ctx, grad)
+        needs = ctx.needs_input_grad
         if not ctx.saved("left"):  # X A = B: B̄ = solve(Aᵀ, X̄, left=False), Ā = -Xᵀ B̄
-            needs = ctx.needs_input_grad
             grad_B = solve(A.mT, grad, left=False)
             grad_A = -matmul(X.mT, grad_B) if needs[0] else None
-            return grad_A, grad_B if needs[1] else None
-        if ctx.vector:
-            grad = grad.unsqueeze(-1)
-        grad_B = solve(A.mT, grad)
-        needs = ctx.needs_input_grad
-        grad_A = None
-        if needs[0]:
-            grad_A = -matmul(grad_B, (X.unsqueeze(-1) if ctx.vector else X).mT)
-        if ctx.vector:
-            grad_B = grad_B.squeeze(-1)
-        return grad_A, grad_B if needs[1] else None
+        else:
+            if ctx.vector:
+                grad = grad.unsqueeze(-1)
+            grad_B = solve(A.mT, grad)
+            grad_A = None
+            if needs[0]:
+                grad_A = -matmul(grad_B, (X.unsqueeze(-1) if ctx.vector else X).mT)
+            if ctx.vector:
+                grad_B = grad_B.squeeze(-1)
+        return (sum_to_tensor(grad_A, ctx.metas[0][0]) if needs[0] else None,
+                sum_to_tensor(grad_B, ctx.metas[1][0]) if needs[1] else None)
 
 
 class LinalgSolveTriangularBackward0(OpFunction):
@@ -1017,9 +1019,9 @@ class LinalgLstsqBackward0(OpFunction):
                    "b": ("linalg_lstsq_backward(grads[0], self, b, grad_input_mask)[1]", r"A^{+\top}\bar X")}
 
     @classmethod
-    def apply(cls, A, B, vector, driver):
+    def apply(cls, A, B, vector, driver, rcond=None):
         record, node = node_for_inputs(cls, A, B)
-        solution, residuals, rank, singular_values = cls.forward(node, A, B, vector, driver)
+        solution, residuals, rank, singular_values = cls.forward(node, A, B, vector, driver, rcond)
         outputs = outputs_of(node, record, (solution, residuals), A._backend)
         if record:
             from gradviz.autograd.node import SavedTensor
@@ -1027,7 +1029,7 @@ class LinalgLstsqBackward0(OpFunction):
             node._packed["solution"] = SavedTensor(outputs[0], is_output=True)
         return LINALG_LSTSQ(outputs[0], outputs[1], _tensor(rank, A._backend), _tensor(singular_values, A._backend))
 
-    def forward(ctx, A, B, vector, driver):
+    def forward(ctx, A, B, vector, driver, rcond=None):
         backend = A._backend
         ctx.save(b=B, self=A)
         ctx.vector = vector
@@ -1035,16 +1037,27 @@ class LinalgLstsqBackward0(OpFunction):
         a, b = A._data, B._data
         if vector:
             b = backend.reshape(b, tuple(b.shape) + (1,))
-        pinv = _pinv_array(A, None, None, False)
-        solution = backend.matmul(pinv, b)
         m, n = A.shape[-2], A.shape[-1]
         dtype, device = _dtype.from_any(A.dtype), backend.device_of(a)
+        empty = backend.full((0,), 0, dtype, device)
+        if driver == "gels":  # QR (LQ for a wide A) and a triangular solve: no rank, a zero pivot raises
+            solution, residuals = _gels(A, b)
+            if vector:
+                solution = backend.reshape(solution, tuple(solution.shape[:-1]))
+            return solution, empty if residuals is None else residuals, backend.full((0,), 0, _dtype.int64, device), empty
+        if driver == "gelsy":  # a QR with the columns in their order, its rank from the leading blocks
+            solution, rank = _gelsy(A, b, rcond)
+            if vector:
+                solution = backend.reshape(solution, tuple(solution.shape[:-1]))
+            return solution, empty, rank, empty
+        # singular values at most rcond σ_max count as zero (rcond None: eps max(m, n), pinv's default)
+        pinv = _pinv_array(A, None, rcond, False)
+        solution = backend.matmul(pinv, b)
         U, S, Vh = backend.svd(a, False)
         largest = backend.amax(S, -1, True) if S.shape[-1] else S
-        full_rank_count = backend.sum(backend.astype(backend.gt(S, _tolerance(backend, largest, None, None, A.shape,
+        full_rank_count = backend.sum(backend.astype(backend.gt(S, _tolerance(backend, largest, None, rcond, A.shape,
                                                                                 A.dtype)), _dtype.int64), -1, False)
-        empty = backend.full((0,), 0, dtype, device)
-        rank = full_rank_count if driver != "gels" else backend.full((0,), 0, _dtype.int64, device)
+        rank = full_rank_count
         singular_values = S if driver in ("gelsd", "gelss") else empty
         residuals = empty
         full_rank = bool(backend.to_numpy(backend.eq(full_rank_count, min(m, n))).all())
@@ -1062,6 +1075,92 @@ class LinalgLstsqBackward0(OpFunction):
                                          ctx.vector, needs)
         return (to_input(backend, grad_A, ctx.metas[0]) if needs[0] and grad_A is not None else None,
                 to_input(backend, grad_B, ctx.metas[1]) if needs[1] and grad_B is not None else None)
+
+
+def _gels(A, b):
+    """LAPACK's ``gels`` as PyTorch calls it: ``A = Q R`` and ``X = R⁻¹ Qᵀ B`` for a tall or square ``A``
+    (residuals: the squared rows ``n:`` of ``Qᵀ B``, as PyTorch reads them from LAPACK's output), ``A = L Qᵀ``
+    and the minimum-norm ``X = Q L⁻¹ B`` for a wide one. It never looks at the rank: a triangular factor
+    with an exact zero on its diagonal raises PyTorch's LinAlgError (``trtrs``'s ``info``, the first zero,
+    counted from 1), and a merely tiny one gives the huge solution LAPACK gives (its digits are rounding)."""
+    backend = A._backend
+    m, n = A.shape[-2], A.shape[-1]
+    batch = _solve_batch(A, b)
+    a = backend.expand(A._data, batch + (m, n))
+    b = backend.expand(b, batch + tuple(b.shape[-2:]))
+    if b.dtype != a.dtype:
+        b = backend.astype(b, A.dtype)
+    tall = m >= n
+    # an all-zero A: LAPACK returns a zero solution (and zero residuals) before factoring anything
+    zero = np.asarray(backend.to_numpy(a) == 0).reshape((-1, m * n)).all(-1) if m * n else np.zeros(1, bool)
+    if zero.any():
+        mask = backend.array(zero.reshape(batch + (1, 1)), _dtype.bool, backend.device_of(a))
+        a = backend.where(mask, backend.eye(m, n, _dtype.from_any(a.dtype), backend.device_of(a)), a)
+    Q, R = backend.qr(a if tall else _mT(backend, a), tall and m > n)
+    k = min(m, n)
+    diagonal = np.diagonal(backend.to_numpy(R)[..., :k, :k], axis1=-2, axis2=-1).reshape(-1, k)
+    for index, row in enumerate(diagonal):
+        zeros = np.flatnonzero(row == 0)
+        if zeros.size:
+            prefix = f"(Batch element {index}): " if len(batch) else ""
+            raise LinAlgError(f"torch.linalg.lstsq: {prefix}The least squares solution could not be computed because "
+                              f"the input matrix does not have full rank (error code: {zeros[0] + 1}).")
+    residuals = None
+    if not tall:  # A = Rᵀ Qᵀ: solve the lower triangle Rᵀ, then Q Y
+        solution = backend.matmul(Q, backend.solve_triangular(_mT(backend, R), b, False))
+    else:
+        projected = backend.matmul(_mT(backend, Q), b)  # Qᵀ B, all m rows when A is tall
+        solution = backend.solve_triangular(R[..., :n, :], projected[..., :n, :], True)
+        if m > n:
+            rest = projected[..., n:, :]
+            residuals = backend.sum(backend.mul(rest, rest), -2, False)
+    if zero.any():
+        solution = backend.where(mask, 0.0, solution)
+        residuals = None if residuals is None else backend.where(backend.reshape(mask, batch + (1,)), 0.0, residuals)
+    return solution, residuals
+
+
+def _gelsy(A, b, rcond):
+    """LAPACK's ``gelsy`` as PyTorch 2.13 calls it. PyTorch hands it a pivot array made with ``at::empty``
+    (never set); its entries are non-zero in practice, which tells ``geqp3`` to keep every column in place,
+    so the factorization is a plain ``A = Q R``. The rank is then ``gelsy``'s: grown one column at a time
+    while the leading block's smallest singular value stays above ``rcond`` times its largest (LAPACK
+    estimates both incrementally; a zero ``R₁₁`` gives rank 0), and the solution is the minimum-norm one of
+    ``[R₁₁ R₁₂] X = (Qᵀ B)[:rank]`` (``tzrzf``'s complete orthogonal factorization). For a full-rank ``A``
+    that is the least-squares solution; for a rank-deficient one it depends on the order of the columns (a
+    zero first column gives rank 0), as PyTorch's does when its pivot array holds no zero."""
+    backend = A._backend
+    m, n = A.shape[-2], A.shape[-1]
+    batch = _solve_batch(A, b)
+    dtype, device = _dtype.from_any(A.dtype), backend.device_of(A._data)
+    a = np.asarray(backend.to_numpy(backend.expand(A._data, batch + (m, n))))
+    rhs = np.asarray(backend.to_numpy(backend.expand(b, batch + tuple(b.shape[-2:])))).astype(a.dtype)
+    if rcond is None:
+        rcond = _EPSILON[A.dtype.name] * max(m, n)
+    flat_a, flat_b = a.reshape((-1, m, n)), rhs.reshape((-1,) + rhs.shape[-2:])
+    solutions = np.zeros((flat_a.shape[0], n, rhs.shape[-1]), dtype=a.dtype)
+    for index, (matrix, right) in enumerate(zip(flat_a, flat_b)):
+        Q, R, rank = _gelsy_factor(matrix, rcond)
+        if rank:
+            solutions[index] = np.linalg.pinv(R[:rank]) @ (Q.T @ right)[:rank]
+    solution = backend.array(solutions.reshape(batch + (n, rhs.shape[-1])), dtype, device)
+    # the rank has A's own batch shape (PyTorch's, also where B's batch broadcasts it)
+    own = np.asarray(backend.to_numpy(A._data))
+    ranks = [_gelsy_factor(matrix, rcond)[2] for matrix in own.reshape((-1, m, n))]
+    return solution, backend.array(np.array(ranks, dtype=np.int64).reshape(own.shape[:-2]), _dtype.int64, device)
+
+
+def _gelsy_factor(matrix, rcond):
+    """``A = Q R`` with the columns in place, and the rank ``gelsy`` reads from ``R``."""
+    Q, R = np.linalg.qr(matrix)
+    k = min(matrix.shape)
+    rank = 0 if k == 0 or R[0, 0] == 0 else 1
+    while 0 < rank < k:
+        values = np.linalg.svd(R[:rank + 1, :rank + 1], compute_uv=False)
+        if values[0] * rcond > values[-1]:
+            break
+        rank += 1
+    return Q, R, rank
 
 
 def _lstsq_backward(backend, grad_solution, grad_residuals, A, B, X, vector, needs):
@@ -1094,9 +1193,9 @@ def _lstsq_backward(backend, grad_solution, grad_residuals, A, B, X, vector, nee
 
 def lstsq(A, B, rcond=None, *, driver=None):
     """The least-squares solution of ``A X = B`` (with PyTorch's ``residuals``, ``rank`` and
-    ``singular_values`` as each driver fills them). gradviz solves through the pseudo-inverse: the same
-    solution as every driver for a full-rank ``A``; for a rank-deficient one it is the minimum-norm solution
-    (``gelsd``/``gelss``), where ``gelsy`` and ``gels`` may give another."""
+    ``singular_values`` as each driver fills them). ``gelsd`` and ``gelss`` solve through the pseudo-inverse
+    with singular values at most ``rcond σ_max`` taken as zero (the minimum-norm solution of the effective
+    rank); ``gelsy`` and ``gels`` are the QR solves PyTorch gets from LAPACK (see ``_gelsy`` and ``_gels``)."""
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
     if B.ndim < 1:
@@ -1112,7 +1211,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if (B.shape[-1] if vector else B.shape[-2]) != A.shape[-2]:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
     _check_float("torch.linalg.lstsq", A)
-    return LinalgLstsqBackward0.apply(A, B, vector, driver)
+    return LinalgLstsqBackward0.apply(A, B, vector, driver, rcond)
 
 
 # -- the matrix exponential --------------------------------------------------------------------------------
@@ -1226,7 +1325,8 @@ def _svd_backward_graph(ctx, gU, gS, gVh, U, S, Vh):
     if gU is None and gVh is None:  # svdvals: U diag(gS) Vh
         return matmul(U, gS.unsqueeze(-1) * Vh) if m >= n else matmul(U * gS.unsqueeze(-2), Vh)
     S2 = S * S
-    E = _ones_on_diagonal(ctx.backend, S2.unsqueeze(-2) - S2.unsqueeze(-1))
+    column = S2.unsqueeze(-1)  # C++ evaluates the right operand of `-` first: its node is recorded first
+    E = _ones_on_diagonal(ctx.backend, S2.unsqueeze(-2) - column)
     UhgU = None if gU is None else matmul(U.mT, gU)
     VhgV = None if gVh is None else matmul(Vh, gVh.mT)
     UhgU = None if UhgU is None else UhgU - UhgU.mT
@@ -1272,7 +1372,8 @@ def _eigh_backward_graph(ctx, gL, gV):
         return matmul(V * gL.unsqueeze(-2), V.mT)
     VhgV = matmul(V.mT, gV)
     VhgV = MulBackward1.apply(VhgV - VhgV.mT, 0.5)
-    E = _ones_on_diagonal(ctx.backend, L.unsqueeze(-2) - L.unsqueeze(-1))
+    column = L.unsqueeze(-1)  # the right operand of `-` first, as C++ evaluates it
+    E = _ones_on_diagonal(ctx.backend, L.unsqueeze(-2) - column)
     gA = VhgV.div_(E)
     if gL is not None:
         gA.diagonal(0, -2, -1).copy_(gL)
@@ -1416,3 +1517,59 @@ def _matrix_exp_backward_graph(ctx, grad):
 
 
 LinalgMatrixExpBackward0.backward_graph = _matrix_exp_backward_graph
+
+
+# -- matrix norms (``linalg.matrix_norm``; ``Tensor.norm('nuc')`` and ``linalg.norm`` call it too) --------------
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):
+    """``'fro'`` (a vector 2-norm over both dims), 1 / -1 (the largest / smallest column sum of ``|A|``),
+    inf / -inf (the same over rows), as PyTorch writes them: a vector norm, then ``amax``/``amin``."""
+    import math
+
+    from gradviz.ops.reduction import LinalgVectorNormBackward0
+    from gradviz.ops.statistics import amax, amin
+
+    if isinstance(ord, str) and ord not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if len(dim) != 2:
+        raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got " + " ".join(str(d) for d in dim))
+    if dtype is not None:
+        A = A.to(dtype)
+    dim = tuple(d % A.ndim for d in dim)  # PyTorch saves the dims wrapped ('fro' as the int 2, 1 as 1.0)
+    if ord == "fro":
+        return LinalgVectorNormBackward0.apply(A, 2, dim, keepdim)
+    if ord in (1, -1, math.inf, -math.inf):
+        summed, other = (dim[0] % A.ndim, dim[1] % A.ndim)
+        if abs(ord) == math.inf:
+            summed, other = other, summed
+        if summed < other and not keepdim:
+            other -= 1
+        column_sums = LinalgVectorNormBackward0.apply(A, 1.0, (summed,), keepdim)
+        return (amax if ord > 0 else amin)(column_sums, other, keepdim=keepdim)
+    if ord in ("nuc", 2, -2):
+        return _singular_value_norm(A, ord, dim, keepdim)
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def _singular_value_norm(A, ord, dim, keepdim):
+    """``'nuc'`` (the sum of the singular values), 2 / -2 (the largest / smallest), as PyTorch writes them:
+    the two dims moved last (a permute, recorded even when it moves nothing), ``svdvals``, then
+    ``sum``/``amax``/``amin`` over the last dim; ``keepdim`` puts the two dims back (unsqueeze, permute)."""
+    from gradviz.ops.reduction import sum as tensor_sum
+    from gradviz.ops.shape import permute, unsqueeze
+    from gradviz.ops.statistics import amax, amin
+
+    others = [d for d in range(A.ndim) if d not in dim]
+    order = tuple(others) + tuple(dim)
+    values = svdvals(permute(A, order))
+    if ord == "nuc":
+        result = tensor_sum(values, -1, keepdim)
+    else:
+        result = (amax if ord == 2 else amin)(values, -1, keepdim=keepdim)
+    if keepdim:
+        reverse = [0] * len(order)
+        for position, d in enumerate(order):
+            reverse[d] = position
+        result = permute(unsqueeze(result, -1), tuple(reverse))
+    return result

@@ -17,7 +17,21 @@ from gradviz.tensor import Tensor
 def _first_derivative(ctx, name: str, grad_output, output):
     """The forward of an activation's backward op: the backend's ``tanh_backward`` or ``sigmoid_backward``."""
     ctx.save(grad_output=grad_output, output=output)
+    ctx.metas = (meta(grad_output), meta(output))
     return getattr(grad_output._backend, name)(grad_output._data, output._data)
+
+
+def _summed_back(ctx, grads):
+    """Gradients summed back to their inputs' shapes, as ``validate_outputs`` does (the inputs of these
+    nodes broadcast against each other under a batched pass: ``tests/test_higher_order_batched.py``)."""
+    metas = getattr(ctx, "metas", None)
+    if metas is None:
+        return grads
+    if any(isinstance(g, Tensor) for g in grads):
+        from gradviz.ops._util import sum_to_tensor
+
+        return tuple(None if g is None else sum_to_tensor(g, m[0]) for g, m in zip(grads, metas))
+    return tuple(None if g is None else to_input(ctx.backend, g, m) for g, m in zip(grads, metas))
 
 
 class TanhBackwardBackward0(OpFunction):
@@ -56,17 +70,18 @@ class SigmoidBackwardBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         grad_output, output = ctx.saved("grad_output", "output")
-        return (backend.sigmoid_backward(grad, output) if ctx.needs_input_grad[0] else None,
-                backend.mul(backend.mul(grad, grad_output), backend.add(backend.mul(output, -2.0), 1.0))
-                if ctx.needs_input_grad[1] else None)
+        return _summed_back(ctx, (backend.sigmoid_backward(grad, output) if ctx.needs_input_grad[0] else None,
+                                  backend.mul(backend.mul(grad, grad_output), backend.add(backend.mul(output, -2.0), 1.0))
+                                  if ctx.needs_input_grad[1] else None))
 
     def backward_graph(ctx, grad):
         grad_output, output = ctx.saved_graph("grad_output", "output")
         if not ctx.needs_input_grad[1]:
-            return SigmoidBackwardBackward0.apply(grad, output) if ctx.needs_input_grad[0] else None, None
+            return _summed_back(ctx, (SigmoidBackwardBackward0.apply(grad, output) if ctx.needs_input_grad[0] else None,
+                                      None))
         first = SigmoidBackwardBackward0.apply(grad, output) if ctx.needs_input_grad[0] else None
         factor = _scalar_add(_scalar_mul(output, -2), 1)  # C++ builds the right operand of a * b first
-        return first, (grad * grad_output) * factor
+        return _summed_back(ctx, (first, (grad * grad_output) * factor))
 
 
 class ThresholdBackwardBackward0(OpFunction):
@@ -78,6 +93,7 @@ class ThresholdBackwardBackward0(OpFunction):
 
     def forward(ctx, grad_output, self, threshold=0):
         ctx.save(self=self, threshold=threshold)
+        ctx.metas = (meta(grad_output), meta(self))
         backend = grad_output._backend
         return backend.where(backend.gt(self._data, threshold), grad_output._data, 0.0) if threshold else \
             backend.relu_backward(grad_output._data, self._data)
@@ -85,15 +101,15 @@ class ThresholdBackwardBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         self, threshold = ctx.saved("self", "threshold")
-        return (backend.relu_backward(grad, self) if not threshold else backend.where(backend.gt(self, threshold),
-                                                                                       grad, 0.0),
-                backend.zeros_like(grad) if ctx.needs_input_grad[1] else None)
+        return _summed_back(ctx, (backend.relu_backward(grad, self) if not threshold else
+                                  backend.where(backend.gt(self, threshold), grad, 0.0),
+                                  backend.zeros_like(grad) if ctx.needs_input_grad[1] else None))
 
     def backward_graph(ctx, grad):
         self, threshold = ctx.saved_graph("self", "threshold")
         zeros = Tensor._make(ctx.backend.zeros_like(grad._data), backend=ctx.backend)
-        return (ThresholdBackwardBackward0.apply(grad, self, threshold) if ctx.needs_input_grad[0] else None,
-                zeros if ctx.needs_input_grad[1] else None)
+        return _summed_back(ctx, (ThresholdBackwardBackward0.apply(grad, self, threshold) if ctx.needs_input_grad[0]
+                                  else None, zeros if ctx.needs_input_grad[1] else None))
 
 
 class MseLossBackwardBackward0(OpFunction):

@@ -373,10 +373,12 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
                            f"{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}")
     if dtype is not None:
         input = input.to(dtype)
-    if p == "fro" or p is None:
+    if p is None or (p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2)):
         p = 2
-    elif isinstance(p, str):
-        raise NotImplementedError(f"gradviz computes vector norms only; norm(p={p!r}) is a matrix norm")
+    elif isinstance(p, str):  # 'nuc' (or 'fro' over more than two dims): torch.norm calls matrix_norm
+        from gradviz.ops.decompositions import matrix_norm
+
+        return matrix_norm(input, p, tuple(range(input.ndim)) if dim is None else dim, keepdim)
     if isinstance(dim, int):
         dim = (dim,)
     return LinalgVectorNormBackward0.apply(input, p, tuple(dim) if dim is not None else None, keepdim)
