@@ -891,14 +891,23 @@ def _keyword_size(name: str, positional: tuple, keywords: dict) -> tuple:
 
 
 def _like(other: Tensor, make) -> Tensor:
-    """``make(shape)`` laid out in memory as ``other`` is (PyTorch's ``preserve_format``): the zeros of a
+    """``make(shape)`` laid out in memory as ``other`` is (PyTorch's ``preserve_format``): a dense tensor's
+    strides exactly (a size-1 dim's too), any other's dims in the same memory order, densely; so the zeros of a
     transposed tensor are transposed too, and random values fill them in memory order."""
-    strides = other.stride()
+    shape, strides = other.shape, other.stride()
     order = sorted(range(other.ndim), key=lambda dim: -strides[dim])  # stable: equal strides keep their order
-    if order == list(range(other.ndim)):
-        return make(other.shape)
-    made = make(tuple(other.shape[dim] for dim in order))
-    made._data = made._backend.permute(made._data, tuple(sorted(range(other.ndim), key=order.__getitem__)))
+    wanted = list(strides)
+    if not backends.numpy_backend.non_overlapping_and_dense(shape, strides):
+        step = 1
+        for dim in reversed(order):
+            wanted[dim], step = step, step * shape[dim]
+    step, contiguous = 1, [0] * other.ndim
+    for dim in reversed(range(other.ndim)):
+        contiguous[dim], step = step, step * shape[dim]
+    if wanted == contiguous:
+        return make(shape)
+    made = make(tuple(shape[dim] for dim in order))  # filled in memory order
+    made._data = made._backend.as_strided(made._data, shape, wanted, 0)
     return made
 
 

@@ -16,6 +16,7 @@ LAYOUTS = {
     "sliced": "y = torch.ones(4, 6)[:, ::2]\n",
     "transposed_then_sliced": "y = torch.ones(4, 6).t()[::2]\n",
     "column": "y = torch.ones(1, 3).t()\n",
+    "size_one_dims": "y = torch.ones(2, 1, 3).transpose(0, 2)\n",  # dense: its strides exactly, the size-1 one's too
     "contiguous": "y = torch.ones(2, 3)\n",
 }
 LIKES = ("torch.zeros_like(y)", "torch.ones_like(y)", "torch.full_like(y, 2.5)", "torch.empty_like(y).zero_()",

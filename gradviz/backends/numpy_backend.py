@@ -935,7 +935,7 @@ def bce_with_logits_reduced(x, t, reduction):
 
 
 # -- a leaf's first .grad: AccumulateGrad's layout contract ---------------------------------------------------
-def _non_overlapping_and_dense(shape, element_strides) -> bool:
+def non_overlapping_and_dense(shape, element_strides) -> bool:
     """PyTorch's ``is_non_overlapping_and_dense``: the dims of size > 1, ordered by stride, tile memory."""
     expected = 1
     for size, stride in sorted((pair for pair in zip(shape, element_strides) if pair[0] != 1), key=lambda p: p[1]):
@@ -955,7 +955,7 @@ def grad_layout(value, like):
     if not value.ndim or value.shape != like.shape:
         return None
     value_strides, like_strides = strides(value), strides(like)
-    if not _non_overlapping_and_dense(like.shape, like_strides):
+    if not non_overlapping_and_dense(like.shape, like_strides):
         return value_strides if value.flags.c_contiguous and 0 not in value_strides else ()
     if value_strides == like_strides:
         return None
@@ -974,7 +974,7 @@ def copy_for_grad(value, like, steal: bool = True):
         if out.strides == like.strides:
             return out
     like_strides = strides(like)
-    dense = _non_overlapping_and_dense(like.shape, like_strides)
+    dense = non_overlapping_and_dense(like.shape, like_strides)
     layout = grad_layout(value, like) if steal else (None if dense else ())
     if layout is None:  # the leaf's strides
         out = copy_as(value, like)

@@ -484,12 +484,12 @@ def copy_for_grad(value, like, steal: bool = True):
     """A copy of ``value`` laid out as PyTorch's AccumulateGrad lays out a leaf's first ``.grad`` (see the numpy
     backend's ``grad_layout``): the gradient's own strides where they obey the leaf's layout contract and
     ``steal`` (no ``create_graph``), else the leaf's strides (contiguous for a leaf that is not dense)."""
-    from gradviz.backends.numpy_backend import _non_overlapping_and_dense
+    from gradviz.backends.numpy_backend import non_overlapping_and_dense
 
     own, wanted = tuple(value.stride()), tuple(like.stride())
     if not value.dim() or value.shape != like.shape:
         return copy_as(value, like)
-    if not _non_overlapping_and_dense(tuple(like.shape), wanted):
+    if not non_overlapping_and_dense(tuple(like.shape), wanted):
         if steal and value.is_contiguous() and 0 not in own:
             return torch.empty_strided(value.shape, own, dtype=value.dtype).copy_(value)
         return value.clone(memory_format=torch.contiguous_format)
