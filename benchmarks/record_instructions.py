@@ -26,6 +26,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 WORKLOADS = ("mul", "add", "mul_number", "square", "cube", "tanh", "matmul_add", "linear", "relu", "bce", "raw_forward",
              "cubic", "micrograd")
+# a fixed hash seed, and numpy's BLAS on one thread as bench_core runs it: OpenBLAS's idle worker threads
+# otherwise run (and are counted) while the workload runs, about 1,400 instructions per 0-d op
+QUIET_ENVIRONMENT = {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 CALLS = {"cubic": 20, "micrograd": 10, "matmul_add": 500, "linear": 500, "relu": 500, "bce": 500, "raw_forward": 100}
 
 
@@ -94,7 +97,7 @@ def instructions(name, calls):
             out = os.path.join(folder, "callgrind.out")
             subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
                             os.path.abspath(__file__), name, str(n), "--inner"],
-                           check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+                           check=True, capture_output=True, env={**os.environ, **QUIET_ENVIRONMENT})
             with open(out) as dump:
                 counts.append(int(re.search(r"^summary: (\d+)", dump.read(), re.M).group(1)))
     return (counts[1] - counts[0]) / calls
