@@ -159,14 +159,16 @@ def _binary_operands(ctx, self, other) -> tuple:
         if (type(self) is Tensor or isinstance(self, Tensor)) and self._backend is numpy_backend:
             data = self._data
             if data.dtype.kind == "f":  # a float tensor's dtype wins; the number stays a Python float
-                ctx.metas = (data.shape, data.dtype, (), None)
+                if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call: ``lr * p.grad`` under no_grad)
+                    ctx.metas = (data.shape, data.dtype, (), None)
                 return numpy_backend, data, float(other)
     elif isinstance(self, Tensor) and isinstance(other, Tensor):
         self_data, other_data = self._data, other._data
         self_shape, other_shape = self_data.shape, other_data.shape
         if self_shape != other_shape and not suffix_broadcasts(self_shape, other_shape):
             broadcast_shapes(self_shape, other_shape)
-        ctx.metas = (self_shape, self_data.dtype, other_shape, other_data.dtype)
+        if ctx is not _NO_RECORD:
+            ctx.metas = (self_shape, self_data.dtype, other_shape, other_data.dtype)
         if self_data.dtype == other_data.dtype:
             return self._backend, self_data, other_data
         x, y = promote(self, other)
