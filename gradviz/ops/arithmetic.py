@@ -76,9 +76,10 @@ def _scalar_result(ctx, self, other, operation):
             if metas is not None:
                 if type(other) is Tensor:
                     y = other._data
-                    if type(y) is _ndarray and not y.ndim and y.dtype is x.dtype:
+                    pair = metas[0]  # (its dtype, x's, is read from it: an array attribute read costs more)
+                    if type(y) is _ndarray and not y.ndim and y.dtype is pair[1]:
                         if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call that keeps nothing)
-                            ctx.metas = metas[0]
+                            ctx.metas = pair
                         token = _set(_IGNORE)
                         out = operation(x[()], y[()])
                         _reset(token)
