@@ -60,9 +60,8 @@ _ndarray = np.ndarray
 _asarray = np.asarray
 _METAS_32 = (((), _F32, (), _F32), ((), _F32, (), None))  # the metas of a 0-d pair: one shared tuple each
 _METAS_64 = (((), _F64, (), _F64), ((), _F64, (), None))
-_SCALAR_METAS = {_F32: _METAS_32, _F64: _METAS_64}
 _PAIR_32, _PAIR_64 = _METAS_32[0], _METAS_64[0]  # the metas of two 0-d tensors of one dtype
-_add, _subtract, _multiply, _divide = operator.add, operator.sub, operator.mul, operator.truediv  # a 0-d array's dtype -> its metas (no entry: not float32/64)
+_add, _subtract, _multiply, _divide = operator.add, operator.sub, operator.mul, operator.truediv
 
 
 def _scalar_result(ctx, self, other, operation):
@@ -72,7 +71,8 @@ def _scalar_result(ctx, self, other, operation):
     if type(self) is Tensor:
         x = self._data
         if type(x) is _ndarray and not x.ndim:
-            metas = _SCALAR_METAS.get(x.dtype)
+            dtype = x.dtype  # told apart by identity (a dict lookup hashes the dtype, which costs more)
+            metas = _METAS_32 if dtype is _F32 else _METAS_64 if dtype is _F64 else None
             if metas is not None:
                 if type(other) is Tensor:
                     y = other._data
