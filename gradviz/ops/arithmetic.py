@@ -427,7 +427,7 @@ class PowBackward0(OpFunction):
             ctx._packed = {"self": _save_operand(ctx, self, self), "exponent": exponent}
         x = self._data
         if ((exponent == 2 or exponent == 3) and (type(exponent) is int or type(exponent) is float)
-                and type(x) is _ndarray and x.shape == () and (x.dtype is _F32 or x.dtype is _F64)):
+                and type(x) is _ndarray and not x.ndim and ((dtype := x.dtype) is _F32 or dtype is _F64)):
             # PyTorch's kernel squares and cubes by multiplying (as the backend's pow does for arrays)
             value = x[()]
             token = _set(_IGNORE)
