@@ -9,9 +9,10 @@ times under callgrind, then zero times, and divide the difference::
 Workloads: ``mul``/``add``/``mul_number``/``square``/``cube``/``tanh`` record one op on 0-d float32
 tensors that require grad; ``matmul_add``, ``relu``, ``bce`` record the ops of the raw-tensor lesson
 step on its own shapes, ``linear`` is ``F.linear`` (an ``nn.Linear`` layer's recorded ops) on those
-shapes, and ``raw_forward`` is that step's whole forward pass; ``cubic`` and ``micrograd`` are one
-whole step of bench_core's scalar rows (forward, backward, update). Only numpy and gradviz are
-imported (no torch).
+shapes, ``raw_forward`` is that step's whole forward pass and ``raw_update`` its update phase
+(``p -= lr * p.grad`` and ``p.grad = None`` under ``no_grad``, for each of its six parameters);
+``cubic`` and ``micrograd`` are one whole step of bench_core's scalar rows (forward, backward,
+update). Only numpy and gradviz are imported (no torch).
 """
 from __future__ import annotations
 
@@ -25,8 +26,11 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 WORKLOADS = ("mul", "add", "mul_number", "square", "cube", "tanh", "matmul_add", "linear", "relu", "bce", "raw_forward",
-             "cubic", "micrograd")
-CALLS = {"cubic": 20, "micrograd": 10, "matmul_add": 500, "linear": 500, "relu": 500, "bce": 500, "raw_forward": 100}
+             "raw_update", "cubic", "micrograd")
+# a fixed hash seed, and numpy's BLAS on one thread as bench_core runs it: OpenBLAS's idle worker threads
+# otherwise run (and are counted) while the workload runs, about 1,400 instructions per 0-d op
+QUIET_ENVIRONMENT = {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+CALLS = {"cubic": 20, "micrograd": 10, "matmul_add": 500, "linear": 500, "relu": 500, "bce": 500, "raw_forward": 100, "raw_update": 200}
 
 
 def workload(name):
@@ -56,6 +60,17 @@ def workload(name):
         w = lib.ones(16, 16, requires_grad=True)
         bias = lib.ones(16, requires_grad=True)
         return lambda: lib.nn.functional.linear(x, w, bias)
+    if name == "raw_update":  # the update phase alone: gradients put back (a slot store each) before each one
+        from workloads import make_raw_problem, raw_update
+
+        params, x, y = make_raw_problem(lib, (2, 16, 16, 1), 64)
+        grads = [lib.ones_like(p) * 0.01 for p in params]
+
+        def update():
+            for p, g in zip(params, grads):
+                p._grad = g
+            raw_update(lib, params)
+        return update
     if name in ("relu", "bce", "raw_forward"):
         from workloads import make_raw_problem, raw_forward
 
@@ -94,7 +109,7 @@ def instructions(name, calls):
             out = os.path.join(folder, "callgrind.out")
             subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
                             os.path.abspath(__file__), name, str(n), "--inner"],
-                           check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+                           check=True, capture_output=True, env={**os.environ, **QUIET_ENVIRONMENT})
             with open(out) as dump:
                 counts.append(int(re.search(r"^summary: (\d+)", dump.read(), re.M).group(1)))
     return (counts[1] - counts[0]) / calls

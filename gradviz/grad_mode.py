@@ -19,6 +19,16 @@ class _State(threading.local):
     inference = False  # inference mode, per thread as in PyTorch
     _backward_order = 0
 
+    def __setattr__(self, name, value):
+        # keeps ``grad_off``: a thread whose ``enabled`` is False is in it (writes are rare: a mode switch, a
+        # backward pass; reads, one per op, are not slowed)
+        _local_setattr(self, name, value)
+        if name == "enabled":
+            if value:
+                grad_off.discard(_get_ident())
+            else:
+                grad_off.add(_get_ident())
+
     @property
     def backward_order(self) -> int:
         """While a create_graph backward pass runs a node of order k, the nodes it records get order
@@ -34,6 +44,12 @@ class _State(threading.local):
             ordering.discard(threading.get_ident())
 
 
+# The threads whose ``enabled`` is False (a thread that ended so leaves its id behind, which only means a
+# thread-local read more). Empty while every thread records, as in a training loop's forward pass: an op
+# tests this set and reads the thread-local ``enabled`` (a slower read) only when it is not empty.
+grad_off: set = set()
+_local_setattr = threading.local.__setattr__
+_get_ident = threading.get_ident
 # The threads now running a create_graph backward pass (a nonzero ``backward_order``): empty almost
 # always, so recording an op tests this set and reads the thread-local order only when it is not empty.
 ordering: set = set()

@@ -460,11 +460,31 @@ class Tensor:
                     # operator and a store cost half of a ufunc call with out=, and compute the same
                     # number in the same dtype
                     token = _quiet_set(_QUIET)  # numpy's warnings off, as the backend's functions have them
-                    data[()] = _UPDATE_OPERATORS[op_name](data, value)
-                    _quiet_reset(token)
+                    try:
+                        data[()] = _UPDATE_OPERATORS[op_name](data, value)
+                    except ValueError:  # numpy's word for a tensor of another shape: PyTorch's error instead
+                        _check_in_place_shapes(data.shape, other)
+                        raise
+                    finally:
+                        _quiet_reset(token)
                     self._vc[0] += 1
                     return self
-                if not backend.overlaps_itself(data):  # else the general path below raises PyTorch's error
+                if backend is _numpy_backend and type(data) is np.ndarray:
+                    if 0 not in data.strides:  # no expanded view (backend.overlaps_itself, answered in C);
+                        # else the general path below raises PyTorch's error
+                        # the backend's in-place function (``iadd``: ``np.add(out, b, out=out)`` with numpy's
+                        # warnings off), written out: two calls less for each parameter of each step
+                        token = _quiet_set(_QUIET)
+                        try:
+                            _IN_PLACE_UFUNCS[op_name](data, value, out=data)
+                        except ValueError:
+                            _check_in_place_shapes(data.shape, other)
+                            raise
+                        finally:
+                            _quiet_reset(token)
+                        self._vc[0] += 1
+                        return self
+                elif not backend.overlaps_itself(data):  # else the general path below raises PyTorch's error
                     getattr(backend, op_name)(data, value)
                     self._vc[0] += 1
                     return self
@@ -472,6 +492,8 @@ class Tensor:
         other_is_tensor = isinstance(other, Tensor)
         if not other_is_tensor and not isinstance(other, numbers.Number):
             raise TypeError(f"{op_name[1:]}_(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        if other_is_tensor:
+            _check_in_place_shapes(self._data.shape, other)
         if inplace.records(self, other):
             return inplace.apply_(self, out_of_place, other, **({"alpha": alpha} if alpha != 1 else {}))
         inplace.check_writable(self)
@@ -714,6 +736,20 @@ _TYPE_NAMES = _dtype.SCALAR_TYPE_NAMES
 
 # what ``Tensor._in_place`` computes for a 0-d float array before storing it back
 _UPDATE_OPERATORS = {"iadd": operator.add, "isub": operator.sub, "imul": operator.mul, "idiv": operator.truediv}
+# and for any other numpy array: the ufuncs of the numpy backend's ``iadd``/``isub``/``imul``/``idiv``
+_IN_PLACE_UFUNCS = {"iadd": np.add, "isub": np.subtract, "imul": np.multiply, "idiv": np.true_divide}
+_numpy_backend = backends.numpy_backend
+
+
+def _check_in_place_shapes(shape, other) -> None:
+    """PyTorch's error for ``self op= other`` when ``other`` is a tensor whose shape does not broadcast
+    to ``shape`` (numpy says ValueError, or writes a one-element array into a 0-d one)."""
+    if isinstance(other, Tensor) and other._data.shape != shape:
+        from gradviz.ops._util import broadcast_shapes
+
+        broadcast = broadcast_shapes(shape, other._data.shape)  # PyTorch's error for sizes that differ
+        if broadcast != tuple(shape):
+            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape {list(broadcast)}")
 
 
 def _is_operand(value) -> builtins.bool:

@@ -36,6 +36,7 @@ from gradviz.backends import numpy_backend
 from gradviz._device import CPU
 from gradviz.autograd.node import _EXPOSED, _sequence, RELEASED, SAVED_TENSOR_HOOKS, Node, SavedTensor, expose_saved
 from gradviz.grad_mode import _state as _grad_state, INFERENCE_SAVED, check_not_inference, ordering as _ordering
+from gradviz.grad_mode import grad_off as _grad_off
 from gradviz.grad_mode import inference_tensors as _inference_tensors
 from gradviz.grad_mode import _inference_depth
 
@@ -275,7 +276,7 @@ class OpFunction(Node):
         """
         if _FORWARD_AD[0] is not None:  # forward-mode AD: a dual level is active (autograd/forward_ad.py)
             return _FORWARD_AD[0](cls, args, params)
-        if _grad_state.enabled:  # is_grad_enabled(), read directly: this runs for every op
+        if not _grad_off or _grad_state.enabled:  # is_grad_enabled() (read only when some thread has it off)
             edges = []
             key = 1
             for arg in args[:cls._arity]:
@@ -329,7 +330,8 @@ class OpFunction(Node):
                     if order:
                         node._order = order
                 out = _new_object(Tensor)  # Tensor._make, written out
-                out._data = data = node.forward(*args, **params)
+                # (``**params`` only when there are any: unpacking an empty dict into the call costs more than the test)
+                out._data = data = node.forward(*args, **params) if params else node.forward(*args)
                 out._backend = backend
                 out._requires_grad = True
                 out._grad = None
@@ -360,7 +362,7 @@ class OpFunction(Node):
                     else:
                         node._packed[name] = saved
                 return out
-        data = cls.forward(_NO_RECORD, *args, **params)
+        data = cls.forward(_NO_RECORD, *args, **params) if params else cls.forward(_NO_RECORD, *args)
         if _inference_depth[0]:  # inference_mode marks what it makes through Tensor._make
             return Tensor._make(data)
         out = _new_object(Tensor)  # Tensor._make(data), written out: every op under no_grad comes here

@@ -100,6 +100,17 @@ def _pow_operator(self, other):
 _pow_apply = arithmetic.PowBackward0.apply  # bound once for ``x ** n``
 
 
+def _matmul_operator(self, other):
+    """``x @ w``: two matrices go straight to MmBackward0, as ``matmul`` itself sends them (mm's own
+    checks cannot fail there); anything else takes ``matmul``'s checks and dispatch."""
+    if type(other) is Tensor and self._data.ndim == 2 and other._data.ndim == 2:
+        return _mm_apply(self, other)
+    return _checked_matmul(self, other)
+
+
+_mm_apply = linalg.MmBackward0.apply  # bound once for ``x @ w``
+
+
 def _method(function):
     """A Tensor method over a binary function: ``x.add('a')`` names ``other`` as position 1, as PyTorch does."""
 
@@ -147,6 +158,8 @@ TENSOR_METHODS = {
 TENSOR_METHODS.update({name: _operator(function) for name, function in OPERATORS.items()})
 _checked_pow = _operator(pow)
 TENSOR_METHODS["__pow__"] = _pow_operator
+_checked_matmul = TENSOR_METHODS["__matmul__"]
+TENSOR_METHODS["__matmul__"] = _matmul_operator
 TENSOR_METHODS.update({name: _arithmetic_operator(function, op_class) for name, function, op_class in (
     ("__add__", add, arithmetic.AddBackward0), ("__radd__", add, arithmetic.AddBackward0),
     ("__sub__", sub, arithmetic.SubBackward0), ("__mul__", mul, arithmetic.MulBackward0),

@@ -60,9 +60,8 @@ _ndarray = np.ndarray
 _asarray = np.asarray
 _METAS_32 = (((), _F32, (), _F32), ((), _F32, (), None))  # the metas of a 0-d pair: one shared tuple each
 _METAS_64 = (((), _F64, (), _F64), ((), _F64, (), None))
-_SCALAR_METAS = {_F32: _METAS_32, _F64: _METAS_64}
 _PAIR_32, _PAIR_64 = _METAS_32[0], _METAS_64[0]  # the metas of two 0-d tensors of one dtype
-_add, _subtract, _multiply, _divide = operator.add, operator.sub, operator.mul, operator.truediv  # a 0-d array's dtype -> its metas (no entry: not float32/64)
+_add, _subtract, _multiply, _divide = operator.add, operator.sub, operator.mul, operator.truediv
 
 
 def _scalar_result(ctx, self, other, operation):
@@ -72,24 +71,26 @@ def _scalar_result(ctx, self, other, operation):
     if type(self) is Tensor:
         x = self._data
         if type(x) is _ndarray and not x.ndim:
-            metas = _SCALAR_METAS.get(x.dtype)
+            dtype = x.dtype  # told apart by identity (a dict lookup hashes the dtype, which costs more)
+            metas = _METAS_32 if dtype is _F32 else _METAS_64 if dtype is _F64 else None
             if metas is not None:
                 if type(other) is Tensor:
                     y = other._data
-                    if type(y) is _ndarray and not y.ndim and y.dtype is x.dtype:
+                    pair = metas[0]  # (its dtype, x's, is read from it: an array attribute read costs more)
+                    if type(y) is _ndarray and not y.ndim and y.dtype is pair[1]:
                         if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call that keeps nothing)
-                            ctx.metas = metas[0]
+                            ctx.metas = pair
                         token = _set(_IGNORE)
                         out = operation(x[()], y[()])
                         _reset(token)
-                        return _asarray(out)
+                        return out.__array__()  # np.asarray(out), for a numpy scalar: one call less
                 elif type(other) is float or type(other) is int:
                     if ctx is not _NO_RECORD:
                         ctx.metas = metas[1]
                     token = _set(_IGNORE)
                     out = operation(x[()], float(other))
                     _reset(token)
-                    return _asarray(out)
+                    return out.__array__()
     return None
 
 
@@ -159,14 +160,16 @@ def _binary_operands(ctx, self, other) -> tuple:
         if (type(self) is Tensor or isinstance(self, Tensor)) and self._backend is numpy_backend:
             data = self._data
             if data.dtype.kind == "f":  # a float tensor's dtype wins; the number stays a Python float
-                ctx.metas = (data.shape, data.dtype, (), None)
+                if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call: ``lr * p.grad`` under no_grad)
+                    ctx.metas = (data.shape, data.dtype, (), None)
                 return numpy_backend, data, float(other)
     elif isinstance(self, Tensor) and isinstance(other, Tensor):
         self_data, other_data = self._data, other._data
         self_shape, other_shape = self_data.shape, other_data.shape
         if self_shape != other_shape and not suffix_broadcasts(self_shape, other_shape):
             broadcast_shapes(self_shape, other_shape)
-        ctx.metas = (self_shape, self_data.dtype, other_shape, other_data.dtype)
+        if ctx is not _NO_RECORD:
+            ctx.metas = (self_shape, self_data.dtype, other_shape, other_data.dtype)
         if self_data.dtype == other_data.dtype:
             return self._backend, self_data, other_data
         x, y = promote(self, other)
@@ -424,13 +427,13 @@ class PowBackward0(OpFunction):
             ctx._packed = {"self": _save_operand(ctx, self, self), "exponent": exponent}
         x = self._data
         if ((exponent == 2 or exponent == 3) and (type(exponent) is int or type(exponent) is float)
-                and type(x) is _ndarray and x.shape == () and (x.dtype is _F32 or x.dtype is _F64)):
+                and type(x) is _ndarray and not x.ndim and ((dtype := x.dtype) is _F32 or dtype is _F64)):
             # PyTorch's kernel squares and cubes by multiplying (as the backend's pow does for arrays)
             value = x[()]
             token = _set(_IGNORE)
             out = value * value if exponent == 2 else value * value * value
             _reset(token)
-            return _asarray(out)
+            return out.__array__()
         x, n = promote(self, exponent)
         return self._backend.pow(x, n)
 
