@@ -23,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "lessons"
 STEMS = ["01_computational_graph", "02_chain_rule", "03_accumulation", "04_no_grad",
          "05_dynamic_graphs", "06_devices", "07_real_pytorch", "08_hooks_and_saved_tensors",
-         "09_training_a_network", "10_custom_functions", "11_higher_order"]
+         "09_training_a_network", "10_custom_functions", "11_higher_order", "12_forward_mode"]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
 CELL_TIMEOUT = 60
@@ -47,6 +47,9 @@ ANSWERS = {
     "l10-ex2-prediction": "[0.75, 12.0]",
     "l11-ex1-prediction": "-0.8415",
     "l11-ex2-prediction": "[4.0, 2.0]",
+    "l12-ex1-prediction": "[5.0, 7.0]",
+    "l12-ex2-prediction": "[-1.0, 1.0]",
+    "l12-ex3-prediction": "3",
 }
 PREDICTION_LINE = re.compile(r"^prediction = None\b.*$", re.MULTILINE)
 
@@ -150,7 +153,8 @@ PREDICT_VIEWS = {"01_computational_graph": ["l01-ex1-predict-view"],
                  "05_dynamic_graphs": ["l05-used-twice"],
                  "08_hooks_and_saved_tensors": ["l08-ex1-view"],
                  "10_custom_functions": ["l10-ex1-view"],
-                 "11_higher_order": ["l11-ex1-view"]}
+                 "11_higher_order": ["l11-ex1-view"],
+                 "12_forward_mode": ["l12-ex2-view"]}
 
 
 @pytest.mark.parametrize("stem", sorted(PREDICT_VIEWS))
@@ -254,6 +258,47 @@ def test_11_hessian_vector_product_two_ways_and_stepped(executed):
     state = shipped_state(notebook, "l11-show-hvp")
     assert second_order_names(notebook, "l11-show-hvp")
     assert state["trace"][-1]["grad_after"]["preview"] == "[6., 14.]"  # the second backward lands Hv on w
+
+
+# -- lesson 12: forward mode and function transforms ----------------------------------------------------
+def test_12_jvp_column_vjp_row_and_dual_numbers(executed):
+    notebook = executed("12_forward_mode")
+    printed = text(notebook, "l12-jvp-vjp")
+    assert "Jv,  v = (1, 0) = tensor([3., 4., 0.])" in printed and "uᵀJ, u = (1,0,0) = tensor([3., 2.])" in printed
+    assert text(notebook, "l12-dual") == ("tensor([2., 3.], tangent=tensor([1., 0.]))\n"
+                                          "tensor([6., 4., 9.], tangent=tensor([3., 4., 0.]))\n"
+                                          "primal : tensor([6., 4., 9.])\n"
+                                          "tangent: tensor([3., 4., 0.])\n")
+    passes = text(notebook, "l12-passes")
+    assert "powers: J is (5, 1), forward mode 1 pass(es), reverse mode 5, same J: True" in passes
+    assert "sum_of_squares: J is (1, 5), forward mode 5 pass(es), reverse mode 1, same J: True" in passes
+
+
+def test_12_transforms_and_per_sample_gradients(executed):
+    notebook = executed("12_forward_mode")
+    jacobians = text(notebook, "l12-jacobians")
+    assert jacobians.count("tensor([[3., 2.],\n        [4., 0.],\n        [0., 3.]])") == 2
+    assert "the same: True" in jacobians
+    transforms = text(notebook, "l12-transforms")
+    assert "grad(g)(w)    = tensor([ 4., 13.])" in transforms
+    assert "hessian(g)(w) = tensor([[ 4.,  2.],\n        [ 2., 12.]])" in transforms
+    assert "grad(grad(sin))(1.0) = tensor(-0.8415)" in transforms
+    per_sample = text(notebook, "l12-per-sample")
+    assert "torch.Size([3, 1, 2])" in per_sample and "[[-1.,  1.]]])" in per_sample
+    loop = text(notebook, "l12-loop")
+    assert loop.count("matches vmap: True") == 3
+    assert "example 0: weight.grad = tensor([[-3., -6.]]), bias.grad = tensor([-3.])" in loop
+
+
+def test_12_what_the_widget_draws(executed):
+    notebook = executed("12_forward_mode")
+    assert text(notebook, "l12-show-forward").startswith(
+        "tensor([6., 4., 9.], tangent=tensor([3., 4., 0.]))   grad_fn: None\n")
+    forward = shipped_state(notebook, "l12-show-forward")
+    assert len(forward["graph"]["nodes"]) == 1 and forward["trace"] == []  # one box, nothing to step
+    assert text(notebook, "l12-show-grad").startswith("tensor(0.5403, grad_fn=<MulBackward0>)\n")
+    assert {"MulBackward0", "CosBackward0"} <= second_order_names(notebook, "l12-show-grad")
+    assert shipped_state(notebook, "l12-show-grad")["trace"][-1]["grad_after"]["preview"] == "-0.8415"
 
 
 # -- the notebooks on disk (tests/test_lessons_lint.py checks how they are written) ---------------------
