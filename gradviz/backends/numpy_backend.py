@@ -932,3 +932,9 @@ def bce_with_logits_reduced(x, t, reduction):
     np.add(loss, softplus, out=loss)
     total = np.add.reduce(loss, axis=None)
     return _arr(total if reduction == 2 else np.true_divide(total, max(loss.size, 1)))
+
+
+# -- tan (the tensor API sweep) --------------------------------------------------------------------------------------
+@silent
+def tan(a):
+    return _arr(np.tan(a))

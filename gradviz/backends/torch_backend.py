@@ -477,3 +477,7 @@ def eigh(a, upper):
 
 def qr(a, complete):
     return tuple(torch.linalg.qr(a, mode="complete" if complete else "reduced"))
+
+
+# -- tan (the tensor API sweep) --------------------------------------------------------------------------------------
+tan = torch.tan

@@ -16,10 +16,18 @@ from gradviz.tensor import Tensor
 
 
 def _dims(dim, ndim: int) -> tuple:
+    """The reduced dims, wrapped and sorted. A 0-d tensor takes dim 0 or -1 (as a 1-element tensor
+    would) and reduces over nothing; a dim given twice is PyTorch's error."""
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
     if not dims:  # ``sum(dim=())``: PyTorch reduces over every dim
         return tuple(range(ndim))
-    return tuple(sorted(wrap_dim(d, ndim) for d in dims))
+    wrapped = [wrap_dim(d, builtins.max(ndim, 1)) for d in dims]
+    seen = set()
+    for d in wrapped:
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    return tuple(sorted(wrapped)) if ndim else ()
 
 
 def _given(dim) -> tuple:
