@@ -568,3 +568,8 @@ CASES.update({
     "ExponentialBackward0": (lambda x: (x * 1).exponential_(2.0, generator=seeded()) * x, [values(3)]),
     "PoissonBackward0": (lambda x: gv.poisson(x * x, generator=seeded()) + x, [positive(4)]),
 })
+CASES.update({
+    "AsinhBackward0": (lambda x: x.asinh(), [values(3)]),
+    "AcoshBackward0": (lambda x: x.acosh(), [values(3, low=1.2, high=3.0)]),
+    "AtanhBackward0": (lambda x: x.atanh(), [values(3, low=-0.8, high=0.8)]),
+})

@@ -938,3 +938,18 @@ def bce_with_logits_reduced(x, t, reduction):
 @silent
 def tan(a):
     return _arr(np.tan(a))
+
+
+@silent
+def asinh(a):
+    return _arr(np.arcsinh(a))
+
+
+@silent
+def acosh(a):
+    return _arr(np.arccosh(a))
+
+
+@silent
+def atanh(a):
+    return _arr(np.arctanh(a))

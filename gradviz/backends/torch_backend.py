@@ -481,3 +481,4 @@ def qr(a, complete):
 
 # -- tan (the tensor API sweep) --------------------------------------------------------------------------------------
 tan = torch.tan
+asinh, acosh, atanh = torch.asinh, torch.acosh, torch.atanh

@@ -313,3 +313,8 @@ from gradviz.ops import tensor_api as _tensor_api  # noqa: E402
 for _name, _function in _tensor_api.tensor_methods().items():
     TENSOR_METHODS[_name] = _function
     setattr(Tensor, _name, _function)
+for _name, _function in _tensor_api.sweep_methods().items():
+    TENSOR_METHODS[_name] = _function
+    setattr(Tensor, _name, _function)
+for _name, _getter in _tensor_api.SWEEP_PROPERTIES.items():
+    setattr(Tensor, _name, property(_getter))

@@ -101,3 +101,189 @@ def _float16():
     from gradviz import _dtype
 
     return _dtype.float16
+
+
+# -- the inverse hyperbolic functions ---------------------------------------------------------------------------------
+class AsinhBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("grad * (self.pow(2) + 1).rsqrt().conj()", r"\bar{y} / \sqrt{x^{2} + 1}")}
+
+    def forward(ctx, self):
+        from gradviz.ops._util import float_data
+
+        ctx.save(self=self)
+        return self._backend.asinh(float_data(self))
+
+    def backward(ctx, grad):
+        backend, x = ctx.backend, ctx.saved("self")
+        return backend.div(grad, backend.sqrt(backend.add(backend.mul(x, x), 1)))
+
+    def backward_graph(ctx, grad):
+        """As C++ records it: PowBackward0, AddBackward1, RsqrtBackward0, MulBackward0."""
+        return grad * arithmetic.AddBackward1.apply(ctx.saved_graph("self").pow(2), 1).rsqrt()
+
+
+class AcoshBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("grad * (self.pow(2) - 1).rsqrt().conj()", r"\bar{y} / \sqrt{x^{2} - 1}")}
+
+    def forward(ctx, self):
+        from gradviz.ops._util import float_data
+
+        ctx.save(self=self)
+        return self._backend.acosh(float_data(self))
+
+    def backward(ctx, grad):
+        backend, x = ctx.backend, ctx.saved("self")
+        return backend.div(grad, backend.sqrt(backend.sub(backend.mul(x, x), 1)))
+
+    def backward_graph(ctx, grad):
+        """As C++ records it: ``(self * self - 1).rsqrt()``: MulBackward0, SubBackward1, RsqrtBackward0, MulBackward0."""
+        self = ctx.saved_graph("self")
+        return grad * arithmetic.SubBackward1.apply(self * self, 1).rsqrt()
+
+
+class AtanhBackward0(OpFunction):
+    inputs = ("self",)
+    derivatives = {"self": ("grad * 1 / (1 - self.pow(2)).conj()", r"\bar{y} / (1 - x^{2})")}
+
+    def forward(ctx, self):
+        from gradviz.ops._util import float_data
+
+        ctx.save(self=self)
+        return self._backend.atanh(float_data(self))
+
+    def backward(ctx, grad):
+        backend, x = ctx.backend, ctx.saved("self")
+        return backend.div(grad, backend.sub(1, backend.mul(x, x)))
+
+    def backward_graph(ctx, grad):
+        """As C++ records it: ``grad / (1 - self.pow(2))``: PowBackward0, SubBackward0 (1 wrapped), DivBackward0."""
+        return grad / arithmetic.sub(1.0, ctx.saved_graph("self").pow(2))
+
+
+def asinh(input):
+    return AsinhBackward0.apply(input)
+
+
+def acosh(input):
+    return AcoshBackward0.apply(input)
+
+
+def atanh(input):
+    return AtanhBackward0.apply(input)
+
+
+# -- small aliases, predicates and views ------------------------------------------------------------------------------
+def ravel(input):
+    """``reshape(-1)``: a view where the memory allows (ViewBackward0), else a copy."""
+    return input.reshape(-1)
+
+
+def positive(input):
+    """The tensor itself (PyTorch returns ``self``; booleans are refused)."""
+    from gradviz import _dtype
+
+    if input.dtype is _dtype.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def select(input, dim: int, index: int):
+    """``input[..., index, ...]`` at ``dim`` (SelectBackward0)."""
+    from gradviz.tensor import _wrap_dim
+
+    axis = _wrap_dim(dim, input.ndim)
+    size = input.shape[axis]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension "
+                         f"{dim}")
+    return input[(slice(None),) * axis + (index,)]
+
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims: for a real tensor, ``transpose(-2, -1)``."""
+    return input.transpose(-2, -1)
+
+
+def signbit(input):
+    from gradviz import _dtype
+
+    backend = input._backend
+    data = backend.to_numpy(input._data)
+    import numpy as np
+
+    return Tensor._make(backend.array(np.signbit(data), _dtype.bool, input.device), backend=backend)
+
+
+def isposinf(input):
+    import math
+
+    return input == math.inf
+
+
+def isneginf(input):
+    import math
+
+    return input == -math.inf
+
+
+def isreal(input):
+    """Every element of a real tensor is real."""
+    from gradviz.tensor import ones_like
+
+    from gradviz import _dtype
+
+    return ones_like(input, dtype=_dtype.bool)
+
+
+def is_nonzero(input) -> bool:
+    if input.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item() != 0)
+
+
+def is_same_size(input, other) -> bool:
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_signed(input) -> bool:
+    from gradviz import _dtype
+
+    return input.dtype not in (_dtype.bool, _dtype.uint8)
+
+
+def sweep_methods() -> dict:
+    """The aliases, predicates and hyperbolic functions as Tensor methods (with in-place forms where torch has them)."""
+    from gradviz.ops import comparison
+    from gradviz.ops.inplace import in_place
+
+    methods = {
+        "asinh": asinh, "arcsinh": asinh, "acosh": acosh, "arccosh": acosh, "atanh": atanh, "arctanh": atanh,
+        "ravel": ravel, "positive": positive, "select": select, "adjoint": adjoint, "signbit": signbit,
+        "isposinf": isposinf, "isneginf": isneginf, "isreal": isreal, "is_nonzero": is_nonzero,
+        "is_same_size": is_same_size, "is_signed": is_signed, "greater": comparison.gt, "greater_equal": comparison.ge,
+        "less": comparison.lt, "less_equal": comparison.le, "not_equal": comparison.ne,
+        "ndimension": lambda self: self.ndim,
+        "element_size": lambda self: self.itemsize,
+    }
+    for name in ("asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh"):
+        methods[f"{name}_"] = in_place(methods[name], f"{name}_")
+    return methods
+
+
+SWEEP_PROPERTIES = {
+    "is_cpu": lambda self: self.device.type == "cpu",
+    "is_meta": lambda self: False,
+    "itemsize": lambda self: self._data.dtype.itemsize,
+    "nbytes": lambda self: self._data.dtype.itemsize * self.numel(),
+    "mH": lambda self: self.transpose(-2, -1),
+    "H": lambda self: self.t() if self.ndim in (0, 2) else _H_error(self),
+}
+
+
+def _H_error(self):
+    tail = " For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""
+    raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.{tail}")

@@ -2548,3 +2548,6 @@ entry("TanBackward0")(lambda o: only(Rule(local=1 + result("tan x") ** 2)))
 entry("RsubBackward0", options=("alpha",))(lambda o: {"self": Rule(local=_alpha(o, -1)),
                                                       "other": Rule(local=Num(1), symbol="y")})
 entry("ExponentialBackward0", "PoissonBackward0")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
+entry("AsinhBackward0")(lambda o: only(Rule(local=1 / sqrt(x ** 2 + 1))))
+entry("AcoshBackward0")(lambda o: only(Rule(local=1 / sqrt(x ** 2 - 1))))
+entry("AtanhBackward0")(lambda o: only(Rule(local=1 / (1 - x ** 2))))
