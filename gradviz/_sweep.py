@@ -56,7 +56,7 @@ class iinfo:
         self.min = int(info.min)
 
     def __repr__(self) -> str:
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        return f"iinfo(min={float(self.min):g}, max={float(self.max):g}, dtype={self.dtype})"
 
 
 def promote_types(type1, type2):
@@ -88,17 +88,22 @@ def result_type(tensor1, tensor2):
 
 def broadcast_shapes(*shapes):
     """The shape that tensors of these shapes broadcast to, as a ``torch.Size``."""
-    from gradviz.ops._util import broadcast_shapes as broadcast
     from gradviz.tensor import Size
 
-    result = ()
-    for shape in shapes:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        if any(size < 0 for size in shape):
-            raise RuntimeError("Trying to create tensor with negative dimension "
-                               f"{min(shape)}: [{', '.join(str(s) for s in shape)}]")
-        result = broadcast(result, shape)
-    return Size(result)
+    shapes = [(shape,) if isinstance(shape, int) else shape for shape in shapes]
+    common = [1] * max((len(shape) for shape in shapes), default=0)
+    for position, shape in enumerate(shapes):
+        for index in range(-1, -1 - len(shape), -1):
+            if common[index] == 1:
+                if shape[index] < 0:
+                    raise RuntimeError(f"Trying to create tensor with negative dimension ({shape[index]}): "
+                                       f"({shape[index]})")
+                common[index] = shape[index]
+            elif shape[index] != 1 and common[index] != shape[index]:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {shape[index]} at {index}! "
+                                   f"Mismatching argument at index {position} had {shape}; but expected shape "
+                                   f"should be broadcastable to {common}")
+    return Size(common)
 
 
 def get_num_threads() -> int:

@@ -176,8 +176,9 @@ def atanh(input):
 
 # -- small aliases, predicates and views ------------------------------------------------------------------------------
 def ravel(input):
-    """``reshape(-1)``: a view where the memory allows (ViewBackward0), else a copy."""
-    return input.reshape(-1)
+    """``contiguous().view(-1)``, as PyTorch writes it: a view where the memory allows (ViewBackward0), else a
+    copy first (CloneBackward0, then ViewBackward0)."""
+    return input.contiguous().view(-1)
 
 
 def positive(input):
@@ -270,8 +271,33 @@ def sweep_methods() -> dict:
         "element_size": lambda self: self.itemsize,
     }
     for name in ("asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh"):
-        methods[f"{name}_"] = in_place(methods[name], f"{name}_")
+        node = _IN_PLACE_NODES[name.replace("arc", "a")]
+        methods[f"{name}_"] = in_place(node.apply, f"{name}_")
     return methods
+
+
+def _in_place_hyperbolic():
+    """``x.asinh_()`` on a tensor in the graph: PyTorch records ``AsinhBackward1``, whose backward raises
+    "the derivative for 'inplace version of asinh' is not implemented." (same for acosh_, atanh_)."""
+    from gradviz.ops.no_derivative import _NoDerivative
+
+    from gradviz.ops._util import float_data
+
+    def forward_of(name):
+        def forward(ctx, self):  # saves nothing: there is no backward to use it
+            return getattr(self._backend, name)(float_data(self))
+
+        return forward
+
+    nodes = {}
+    for name in ("asinh", "acosh", "atanh"):
+        nodes[name] = type(f"{name.capitalize()}Backward1", (_NoDerivative,), {
+            "inputs": ("self",), "aten_name": f"inplace version of {name}", "forward": forward_of(name),
+            "__doc__": f"``x.{name}_()`` in the graph: no derivative in PyTorch."})
+    return nodes
+
+
+_IN_PLACE_NODES = _in_place_hyperbolic()
 
 
 SWEEP_PROPERTIES = {
@@ -280,7 +306,7 @@ SWEEP_PROPERTIES = {
     "itemsize": lambda self: self._data.dtype.itemsize,
     "nbytes": lambda self: self._data.dtype.itemsize * self.numel(),
     "mH": lambda self: self.transpose(-2, -1),
-    "H": lambda self: self.t() if self.ndim in (0, 2) else _H_error(self),
+    "H": lambda self: self.transpose(-2, -1) if self.ndim == 2 else self if self.ndim == 0 else _H_error(self),
 }
 
 
