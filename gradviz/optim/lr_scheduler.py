@@ -13,6 +13,9 @@ uses the closed form, as PyTorch does.
     CosineAnnealingLR  eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2
     LinearLR           base_lr * factor, the factor going linearly from start_factor to end_factor
     ReduceLROnPlateau  lr * factor once the watched metric has stopped improving for `patience` epochs
+    ConstantLR         base_lr * factor until total_iters, then base_lr
+    MultiplicativeLR   lr * lr_lambda(epoch) every epoch after the first
+    PolynomialLR       base_lr * (1 - epoch / total_iters) ** power, then unchanged
 """
 from __future__ import annotations
 
