@@ -60,8 +60,8 @@ def namespaces():
         return {name for name in _public(dir(owner) if names is None else names) if not _internal(owner, name)}
 
     torch_top = public(torch)
-    torch_layers = {name for name in _public(dir(torch.nn))
-                    if inspect.isclass(getattr(torch.nn, name)) and issubclass(getattr(torch.nn, name), torch.nn.Module)}
+    torch_layers = {name for name in _public(dir(torch.nn)) if inspect.isclass(getattr(torch.nn, name))
+                    and issubclass(getattr(torch.nn, name), torch.nn.Module)}
     schedulers = torch.optim.lr_scheduler
     optimizers = public(torch.optim) | {f"lr_scheduler.{name}" for name in public(schedulers)
                                         if inspect.isclass(getattr(schedulers, name))
