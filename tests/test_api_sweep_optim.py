@@ -56,3 +56,38 @@ def test_step_with_an_epoch_uses_the_closed_form(name, settings):
 ])
 def test_errors(code):
     assert_same_error(code)
+
+
+# -- Adadelta and Adamax ----------------------------------------------------------------------------------------------
+from test_optim import run_optimizer  # noqa: E402
+
+OPTIMIZER_CASES = [
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-4, "weight_decay": 0.1, "maximize": True}),
+    ("Adamax", {}),
+    ("Adamax", {"lr": 0.01, "betas": (0.8, 0.95), "weight_decay": 0.2, "maximize": True}),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name, settings", OPTIMIZER_CASES, ids=[f"{n}{s}" for n, s in OPTIMIZER_CASES])
+def test_optimizer_steps_and_state_match_torch(name, settings, dtype):
+    (ours, ours_optimizer), (theirs, theirs_optimizer) = (run_optimizer(lib, name, settings, dtype) for lib in (gv, torch))
+    tolerance = {"float32": dict(rtol=2e-6, atol=2e-7), "float64": dict(rtol=1e-12, atol=1e-13)}[dtype]
+    for p, q in zip(ours, theirs):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), **tolerance)
+    ours_state, theirs_state = ours_optimizer.state_dict(), theirs_optimizer.state_dict()
+    assert ours_state["param_groups"] == theirs_state["param_groups"]
+    for index, entries in theirs_state["state"].items():
+        assert list(ours_state["state"][index]) == list(entries)
+        for key, value in entries.items():
+            np.testing.assert_allclose(ours_state["state"][index][key].numpy(), value.numpy(), **tolerance)
+    assert repr(ours_optimizer) == repr(theirs_optimizer)
+
+
+@pytest.mark.parametrize("code", ["torch.optim.Adadelta([torch.nn.Parameter(torch.ones(1))], rho=1.5)",
+                                  "torch.optim.Adadelta([torch.nn.Parameter(torch.ones(1))], lr=-1)",
+                                  "torch.optim.Adamax([torch.nn.Parameter(torch.ones(1))], betas=(1.0, 0.9))",
+                                  "torch.optim.Adamax([torch.nn.Parameter(torch.ones(1))], eps=-1.0)"])
+def test_optimizer_errors(code):
+    assert_same_error(code)
