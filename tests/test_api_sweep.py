@@ -187,3 +187,25 @@ def test_random_draws_with_a_generator_argument():
         else:
             for e, g in zip(expected, got):
                 np.testing.assert_array_equal(g.numpy(), e)
+
+
+@pytest.mark.parametrize("seed", [0, 42])
+@pytest.mark.parametrize("size", [1, 5, 16, 33, 100])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cauchy_geometric_log_normal_are_torchs_stream(seed, size, dtype):
+    assert_same(f"torch.manual_seed({seed})\na = torch.empty({size}, dtype=torch.{dtype}).cauchy_()\n"
+                f"b = torch.empty({size}, dtype=torch.{dtype}).cauchy_(-1.5, 0.25)\n"
+                f"c = torch.empty({size}, dtype=torch.{dtype}).geometric_(0.3)\n"
+                f"d = torch.zeros({size}, dtype=torch.{dtype}).log_normal_()\n"
+                f"e = torch.zeros({size}, dtype=torch.{dtype}).log_normal_(0.5, 0.1)\n"
+                f"f = torch.zeros({size}, dtype=torch.long).geometric_(0.9)\nafter = torch.rand(3)\nprint(a[:2], c[:3])\n")
+
+
+def test_cauchy_geometric_log_normal_nodes_and_errors():
+    assert_same("torch.manual_seed(1)\nx = torch.tensor([0.5, 0.2], requires_grad=True)\na = (x * 1).cauchy_()\n"
+                "b = (x * 1).geometric_(0.5)\nc = (x * 1).log_normal_()\n((a + b + c) * x).sum().backward()\n")
+    for code in ("torch.empty(3).cauchy_(0, 0)", "torch.empty(3).cauchy_(0, -1.5)", "torch.empty(3).geometric_(0)",
+                 "torch.empty(3).geometric_(1)", "torch.empty(3).log_normal_(1, 0)",
+                 "torch.zeros(3, dtype=torch.long).log_normal_()",
+                 "torch.tensor([1.0], requires_grad=True).geometric_(0.5)"):
+        assert_same_error(code)

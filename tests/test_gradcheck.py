@@ -573,3 +573,8 @@ CASES.update({
     "AcoshBackward0": (lambda x: x.acosh(), [values(3, low=1.2, high=3.0)]),
     "AtanhBackward0": (lambda x: x.atanh(), [values(3, low=-0.8, high=0.8)]),
 })
+CASES.update({
+    "CauchyBackward0": (lambda x: (x * 1).cauchy_(generator=seeded()) * x, [values(3)]),
+    "GeometricBackward0": (lambda x: (x * 1).geometric_(0.3, generator=seeded()) * x, [values(3)]),
+    "LogNormalBackward0": (lambda x: (x * 1).log_normal_(generator=seeded()) * x, [values(3)]),
+})

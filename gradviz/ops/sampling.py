@@ -367,3 +367,73 @@ def bernoulli_method(self, p=None, *, generator=None):
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message "
                                "be improved?  If so, please report an enhancement request to PyTorch.)")
     return bernoulli(self, p, generator=generator)
+
+
+# -- cauchy_, geometric_, log_normal_ (the tensor API sweep): torch's transforms of its stream, bit for bit ------------
+class CauchyBackward0(_RandomFill):
+    """``x.cauchy_(median, sigma)`` on a tensor in the graph."""
+
+
+class GeometricBackward0(_RandomFill):
+    """``x.geometric_(p)`` on a tensor in the graph."""
+
+
+class LogNormalBackward0(_RandomFill):
+    """``x.log_normal_(mean, std)`` on a tensor in the graph."""
+
+
+RECORDED_FILLS.update(cauchy=CauchyBackward0, geometric=GeometricBackward0, log_normal=LogNormalBackward0)
+
+
+def _double_uniforms(generator, count: int) -> list:
+    import numpy as np
+
+    from gradviz import random as gradviz_random
+
+    return gradviz_random.unit_uniform(_default(generator), count, np.float64).tolist()
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """``median + sigma * tan(pi * (u - 0.5))``, u a 53-bit uniform."""
+    import math
+
+    import numpy as np
+
+    if not self.dtype.is_floating_point:
+        raise RuntimeError("Cauchy distribution is a continuous probability distribution. dtype must be a floating "
+                           f"point but you specified {self.dtype}")
+    self._check_in_place()
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    median, sigma = float(median), float(sigma)
+    values = [median + sigma * math.tan(math.pi * (u - 0.5)) for u in _double_uniforms(generator, self.numel())]
+    return self._fill_random(np.array(values, dtype=np.float64), "cauchy")
+
+
+def geometric_(self, p, *, generator=None):
+    """The number of trials to the first success: ``ceil(log(u) / log1p(-p))``, u a 53-bit uniform."""
+    import math
+
+    import numpy as np
+
+    self._check_in_place()
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
+    scale = math.log1p(-float(p))
+    values = [math.ceil(math.log(u) / scale) if u > 0 else math.inf for u in _double_uniforms(generator, self.numel())]
+    return self._fill_random(np.array(values, dtype=np.float64), "geometric")
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """``exp`` of normal numbers drawn one pair at a time (torch's ``lognormal_distribution<double>``)."""
+    import numpy as np
+
+    from gradviz import _dtype, random as gradviz_random
+
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(f'"log_normal_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[self.dtype.name]}\'')
+    self._check_in_place()
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    normals = gradviz_random._normal_pairs(_default(generator), self.numel(), float(mean), float(std))
+    return self._fill_random(np.exp(normals), "log_normal")

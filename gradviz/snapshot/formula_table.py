@@ -2551,3 +2551,5 @@ entry("ExponentialBackward0", "PoissonBackward0")(lambda o: only(Rule(sent=Num(0
 entry("AsinhBackward0")(lambda o: only(Rule(local=1 / sqrt(x ** 2 + 1))))
 entry("AcoshBackward0")(lambda o: only(Rule(local=1 / sqrt(x ** 2 - 1))))
 entry("AtanhBackward0")(lambda o: only(Rule(local=1 / (1 - x ** 2))))
+entry("CauchyBackward0", "GeometricBackward0", "LogNormalBackward0")(
+    lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
