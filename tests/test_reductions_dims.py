@@ -120,7 +120,8 @@ def _grid(op):
         rank = max(len(shape), 1)
         dims = ([] if op in NEEDS_DIM else [None]) + list(range(-rank - 1, rank + 1))
         if forms != INT_ONLY:
-            dims += [(0,), (-1,), [0, -1], (0, 0), (rank,), tuple(range(len(shape))) or (0,)]
+            dims += [(0,), (-1,), [0, -1], (0, 0), (rank,), (0, 0, rank + 1), [-1, -1, -rank - 2],
+                     tuple(range(len(shape))) or (0,)]
             dims += [] if op in NO_EMPTY_TUPLE else [()]
         for dim in dims:
             for keepdim in ([None] if not has_keepdim or dim is None else [False, True]):

@@ -15,26 +15,30 @@ from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
 
 
-def _dims(dim, ndim: int) -> tuple:
+def _dims(dim, ndim: int, wrap_first: bool = True) -> tuple:
     """The reduced dims, wrapped and sorted. A 0-d tensor takes dim 0 or -1 (as a 1-element tensor
-    would) and reduces over nothing; a dim given twice is PyTorch's error."""
+    would) and reduces over nothing; a dim given twice is PyTorch's error, checked once every dim is wrapped, or, with
+    ``wrap_first=False`` (nansum, std/var, norm), as each is: which error an out-of-range dim after a repeat raises."""
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
     if not dims:  # ``sum(dim=())``: PyTorch reduces over every dim
         return tuple(range(ndim))
-    wrapped = [wrap_dim(d, builtins.max(ndim, 1)) for d in dims]
-    seen = set()
-    for d in wrapped:
-        if d in seen:
+    if wrap_first:
+        for d in dims:
+            wrap_dim(d, builtins.max(ndim, 1))
+    wrapped = []
+    for d in dims:  # wrapped and checked one at a time, in the order given, as PyTorch's dim_list_to_bitset
+        d = wrap_dim(d, builtins.max(ndim, 1))
+        if d in wrapped:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        seen.add(d)
+        wrapped.append(d)
     return tuple(sorted(wrapped)) if ndim else ()
 
 
-def _dims_or_none(dim, ndim: int):
+def _dims_or_none(dim, ndim: int, wrap_first: bool = True):
     """``_dims`` for a kernel that reads ``None`` as every dim: checked, and ``None`` for a 0-d tensor."""
     if dim is None:
         return None
-    dims = _dims(dim, ndim)
+    dims = _dims(dim, ndim, wrap_first)
     return dims if ndim else None
 
 
@@ -313,7 +317,7 @@ class LinalgVectorNormBackward0(OpFunction):
     def forward(ctx, self, ord, dim, keepdim):
         ctx.save(dim=_given(dim) if dim is not None else None, keepdim=keepdim, ord=ord, self=self)
         ctx.save_result()
-        axes = _dims(dim, self.ndim) if dim is not None else None
+        axes = _dims(dim, self.ndim, wrap_first=False) if dim is not None else None
         ctx.axes, ctx.shape = axes, tuple(self.shape)
         ctx.dim = dim
         backend = self._backend
@@ -417,6 +421,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:  # torch.norm hands it to matrix_norm
+        if input.ndim < 2:
+            raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
     if p == "fro" or p is None:
         p = 2

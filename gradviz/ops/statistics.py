@@ -150,7 +150,7 @@ def _variance(ctx, self, dim, correction, keepdim, name: str = "var", stacklevel
     if not self.dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     backend = self._backend
-    axes = _dims_or_none(dim, self.ndim)
+    axes = _dims_or_none(dim, self.ndim, wrap_first=False)
     count = 1
     for axis in axes if axes is not None else range(self.ndim):
         count *= self.shape[axis]

@@ -80,7 +80,7 @@ def _spread_and_mean(ctx, self, dim, correction, keepdim, name: str):
     ctx.save(correction=correction, dim=saved_dim(dim) if dim is not None else None, keepdim=keepdim, self=self)
     variance = _variance(ctx, self, dim, correction, keepdim, name, stacklevel=5)
     backend = self._backend
-    axes = _dims_or_none(dim, self.ndim)  # as _variance reads dim (ctx may keep nothing)
+    axes = _dims_or_none(dim, self.ndim, wrap_first=False)  # as _variance reads dim (ctx may keep nothing)
     mean = backend.div(backend.sum(self._data, axes, keepdims=keepdim), _count(tuple(self.shape), axes))
     return variance, mean
 
@@ -217,7 +217,7 @@ class NansumBackward0(OpFunction):
 
     def forward(ctx, self, dim, keepdim):
         backend = self._backend
-        axes = _dims_or_none(dim, self.ndim)  # ``()`` is every dim (kept as 1s with keepdim)
+        axes = _dims_or_none(dim, self.ndim, wrap_first=False)  # ``()`` is every dim (kept as 1s with keepdim)
         ctx.save(dim=None if dim is None else saved_dim(tuple(dim)), keepdim=keepdim, self=self)
         ctx.axes = axes
         data = self._data
