@@ -147,3 +147,11 @@ from gradviz.func import vmap  # noqa: E402  (torch.vmap)
 # torch.bernoulli / torch.normal that give a dual tensor's sample torch's zero tangent (forward AD)
 bernoulli = autograd.forward_ad.bernoulli  # noqa: F811
 normal = autograd.forward_ad.normal  # noqa: F811
+# -- the tensor API sweep: torch.tan, torch.rsub(alpha=), torch.poisson, torch.multinomial ------------------------
+from gradviz.ops.tensor_api import rsub  # noqa: E402, F811
+from gradviz.ops.unary import tan  # noqa: E402
+from gradviz.ops.sampling import multinomial, poisson  # noqa: E402
+from gradviz.ops import torch_functions as _sweep  # noqa: E402
+
+globals().update(_sweep.torch_functions())
+e, pi, inf, nan, newaxis = _sweep.e, _sweep.pi, _sweep.inf, _sweep.nan, _sweep.newaxis

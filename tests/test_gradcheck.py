@@ -561,3 +561,20 @@ CASES.update({
     "RreluWithNoiseBackward0": (lambda a: F.rrelu(a, 0.1, 0.3), [values(3, 4)]),
     "RreluWithNoiseBackward1": (lambda a: F.rrelu(a * 1, 0.1, 0.3, inplace=True), [values(3, 4)]),
 })
+# the tensor API sweep: tan, torch.rsub with a tensor (and alpha), exponential_, poisson
+CASES.update({
+    "TanBackward0": (lambda x: x.tan(), [values(3, low=-1.2, high=1.2)]),
+    "RsubBackward0": (lambda a, b: gv.rsub(a, b, alpha=3), [values(2, 3), values(3)]),
+    "ExponentialBackward0": (lambda x: (x * 1).exponential_(2.0, generator=seeded()) * x, [values(3)]),
+    "PoissonBackward0": (lambda x: gv.poisson(x * x, generator=seeded()) + x, [positive(4)]),
+})
+CASES.update({
+    "AsinhBackward0": (lambda x: x.asinh(), [values(3)]),
+    "AcoshBackward0": (lambda x: x.acosh(), [values(3, low=1.2, high=3.0)]),
+    "AtanhBackward0": (lambda x: x.atanh(), [values(3, low=-0.8, high=0.8)]),
+})
+CASES.update({
+    "CauchyBackward0": (lambda x: (x * 1).cauchy_(generator=seeded()) * x, [values(3)]),
+    "GeometricBackward0": (lambda x: (x * 1).geometric_(0.3, generator=seeded()) * x, [values(3)]),
+    "LogNormalBackward0": (lambda x: (x * 1).log_normal_(generator=seeded()) * x, [values(3)]),
+})

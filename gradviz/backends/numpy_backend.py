@@ -986,3 +986,24 @@ def copy_for_grad(value, like, steal: bool = True):
     if layout and layout != strides(out):  # only size-1 dims differ from the copy's
         out = np.lib.stride_tricks.as_strided(out, out.shape, tuple(stride * out.itemsize for stride in layout))
     return out
+
+
+# -- tan (the tensor API sweep) --------------------------------------------------------------------------------------
+@silent
+def tan(a):
+    return _arr(np.tan(a))
+
+
+@silent
+def asinh(a):
+    return _arr(np.arcsinh(a))
+
+
+@silent
+def acosh(a):
+    return _arr(np.arccosh(a))
+
+
+@silent
+def atanh(a):
+    return _arr(np.arctanh(a))

@@ -491,8 +491,13 @@ def copy_for_grad(value, like, steal: bool = True):
         return copy_as(value, like)
     if not non_overlapping_and_dense(tuple(like.shape), wanted):
         if steal and value.is_contiguous() and 0 not in own:
-            return torch.empty_strided(value.shape, own, dtype=value.dtype).copy_(value)
+            return torch.empty_strided(value.shape, own, dtype=value.dtype, device=value.device).copy_(value)
         return value.clone(memory_format=torch.contiguous_format)
     if steal and all((s == w) if size != 1 else s != 0 for size, s, w in zip(value.shape, own, wanted)):
-        return torch.empty_strided(value.shape, own, dtype=value.dtype).copy_(value)
-    return torch.empty_strided(value.shape, wanted, dtype=value.dtype).copy_(value)
+        return torch.empty_strided(value.shape, own, dtype=value.dtype, device=value.device).copy_(value)
+    return torch.empty_strided(value.shape, wanted, dtype=value.dtype, device=value.device).copy_(value)
+
+
+# -- tan (the tensor API sweep) --------------------------------------------------------------------------------------
+tan = torch.tan
+asinh, acosh, atanh = torch.asinh, torch.acosh, torch.atanh

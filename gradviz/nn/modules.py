@@ -1521,3 +1521,129 @@ def _sequential_delitem(self, index) -> None:
 
 Sequential.__setitem__ = _sequential_setitem
 Sequential.__delitem__ = _sequential_delitem
+
+
+# -- Module.to / float / double / half / cpu / cuda / type, get_submodule / get_parameter (the API sweep) -------------
+def _module_apply_to_tensors(self, convert) -> Module:
+    """PyTorch's ``Module._apply``: children first, then each parameter converted in place (``param.data =
+    convert(param)``, so the Parameter object, and an optimizer holding it, stays the same; its ``.grad``
+    too), then each buffer replaced."""
+    from gradviz.grad_mode import no_grad
+
+    for module in self.children():
+        _module_apply_to_tensors(module, convert)
+    with no_grad():
+        for parameter in self._parameters.values():
+            if parameter is None:
+                continue
+            parameter.data = convert(parameter)
+            if parameter.grad is not None:
+                parameter.grad.data = convert(parameter.grad)
+        for name, buffer in self._buffers.items():
+            if buffer is not None:
+                self._buffers[name] = convert(buffer)
+    return self
+
+
+def _parse_module_to(args, kwargs):
+    """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``, with the keywords, as ``_parse_to`` reads them."""
+    from gradviz import _dtype
+    from gradviz._device import device as Device
+
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    for arg in args:
+        if isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, (str, Device, int)) and not isinstance(arg, bool):
+            device = Device(arg) if not isinstance(arg, int) else Device("cuda", arg)
+        elif isinstance(arg, bool):
+            continue  # non_blocking given by position
+        else:
+            dtype = _dtype.from_any(arg)
+    return device, dtype
+
+
+def _module_to(self, *args, **kwargs) -> Module:
+    """Move and/or cast the parameters and buffers; a dtype applies only to floating-point ones."""
+    device, dtype = _parse_module_to(args, dict(kwargs))
+    if dtype is not None and not dtype.is_floating_point:
+        raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
+
+    def convert(tensor):
+        return tensor.to(device, dtype if tensor.dtype.is_floating_point else None)
+
+    return _module_apply_to_tensors(self, convert)
+
+
+def _floating_cast(name: str, method: str):
+    def cast(self) -> Module:
+        return _module_apply_to_tensors(
+            self, lambda tensor: getattr(tensor, method)() if tensor.dtype.is_floating_point else tensor)
+
+    cast.__name__ = name
+    cast.__doc__ = f"Casts all floating-point parameters and buffers with ``Tensor.{method}()``."
+    return cast
+
+
+def _module_cpu(self) -> Module:
+    return _module_apply_to_tensors(self, lambda tensor: tensor.cpu())
+
+
+def _module_cuda(self, device=None) -> Module:
+    return _module_apply_to_tensors(self, lambda tensor: tensor.cuda(device))
+
+
+def _module_type(self, dst_type) -> Module:
+    return _module_apply_to_tensors(self, lambda tensor: tensor.type(dst_type))
+
+
+def _module_get_submodule(self, target: str) -> Module:
+    if target == "":
+        return self
+    module = self
+    for item in target.split("."):
+        if not hasattr(module, item):
+            raise AttributeError(module._get_name() + " has no attribute `" + item + "`")
+        module = getattr(module, item)
+        if not isinstance(module, Module):
+            raise AttributeError("`" + item + "` is not an nn.Module")
+    return module
+
+
+def _module_get_parameter(self, target: str):
+    module_path, _, name = target.rpartition(".")
+    module = self.get_submodule(module_path)
+    if not hasattr(module, name):
+        raise AttributeError(module._get_name() + " has no attribute `" + name + "`")
+    parameter = getattr(module, name)
+    if not isinstance(parameter, Parameter):
+        raise AttributeError("`" + name + "` is not an nn.Parameter")
+    return parameter
+
+
+def _module_get_buffer(self, target: str):
+    module_path, _, name = target.rpartition(".")
+    module = self.get_submodule(module_path)
+    if not hasattr(module, name):
+        raise AttributeError(module._get_name() + " has no attribute `" + name + "`")
+    if name not in module._buffers:
+        raise AttributeError("`" + name + "` is not a buffer")
+    return getattr(module, name)
+
+
+Module._apply = _module_apply_to_tensors
+Module.to = _module_to
+Module.float = _floating_cast("float", "float")
+Module.double = _floating_cast("double", "double")
+Module.half = _floating_cast("half", "half")
+Module.cpu = _module_cpu
+Module.cuda = _module_cuda
+Module.type = _module_type
+Module.get_submodule = _module_get_submodule
+Module.get_parameter = _module_get_parameter
+Module.get_buffer = _module_get_buffer

@@ -320,3 +320,14 @@ for _name, _function in _MORE_OPS_METHODS.items():
 for _name, _function in shape.checked_shape_methods().items():
     TENSOR_METHODS[_name] = _function
     setattr(Tensor, _name, _function)
+# -- the tensor API sweep: tan, rsub(alpha), bernoulli/exponential_/multinomial as methods, half (ops/tensor_api.py) ----
+from gradviz.ops import tensor_api as _tensor_api  # noqa: E402
+
+for _name, _function in _tensor_api.tensor_methods().items():
+    TENSOR_METHODS[_name] = _function
+    setattr(Tensor, _name, _function)
+for _name, _function in _tensor_api.sweep_methods().items():
+    TENSOR_METHODS[_name] = _function
+    setattr(Tensor, _name, _function)
+for _name, _getter in _tensor_api.SWEEP_PROPERTIES.items():
+    setattr(Tensor, _name, property(_getter))

@@ -15,11 +15,47 @@ from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
 
 
-def _dims(dim, ndim: int) -> tuple:
+def _dims(dim, ndim: int, wrap_first: bool = True) -> tuple:
+    """The reduced dims, wrapped and sorted. A 0-d tensor takes dim 0 or -1 (as a 1-element tensor
+    would) and reduces over nothing; a dim given twice is PyTorch's error, checked once every dim is wrapped, or, with
+    ``wrap_first=False`` (nansum, std/var, norm), as each is: which error an out-of-range dim after a repeat raises."""
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
     if not dims:  # ``sum(dim=())``: PyTorch reduces over every dim
         return tuple(range(ndim))
-    return tuple(sorted(wrap_dim(d, ndim) for d in dims))
+    if wrap_first:
+        for d in dims:
+            wrap_dim(d, builtins.max(ndim, 1))
+    wrapped = []
+    for d in dims:  # wrapped and checked one at a time, in the order given, as PyTorch's dim_list_to_bitset
+        d = wrap_dim(d, builtins.max(ndim, 1))
+        if d in wrapped:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        wrapped.append(d)
+    return tuple(sorted(wrapped)) if ndim else ()
+
+
+def _dims_or_none(dim, ndim: int, wrap_first: bool = True):
+    """``_dims`` for a kernel that reads ``None`` as every dim: checked, and ``None`` for a 0-d tensor."""
+    if dim is None:
+        return None
+    dims = _dims(dim, ndim, wrap_first)
+    return dims if ndim else None
+
+
+def check_nonempty_reduction(name: str, tensor, given, wrapped: bool = False) -> None:
+    """PyTorch's errors for a reduction with no identity (max, amax, argmax...) over no elements: every dim
+    (``given`` None or empty) of an empty tensor, or a given dim of size 0 (the first such, named as given, or
+    ``wrapped`` for the one-dim reductions max/min/argmax/argmin)."""
+    if tensor.numel():
+        return
+    dims = () if given is None else tuple(given) if isinstance(given, (tuple, list)) else (given,)
+    if not dims:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.")
+    for d in dims:
+        axis = wrap_dim(d, tensor.ndim) if tensor.ndim else 0
+        if tensor.ndim and tensor.shape[axis] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {axis if wrapped else d} to have non-zero size.")
 
 
 def _given(dim) -> tuple:
@@ -189,6 +225,8 @@ class MaxBackward0(OpFunction):
         backend = ctx.backend
         keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
         axis = ctx.axis
+        if axis is None:  # 0-d: the gradient goes straight through
+            return grad
         if keepdim:
             grad = backend.reshape(grad, tuple(s for i, s in enumerate(grad.shape) if i != axis))
         picked = backend.one_hot_scatter(shape, ctx.indices, axis, grad.dtype)
@@ -203,7 +241,7 @@ class MaxBackward0(OpFunction):
         keepdim, shape = ctx.saved("keepdim", "self_sym_sizes")
         backend = ctx.backend
         indices = ctx.saved_graph("indices")
-        if not keepdim:
+        if not keepdim and shape:
             grad, indices = grad.unsqueeze(ctx.dim), indices.unsqueeze(ctx.dim)
         zeros = Tensor._make(backend.full(tuple(shape), 0, grad.dtype, grad.device), backend=backend)
         return ScatterBackward0.apply(zeros, grad, ctx.dim, indices)
@@ -211,8 +249,14 @@ class MaxBackward0(OpFunction):
 
 def select_along(ctx, self, dim, keepdim: bool, arg: str, reduce: str):
     """The forward of ``max(dim)`` and ``min(dim)``: the winning value along ``dim``, its index saved."""
-    axis = wrap_dim(dim, self.ndim)
+    axis = wrap_dim(dim, builtins.max(self.ndim, 1))
+    check_nonempty_reduction(reduce[1:], self, dim, wrapped=True)
     backend = self._backend
+    if not self.ndim:  # a 0-d tensor: its one element wins, at index 0
+        ctx.save(dim=saved_dim(dim), indices=Tensor._make(backend.astype(backend.zeros_like(self._data), _dtype.int64),
+                                                          backend=backend), keepdim=keepdim, self_sym_sizes=())
+        ctx.axis, ctx.dim, ctx.indices = None, dim, None
+        return backend.add(self._data, 0)
     indices = backend.astype(getattr(backend, arg)(self._data, axis), _dtype.int64)
     saved_indices = Tensor._make(backend.reshape(indices, _kept_shape(self.shape, axis)) if keepdim else indices,
                                  backend=backend)
@@ -226,6 +270,9 @@ def values_and_indices(node, input, dim, keepdim: bool, arg: str, result_type):
     """``max(dim)`` / ``min(dim)``: the values (recorded by ``node``) and the indices, as a named pair."""
     values = node.apply(input, dim, keepdim=keepdim)
     backend = input._backend
+    if not input.ndim:
+        return result_type(values, Tensor._make(backend.astype(backend.zeros_like(input._data), _dtype.int64),
+                                                backend=backend))
     indices = backend.astype(getattr(backend, arg)(input._data, wrap_dim(dim, input.ndim)), _dtype.int64)
     return result_type(values, Tensor._make(backend.reshape(indices, tuple(values.shape)), backend=backend))
 
@@ -270,7 +317,7 @@ class LinalgVectorNormBackward0(OpFunction):
     def forward(ctx, self, ord, dim, keepdim):
         ctx.save(dim=_given(dim) if dim is not None else None, keepdim=keepdim, ord=ord, self=self)
         ctx.save_result()
-        axes = _dims(dim, self.ndim) if dim is not None else None
+        axes = _dims(dim, self.ndim, wrap_first=False) if dim is not None else None
         ctx.axes, ctx.shape = axes, tuple(self.shape)
         ctx.dim = dim
         backend = self._backend
@@ -389,6 +436,8 @@ def _logical(name: str, reduce):
         backend = input._backend
         axes = None if dim is None else _dims(dim, builtins.max(input.ndim, 1))
         data = backend.ne(input._data, 0) if input.dtype is not _dtype.bool else input._data
+        if isinstance(dim, (tuple, list)) and not dim:  # ``dim=()``: PyTorch reduces over no dim at all
+            return Tensor._make(backend.logical_and(data, True), backend=backend)
         if input.ndim == 0:
             axes = None
         return Tensor._make(getattr(backend, reduce)(data, axes, keepdims=keepdim and axes is not None),
@@ -406,8 +455,12 @@ any = _logical("any", "any_along")  # noqa: A001
 def _arg(name: str, reduce):
     def arg(input, dim=None, keepdim: bool = False):
         backend = input._backend
+        if dim is not None:
+            wrap_dim(dim, builtins.max(input.ndim, 1))
         if input.numel() == 0:
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+            if dim is None:
+                raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+            check_nonempty_reduction(name, input, dim, wrapped=True)
         if dim is None:
             flat = getattr(backend, reduce)(backend.reshape(input._data, (-1,)), 0)
             index = backend.astype(flat, _dtype.int64)

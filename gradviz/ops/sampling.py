@@ -195,3 +195,245 @@ def _write_out(result, out):
     from gradviz.ops.arithmetic import write_out
 
     return write_out("normal", result, out)
+
+
+# -- exponential_, poisson, multinomial, Tensor.bernoulli (the tensor API sweep) ------------------------------------
+# All draw torch's numbers after ``manual_seed``: each uses 53-bit double uniforms from the mt19937 stream, one per
+# element (poisson: as many as its rejection loop asks for), in the order torch's CPU kernels walk the elements.
+class ExponentialBackward0(_RandomFill):
+    """``x.exponential_(lambd)`` on a tensor in the graph."""
+
+
+class PoissonBackward0(_RandomFill):
+    """``torch.poisson(rates)``: the draw sends a zero gradient back to the rates."""
+
+    derivatives = {"self": ("zeros_like(self)", r"0")}
+
+
+RECORDED_FILLS["exponential"] = ExponentialBackward0
+
+
+def _default(generator):
+    from gradviz import random as gradviz_random
+
+    return generator or gradviz_random.default_generator
+
+
+def exponential_values(generator, count: int, lambd: float):
+    """``-1 / lambd * log1p(-u)`` in double, u a 53-bit uniform (torch's CPU ``exponential_distribution``)."""
+    import math
+
+    import numpy as np
+
+    from gradviz import random as gradviz_random
+
+    uniforms = gradviz_random.unit_uniform(_default(generator), count, np.float64).tolist()
+    scale = -1.0 / lambd
+    return np.array([scale * math.log1p(-u) for u in uniforms], dtype=np.float64)
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Fill with numbers drawn from the exponential distribution of rate ``lambd``."""
+    if not self.dtype.is_floating_point:
+        from gradviz import _dtype
+
+        raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {_dtype.SCALAR_TYPE_NAMES[self.dtype.name]}")
+    self._check_in_place()
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
+    return self._fill_random(exponential_values(generator, self.numel(), float(lambd)), "exponential")
+
+
+def _poisson_sample(rate: float, draw) -> int:
+    """torch's ``sample_poisson``: a product of uniforms below rate 10, Hoermann's transformed rejection from 10 on."""
+    import math
+
+    if rate >= 10:
+        slam, loglam = math.sqrt(rate), math.log(rate)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u = draw() - 0.5
+            v = draw()
+            us = 0.5 - abs(u)
+            k = math.floor((2 * a / us + b) * u + rate + 0.43)
+            if us >= 0.07 and v <= vr:
+                return k
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            if math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b) <= -rate + k * loglam - math.lgamma(k + 1):
+                return k
+    if rate == 0:
+        return 0
+    limit, count, product = math.exp(-rate), 0, 1.0
+    while True:
+        product *= draw()
+        if product > limit:
+            count += 1
+        else:
+            return count
+
+
+def poisson(input, generator=None):
+    """Each element a Poisson draw with the element as its rate (a float tensor of counts)."""
+    import numpy as np
+
+    from gradviz import _dtype, random as gradviz_random
+    from gradviz.grad_mode import _state as grad_state
+
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"poisson_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}\'')
+    backend = input._backend
+    rates = np.ascontiguousarray(backend.to_numpy(input._data), dtype=np.float64)
+    if rates.size and not bool((rates >= 0).all()):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    stream = _default(generator)
+
+    def draw() -> float:
+        return float(gradviz_random.unit_uniform(stream, 1, np.float64)[0])
+
+    counts = np.array([_poisson_sample(rate, draw) for rate in rates.ravel().tolist()], dtype=np.float64)
+    values = backend.array(counts.reshape(rates.shape), input.dtype, input.device)
+    if grad_state.enabled and input.requires_grad:
+        return PoissonBackward0.apply(input, values)
+    return Tensor._make(values, backend=backend)
+
+
+def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None, out=None):
+    """Indices drawn from each row's distribution (weights need not sum to 1). Without replacement, or for one
+    sample, torch's way: ``argmax``/``topk`` of ``p / q`` with ``q`` exponential; with replacement, a binary search
+    of each uniform in the row's normalized running sum."""
+    import numpy as np
+
+    from gradviz import _dtype, random as gradviz_random
+
+    if not 1 <= input.ndim <= 2:
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
+                           f"{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    categories = input.shape[-1]
+    if not replacement and num_samples > categories:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    backend = input._backend
+    probabilities = np.ascontiguousarray(backend.to_numpy(input._data))
+    rows = probabilities.reshape(-1, categories)
+    stream = _default(generator)
+    if not replacement or num_samples == 1:
+        if not (np.all(rows < np.inf) and np.all(rows >= 0)) if rows.size else False:
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if bool((rows.sum(axis=1) == 0).any()):
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        q = exponential_values(stream, rows.size, 1.0).astype(rows.dtype).reshape(rows.shape)
+        keys = rows / q
+        # topk's order: largest first; ties broken toward the lower index (argmax's rule)
+        picked = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+    else:
+        picked = np.empty((rows.shape[0], num_samples), dtype=np.int64)
+        for index, row in enumerate(rows):
+            if bool((row < 0).any()):
+                raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
+            if not bool(np.isfinite(row).all()):
+                raise RuntimeError("invalid multinomial distribution (encountering probability entry = infinity or NaN)")
+            cumulative = np.cumsum(row, dtype=row.dtype)
+            total = cumulative[-1]
+            if not total > 0:
+                raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+            cumulative = cumulative / total
+            uniforms = gradviz_random.unit_uniform(stream, num_samples, np.float64)
+            picked[index] = np.searchsorted(cumulative.astype(np.float64), uniforms, side="left")
+    picked = picked.reshape(tuple(input.shape[:-1]) + (num_samples,)).astype(np.int64)
+    result = Tensor._make(backend.array(picked, _dtype.int64, input.device), backend=backend)
+    if out is not None:
+        from gradviz.ops.arithmetic import write_out
+
+        return write_out("multinomial", result, out)
+    return result
+
+
+def bernoulli_method(self, p=None, *, generator=None):
+    """``x.bernoulli()``: each element the probability of a 1 (checked to lie in [0, 1]); ``x.bernoulli(p)``: ``p``."""
+    from gradviz.tensor import bernoulli
+
+    if p is None and self.numel():
+        backend = self._backend
+        data = backend.to_numpy(self._data)
+        if not bool(((data >= 0) & (data <= 1)).all()):
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message "
+                               "be improved?  If so, please report an enhancement request to PyTorch.)")
+    return bernoulli(self, p, generator=generator)
+
+
+# -- cauchy_, geometric_, log_normal_ (the tensor API sweep): torch's transforms of its stream, bit for bit ------------
+class CauchyBackward0(_RandomFill):
+    """``x.cauchy_(median, sigma)`` on a tensor in the graph."""
+
+
+class GeometricBackward0(_RandomFill):
+    """``x.geometric_(p)`` on a tensor in the graph."""
+
+
+class LogNormalBackward0(_RandomFill):
+    """``x.log_normal_(mean, std)`` on a tensor in the graph."""
+
+
+RECORDED_FILLS.update(cauchy=CauchyBackward0, geometric=GeometricBackward0, log_normal=LogNormalBackward0)
+
+
+def _double_uniforms(generator, count: int) -> list:
+    import numpy as np
+
+    from gradviz import random as gradviz_random
+
+    return gradviz_random.unit_uniform(_default(generator), count, np.float64).tolist()
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """``median + sigma * tan(pi * (u - 0.5))``, u a 53-bit uniform."""
+    import math
+
+    import numpy as np
+
+    if not self.dtype.is_floating_point:
+        raise RuntimeError("Cauchy distribution is a continuous probability distribution. dtype must be a floating "
+                           f"point but you specified {self.dtype}")
+    self._check_in_place()
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    median, sigma = float(median), float(sigma)
+    values = [median + sigma * math.tan(math.pi * (u - 0.5)) for u in _double_uniforms(generator, self.numel())]
+    return self._fill_random(np.array(values, dtype=np.float64), "cauchy")
+
+
+def geometric_(self, p, *, generator=None):
+    """The number of trials to the first success: ``ceil(log(u) / log1p(-p))``, u a 53-bit uniform."""
+    import math
+
+    import numpy as np
+
+    self._check_in_place()
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
+    scale = math.log1p(-float(p))
+    values = [math.ceil(math.log(u) / scale) if u > 0 else math.inf for u in _double_uniforms(generator, self.numel())]
+    return self._fill_random(np.array(values, dtype=np.float64), "geometric")
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """``exp`` of normal numbers drawn one pair at a time (torch's ``lognormal_distribution<double>``)."""
+    import numpy as np
+
+    from gradviz import _dtype, random as gradviz_random
+
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(f'"log_normal_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[self.dtype.name]}\'')
+    self._check_in_place()
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    normals = gradviz_random._normal_pairs(_default(generator), self.numel(), float(mean), float(std))
+    return self._fill_random(np.exp(normals), "log_normal")

@@ -45,6 +45,8 @@ def count_nonzero(input, dim=None):
     backend = input._backend
     nonzero_mask = backend.astype(backend.ne(input._data, 0), _dtype.int64)
     dims = None if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    if dims is not None:
-        dims = tuple(d % input.ndim for d in dims)
+    if dims is not None:  # wrapped and checked as every reduction's dims are (a 0-d tensor takes 0 and -1)
+        from gradviz.ops.reduction import _dims
+
+        dims = _dims(dims, input.ndim)
     return Tensor._make(backend.astype(backend.sum(nonzero_mask, dims), _dtype.int64), backend=backend)

@@ -16,8 +16,8 @@ from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, saved_dim, wrap_dim
 from gradviz.ops.arithmetic import MulBackward1
 from gradviz.ops import return_types
-from gradviz.ops.reduction import (MaxBackward0, MaxBackward1, _dims, _expand_back, _kept_shape, select_along,
-                                   values_and_indices)
+from gradviz.ops.reduction import (MaxBackward0, MaxBackward1, _dims, _dims_or_none, _expand_back, _kept_shape,
+                                   check_nonempty_reduction, select_along, values_and_indices)
 from gradviz.tensor import Tensor
 
 
@@ -83,7 +83,8 @@ class AminBackward0(AmaxBackward0):
 
 def _extreme(ctx, self, dim, keepdim, kernel):
     given = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    axes = _dims(given, self.ndim) if given and self.ndim else tuple(range(self.ndim))
+    check_nonempty_reduction(kernel, self, given)
+    axes = _dims(given, self.ndim) if given else tuple(range(self.ndim))
     ctx.save(dim=saved_dim(given), keepdim=keepdim, self=self)
     ctx.save_result()
     ctx.axes = axes
@@ -149,7 +150,7 @@ def _variance(ctx, self, dim, correction, keepdim, name: str = "var", stacklevel
     if not self.dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     backend = self._backend
-    axes = _dims(dim, self.ndim) if dim is not None and self.ndim else None
+    axes = _dims_or_none(dim, self.ndim, wrap_first=False)
     count = 1
     for axis in axes if axes is not None else range(self.ndim):
         count *= self.shape[axis]
@@ -290,6 +291,8 @@ class ProdBackward0(OpFunction):
         self = ctx.saved("self")
         if self.ndim == 0:
             return grad
+        if self.size == 0:  # the empty product: no element to send a gradient to
+            return backend.zeros_like(self)
         flat = backend.reshape(self, (-1,))
         return backend.mul(backend.reshape(_others_product(backend, flat, 0), tuple(self.shape)), grad)
 
@@ -297,6 +300,8 @@ class ProdBackward0(OpFunction):
         self = ctx.saved_graph("self")
         if self.ndim == 0:
             return grad
+        if self.numel() == 0:
+            return Tensor._make(ctx.backend.zeros_like(self._data), backend=ctx.backend)
         if ctx.backend.any(ctx.backend.eq(self._data, 0)):  # PyTorch's zero-safe formula, recorded
             from gradviz.ops.double_backward import prod_safe_zeros_backward_graph
 
@@ -360,13 +365,14 @@ class LogsumexpBackward0(OpFunction):
 
     def forward(ctx, self, dim, keepdim=False):
         given = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-        axes = _dims(given, self.ndim) if self.ndim else None
+        axes = _dims_or_none(given, self.ndim)
         ctx.save(dim=saved_dim(given), keepdim=keepdim, self=self)
         ctx.save_result()
         ctx.axes = axes
         backend = self._backend
         data = float_data(self)
-        top = backend.amax(data, axes, keepdims=True)
+        # an empty reduction: exp sums to 0, its log is -inf (no largest element to shift by)
+        top = backend.amax(data, axes, keepdims=True) if self.numel() else backend.sum(data, axes, keepdims=True)
         top = backend.where(backend.isinf(top), 0.0, top)  # all -inf (or an inf): no shift
         summed = backend.sum(backend.exp(backend.sub(data, top)), axes, keepdims=True)
         result = backend.add(backend.log(summed), top)
@@ -392,7 +398,7 @@ class LogsumexpBackward0(OpFunction):
 
 
 def logsumexp(input, dim, keepdim: bool = False):
-    if isinstance(dim, (tuple, list)) and not dim and not keepdim and input.ndim:  # PyTorch's out= shape check
+    if isinstance(dim, (tuple, list)) and not dim and not keepdim and input.numel() and input.ndim:  # out= shape check
         raise RuntimeError(f"output with shape [] doesn't match the broadcast shape [{', '.join(['1'] * input.ndim)}]")
     return LogsumexpBackward0.apply(input, dim, keepdim=keepdim)
 

@@ -16,7 +16,7 @@ from gradviz.autograd.function import OpFunction, node_for_inputs, outputs_of
 from gradviz.autograd.node import SavedTensor
 from gradviz.ops import return_types
 from gradviz.ops._util import saved_dim, wrap_dim
-from gradviz.ops.reduction import _dims, _expand_back, _expand_back_graph
+from gradviz.ops.reduction import _dims, _dims_or_none, _expand_back, _expand_back_graph
 from gradviz.ops.statistics import (_correction, _dim_tuple, _variance, _variance_backward, _variance_backward_graph)
 from gradviz.tensor import Tensor
 
@@ -80,7 +80,7 @@ def _spread_and_mean(ctx, self, dim, correction, keepdim, name: str):
     ctx.save(correction=correction, dim=saved_dim(dim) if dim is not None else None, keepdim=keepdim, self=self)
     variance = _variance(ctx, self, dim, correction, keepdim, name, stacklevel=5)
     backend = self._backend
-    axes = _dims(dim, self.ndim) if dim is not None and self.ndim else None  # as _variance reads dim (ctx may keep nothing)
+    axes = _dims_or_none(dim, self.ndim, wrap_first=False)  # as _variance reads dim (ctx may keep nothing)
     mean = backend.div(backend.sum(self._data, axes, keepdims=keepdim), _count(tuple(self.shape), axes))
     return variance, mean
 
@@ -217,7 +217,7 @@ class NansumBackward0(OpFunction):
 
     def forward(ctx, self, dim, keepdim):
         backend = self._backend
-        axes = None if not dim or not self.ndim else _dims(dim, self.ndim)
+        axes = _dims_or_none(dim, self.ndim, wrap_first=False)  # ``()`` is every dim (kept as 1s with keepdim)
         ctx.save(dim=None if dim is None else saved_dim(tuple(dim)), keepdim=keepdim, self=self)
         ctx.axes = axes
         data = self._data

@@ -314,3 +314,30 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     return ClampBackward1.apply(input, min=min, max=max)
+
+
+# -- tan (the tensor API sweep) ------------------------------------------------------------------------------------
+class TanBackward0(OpFunction):
+    """``tan(x)``: saves its output; the gradient is ``grad * (1 + tan(x)^2)``."""
+
+    _result_name = "result"
+    inputs = ("self",)
+    derivatives = {"self": ("grad * (1 + result.pow(2)).conj()", r"\bar{y}\,(1 + y^{2})")}
+
+    def forward(ctx, self):
+        return self._backend.tan(float_data(self))
+
+    def backward(ctx, grad):
+        backend = ctx.backend
+        result = ctx.saved("result")
+        return backend.mul(grad, backend.add(backend.mul(result, result), 1))
+
+    def backward_graph(ctx, grad):
+        """As C++ records it: ``grad * (result.pow(2) + 1)`` (PowBackward0, AddBackward1, MulBackward0)."""
+        from gradviz.ops.arithmetic import AddBackward1
+
+        return grad * AddBackward1.apply(ctx.saved_graph("result").pow(2), 1)
+
+
+def tan(input):
+    return TanBackward0.apply(input)

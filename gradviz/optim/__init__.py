@@ -11,3 +11,7 @@ from gradviz.optim.rmsprop import RMSprop
 from gradviz.optim.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+# -- Adadelta and Adamax (the API sweep) -------------------------------------------------------------------------------
+from gradviz.optim.adadelta_adamax import Adadelta, Adamax  # noqa: E402
+
+__all__ += ["Adadelta", "Adamax"]

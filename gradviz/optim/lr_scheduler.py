@@ -13,6 +13,9 @@ uses the closed form, as PyTorch does.
     CosineAnnealingLR  eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2
     LinearLR           base_lr * factor, the factor going linearly from start_factor to end_factor
     ReduceLROnPlateau  lr * factor once the watched metric has stopped improving for `patience` epochs
+    ConstantLR         base_lr * factor until total_iters, then base_lr
+    MultiplicativeLR   lr * lr_lambda(epoch) every epoch after the first
+    PolynomialLR       base_lr * (1 - epoch / total_iters) ** power, then unchanged
 """
 from __future__ import annotations
 
@@ -348,3 +351,71 @@ class ReduceLROnPlateau(LRScheduler):
     def load_state_dict(self, state_dict: dict) -> None:
         self.__dict__.update(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+
+
+# -- ConstantLR, MultiplicativeLR, PolynomialLR (the API sweep) -------------------------------------------------------
+class ConstantLR(LRScheduler):
+    """``base_lr * factor`` until epoch ``total_iters``, then ``base_lr``."""
+
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        lrs = self._current_lrs()
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in lrs]
+        if self.last_epoch != self.total_iters:
+            return lrs
+        return [lr * (1.0 / self.factor) for lr in lrs]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for base_lr in self.base_lrs]
+
+
+class MultiplicativeLR(LRScheduler):
+    """``lr * lr_lambda(epoch)`` at every epoch after the first (one function, or one per param group)."""
+
+    def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int = -1):
+        self.optimizer = optimizer
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        else:
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        lrs = self._current_lrs()
+        if self.last_epoch > 0:
+            return [lr * function(self.last_epoch) for function, lr in zip(self.lr_lambdas, lrs)]
+        return lrs
+
+    state_dict = LambdaLR.state_dict
+    load_state_dict = LambdaLR.load_state_dict
+
+
+class PolynomialLR(LRScheduler):
+    """``base_lr * (1 - epoch / total_iters) ** power`` up to ``total_iters``, then unchanged."""
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        lrs = self._current_lrs()
+        if self.last_epoch == 0 or self.last_epoch > self.total_iters:
+            return lrs
+        decay_factor = ((1.0 - self.last_epoch / self.total_iters)
+                        / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [lr * decay_factor for lr in lrs]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+                for base_lr in self.base_lrs]

@@ -2541,3 +2541,15 @@ def _rrelu_in_place(o):
     y_ = result("y")
     return only(Rule(local=indicator(y_, ">", 0) + Num(slope) * indicator(y_, "≤", 0),
                      note="in place: x was overwritten, so the output y decides (it is positive exactly where x was)"))
+
+
+# ------------------------------------------------------------------ the tensor API sweep: tan, rsub(tensor), random draws
+entry("TanBackward0")(lambda o: only(Rule(local=1 + result("tan x") ** 2)))
+entry("RsubBackward0", options=("alpha",))(lambda o: {"self": Rule(local=_alpha(o, -1)),
+                                                      "other": Rule(local=Num(1), symbol="y")})
+entry("ExponentialBackward0", "PoissonBackward0")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
+entry("AsinhBackward0")(lambda o: only(Rule(local=1 / sqrt(x ** 2 + 1))))
+entry("AcoshBackward0")(lambda o: only(Rule(local=1 / sqrt(x ** 2 - 1))))
+entry("AtanhBackward0")(lambda o: only(Rule(local=1 / (1 - x ** 2))))
+entry("CauchyBackward0", "GeometricBackward0", "LogNormalBackward0")(
+    lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
