@@ -140,3 +140,6 @@ from gradviz.ops.binary_math import (copysign, dist, float_power, floor_divide, 
 from gradviz.ops.distances import cdist  # noqa: E402
 from gradviz.ops.shape import diag_embed  # noqa: E402
 from gradviz.ops.shape import permute_function as permute, reshape_function as reshape  # noqa: E402
+# -- anomaly mode's switches: torch.is_anomaly_enabled, torch.set_anomaly_enabled, ... ----------------------------
+from gradviz.autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: E402
+                                           set_anomaly_enabled)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 
 from gradviz.autograd.function import _FORWARD_AD  # forward-mode AD's flag (autograd/forward_ad.py)
+from gradviz.autograd.anomaly_mode import STATE as _ANOMALY, store_stack as _store_stack  # anomaly mode
 from gradviz.autograd.node import Node, SavedTensor
 from gradviz.grad_mode import _state as _grad_state
 
@@ -252,6 +253,8 @@ def _record(node, args, is_tensor, needs, output):
     order = _grad_state.backward_order
     if order:
         node._order = order
+    if _ANOMALY.enabled:  # anomaly mode: the forward traceback (autograd/anomaly_mode.py)
+        _store_stack(node)
     single = not isinstance(output, tuple)
     outputs = (output,) if single else output
     dirty = node._dirty
