@@ -18,6 +18,7 @@ per ``call_function``.
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 import warnings
 
@@ -129,14 +130,13 @@ def print_stack(node) -> None:
                    "during forward pass for more information.")
     else:
         message = f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{''.join(stack)}"
-    warnings.warn(message, stacklevel=_user_stacklevel())
+    warnings.warn(message, stacklevel=user_stacklevel())
 
 
-def _user_stacklevel() -> int:
-    """The stacklevel of the innermost frame outside gradviz (the user's ``backward()`` call)."""
-    level = 0  # this function's own frame; print_stack's is 1
-    for frame, _ in traceback.walk_stack(None):
-        if not frame.f_code.co_filename.startswith(_GRADVIZ_DIR):
-            return level
-        level += 1
-    return 1
+def user_stacklevel() -> int:
+    """For ``warnings.warn`` called by this function's caller: the stacklevel of the innermost frame
+    outside gradviz (the user's ``backward()`` call)."""
+    frame, level = sys._getframe(1), 1  # the caller, the one that warns, is level 1
+    while frame is not None and frame.f_code.co_filename.startswith(_GRADVIZ_DIR):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -287,6 +287,15 @@ def _record(node, args, is_tensor, needs, output):
     return wrapped[0] if single else tuple(wrapped)
 
 
+def custom_view_in_place_message(view) -> str:
+    """PyTorch's error for changing in place a view that a custom Function returned (an input returned as is)."""
+    return (f"Output {view._output_nr} of {view._grad_fn._forward_cls.__name__} is a view and is being modified "
+            "inplace. This view was created inside a custom Function (or because an input was returned as-is) and "
+            "the autograd logic to handle view+inplace would override the custom backward associated with the "
+            "custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
+            "cloning the output of the custom Function.")
+
+
 def _alias(tensor) -> Tensor:
     """A new tensor on the same memory, whose base is ``tensor`` (PyTorch returns a view)."""
     alias = Tensor._make(tensor._data, backend=tensor._backend, version=tensor._vc)
