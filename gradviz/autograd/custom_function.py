@@ -137,8 +137,12 @@ class BackwardCFunction(FunctionCtx, Node):
                     raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
                                        f"{position + 1}, but the corresponding forward input was not a Variable")
                 continue
-            gradients.append(None if result is None else _fit(result, meta, len(gradients), self.name()))
-        return tuple(g if needed else None for g, needed in zip(gradients, self._tensor_needs))
+            if result is not None and self._tensor_needs[len(gradients)]:
+                result = _fit(result, meta, len(gradients), self.name())
+            gradients.append(result)
+        # as PyTorch's PyNode: a gradient for an input that needs none is kept (it goes nowhere, since that input
+        # has no edge, but a post-hook sees it: a module's full backward hook gets it in grad_input)
+        return tuple(gradients)
 
 
 def _unpack(entry: SavedTensor, node, output_nr) -> Tensor:

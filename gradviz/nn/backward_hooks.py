@@ -160,8 +160,8 @@ def _call_always_hooks(module, args, kwargs, result, called: set) -> None:
             if changed is not None:
                 result = changed
         except Exception as error:
-            warnings.warn("forward hook with ``always_call=True`` raised an exception that was silenced as another "
-                          f"error was raised in forward: {error}", stacklevel=4)
+            warnings.warn("module forward hook with ``always_call=True`` raised an exception that was silenced as another "
+                          f"error was raised in forward: {error}", stacklevel=3)
 
 
 def _register_non_full(module, hooks: list, args: tuple, result) -> None:
