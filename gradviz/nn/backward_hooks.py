@@ -75,12 +75,15 @@ def add_hook(module, table: str, hook, prepend: bool = False, flags: tuple = ())
 
 
 def _table(module, name: str):
+    """The module's table ``name``, made on first use; ``_hook_tables`` (their names) tells ``Module.__call__``
+    in one lookup that the module has had hooks."""
     from collections import OrderedDict
 
     table = module.__dict__.get(name)
     if table is None:
         table = OrderedDict()
         object.__setattr__(module, name, table)
+        module.__dict__.setdefault("_hook_tables", []).append(name)
     return table
 
 

@@ -88,10 +88,6 @@ def _note_call(module, first: int, result) -> None:
         calls.append((module, first))
 
 
-# the tables a hook registration makes: a module with none of them is called without looking for hooks
-_HOOK_TABLES = frozenset(("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks"))
-
-
 class Module:
     """Base of every layer: holds Parameters and sub-modules, and calls ``forward`` when called."""
 
@@ -106,7 +102,7 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if _HOOK_TABLES.intersection(self.__dict__):  # a hook of any kind: PyTorch's order (nn/backward_hooks.py)
+        if "_hook_tables" in self.__dict__:  # a hook of any kind was registered: PyTorch's order (nn/backward_hooks.py)
             return _backward_hooks.call_with_hooks(self, args, kwargs, _sequence.__next__, _note_call)
         first = next(_sequence)  # every node this forward records is numbered after this
         result = self.forward(*args, **kwargs)
