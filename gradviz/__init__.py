@@ -155,3 +155,6 @@ from gradviz.ops import torch_functions as _sweep  # noqa: E402
 
 globals().update(_sweep.torch_functions())
 e, pi, inf, nan, newaxis = _sweep.e, _sweep.pi, _sweep.inf, _sweep.nan, _sweep.newaxis
+# -- anomaly mode's switches: torch.is_anomaly_enabled, torch.set_anomaly_enabled, ... ----------------------------
+from gradviz.autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: E402
+                                           set_anomaly_enabled)

@@ -16,3 +16,7 @@ __all__ = ["AccumulateGrad", "Function", "FunctionCtx", "Node", "OpFunction", "o
 from gradviz.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 
 __all__ += ["gradcheck", "gradgradcheck"]
+# -- anomaly mode: detect_anomaly, set_detect_anomaly ---------------------------------------------------------
+from gradviz.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: E402
+
+__all__ += ["detect_anomaly", "set_detect_anomaly"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 
 from gradviz.autograd.function import _FORWARD_AD  # forward-mode AD's flag (autograd/forward_ad.py)
+from gradviz.autograd.anomaly_mode import STATE as _ANOMALY, store_stack as _store_stack  # anomaly mode
 from gradviz.autograd.node import Node, SavedTensor
 from gradviz.grad_mode import _state as _grad_state
 
@@ -136,8 +137,12 @@ class BackwardCFunction(FunctionCtx, Node):
                     raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
                                        f"{position + 1}, but the corresponding forward input was not a Variable")
                 continue
-            gradients.append(None if result is None else _fit(result, meta, len(gradients), self.name()))
-        return tuple(g if needed else None for g, needed in zip(gradients, self._tensor_needs))
+            if result is not None and self._tensor_needs[len(gradients)]:
+                result = _fit(result, meta, len(gradients), self.name())
+            gradients.append(result)
+        # as PyTorch's PyNode: a gradient for an input that needs none is kept (it goes nowhere, since that input
+        # has no edge, but a post-hook sees it: a module's full backward hook gets it in grad_input)
+        return tuple(gradients)
 
 
 def _unpack(entry: SavedTensor, node, output_nr) -> Tensor:
@@ -252,6 +257,8 @@ def _record(node, args, is_tensor, needs, output):
     order = _grad_state.backward_order
     if order:
         node._order = order
+    if _ANOMALY.enabled:  # anomaly mode: the forward traceback (autograd/anomaly_mode.py)
+        _store_stack(node)
     single = not isinstance(output, tuple)
     outputs = (output,) if single else output
     dirty = node._dirty
@@ -282,6 +289,15 @@ def _record(node, args, is_tensor, needs, output):
                                    for t in node._to_save)
     node._to_save = ()
     return wrapped[0] if single else tuple(wrapped)
+
+
+def custom_view_in_place_message(view) -> str:
+    """PyTorch's error for changing in place a view that a custom Function returned (an input returned as is)."""
+    return (f"Output {view._output_nr} of {view._grad_fn._forward_cls.__name__} is a view and is being modified "
+            "inplace. This view was created inside a custom Function (or because an input was returned as-is) and "
+            "the autograd logic to handle view+inplace would override the custom backward associated with the "
+            "custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
+            "cloning the output of the custom Function.")
 
 
 def _alias(tensor) -> Tensor:

@@ -58,6 +58,8 @@ import warnings
 import numpy as np
 
 from gradviz.autograd import checks
+from gradviz.autograd import anomaly_mode as _anomaly_mode  # anomaly mode: read in execute and call_function
+from gradviz.autograd.anomaly_mode import STATE as _ANOMALY
 from gradviz.autograd.function import gradient_edge
 from gradviz.autograd.node import SAVED_WITH_HOOKS, GraphRoot
 from gradviz.autograd.step import Step, new_step
@@ -352,7 +354,8 @@ class GraphTask:
         previous_grad_mode = _grad_state.enabled
         _grad_state.enabled = False  # PyTorch runs nodes with grad mode = create_graph
         try:
-            if self.exec_info is None and not self.record_steps and not self.dry_run:
+            # anomaly mode (autograd/anomaly_mode.py) checks every node in call_function: no shortcut loops
+            if self.exec_info is None and not self.record_steps and not self.dry_run and not _ANOMALY.enabled:
                 self._execute_plain()
             else:
                 while ready_queue.heap:
@@ -758,6 +761,13 @@ def call_function(node, grad_outputs: list, create_graph: bool = False) -> tuple
     without running the formula, as PyTorch's generated backward functions do. With
     ``create_graph`` the gradients are Tensors and the node's recorded form runs.
     """
+    if _ANOMALY.enabled:  # anomaly mode (autograd/anomaly_mode.py): NaN check, forward traceback on failure
+        return _anomaly_mode.checked_call(_call_formula, node, grad_outputs, create_graph)
+    return _call_formula(node, grad_outputs, create_graph)
+
+
+def _call_formula(node, grad_outputs: list, create_graph: bool) -> tuple:
+    """``call_function``'s work: the formula, or undefined gradients when none arrived."""
     formula = node.backward_graph if create_graph else node.backward
     if node._num_outputs == 1:  # every gradviz op has one output (GraphRoot none, a custom Function any)
         grad = grad_outputs[0]

@@ -35,6 +35,7 @@ from gradviz import _dtype
 from gradviz.backends import numpy_backend
 from gradviz._device import CPU
 from gradviz.autograd.node import _EXPOSED, _sequence, RELEASED, SAVED_TENSOR_HOOKS, Node, SavedTensor, expose_saved
+from gradviz.autograd.anomaly_mode import STATE as _ANOMALY, store_stack as _store_stack  # anomaly mode
 from gradviz.grad_mode import _state as _grad_state, INFERENCE_SAVED, check_not_inference, ordering as _ordering
 from gradviz.grad_mode import grad_off as _grad_off
 from gradviz.grad_mode import inference_tensors as _inference_tensors
@@ -329,6 +330,8 @@ class OpFunction(Node):
                     order = _grad_state.backward_order
                     if order:
                         node._order = order
+                    if _ANOMALY.enabled:  # anomaly mode puts a mark in ``ordering`` too (autograd/anomaly_mode.py)
+                        _store_stack(node)
                 out = _new_object(Tensor)  # Tensor._make, written out
                 # (``**params`` only when there are any: unpacking an empty dict into the call costs more than the test)
                 out._data = data = node.forward(*args, **params) if params else node.forward(*args)
@@ -420,6 +423,8 @@ class OpFunction(Node):
         node.needs_input_grad = needs
         if _ordering and _grad_state.backward_order:  # recorded by a create_graph backward pass (second order, ...)
             node._order = _grad_state.backward_order
+        if _ANOMALY.enabled:  # anomaly mode: the forward traceback (autograd/anomaly_mode.py)
+            _store_stack(node)
         out = Tensor._make(node.forward(*args, **params), True, node, backend)
         if node._result_name is not None:
             if node._packed is None:

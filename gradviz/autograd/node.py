@@ -113,11 +113,16 @@ class SavedTensor:
         producer = self.output_name
         if producer is not None:
             where += f", which is output 0 of {producer},"
+        from gradviz.autograd.anomaly_mode import is_anomaly_enabled  # anomaly mode changes the hint
+
+        hint = ("the backtrace further above shows the operation that failed to compute its gradient. The variable "
+                "in question was changed in there or anywhere later. Good luck!") if is_anomaly_enabled() else (
+            "enable anomaly detection to find the operation that failed to compute its gradient, with "
+            "torch.autograd.set_detect_anomaly(True, check_nan=False).")
         return (
             "one of the variables needed for gradient computation has been modified by an inplace "
             f"operation: {where} is at version {self.version_counter[0]}; expected version "
-            f"{self.saved_version} instead. Hint: enable anomaly detection to find the operation that "
-            "failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+            f"{self.saved_version} instead. Hint: {hint}"
         )
 
     def free(self) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from gradviz import _dtype
 from gradviz.autograd.node import _sequence
 from gradviz.grad_mode import no_grad
-from gradviz.nn import functional as F, init
+from gradviz.nn import backward_hooks as _backward_hooks, functional as F, init
 from gradviz.nn import init as init_module  # PReLU has an attribute named init
 from gradviz.tensor import Tensor, empty, ones, tensor, zeros
 
@@ -102,39 +102,42 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        pre_hooks = self.__dict__.get("_forward_pre_hooks")
-        for hook in list(pre_hooks.values()) if pre_hooks else ():
-            changed = hook(self, args)  # ``hook(module, args)`` may return new args
-            if changed is not None:
-                args = changed if isinstance(changed, tuple) else (changed,)
+        if "_hook_tables" in self.__dict__:  # a hook of any kind was registered: PyTorch's order (nn/backward_hooks.py)
+            return _backward_hooks.call_with_hooks(self, args, kwargs, _sequence.__next__, _note_call)
         first = next(_sequence)  # every node this forward records is numbered after this
         result = self.forward(*args, **kwargs)
-        hooks = self.__dict__.get("_forward_hooks")
-        for hook in list(hooks.values()) if hooks else ():
-            changed = hook(self, args, result)  # ``hook(module, args, output)`` may return a new output
-            if changed is not None:
-                result = changed
         _note_call(self, first, result)
         return result
 
-    def register_forward_pre_hook(self, hook):
-        """``hook(module, args)`` runs before each ``forward``; a returned value replaces the args."""
-        return self._add_hook("_forward_pre_hooks", hook)
+    # -- hooks (the call with hooks, and the full backward hooks, are in nn/backward_hooks.py) ------------------
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False):
+        """``hook(module, args)`` runs before each ``forward``; a returned value replaces the args.
+        With ``with_kwargs``: ``hook(module, args, kwargs)``, which may return ``(args, kwargs)``."""
+        flags = ("_forward_pre_hooks_with_kwargs",) if with_kwargs else ()
+        return _backward_hooks.add_hook(self, "_forward_pre_hooks", hook, prepend, flags)
 
-    def register_forward_hook(self, hook):
-        """``hook(module, args, output)`` runs after each ``forward``; a returned value replaces the output."""
-        return self._add_hook("_forward_hooks", hook)
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False):
+        """``hook(module, args, output)`` runs after each ``forward``; a returned value replaces the output.
+        With ``with_kwargs``: ``hook(module, args, kwargs, output)``; ``always_call``: also when forward raises."""
+        flags = (("_forward_hooks_with_kwargs",) if with_kwargs else ()) + (
+            ("_forward_hooks_always_called",) if always_call else ())
+        return _backward_hooks.add_hook(self, "_forward_hooks", hook, prepend, flags)
 
-    def _add_hook(self, table: str, hook):
-        from gradviz.autograd.node import RemovableHandle
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_output)`` runs when the gradients of the outputs are in; may return new ones."""
+        return _backward_hooks.add_hook(self, "_backward_pre_hooks", hook, prepend)
 
-        hooks = self.__dict__.get(table)
-        if hooks is None:
-            hooks = OrderedDict()
-            object.__setattr__(self, table, hooks)
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        return handle
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_input, grad_output)`` runs when the gradients of the inputs are computed; a
+        returned tuple replaces ``grad_input``."""
+        _backward_hooks.set_backward_kind(self, full=True)
+        return _backward_hooks.add_hook(self, "_backward_hooks", hook, prepend)
+
+    def register_backward_hook(self, hook):
+        """The old form: a post-hook on the output's ``grad_fn`` (deprecated in PyTorch, with its warnings)."""
+        _backward_hooks.set_backward_kind(self, full=False)
+        return _backward_hooks.add_hook(self, "_backward_hooks", hook)
 
     # -- registration ------------------------------------------------------------------------
     def __setattr__(self, name: str, value) -> None:

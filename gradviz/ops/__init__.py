@@ -331,3 +331,21 @@ for _name, _function in _tensor_api.sweep_methods().items():
     setattr(Tensor, _name, _function)
 for _name, _getter in _tensor_api.SWEEP_PROPERTIES.items():
     setattr(Tensor, _name, property(_getter))
+# -- ``x //= 2`` and ``floor_divide_`` in place (PyTorch's ``floor_divide_``), and post-accumulate-grad hooks --------
+
+
+def _floor_divide_for_in_place(input, other):
+    """``floor_divide``, its NotImplemented node named as PyTorch names the in-place op (``aten::floor_divide_``)."""
+    result = _binary_math.floor_divide(input, other)
+    if result._grad_fn is not None:
+        result._grad_fn.aten_name = "floor_divide_"
+    return result
+
+
+TENSOR_METHODS["floor_divide_"] = in_place(_floor_divide_for_in_place, "floor_divide_")
+TENSOR_METHODS["__ifloordiv__"] = in_place(_floor_divide_for_in_place, "__ifloordiv__")
+for _name in ("floor_divide_", "__ifloordiv__"):
+    setattr(Tensor, _name, TENSOR_METHODS[_name])
+from gradviz.autograd.post_accumulate import register_post_accumulate_grad_hook  # noqa: E402
+
+Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

@@ -60,6 +60,10 @@ def records(tensor: Tensor, *others) -> bool:
 def check_in_place(tensor: Tensor) -> None:
     """PyTorch's ``check_inplace``: a leaf that requires grad, or a view of one, may not change."""
     if tensor._base is not None:
+        if tensor._grad_fn is not None and tensor._grad_fn._runs_user_code:  # a custom Function's view output
+            from gradviz.autograd.custom_function import custom_view_in_place_message
+
+            raise RuntimeError(custom_view_in_place_message(tensor))
         if tensor._view_no_grad:
             raise RuntimeError(NO_GRAD_VIEW)
         if tensor.requires_grad and tensor._base.grad_fn is None:

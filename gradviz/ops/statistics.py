@@ -397,7 +397,12 @@ class LogsumexpBackward0(OpFunction):
         return grad * (self - result).exp()
 
 
-def logsumexp(input, dim, keepdim: bool = False):
+_NO_DIM = object()  # logsumexp's dim has no default: torch's argument parser says so in its own words
+
+
+def logsumexp(input, dim=_NO_DIM, keepdim: bool = False):
+    if dim is _NO_DIM:
+        raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
     if isinstance(dim, (tuple, list)) and not dim and not keepdim and input.numel() and input.ndim:  # out= shape check
         raise RuntimeError(f"output with shape [] doesn't match the broadcast shape [{', '.join(['1'] * input.ndim)}]")
     return LogsumexpBackward0.apply(input, dim, keepdim=keepdim)
