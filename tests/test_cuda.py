@@ -213,3 +213,30 @@ def test_random_programs_on_the_gpu_match_torch(steps, x_values, y_values):
 @given(random_programs(max_steps=5), VECTORS, VECTORS)
 def test_second_derivatives_of_random_programs_on_the_gpu_match_torch(steps, x_values, y_values):
     _compare_programs(steps, x_values, y_values, second_order=True)
+
+
+def test_function_transforms_and_a_transposed_leaf_on_the_gpu_match_torch():
+    """torch.func's per-sample gradients, jacfwd and hessian on the GPU; a transposed leaf's first .grad is on the
+    GPU with torch's strides; a post-accumulate-grad hook sees it there."""
+    data = lesson_data(4)
+    results = []
+    for lib in (gv, torch):
+        x, target, w1, b1, w2 = (lib.tensor(value, device="cuda") for value in data)
+
+        def loss_of_one(weights, xi, ti):
+            hidden = (xi @ weights + b1).tanh()
+            return lib.nn.functional.binary_cross_entropy_with_logits(hidden @ w2, ti)
+
+        per_sample = lib.func.vmap(lib.func.grad(loss_of_one), in_dims=(None, 0, 0))(w1, x, target)
+        jac = lib.func.jacfwd(lambda v: (v.sin() * v.sum()))(x[0])
+        hess = lib.func.hessian(lambda v: (v.exp() * v).sum())(x[1])
+        leaf = lib.tensor(data[2].T.copy(), device="cuda").t().requires_grad_()  # (3, 8) stored transposed
+        seen = []
+        leaf.register_post_accumulate_grad_hook(lambda p: seen.append((p.grad.is_cuda, p.grad.stride())))
+        ((x @ leaf).tanh() * 2).sum().backward()
+        results.append((per_sample, jac, hess, leaf.grad, seen))
+    (*mine, my_seen), (*theirs, their_seen) = results
+    for ours, reference in zip(mine, theirs):
+        assert ours._data.is_cuda
+        close(ours, reference)
+    assert my_seen == their_seen == [(True, theirs[3].stride())]
