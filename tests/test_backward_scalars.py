@@ -298,3 +298,38 @@ def test_binary_nodes_off_the_scalar_path_keep_their_errors_and_formulas(op):
         outcomes.append(found)
     assert outcomes[0][1:] == outcomes[1][1:]
     np.testing.assert_allclose(np.asarray(outcomes[0][0], dtype=float), np.asarray(outcomes[1][0], dtype=float))
+
+
+# -- gradients that wait for others: summed as numpy scalars until the last one arrives -----------------------
+def fan_in_grads(lib, dtype, constants, hooked=False):
+    """``x`` used once per constant (``x * c``, all added up): x's AccumulateGrad receives each constant
+    as a gradient and sums them. ``hooked``: gradviz's hooked loop (every sum a 0-d array) instead."""
+    x = lib.tensor(np.asarray(1.0, dtype=dtype), requires_grad=True)
+    w = lib.tensor(np.asarray(1.0, dtype=dtype), requires_grad=True)
+    terms = [(x * w) * float(c) for c in constants]  # x * w is used by every term: its node sums too
+    loss = terms[0]
+    for term in terms[1:]:
+        loss = loss + term
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        if hooked:
+            task = engine.GraphTask([engine.gradient_edge(loss)], engine.make_grads([loss], [None]), keep_graph=False)
+            task.hooked = True
+            task.execute()
+        else:
+            loss.backward()
+    return [np.asarray(t.grad.detach().numpy() if lib is not gradviz else t.grad._data) for t in (x, w)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(DTYPES)), st.data())
+def test_gradients_summed_while_waiting_match_the_array_sums_and_torch(dtype, data):
+    width = 32 if dtype == "float32" else 64
+    constants = data.draw(st.lists(values(width), min_size=2, max_size=6))
+    unhooked = fan_in_grads(gradviz, DTYPES[dtype], constants)
+    hooked = fan_in_grads(gradviz, DTYPES[dtype], constants, hooked=True)
+    for a, b in zip(unhooked, hooked):
+        assert type(a) is np.ndarray and a.shape == () and same_bits(a, b)
+    torch = pytest.importorskip("torch")
+    for a, b in zip(unhooked, fan_in_grads(torch, DTYPES[dtype], constants)):
+        assert same_bits(a, b), (constants, a, b)

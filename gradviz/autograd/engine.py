@@ -164,6 +164,34 @@ def _summed(held, grad):
     return _asarray(total) if isinstance(total, _generic) else total
 
 
+def _running_sum(held, grad):
+    """``_summed`` for a gradient that still waits for others, in a pass whose numpy warnings are off
+    (``_unhooked_loop``): the sum of 0-d float32/float64 gradients of one dtype is kept as a numpy scalar
+    (no 0-d array is made for a value that only waits), and ``_last_sum`` makes it an array when the
+    last gradient arrives. The same IEEE additions, in the same order, as ``_summed``'s."""
+    if type(grad) is _ndarray and grad.shape == ():
+        dtype = grad.dtype
+        if dtype is _F32 or dtype is _F64:
+            if type(held) is _ndarray:
+                if held.shape == () and held.dtype is dtype:
+                    return held[()] + grad[()]
+            elif held.dtype is dtype:  # a numpy scalar: the sum of earlier gradients
+                return held + grad[()]
+    return _summed(held if type(held) is _ndarray else _asarray(held), grad)
+
+
+def _last_sum(held, grad):
+    """``held + grad`` when the last gradient for a slot arrives (``_unhooked_loop``), as an array;
+    ``held`` may be a numpy scalar that ``_running_sum`` kept (made a 0-d array again here)."""
+    if type(held) is _ndarray:
+        return held if grad is None else _summed(held, grad)
+    if grad is None:
+        return _asarray(held)
+    if type(grad) is _ndarray and grad.shape == () and grad.dtype is held.dtype:
+        return _asarray(held + grad[()])
+    return _summed(_asarray(held), grad)
+
+
 class InputBuffer(list):
     """The gradients arriving at one node: one slot per output of its forward op, summed as they come.
 
@@ -412,7 +440,8 @@ class GraphTask:
         not_ready = self.not_ready
         release = not self.keep_graph
         missing = _MISSING
-        summed = _summed
+        # a gradient that waits for others may wait as a numpy scalar while numpy's warnings are off
+        summed, last_sum = _running_sum if _get() is _IGNORE else _summed, _last_sum
         heap = []
         for _, node, input_buffer in self.ready_queue.heap:  # the root, queued by __init__
             if node._is_accumulate:  # a leaf's own backward(): only its AccumulateGrad runs
@@ -437,7 +466,7 @@ class GraphTask:
                 grad_inputs = node.backward(grad)
                 if type(grad_inputs) is not tuple:
                     grad_inputs = (grad_inputs,)
-            if release:
+            if release and node._saves_tensors:
                 node._release_variables()
             for (next_node, slot), grad in zip(next_functions, grad_inputs):  # send_on, written out
                 if next_node is None:
@@ -459,7 +488,7 @@ class GraphTask:
                 held = not_ready.pop(next_node, missing) if not_ready else missing
                 if next_node._num_outputs == 1:
                     if held is not missing and held is not None:
-                        grad = held if grad is None else summed(held, grad)
+                        grad = last_sum(held, grad)
                 else:
                     if held is missing:
                         held = InputBuffer((None,) * next_node._num_outputs)

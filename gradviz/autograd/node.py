@@ -194,6 +194,7 @@ class Node:
     _held_retain_grad_hooks = None
     _metadata = None
     _is_accumulate = False  # a class flag the engine reads for every node (cheaper than isinstance)
+    _saves_tensors = True  # False on a class that saves numbers only: the plain backward skips its _release_variables
     _runs_user_code = False  # True for a user's Function: its backward is the user's code (engine.py)
     _order = 1  # 1: recorded by the forward pass; 2: by a backward pass with create_graph=True; ...
 

@@ -215,6 +215,7 @@ def _scalar_mul(tensor, number):
 
 class AddBackward0(OpFunction):
     inputs = ("self", "other")
+    _saves_tensors = False  # only alpha, a number: nothing for _release_variables to free
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("grad * alpha", r"\alpha\,\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
@@ -243,6 +244,7 @@ class AddBackward0(OpFunction):
 
 class SubBackward0(OpFunction):
     inputs = ("self", "other")
+    _saves_tensors = False  # only alpha, a number: nothing for _release_variables to free
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("-grad * alpha", r"-\alpha\,\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
