@@ -175,21 +175,23 @@ def _running_sum(held, grad):
             if type(held) is _ndarray:
                 if held.shape == () and held.dtype is dtype:
                     return held[()] + grad[()]
-            elif held.dtype is dtype:  # a numpy scalar: the sum of earlier gradients
+            elif isinstance(held, _generic) and held.dtype is dtype:  # the sum of earlier gradients
                 return held + grad[()]
-    return _summed(held if type(held) is _ndarray else _asarray(held), grad)
+    if type(held) is not _ndarray and isinstance(held, _generic):  # a kept sum meets another kind of gradient
+        held = _asarray(held)
+    return _summed(held, grad)
 
 
 def _last_sum(held, grad):
-    """``held + grad`` when the last gradient for a slot arrives (``_unhooked_loop``), as an array;
-    ``held`` may be a numpy scalar that ``_running_sum`` kept (made a 0-d array again here)."""
-    if type(held) is _ndarray:
-        return held if grad is None else _summed(held, grad)
-    if grad is None:
-        return _asarray(held)
-    if type(grad) is _ndarray and grad.shape == () and grad.dtype is held.dtype:
-        return _asarray(held + grad[()])
-    return _summed(_asarray(held), grad)
+    """``held + grad`` when the last gradient for a slot arrives (``_unhooked_loop``), as an array (or the
+    backend's tensor); ``held`` may be a numpy scalar that ``_running_sum`` kept, made a 0-d array here."""
+    if type(held) is not _ndarray and isinstance(held, _generic):
+        if grad is None:
+            return _asarray(held)
+        if type(grad) is _ndarray and grad.shape == () and grad.dtype is held.dtype:
+            return _asarray(held + grad[()])
+        held = _asarray(held)
+    return held if grad is None else _summed(held, grad)
 
 
 class InputBuffer(list):
