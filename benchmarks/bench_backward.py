@@ -4,7 +4,9 @@ Three workloads from ``bench_core.py`` (the same code runs against both librarie
 
 * ``cubic``: the cubic fitted to 16 points one 0-d tensor at a time;
 * ``micrograd``: the micrograd-style network (2-4-4-1 neurons of 0-d weights, tanh) on 4 samples;
-* ``raw``: the lesson-size MLP step (2-16-16-1 on 64 points) in the raw-tensor style.
+* ``raw``: the lesson-size MLP step (2-16-16-1 on 64 points) in the raw-tensor style;
+* ``wide``: bench_core's wide raw-tensor step (32-256-256-1 on 1024 points), where the arrays' own
+  work dominates (timing only by default: ``--callgrind wide`` runs it too, slowly).
 
 Each step is split into three phases: ``forward`` (building the graph), ``backward``
 (``loss.backward()``) and ``update`` (``p -= lr * p.grad; p.grad = None`` under ``no_grad``).
@@ -46,7 +48,8 @@ import gradviz  # noqa: E402
 from workloads import cubic_fit_phases as cubic, make_raw_problem, neuron_net_phases as micrograd  # noqa: E402
 from workloads import raw_forward, raw_update  # noqa: E402
 
-WORKLOADS = ("cubic", "micrograd", "raw")
+WORKLOADS = ("cubic", "micrograd", "raw", "wide")
+CALLGRIND_WORKLOADS = ("cubic", "micrograd", "raw")  # wide under valgrind takes minutes: ask for it by name
 
 
 # -- the workloads: (forward() -> loss, update()) for one library, bench_core's own (workloads.py) ------
@@ -54,6 +57,11 @@ def raw(lib, sizes=(2, 16, 16, 1), points=64):
     """bench_core's raw-tensor lesson step as (forward, update)."""
     params, x, y = make_raw_problem(lib, sizes, points)
     return (lambda: raw_forward(lib, params, x, y)), (lambda: raw_update(lib, params))
+
+
+def wide(lib):
+    """bench_core's wide raw-tensor step as (forward, update)."""
+    return raw(lib, sizes=(32, 256, 256, 1), points=1024)
 
 
 # -- instruction counts ---------------------------------------------------------------------------
@@ -134,7 +142,7 @@ def timing_table(workloads, repeats: int) -> None:
     import torch
 
     torch.set_num_threads(1)
-    calls = {"cubic": 20, "micrograd": 10, "raw": 200}
+    calls = {"cubic": 20, "micrograd": 10, "raw": 200, "wide": 10}
     with open("/proc/loadavg") as loadavg:
         load = " ".join(loadavg.read().split()[:3])
     print(f"µs per call, median of {repeats} interleaved samples; ratio: median of paired ratios; load {load}")
@@ -164,8 +172,11 @@ def main(argv=None) -> None:
     parser.add_argument("--callgrind", action="store_true", help="instructions per phase, from callgrind")
     parser.add_argument("--iterations", type=int, default=5, help="measured steps per callgrind run")
     parser.add_argument("--repeats", type=int, default=15, help="timing samples per library")
-    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), help=f"some of {WORKLOADS}")
+    parser.add_argument("workloads", nargs="*", help=f"some of {WORKLOADS} (default: all; {CALLGRIND_WORKLOADS} "
+                        "with --callgrind)")
     args = parser.parse_args(argv)
+    if not args.workloads:
+        args.workloads = list(CALLGRIND_WORKLOADS if args.callgrind else WORKLOADS)
     if not set(args.workloads) <= set(WORKLOADS):
         parser.error(f"workloads are some of {WORKLOADS}")
     if args.count:

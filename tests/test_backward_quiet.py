@@ -20,23 +20,21 @@ from hypothesis import strategies as st
 import gradviz
 from gradviz.autograd.engine import GraphTask, make_grads
 from gradviz.autograd.function import gradient_edge
-from gradviz.autograd.node import SAVED_WITH_HOOKS
+from gradviz.backends import quiet
+from gradviz.ops.arithmetic import MulBackward0
 
 from programs import random_programs, run_program
 
 
-@pytest.fixture(autouse=True)
-def silenced_pass_allowed():
-    """Saved-tensor hooks used by an earlier test keep every later pass unsilenced (a process-wide
-    flag): reset it here, so that these tests exercise the silenced pass."""
-    before = SAVED_WITH_HOOKS[0]
-    SAVED_WITH_HOOKS[0] = False
-    yield
-    SAVED_WITH_HOOKS[0] = before
+def _task(loss, keep_graph=True) -> GraphTask:
+    return GraphTask([gradient_edge(loss)], make_grads([loss], [None]), keep_graph=keep_graph)
 
 
-def _task(loss) -> GraphTask:
-    return GraphTask([gradient_edge(loss)], make_grads([loss], [None]), keep_graph=True)
+def _per_formula_backward(loss) -> None:
+    """``loss.backward()`` through the hooked loop, where every formula silences itself."""
+    task = _task(loss, keep_graph=False)
+    task.hooked = True
+    task.execute()
 
 
 def _bits(array) -> bytes:
@@ -49,9 +47,13 @@ def _leaves(lib, seed, shape, dtype):
     return tuple(lib.tensor(rng.uniform(-2, 2, shape).astype(dtype), requires_grad=True) for _ in range(2))
 
 
-def _grads(lib, program, seed, shape, dtype):
+def _grads(lib, program, seed, shape, dtype, per_formula=False):
     x, y = _leaves(lib, seed, shape, dtype)
-    run_program(lib, program, x, y).backward()
+    loss = run_program(lib, program, x, y)
+    if per_formula:
+        _per_formula_backward(loss)
+    else:
+        loss.backward()
     return [None if t.grad is None else (t.grad.detach().numpy() if lib is not gradviz else t.grad._data)
             for t in (x, y)]
 
@@ -64,11 +66,7 @@ DTYPES = st.sampled_from([np.float32, np.float64])
 @given(program=random_programs(), seed=st.integers(0, 2**16), shape=SHAPES, dtype=DTYPES)
 def test_silenced_pass_gives_the_bits_of_per_formula_silencing(program, seed, shape, dtype):
     silenced = _grads(gradviz, program, seed, shape, dtype)
-    SAVED_WITH_HOOKS[0] = True  # every formula silences itself, as outside the unhooked loop
-    try:
-        per_formula = _grads(gradviz, program, seed, shape, dtype)
-    finally:
-        SAVED_WITH_HOOKS[0] = False
+    per_formula = _grads(gradviz, program, seed, shape, dtype, per_formula=True)
     for a, b in zip(silenced, per_formula):
         assert (a is None) == (b is None)
         if a is not None:
@@ -160,6 +158,53 @@ def test_an_unpack_hook_that_warns_still_warns():
             loss.backward()
         assert len(record) == 2  # one per unpacked saved tensor (x twice)
         assert float(x.grad) == float("inf")
+
+
+def test_an_unpack_hook_runs_under_the_users_numpy_settings_in_a_silenced_pass():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, gradviz):
+        seen = []
+
+        def unpack(tensor):
+            seen.append(np.geterr()["over"])
+            np.float32(3e38) * np.float32(10)
+            return tensor
+
+        x = lib.tensor(2.0, requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda tensor: tensor, unpack):
+            loss = (x * x) * 3e38 * 10.0
+        if lib is gradviz:
+            assert _task(loss).hooked is False  # the unhooked loop, silenced once for the pass
+        with np.errstate(over="raise"):
+            with pytest.raises(FloatingPointError, match="overflow encountered in scalar multiply"):
+                loss.backward()
+            assert np.geterr()["over"] == "raise"  # restored after the error
+        assert seen == ["raise"]
+    assert np.geterr()["over"] == "warn"
+
+
+def _silenced_formulas(monkeypatch) -> list:
+    """Whether each MulBackward0 formula ran inside a pass silenced as a whole."""
+    seen = []
+    formula = MulBackward0.backward
+
+    def watched(ctx, grad):
+        seen.append(quiet._get() is quiet._IGNORE)
+        return formula(ctx, grad)
+
+    monkeypatch.setattr(MulBackward0, "backward", watched)
+    return seen
+
+
+def test_saved_tensor_hooks_used_once_leave_later_passes_silenced_as_a_whole(monkeypatch):
+    x = gradviz.tensor(2.0, requires_grad=True)
+    with gradviz.autograd.graph.saved_tensors_hooks(lambda tensor: tensor, lambda tensor: tensor):
+        hooked_graph = x * x  # kept alive: its saved tensors still hold their hooks
+    seen = _silenced_formulas(monkeypatch)
+    (x * 3.0).backward()  # a graph saved without hooks: the pass is silenced once, as it was before
+    hooked_graph.backward()  # its saved tensors' unpack hook runs, and this pass is silenced too
+    assert seen == [True, True]
+    assert float(x.grad) == 7.0
 
 
 # -- the 0-d product's backward, written out: the same errors and bits as ctx.saved and _times -----------

@@ -210,3 +210,126 @@ def test_a_leaf_backward_and_a_retained_graph_accumulate_as_in_torch():
         y.backward()
         grads.append(float(x.grad))
     assert grads[0] == pytest.approx(grads[1], rel=1e-6)
+
+
+# -- the binary nodes of a scalar graph: Pow (square, cube), Add and Sub with a tensor or a number ----------
+# op -> (forward on (x, y) for either library, the array formulas on (g, x, y): one gradient per input,
+# None where the input is a number). The array formulas are what the general path computes on arrays.
+BINARY = {
+    "x ** 2": (lambda x, y: x ** 2, lambda g, x, y: (nb.mul(g, nb.mul(x, 2.0)), None)),
+    "x ** 3": (lambda x, y: x ** 3, lambda g, x, y: (nb.mul(g, nb.mul(nb.mul(x, x), 3.0)), None)),
+    "x ** 2.0": (lambda x, y: x ** 2.0, lambda g, x, y: (nb.mul(g, nb.mul(x, 2.0)), None)),
+    "x + y": (lambda x, y: x + y, lambda g, x, y: (g, g)),
+    "x - y": (lambda x, y: x - y, lambda g, x, y: (g, nb.mul(g, -1))),
+    "x + 1.5": (lambda x, y: x + 1.5, lambda g, x, y: (g, None)),
+    "x - 1.5": (lambda x, y: x - 1.5, lambda g, x, y: (g, None)),
+    "1.5 + x": (lambda x, y: 1.5 + x, lambda g, x, y: (g, None)),
+}
+
+
+def binary_outcome(lib, op, a, b, g):
+    """The leaves' gradients (bits) after ``op`` on the 0-d ``a`` (and ``b``) with ``g`` sent back."""
+    x = lib.tensor(a.copy(), requires_grad=True)
+    y = lib.tensor(b.copy(), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the forward may overflow (numpy's scalar warning)
+        out = BINARY[op][0](x, y)
+    gradient = lib.tensor(g.copy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the backward pass prints nothing, as torch's
+        out.backward(gradient)
+    return [None if t.grad is None else np.asarray(t.grad.detach().numpy() if lib is not gradviz else t.grad._data)
+            for t in (x, y)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(sorted(DTYPES)), st.sampled_from(sorted(BINARY)), st.data())
+def test_binary_scalar_formulas_match_the_array_formulas_bit_for_bit(dtype, op, data):
+    width = 32 if dtype == "float32" else 64
+    a, b, g = (np.asarray(data.draw(values(width)), dtype=DTYPES[dtype]) for _ in range(3))
+    x = gradviz.tensor(a, requires_grad=True)
+    y = gradviz.tensor(b, requires_grad=True)
+    node = quiet(BINARY[op][0], x, y).grad_fn
+    got = loud(node.backward, g)
+    got = got if type(got) is tuple else (got,)
+    expected = quiet(BINARY[op][1], g, a, b)
+    for have, want in zip(got, expected):
+        assert (have is None) == (want is None)
+        if want is not None:
+            assert type(have) is np.ndarray and have.shape == () and same_bits(have, want), (op, a, b, g, have, want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(DTYPES)), st.sampled_from(sorted(BINARY)), st.data())
+def test_binary_scalar_backward_matches_torch_bit_for_bit(dtype, op, data):
+    torch = pytest.importorskip("torch")
+    width = 32 if dtype == "float32" else 64
+    a, b, g = (np.asarray(data.draw(values(width)), dtype=DTYPES[dtype]) for _ in range(3))
+    mine, theirs = binary_outcome(gradviz, op, a, b, g), binary_outcome(torch, op, a, b, g)
+    for have, want in zip(mine, theirs):
+        assert (have is None) == (want is None)
+        if want is not None:
+            assert same_bits(have, want), (op, a, b, g, have, want)
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary_nodes_off_the_scalar_path_keep_their_errors_and_formulas(op):
+    torch = pytest.importorskip("torch")
+    outcomes = []
+    for lib in (gradviz, torch):
+        x = lib.tensor(1.5, requires_grad=True)
+        y = lib.tensor(-0.5, requires_grad=True)
+        out = BINARY[op][0](x, y)
+        found = []
+        out.backward(lib.tensor(2.0, dtype=lib.float64) if lib is gradviz else lib.tensor(2.0),
+                     retain_graph=True)  # gradviz: a float64 gradient takes the array path
+        found.append([None if t.grad is None else float(t.grad) for t in (x, y)])
+        with lib.no_grad():
+            x.add_(1.0)  # modified in place: a node that saved x must refuse
+        try:
+            out.backward()
+            found.append([None if t.grad is None else float(t.grad) for t in (x, y)])
+        except RuntimeError as error:
+            found.append(str(error).split(":")[0])
+        try:
+            out.backward()
+        except RuntimeError as error:
+            found.append(str(error).split(":")[0])
+        outcomes.append(found)
+    assert outcomes[0][1:] == outcomes[1][1:]
+    np.testing.assert_allclose(np.asarray(outcomes[0][0], dtype=float), np.asarray(outcomes[1][0], dtype=float))
+
+
+# -- gradients that wait for others: summed as numpy scalars until the last one arrives -----------------------
+def fan_in_grads(lib, dtype, constants, hooked=False):
+    """``x`` used once per constant (``x * c``, all added up): x's AccumulateGrad receives each constant
+    as a gradient and sums them. ``hooked``: gradviz's hooked loop (every sum a 0-d array) instead."""
+    x = lib.tensor(np.asarray(1.0, dtype=dtype), requires_grad=True)
+    w = lib.tensor(np.asarray(1.0, dtype=dtype), requires_grad=True)
+    terms = [(x * w) * float(c) for c in constants]  # x * w is used by every term: its node sums too
+    loss = terms[0]
+    for term in terms[1:]:
+        loss = loss + term
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        if hooked:
+            task = engine.GraphTask([engine.gradient_edge(loss)], engine.make_grads([loss], [None]), keep_graph=False)
+            task.hooked = True
+            task.execute()
+        else:
+            loss.backward()
+    return [np.asarray(t.grad.detach().numpy() if lib is not gradviz else t.grad._data) for t in (x, w)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(DTYPES)), st.data())
+def test_gradients_summed_while_waiting_match_the_array_sums_and_torch(dtype, data):
+    width = 32 if dtype == "float32" else 64
+    constants = data.draw(st.lists(values(width), min_size=2, max_size=6))
+    unhooked = fan_in_grads(gradviz, DTYPES[dtype], constants)
+    hooked = fan_in_grads(gradviz, DTYPES[dtype], constants, hooked=True)
+    for a, b in zip(unhooked, hooked):
+        assert type(a) is np.ndarray and a.shape == () and same_bits(a, b)
+    torch = pytest.importorskip("torch")
+    for a, b in zip(unhooked, fan_in_grads(torch, DTYPES[dtype], constants)):
+        assert same_bits(a, b), (constants, a, b)

@@ -61,9 +61,9 @@ from gradviz.autograd import checks
 from gradviz.autograd import anomaly_mode as _anomaly_mode  # anomaly mode: read in execute and call_function
 from gradviz.autograd.anomaly_mode import STATE as _ANOMALY
 from gradviz.autograd.function import gradient_edge
-from gradviz.autograd.node import SAVED_WITH_HOOKS, GraphRoot
+from gradviz.autograd.node import GraphRoot, has_user_hooks
 from gradviz.autograd.step import Step, new_step
-from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
+from gradviz.backends.quiet import _IGNORE, _get, _reset, _set, end_pass, silence_pass
 from gradviz.grad_mode import _state as _grad_state
 
 _MISSING = object()  # not_ready.get's default: a held gradient may itself be None
@@ -166,6 +166,36 @@ def _summed(held, grad):
     return _asarray(total) if isinstance(total, _generic) else total
 
 
+def _running_sum(held, grad):
+    """``_summed`` for a gradient that still waits for others, in a pass whose numpy warnings are off
+    (``_unhooked_loop``): the sum of 0-d float32/float64 gradients of one dtype is kept as a numpy scalar
+    (no 0-d array is made for a value that only waits), and ``_last_sum`` makes it an array when the
+    last gradient arrives. The same IEEE additions, in the same order, as ``_summed``'s."""
+    if type(grad) is _ndarray and grad.shape == ():
+        dtype = grad.dtype
+        if dtype is _F32 or dtype is _F64:
+            if type(held) is _ndarray:
+                if held.shape == () and held.dtype is dtype:
+                    return held[()] + grad[()]
+            elif isinstance(held, _generic) and held.dtype is dtype:  # the sum of earlier gradients
+                return held + grad[()]
+    if type(held) is not _ndarray and isinstance(held, _generic):  # a kept sum meets another kind of gradient
+        held = _asarray(held)
+    return _summed(held, grad)
+
+
+def _last_sum(held, grad):
+    """``held + grad`` when the last gradient for a slot arrives (``_unhooked_loop``), as an array (or the
+    backend's tensor); ``held`` may be a numpy scalar that ``_running_sum`` kept, made a 0-d array here."""
+    if type(held) is not _ndarray and isinstance(held, _generic):
+        if grad is None:
+            return _asarray(held)
+        if type(grad) is _ndarray and grad.shape == () and grad.dtype is held.dtype:
+            return _asarray(held + grad[()])
+        held = _asarray(held)
+    return held if grad is None else _summed(held, grad)
+
+
 class InputBuffer(list):
     """The gradients arriving at one node: one slot per output of its forward op, summed as they come.
 
@@ -225,10 +255,11 @@ def compute_dependencies(root) -> dict:
 def _dependencies_and_hooks(root) -> tuple:
     """``compute_dependencies``, and whether any node reachable from ``root`` has a hook of the user's
     (tensor hooks, ``retain_grad``, node pre- or post-hooks): a graph without one takes the unhooked
-    loop of a plain backward, ``GraphTask._execute_unhooked``. The test is a few attribute reads of
-    class defaults per node, made once per node as it is first reached."""
+    loop of a plain backward, ``GraphTask._execute_unhooked``. The test is one read of the node's
+    ``_hooked`` flag (a class default unless a hook table was ever set on it), made once per node as
+    it is first reached; only a flagged node's tables are looked at."""
     dependencies = {}
-    hooked = bool(root._tensor_pre_hooks or root._retain_grad_hooks or root._pre_hooks or root._hooks)
+    hooked = has_user_hooks(root)
     stack = [root]
     while stack:
         node = stack.pop()
@@ -240,9 +271,8 @@ def _dependencies_and_hooks(root) -> tuple:
             else:
                 dependencies[next_node] = 1
                 stack.append(next_node)
-                if (next_node._tensor_pre_hooks or next_node._retain_grad_hooks or next_node._pre_hooks
-                        or next_node._hooks):
-                    hooked = True
+                if next_node._hooked and not hooked:
+                    hooked = has_user_hooks(next_node)
     return dependencies, hooked
 
 
@@ -390,20 +420,21 @@ class GraphTask:
         and ``call_function``, as in ``evaluate_function``.
 
         numpy's warnings are switched off once for the whole pass (``quiet.py``; PyTorch prints
-        nothing for an overflow in backward), so the formulas skip their own switch. Only a user's
-        Function (``_runs_user_code``) runs code of the user's here, and it runs under the user's own
-        settings; once saved-tensor hooks were ever used (an unpack hook may run inside any
-        formula), the pass is not silenced and every formula silences itself as elsewhere.
+        nothing for an overflow in backward), so the formulas skip their own switch. The user's code
+        that can run here runs under the user's own settings: a user's Function
+        (``_runs_user_code``), set back around it below, and a saved-tensor unpack hook, which a
+        formula may call when it reads a saved tensor (``SavedTensor.unpack`` runs it through
+        ``quiet.as_users``, which reads the state ``silence_pass`` keeps).
         """
         users = _get()
-        if SAVED_WITH_HOOKS[0] or users is _IGNORE or _IGNORE is None:
+        if users is _IGNORE or _IGNORE is None:
             self._unhooked_loop(None)
             return
-        token = _set(_IGNORE)
+        tokens = silence_pass(users)
         try:
             self._unhooked_loop(users)
         finally:
-            _reset(token)
+            end_pass(tokens)
 
     def _unhooked_loop(self, users) -> None:
         """The loop of ``_execute_unhooked``. ``users``: the numpy error state a user's Function runs
@@ -414,7 +445,8 @@ class GraphTask:
         not_ready = self.not_ready
         release = not self.keep_graph
         missing = _MISSING
-        summed = _summed
+        # a gradient that waits for others may wait as a numpy scalar while numpy's warnings are off
+        summed, last_sum = _running_sum if _get() is _IGNORE else _summed, _last_sum
         heap = []
         for _, node, input_buffer in self.ready_queue.heap:  # the root, queued by __init__
             if node._is_accumulate:  # a leaf's own backward(): only its AccumulateGrad runs
@@ -439,7 +471,7 @@ class GraphTask:
                 grad_inputs = node.backward(grad)
                 if type(grad_inputs) is not tuple:
                     grad_inputs = (grad_inputs,)
-            if release:
+            if release and node._saves_tensors:
                 node._release_variables()
             for (next_node, slot), grad in zip(next_functions, grad_inputs):  # send_on, written out
                 if next_node is None:
@@ -461,7 +493,7 @@ class GraphTask:
                 held = not_ready.pop(next_node, missing) if not_ready else missing
                 if next_node._num_outputs == 1:
                     if held is not missing and held is not None:
-                        grad = held if grad is None else summed(held, grad)
+                        grad = last_sum(held, grad)
                 else:
                     if held is missing:
                         held = InputBuffer((None,) * next_node._num_outputs)
@@ -493,8 +525,7 @@ class GraphTask:
                 _, node, input_buffer = heap.pop()
             else:
                 node, input_buffer = pop()
-            if (node._num_outputs != 1 or run_hooks and (
-                    node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks or node._hooks)):
+            if node._num_outputs != 1 or run_hooks and node._hooked and has_user_hooks(node):
                 evaluate_function(node, input_buffer)
                 continue
             grad = input_buffer[0]
@@ -605,7 +636,8 @@ class GraphTask:
         if exec_info is not None and not self.capture(node, grad_outputs):
             return None
         run_hooks = self.run_hooks
-        if run_hooks and (node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks):
+        hooked = run_hooks and node._hooked  # the tables are read only on a node that ever had one
+        if hooked and (node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks):
             grad_outputs = call_tensor_pre_hooks(node, grad_outputs, retain_grad=not self.dry_run)
             if node._pre_hooks:
                 grad_outputs = call_pre_hooks(node, grad_outputs)
@@ -615,7 +647,7 @@ class GraphTask:
         else:
             grad_before = grad_after = None
             grad_inputs = call_function(node, grad_outputs, self.create_graph)
-        if run_hooks and node._hooks:
+        if hooked and node._hooks:
             grad_inputs = call_post_hooks(node, grad_inputs, grad_outputs)
         if not self.keep_graph and not node._is_accumulate:  # AccumulateGrad saves nothing
             node._release_variables()
@@ -782,6 +814,8 @@ def _call_formula(node, grad_outputs: list, create_graph: bool) -> tuple:
 def call_tensor_pre_hooks(node, grads: list, retain_grad: bool = True) -> list:
     """Hooks registered on the tensors this node produced, then ``retain_grad`` (PyTorch always runs
     it after them, so ``.grad`` holds what the hooks returned)."""
+    if not node._hooked:  # never had a hook table: nothing to run
+        return grads
     if node._tensor_pre_hooks:
         for output_nr, hooks in node._tensor_pre_hooks.items():
             for hook in tuple(hooks.values()):

@@ -11,6 +11,8 @@ import itertools
 import re
 import weakref
 
+from gradviz.backends.quiet import as_users
+
 _sequence = itertools.count()
 ACCUMULATE_SEQUENCE_NR = 2**64 - 1  # PyTorch gives AccumulateGrad UINT64_MAX: it runs as soon as ready
 
@@ -70,7 +72,6 @@ class SavedTensor:
         # saved_tensors_hooks: (what pack_hook returned, unpack_hook), or None (one list read when none are set)
         if SAVED_TENSOR_HOOKS:
             self.hooks = (SAVED_TENSOR_HOOKS[-1][0](tensor), SAVED_TENSOR_HOOKS[-1][1])
-            SAVED_WITH_HOOKS[0] = True  # from now on a backward pass may run an unpack hook
         else:
             self.hooks = None
 
@@ -102,7 +103,7 @@ class SavedTensor:
             raise RuntimeError(FREED_MESSAGE)
         if self.hooks is not None:  # the user's unpack hook decides what comes back (no version check)
             packed, unpack_hook = self.hooks
-            return unpack_hook(packed)._data
+            return as_users(unpack_hook, packed)._data  # under the user's numpy settings, also in a silenced pass
         if self.version_counter[0] != self.saved_version:
             raise RuntimeError(self._modified_message())
         return self.data
@@ -141,9 +142,6 @@ class SavedTensor:
 
 
 SAVED_TENSOR_HOOKS: list = []  # (pack_hook, unpack_hook) pairs, innermost last (autograd.graph.saved_tensors_hooks)
-# True once any tensor was saved with saved-tensor hooks (it stays so): the engine then runs every formula
-# under the user's own numpy settings, since ``ctx.saved`` may call a user's unpack hook
-SAVED_WITH_HOOKS: list = [False]
 RELEASED = SavedTensor.released()  # what a saved Python number becomes after backward (see Function)
 _new_object = object.__new__
 
@@ -189,12 +187,19 @@ class Node:
     # for every recorded op, so its constructor sets only what each one needs.
     _next_functions = ()
     _packed = None  # name -> SavedTensor or a plain value (int, float, tuple)
-    _hooks = None
-    _pre_hooks = None
-    _tensor_pre_hooks = None  # output_nr -> {id: hook}: hooks registered on tensors
-    _retain_grad_hooks = None  # output_nr -> hook: retain_grad() runs after other hooks
+    # The user's hooks live in four tables (``_hooks``, ``_pre_hooks``, ``_tensor_pre_hooks``,
+    # ``_retain_grad_hooks``: properties, below the class), and setting any of them sets ``_hooked``,
+    # so that the engine reads one attribute per node to learn that a node has none (the common case)
+    # instead of four. ``_hooked`` is never cleared: it means "may have hooks" (a removed hook leaves
+    # an empty table), and the engine looks at the tables themselves only when it is set.
+    _hooked = False
+    _held_hooks = None
+    _held_pre_hooks = None
+    _held_tensor_pre_hooks = None
+    _held_retain_grad_hooks = None
     _metadata = None
     _is_accumulate = False  # a class flag the engine reads for every node (cheaper than isinstance)
+    _saves_tensors = True  # False on a class that saves numbers only: the plain backward skips its _release_variables
     _runs_user_code = False  # True for a user's Function: its backward is the user's code (engine.py)
     _order = 1  # 1: recorded by the forward pass; 2: by a backward pass with create_graph=True; ...
 
@@ -279,6 +284,34 @@ class Node:
     def backward(self, grad_output):
         """Gradients for each input (aligned with ``next_functions``), from the output's gradient."""
         raise NotImplementedError
+
+
+def _hook_table(name: str, doc: str) -> property:
+    """A node's hook table ``name`` as a property: stored under ``_held<name>``; setting it (the only way a
+    table is made, here, in tensor.py and in ops/inplace.py) also sets the node's ``_hooked`` flag."""
+    held = f"_held{name}"
+
+    def get(node):
+        return getattr(node, held)
+
+    def put(node, table):
+        setattr(node, held, table)
+        node._hooked = True
+
+    return property(get, put, doc=doc)
+
+
+Node._hooks = _hook_table("_hooks", "``register_hook`` hooks: id -> hook(grad_inputs, grad_outputs).")
+Node._pre_hooks = _hook_table("_pre_hooks", "``register_prehook`` hooks: id -> hook(grad_outputs).")
+Node._tensor_pre_hooks = _hook_table("_tensor_pre_hooks", "output_nr -> {id: hook}: hooks registered on tensors.")
+Node._retain_grad_hooks = _hook_table("_retain_grad_hooks",
+                                      "output_nr -> hook: retain_grad(), run after the other tensor hooks.")
+
+
+def has_user_hooks(node) -> bool:
+    """Whether ``node`` holds a hook of the user's now (its tables, read only when ``_hooked`` is set)."""
+    return node._hooked and bool(node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks
+                                 or node._hooks)
 
 
 _EXPOSED: set = set()  # the saved names that have a ``_saved_<name>`` property on Node

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from gradviz.backends import numpy_ranges
-from gradviz.backends.quiet import _IGNORE, _reset, _set, silent
+from gradviz.backends.quiet import _IGNORE, _get, _reset, _set, silent
 
 name = "numpy"
 ndarray = np.ndarray
@@ -141,10 +141,12 @@ _HALF = np.dtype(np.float16)
 def _elementwise(ufunc, name: str, opmath_scalar: bool = False):
     """A binary ufunc whose result is laid out as PyTorch lays it out (see ``_layout_like_torch``), with
     numpy's floating-point warnings off while it runs (``1 / 0``, ``inf - inf``: PyTorch says nothing;
-    ``quiet.py``'s ContextVar set, written out here: one frame less on the hottest path)."""
+    ``quiet.py``'s ContextVar set, written out here: one frame less on the hottest path). Inside a pass
+    that is silenced as a whole (a plain ``backward()``), they are off already: one read instead of a
+    set and a reset (about a fifth of the cost)."""
 
     def apply(a, b):
-        token = _set(_IGNORE)
+        token = None if _get() is _IGNORE else _set(_IGNORE)
         try:
             # numpy agrees with PyTorch unless two matrices (or larger) are laid out differently: with a
             # number or a vector on one side, numpy keeps the other side's layout, as PyTorch does
@@ -160,7 +162,8 @@ def _elementwise(ufunc, name: str, opmath_scalar: bool = False):
             out = _layout_like_torch(a, b)
             return _arr(ufunc(a, b) if out is None else ufunc(a, b, out=out))
         finally:
-            _reset(token)
+            if token is not None:
+                _reset(token)
 
     apply.__name__ = name
     return apply
@@ -245,12 +248,24 @@ def sigmoid(a):
 
 
 # -- fused backward formulas: one call instead of three backend round trips ------------------
+_SAME_WIDTH_UINT = {np.dtype(np.float16): np.uint16, np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+
+
 @silent
 def relu_backward(grad, result):
     """``grad`` where the ReLU's output is positive, else 0 (PyTorch's threshold_backward)."""
     # ReLU's output is >= 0 or NaN, so ``result != 0`` is PyTorch's ``not result <= 0`` (a NaN passes its
     # gradient on). A select, as PyTorch's kernel: a multiply by the mask made NaN of an infinite gradient
     # masked and +0.0 of a -0.0 passed on (PyTorch: 0 and -0.0)
+    bits = _SAME_WIDTH_UINT.get(grad.dtype) if type(grad) is ndarray and grad.size >= 1024 else None
+    if bits is not None and type(result) is ndarray and result.shape == grad.shape:
+        # np.where's loop branches on every element, and a ReLU's mask is as unpredictable as its input
+        # (about 7 ns an element on a 1024 x 256 activation); the same select done on the bits, without a
+        # branch: all ones where the gradient passes, 0 where it is masked, and'ed with the gradient's
+        # bits (the gradient itself there, +0.0 here, NaN payloads and -0.0 kept), ten times faster
+        mask = (result != 0).astype(bits)
+        np.negative(mask, out=mask)
+        return np.bitwise_and(grad.view(bits), mask).view(grad.dtype)
     out = np.where(result != 0, grad, 0)
     return out if type(out) is ndarray else np.asarray(out)  # _arr, written out
 

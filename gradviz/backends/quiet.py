@@ -16,7 +16,10 @@ wrapper falls back to ``np.errstate``.
 Where no user code can run between the formulas (the unhooked loop of a plain ``backward()``), the
 engine sets that variable once for the whole pass; the hot formulas then test ``_get() is _IGNORE``
 (one C call) and skip their own set and reset, which cost about ten times as much. A thread or a
-context of its own keeps its own value, so that test is never wrong.
+context of its own keeps its own value, so that test is never wrong. The user's code that can still
+run inside such a pass (a saved-tensor unpack hook, called when a formula reads a saved tensor) runs
+through ``as_users``, under the user's own state, which the pass keeps in a second variable
+(``silence_pass``).
 """
 from __future__ import annotations
 
@@ -48,6 +51,32 @@ if _state is not None:
                 _reset(token)
 
         return quiet
+
+    from contextvars import ContextVar
+
+    # the user's numpy state while a whole pass runs silenced (``silence_pass``); unset otherwise
+    _users_state = ContextVar("gradviz_users_numpy_state", default=None)
+
+    def silence_pass(users):
+        """Silence a whole pass: numpy's warnings off, and ``users`` (the state they were in, given by
+        the caller, who read ``_get()``) kept for ``as_users``. Returns the tokens ``end_pass`` takes."""
+        return _set(_IGNORE), _users_state.set(users)
+
+    def end_pass(tokens) -> None:
+        _users_state.reset(tokens[1])
+        _reset(tokens[0])
+
+    def as_users(fn, argument):
+        """``fn(argument)``, the user's code, under the user's numpy state when it is called inside a pass
+        silenced as a whole (there numpy's warnings are off for gradviz's formulas, not for the user)."""
+        users = _users_state.get()
+        if users is None or _get() is not _IGNORE:
+            return fn(argument)
+        token = _set(users)
+        try:
+            return fn(argument)
+        finally:
+            _reset(token)
 
     class silenced:
         """A context manager: numpy's floating-point warnings off inside (one ContextVar set)."""
@@ -92,3 +121,11 @@ else:  # pragma: no cover - the portable, slower form
 
     def silenced():
         return np.errstate(all="ignore")
+
+    def silence_pass(users):  # never called: without the variable, no pass is silenced as a whole
+        raise NotImplementedError
+
+    end_pass = silence_pass
+
+    def as_users(fn, argument):
+        return fn(argument)

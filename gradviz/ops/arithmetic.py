@@ -61,6 +61,9 @@ _asarray = np.asarray
 _METAS_32 = (((), _F32, (), _F32), ((), _F32, (), None))  # the metas of a 0-d pair: one shared tuple each
 _METAS_64 = (((), _F64, (), _F64), ((), _F64, (), None))
 _PAIR_32, _PAIR_64 = _METAS_32[0], _METAS_64[0]  # the metas of two 0-d tensors of one dtype
+# a 0-d float32/float64 node's metas -> its dtype: a 0-d pair of one dtype, or a 0-d tensor with a number
+# (nothing to sum or cast back when the gradient is 0-d of that dtype: ``_binary_grads`` would return it)
+_SCALAR_NODE_DTYPE = {id(metas): metas[1] for metas in (*_METAS_32, *_METAS_64)}
 _add, _subtract, _multiply, _divide = operator.add, operator.sub, operator.mul, operator.truediv
 
 
@@ -215,6 +218,7 @@ def _scalar_mul(tensor, number):
 
 class AddBackward0(OpFunction):
     inputs = ("self", "other")
+    _saves_tensors = False  # only alpha, a number: nothing for _release_variables to free
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("grad * alpha", r"\alpha\,\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
@@ -230,6 +234,9 @@ class AddBackward0(OpFunction):
         packed = ctx._packed  # alpha is a number, never freed: ctx.saved("alpha") read straight
         alpha = ctx.saved("alpha") if packed is None else packed["alpha"]
         needs = ctx.needs_input_grad
+        if alpha == 1 and type(grad) is _ndarray and grad.dtype is _SCALAR_NODE_DTYPE.get(id(ctx.metas)) \
+                and grad.shape == ():  # a 0-d node (scalar graph): _binary_grads has nothing to do
+            return grad if needs[0] else None, grad if needs[1] else None
         return _binary_grads(ctx, grad if needs[0] else None,
                              (grad if alpha == 1 else _times(ctx.backend, grad, alpha)) if needs[1] else None)
 
@@ -240,6 +247,7 @@ class AddBackward0(OpFunction):
 
 class SubBackward0(OpFunction):
     inputs = ("self", "other")
+    _saves_tensors = False  # only alpha, a number: nothing for _release_variables to free
     derivatives = {"self": ("grad", r"\bar{y}"), "other": ("-grad * alpha", r"-\alpha\,\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
@@ -255,6 +263,15 @@ class SubBackward0(OpFunction):
         packed = ctx._packed  # alpha is a number, never freed: ctx.saved("alpha") read straight
         alpha = ctx.saved("alpha") if packed is None else packed["alpha"]
         needs = ctx.needs_input_grad
+        if alpha == 1 and type(grad) is _ndarray and grad.dtype is _SCALAR_NODE_DTYPE.get(id(ctx.metas)) \
+                and grad.shape == ():  # a 0-d node (scalar graph): _times's scalar product, nothing to reshape
+            if not needs[1]:
+                return grad if needs[0] else None, None
+            token = None if _get() is _IGNORE else _set(_IGNORE)
+            second = _asarray(grad[()] * -1)
+            if token is not None:
+                _reset(token)
+            return grad if needs[0] else None, second
         return _binary_grads(ctx, grad if needs[0] else None, _times(ctx.backend, grad, -alpha) if needs[1] else None)
 
     def backward_graph(ctx, grad):
@@ -438,6 +455,24 @@ class PowBackward0(OpFunction):
         return self._backend.pow(x, n)
 
     def backward(ctx, grad):
+        packed = ctx._packed
+        if packed is not None and type(grad) is _ndarray and grad.shape == ():
+            # a 0-d square or cube (a scalar graph): ctx.saved and the two _times products written out for a
+            # saved tensor that unpacks plainly (no hook, not freed, not modified: else the general path,
+            # with its errors); the same numpy scalar products in the same order as below
+            exponent = packed["exponent"]
+            entry = packed["self"]
+            if (exponent == 2 or exponent == 3) and entry.hooks is None and entry.data is not None \
+                    and entry.version_counter[0] == entry.saved_version:
+                x = entry.data
+                dtype = grad.dtype
+                if (dtype is _F32 or dtype is _F64) and type(x) is _ndarray and x.dtype is dtype and x.shape == ():
+                    x = x[()]
+                    token = None if _get() is _IGNORE else _set(_IGNORE)
+                    out = grad[()] * (x * 2.0) if exponent == 2 else grad[()] * ((x * x) * 3.0)
+                    if token is not None:
+                        _reset(token)
+                    return _asarray(out)
         backend = ctx.backend
         self, exponent = ctx.saved("self", "exponent")
         if exponent == 0:

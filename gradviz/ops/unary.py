@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradviz.autograd.function import OpFunction
+from gradviz.autograd.node import SavedTensor
 from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
 from gradviz.ops._util import float_data
 from gradviz.tensor import Tensor
@@ -114,16 +115,22 @@ class TanhBackward0(OpFunction):
         return self._backend.tanh(float_data(self))
 
     def backward(ctx, grad):
-        result = ctx.saved("result")
-        scalars = _scalars(grad, result)
-        if scalars is not None:  # the backend's tanh_backward on scalars
-            g, y = scalars
-            token = None if _get() is _IGNORE else _set(_IGNORE)
-            out = g * (1 - y * y)
-            if token is not None:
-                _reset(token)
-            return _asarray(out)
-        return ctx.backend.tanh_backward(grad, result)
+        packed = ctx._packed
+        if packed is not None and type(grad) is _ndarray and grad.shape == ():
+            # a 0-d tanh (a micrograd-style neuron): ctx.saved and _scalars written out for a saved output
+            # that unpacks plainly (no hook, not freed, not modified: else ctx.saved, with its errors)
+            entry = packed["result"]
+            dtype = grad.dtype
+            if (type(entry) is SavedTensor and entry.hooks is None and entry.data is not None
+                    and entry.version_counter[0] == entry.saved_version and (dtype is _F32 or dtype is _F64)
+                    and type(entry.data) is _ndarray and entry.data.dtype is dtype and entry.data.shape == ()):
+                y = entry.data[()]
+                token = None if _get() is _IGNORE else _set(_IGNORE)
+                out = grad[()] * (1 - y * y)  # the backend's tanh_backward on scalars
+                if token is not None:
+                    _reset(token)
+                return _asarray(out)
+        return ctx.backend.tanh_backward(grad, ctx.saved("result"))
 
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import TanhBackwardBackward0
