@@ -92,6 +92,8 @@ _LAZY = {
     "to_html": ("gradviz.widget", "to_html"),
     "GraphWidget": ("gradviz.widget", "GraphWidget"),
     "compare": ("gradviz.widget.compare_view", "compare"),
+    "func": ("gradviz.func", None),  # torch.func's transforms
+    "vmap": ("gradviz.func", "vmap"),  # torch.vmap
 }
 
 # The one place gradviz decides "gradviz tensor or torch tensor?": the engine and the snapshot
@@ -141,9 +143,7 @@ from gradviz.ops.distances import cdist  # noqa: E402
 from gradviz.ops.shape import diag_embed  # noqa: E402
 from gradviz.ops.shape import permute_function as permute, reshape_function as reshape  # noqa: E402
 
-# -- torch.func: function transforms ------------------------------------------------------------------------------
-from gradviz import func  # noqa: E402
-from gradviz.func import vmap  # noqa: E402  (torch.vmap)
+# -- torch.func (``func``, ``vmap``) is imported when first used: see _LAZY ------------------------------------
 # torch.bernoulli / torch.normal that give a dual tensor's sample torch's zero tangent (forward AD)
 bernoulli = autograd.forward_ad.bernoulli  # noqa: F811
 normal = autograd.forward_ad.normal  # noqa: F811

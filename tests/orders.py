@@ -24,3 +24,16 @@ def torch_order(outputs, gradients=None) -> list:
         for handle in handles:
             handle.remove()
     return order
+
+
+def graph_names(fn, seen=None, out=None) -> list:
+    """The node names of ``fn``'s graph depth first, in ``next_functions`` order (each node once)."""
+    if out is None:
+        out, seen = [], set()
+    if fn is None or id(fn) in seen:
+        return out
+    seen.add(id(fn))
+    out.append(fn.name())
+    for next_fn, _ in fn.next_functions:
+        graph_names(next_fn, seen, out)
+    return out

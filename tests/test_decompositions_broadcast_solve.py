@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import gradviz as gv
+from orders import graph_names as _graph
 
 SHAPES = {
     "both_batches_broadcast": ((2, 1, 3, 3), (4, 3, 2), True),
@@ -20,19 +21,6 @@ SHAPES = {
     "batch_of_vectors": ((4, 3, 3), (4, 3), True),
     "four_dims_broadcast": ((1, 2, 3, 3), (3, 1, 3, 1), True),
 }
-
-
-def _graph(fn, seen=None, out=None):
-    """Node names depth first, in ``next_functions`` order (each node once)."""
-    if out is None:
-        out, seen = [], set()
-    if fn is None or id(fn) in seen:
-        return out
-    seen.add(id(fn))
-    out.append(fn.name())
-    for next_fn, _ in fn.next_functions:
-        _graph(next_fn, seen, out)
-    return out
 
 
 def _leaves(t, name):

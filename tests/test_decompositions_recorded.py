@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gradviz as gv
+from orders import graph_names as _graph
 
 CASES = {
     "svdvals_tall": (lambda t, A: (t.linalg.svdvals(A) ** 3).sum(), (4, 3)),
@@ -55,19 +56,6 @@ CASES = {
 
 def _point(shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape)
-
-
-def _graph(fn, seen=None, out=None):
-    """Node names depth first, in ``next_functions`` order (each node once)."""
-    if out is None:
-        out, seen = [], set()
-    if fn is None or id(fn) in seen:
-        return out
-    seen.add(id(fn))
-    out.append(fn.name())
-    for next_fn, _ in fn.next_functions:
-        _graph(next_fn, seen, out)
-    return out
 
 
 def _twice(t, loss, leaves):

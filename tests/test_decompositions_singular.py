@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import gradviz as gv
+from orders import graph_names as _graph
 
 SINGULAR = {
     "rank_one_2x2": [[1.0, 2.0], [2.0, 4.0]],
@@ -20,18 +21,6 @@ SINGULAR = {
     "batch_all_singular": [[[1.0, 2.0], [2.0, 4.0]], [[0.0, 1.0], [0.0, 3.0]]],
 }
 MIXED = [[[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [1.0, 3.0]], [[1.0, 3.0], [2.0, 6.0]]]
-
-
-def _graph(fn, seen=None, out=None):
-    if out is None:
-        out, seen = [], set()
-    if fn is None or id(fn) in seen:
-        return out
-    seen.add(id(fn))
-    out.append(fn.name())
-    for next_fn, _ in fn.next_functions:
-        _graph(next_fn, seen, out)
-    return out
 
 
 def _weights(t, shape):

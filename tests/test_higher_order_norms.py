@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gradviz as gv
+from orders import graph_names as _graph
 
 INF = math.inf
 X = np.random.default_rng(7).standard_normal((3, 4))
@@ -32,19 +33,6 @@ CASES["tensor_norm_3"] = lambda t, x: x.norm(3).sin()
 CASES["tensor_norm_fro_dims"] = lambda t, x: x.norm("fro", dim=(0, 1)).sin()
 CASES["tensor_norm_nuc"] = lambda t, x: x.norm("nuc").sin()
 CASES["torch_norm_nuc_keepdim"] = lambda t, x: (t.norm(x, "nuc", keepdim=True) * x).sum()
-
-
-def _graph(fn, seen=None, out=None):
-    """Node names depth first, in ``next_functions`` order (each node once)."""
-    if out is None:
-        out, seen = [], set()
-    if fn is None or id(fn) in seen:
-        return out
-    seen.add(id(fn))
-    out.append(fn.name())
-    for next_fn, _ in fn.next_functions:
-        _graph(next_fn, seen, out)
-    return out
 
 
 def _three(t, loss, x0):
