@@ -125,7 +125,12 @@ def scalar_category(value) -> int:
 
 
 def _highest(dtypes) -> dtype:
-    return max(dtypes, key=lambda d: d._rank)
+    """The dtype that all of ``dtypes`` promote to (PyTorch's table): the highest category wins, then the
+    widest type in it; ``uint8`` with ``int8`` is ``int16`` (neither holds the other's values)."""
+    result = max(dtypes, key=lambda d: d._rank)
+    if result is int8 and uint8 in dtypes:
+        return int16
+    return result
 
 
 def _for_category(cat: int) -> dtype:

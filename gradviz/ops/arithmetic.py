@@ -47,6 +47,19 @@ def _save_operand(ctx, value, carrier):
     return _saved_operand(ctx, value, carrier)
 
 
+def check_sub(self, other) -> None:
+    """PyTorch's ``sub_check``: ``-`` refuses a bool operand (a bool tensor or Python bool), where numpy
+    would subtract (bool - float) or raise its own TypeError (bool - bool)."""
+    first = type(self) is bool or (isinstance(self, Tensor) and self.dtype is _dtype.bool)
+    second = type(other) is bool or (isinstance(other, Tensor) and other.dtype is _dtype.bool)
+    if first and second:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if first or second:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 # -- 0-d float operands: numpy's scalar arithmetic -----------------------------------------------------
 # A ufunc on 0-d arrays costs about three times numpy's scalar arithmetic on the same values (and its
 # result comes back as a scalar that must be made an array again anyway). For float32 and float64 both
@@ -256,6 +269,7 @@ class SubBackward0(OpFunction):
             out = _scalar_result(ctx, self, other, _subtract)
             if out is not None:
                 return out
+        check_sub(self, other)
         backend, x, y = _binary_operands(ctx, self, other)
         return backend.sub(x, y if alpha == 1 else backend.mul(y, alpha))
 
@@ -286,6 +300,7 @@ class RsubBackward1(OpFunction):
     derivatives = {"self": ("-grad * alpha", r"-\alpha\,\bar{y}")}
 
     def forward(ctx, self, other):
+        check_sub(self, other)
         ctx.save(alpha=1)
         x, y = promote(self, other)
         return self._backend.sub(self._backend.full((), y, _dtype_of(x), self.device), x)

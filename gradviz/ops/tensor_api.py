@@ -20,6 +20,7 @@ class RsubBackward0(OpFunction):
     derivatives = {"self": ("-grad * alpha", r"-\alpha\,\bar{y}"), "other": ("grad", r"\bar{y}")}
 
     def forward(ctx, self, other, alpha=1):
+        arithmetic.check_sub(self, other)
         ctx.save(alpha=alpha)
         ctx.shapes = (tuple(self.shape), tuple(other.shape))
         x, y = promote(self, other)
@@ -67,6 +68,7 @@ class _ScaledRsub(arithmetic.RsubBackward1):
     """``torch.rsub(input, number, alpha)``: PyTorch's ``RsubBackward1`` with its ``alpha`` saved."""
 
     def forward(ctx, self, other, alpha):
+        arithmetic.check_sub(self, other)
         ctx.save(alpha=alpha)
         x, y = promote(self, other)
         backend = self._backend

@@ -61,12 +61,7 @@ class iinfo:
 
 def promote_types(type1, type2):
     """The smallest dtype both fit in, by PyTorch's table (``uint8`` with ``int8`` is ``int16``)."""
-    a, b = _dtype.from_any(type1), _dtype.from_any(type2)
-    if {a, b} == {_dtype.uint8, _dtype.int8}:
-        return _dtype.int16
-    if _dtype.category(a) != _dtype.category(b):
-        return a if _dtype.category(a) > _dtype.category(b) else b
-    return _dtype._highest((a, b))
+    return _dtype._highest((_dtype.from_any(type1), _dtype.from_any(type2)))
 
 
 def can_cast(from_, to) -> bool:

@@ -1,0 +1,86 @@
+"""Type promotion of mixed-dtype operands, against torch itself: every pair of the dtypes gradviz has,
+as tensors with dims, 0-d tensors and Python numbers, through the binary operators, ``cat``, ``where``
+and ``result_type``/``promote_types``. (``uint8`` with ``int8`` is ``int16`` in PyTorch: neither holds
+the other's values.)"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import gradviz
+
+torch = pytest.importorskip("torch")
+
+DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+SCALARS = (True, 3, 2.5)
+
+
+def _make(lib, name, shape):
+    values = np.array([1, 2, 3][:max(1, int(np.prod(shape)))]).reshape(shape)  # no 0 / 0: nan != nan
+    return lib.tensor(values.tolist(), dtype=getattr(lib, name))  # bool: all True
+
+
+def _outcome(run):
+    try:
+        result = run()
+    except Exception as error:  # noqa: BLE001 - the error is what is compared
+        return type(error).__name__, str(error).replace("gradviz", "torch")
+    if isinstance(result, (torch.Tensor, gradviz.Tensor)):
+        return str(result.dtype).replace("gradviz", "torch"), result.tolist()
+    return str(result).replace("gradviz", "torch")
+
+
+def _both(program):
+    return _outcome(lambda: program(torch)), _outcome(lambda: program(gradviz))
+
+
+@pytest.mark.parametrize("first, second", list(itertools.product(DTYPES, repeat=2)))
+@pytest.mark.parametrize("shapes", [((2,), (2,)), ((2,), ()), ((), (2,)), ((), ())])
+def test_binary_operators_promote_as_torch(first, second, shapes):
+    for operator in ("__add__", "__mul__", "__sub__", "__truediv__", "__eq__"):
+        expected, actual = _both(lambda lib: getattr(_make(lib, first, shapes[0]), operator)(_make(lib, second, shapes[1])))
+        assert actual == expected, (operator, first, second, shapes)
+
+
+@pytest.mark.parametrize("first, second", list(itertools.product(DTYPES, repeat=2)))
+def test_cat_where_and_result_type_promote_as_torch(first, second):
+    programs = {
+        "cat": lambda lib: lib.cat([_make(lib, first, (2,)), _make(lib, second, (3,))]),
+        "where": lambda lib: lib.where(lib.tensor([True, False]), _make(lib, first, (2,)), _make(lib, second, (2,))),
+        "result_type": lambda lib: lib.result_type(_make(lib, first, (2,)), _make(lib, second, ())),
+        "promote_types": lambda lib: lib.promote_types(getattr(lib, first), getattr(lib, second)),
+    }
+    for name, program in programs.items():
+        expected, actual = _both(program)
+        assert actual == expected, (name, first, second)
+
+
+@pytest.mark.parametrize("name", DTYPES)
+@pytest.mark.parametrize("scalar", SCALARS)
+def test_python_numbers_promote_as_torch(name, scalar):
+    for shape in ((2,), ()):
+        expected, actual = _both(lambda lib: _make(lib, name, shape) * scalar)
+        assert actual == expected, (name, scalar, shape)
+        expected, actual = _both(lambda lib: scalar + _make(lib, name, shape))
+        assert actual == expected, (name, scalar, shape)
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_subtraction_with_a_bool_operand_raises_as_torch(name):
+    """``-`` with a bool tensor or Python bool on either side (operator, function, method, rsub)."""
+    programs = (
+        lambda lib: _make(lib, name, (2,)) - _make(lib, "bool", (2,)),
+        lambda lib: _make(lib, "bool", ()) - _make(lib, name, (2,)),
+        lambda lib: _make(lib, name, (2,)) - True,
+        lambda lib: True - _make(lib, name, (2,)),
+        lambda lib: 2 - _make(lib, name, (2,)),
+        lambda lib: lib.sub(_make(lib, name, (2,)), _make(lib, "bool", (2,)), alpha=2),
+        lambda lib: lib.rsub(_make(lib, name, (2,)), _make(lib, "bool", (2,))),
+        lambda lib: lib.rsub(_make(lib, name, (2,)), 3, alpha=2),
+        lambda lib: _make(lib, name, (2,)).sub(True),
+    )
+    for index, program in enumerate(programs):
+        expected, actual = _both(program)
+        assert actual == expected, (index, name)
