@@ -112,6 +112,11 @@ def from_any(value) -> dtype:
     return from_numpy(value)
 
 
+def not_implemented(kernel: str, d: dtype) -> NotImplementedError:
+    """PyTorch's error for a kernel that has no loop for ``d`` (``"abs_cpu" not implemented for 'Bool'``)."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAMES[d.name]}'")
+
+
 def category(d: dtype) -> int:
     return d._rank[0]
 

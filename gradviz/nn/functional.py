@@ -108,8 +108,7 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
     """``x`` clamped to ``[min_val, max_val]`` (HardtanhBackward0, in place too)."""
     if inplace:
-        if min_val > max_val:
-            raise ValueError("min_val cannot be greater than max_val")
+        activation.check_hardtanh(input, min_val, max_val)
         return activation.apply_in_place(_hardtanh, input, min_val, max_val)
     return _hardtanh(input, min_val, max_val)
 

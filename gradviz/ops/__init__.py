@@ -142,7 +142,7 @@ TENSOR_METHODS = {
     "softmax": softmax, "log_softmax": log_softmax,
     "maximum": maximum, "minimum": minimum, "equal": equal, "allclose": allclose,
     "gt": gt, "lt": lt, "ge": ge, "le": le, "eq": eq, "ne": ne, "bmm": bmm,
-    "__invert__": bitwise_not, "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
+    "__invert__": comparison.invert, "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
     "logical_xor": logical_xor, "bitwise_not": bitwise_not, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
     "bitwise_xor": bitwise_xor,
     "view": view, "view_as": view_as, "reshape": reshape, "reshape_as": reshape_as, "flatten": flatten, "t": t,

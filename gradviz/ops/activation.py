@@ -24,6 +24,20 @@ def _log_softmax(backend, values, axis):
     return backend.sub(shifted, backend.log(backend.sum(backend.exp(shifted), axis, keepdims=True)))
 
 
+def _softmax_of(self, axis, log: bool):
+    """(log_)softmax of ``self`` along ``axis``; half precision is computed in float32 and rounded once, as
+    PyTorch's CPU kernels accumulate in float (in float16 throughout, most elements were an ulp off)."""
+    backend = self._backend
+    values = float_data(self)
+    half = self.dtype is _dtype.float16
+    if half:
+        values = backend.astype(values, _dtype.float32)
+    out = _log_softmax(backend, values, axis if self.ndim else None)
+    if not log:
+        out = backend.exp(out)
+    return backend.astype(out, _dtype.float16) if half else out
+
+
 class SoftmaxBackward0(OpFunction):
     _result_name = "result"  # saves its output (ctx.save_result(), declared once for the class)
     inputs = ("self",)
@@ -33,8 +47,7 @@ class SoftmaxBackward0(OpFunction):
     def forward(ctx, self, dim):
         axis = ctx.axis = wrap_dim(dim, self.ndim)
         ctx.save(dim=saved_dim(dim))
-        backend = self._backend
-        return backend.exp(_log_softmax(backend, float_data(self), axis if self.ndim else None))
+        return _softmax_of(self, axis, log=False)
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -58,7 +71,7 @@ class LogSoftmaxBackward0(OpFunction):
     def forward(ctx, self, dim):
         axis = ctx.axis = wrap_dim(dim, self.ndim)
         ctx.save(dim=saved_dim(dim))
-        return _log_softmax(self._backend, float_data(self), axis if self.ndim else None)
+        return _softmax_of(self, axis, log=True)
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -78,16 +91,23 @@ def _dim(dim, name: str):
     return dim
 
 
-def softmax(input, dim=None, *, dtype=None):
+def _floating_input(input, dim, dtype, name: str):
+    """``input`` cast to ``dtype`` if given; PyTorch's softmax kernels exist for floating point only (its
+    kernel for the last dim has a name of its own)."""
     if dtype is not None:
         input = input.to(dtype)
-    return SoftmaxBackward0.apply(input, _dim(dim, "softmax"))
+    if not input.dtype.is_floating_point:
+        last = wrap_dim(_dim(dim, name), max(input.ndim, 1)) == max(input.ndim, 1) - 1
+        raise _dtype.not_implemented(f"{name}_{'lastdim_' if last else ''}kernel_impl", input.dtype)
+    return input
+
+
+def softmax(input, dim=None, *, dtype=None):
+    return SoftmaxBackward0.apply(_floating_input(input, dim, dtype, "softmax"), _dim(dim, "softmax"))
 
 
 def log_softmax(input, dim=None, *, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    return LogSoftmaxBackward0.apply(input, _dim(dim, "log_softmax"))
+    return LogSoftmaxBackward0.apply(_floating_input(input, dim, dtype, "log_softmax"), _dim(dim, "log_softmax"))
 
 
 # -- elementwise activations ---------------------------------------------------------------------------
@@ -743,9 +763,18 @@ def softplus(input, beta=1, threshold=20):
     return SoftplusBackward0.apply(input, beta, threshold)
 
 
-def hardtanh(input, min_val=-1.0, max_val=1.0):
+def check_hardtanh(input, min_val, max_val) -> None:
+    """PyTorch's checks of ``hardtanh``'s bounds and input (``relu6`` and the in-place form too)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype is _dtype.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if input.dtype is _dtype.uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0):
+    check_hardtanh(input, min_val, max_val)
     return HardtanhBackward0.apply(input, min_val, max_val)
 
 

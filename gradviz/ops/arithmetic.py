@@ -805,6 +805,9 @@ def reciprocal(input):
 
 
 def neg(input):
+    if input.dtype is _dtype.bool:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert "
+                           "a mask, use the `~` or `logical_not()` operator instead.")
     return NegBackward0.apply(input)
 
 

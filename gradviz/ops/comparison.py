@@ -250,11 +250,18 @@ logical_and, logical_or, logical_xor = (
 
 
 def bitwise_not(input):
-    """``~mask``: logical not of a bool tensor, bitwise not of an integer one."""
+    """Logical not of a bool tensor, bitwise not of an integer one."""
     if input.dtype.is_floating_point:
-        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        raise _dtype.not_implemented("bitwise_not_cpu", input.dtype)
     backend = input._backend
     return Tensor._make(backend.bitwise_not(input._data), backend=backend)
+
+
+def invert(input):
+    """``~mask``: ``bitwise_not``, with Python's operator's own error for a float tensor."""
+    if input.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(input)
 
 
 def _no_floats(name: str, input, other) -> None:

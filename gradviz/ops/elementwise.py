@@ -613,15 +613,24 @@ def atan2(input, other):
     return Atan2Backward0.apply(input, other)
 
 
+def _no_bool(input, kernel: str) -> None:
+    """PyTorch's rounding kernels have no loop for bool (numpy would give the bools back)."""
+    if input.dtype is _dtype.bool:
+        raise _dtype.not_implemented(kernel, _dtype.bool)
+
+
 def floor(input):
+    _no_bool(input, "floor_vml_cpu")
     return FloorBackward0.apply(input)
 
 
 def ceil(input):
+    _no_bool(input, "ceil_vml_cpu")
     return CeilBackward0.apply(input)
 
 
 def trunc(input):
+    _no_bool(input, "trunc_vml_cpu")
     return TruncBackward0.apply(input)
 
 
@@ -632,6 +641,7 @@ def round(input, *, decimals=None):
             kernel = "round_vml_cpu" if decimals == 0 else "round_cpu"
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}'")
         return RoundBackward1.apply(input, decimals)
+    _no_bool(input, "round_vml_cpu")
     return RoundBackward0.apply(input)
 
 
@@ -730,6 +740,8 @@ def sgn(input):
     """The sign, as ``sign`` computes it for real numbers, recorded as PyTorch's SgnBackward0."""
     from gradviz.ops.double_backward import SgnBackward0
 
+    if input.dtype is _dtype.bool:  # numpy's sign has no bool loop; PyTorch gives the bools back
+        return input.clone()
     return SgnBackward0.apply(input)
 
 

@@ -147,6 +147,8 @@ def _picked(node, result_type, input, dim, keepdim, values, indices):
 
 def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):
     """The ``k``-th smallest element along ``dim`` and its index."""
+    if input.dtype is _dtype.bool:
+        raise _dtype.not_implemented("kthvalue_cpu", _dtype.bool)
     rows, axis, outer = _rows(input, dim)
     if not 1 <= k <= rows.shape[1]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {axis}")
@@ -208,6 +210,8 @@ def _equal_or_both_nan(backend, self, result):
 
 def median(input, dim=None, keepdim: bool = False):
     """The lower median of all elements, or ``(values, indices)`` along ``dim``."""
+    if input.dtype is _dtype.bool:
+        raise _dtype.not_implemented("median_cpu" if dim is None else "median_out", _dtype.bool)
     if dim is None:
         return MedianBackward0.apply(input)
     values, indices = _per_row(input, dim, keepdim, lambda row: _median_of_row(row, False), "median")

@@ -81,6 +81,8 @@ def msort(input):
 
 def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     """The ``k`` largest (``largest=False``: smallest) elements along ``dim`` and their indices."""
+    if input.dtype is _dtype.bool:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     size = input.shape[wrap_dim(dim, max(input.ndim, 1))] if input.ndim else 1
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")

@@ -440,8 +440,10 @@ def _logical(name: str, reduce):
             return Tensor._make(backend.logical_and(data, True), backend=backend)
         if input.ndim == 0:
             axes = None
-        return Tensor._make(getattr(backend, reduce)(data, axes, keepdims=keepdim and axes is not None),
-                            backend=backend)
+        out = getattr(backend, reduce)(data, axes, keepdims=keepdim and axes is not None)
+        if input.dtype is _dtype.uint8:  # PyTorch keeps uint8 (0 or 1) for a uint8 input
+            out = backend.astype(out, _dtype.uint8)
+        return Tensor._make(out, backend=backend)
 
     logical.__name__ = name
     logical.__doc__ = f"Whether {'every' if name == 'all' else 'any'} element is true (non-zero): a bool tensor."
@@ -454,6 +456,8 @@ any = _logical("any", "any_along")  # noqa: A001
 
 def _arg(name: str, reduce):
     def arg(input, dim=None, keepdim: bool = False):
+        if input.dtype is _dtype.bool:
+            raise RuntimeError(f"{name}(): does not support bool input")
         backend = input._backend
         if dim is not None:
             wrap_dim(dim, builtins.max(input.ndim, 1))

@@ -393,6 +393,8 @@ def logit(input, eps=None):
     """``log(p / (1 - p))``, ``p`` first clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
     from gradviz.ops.loss import LogitBackward0
 
+    if not input.dtype.is_floating_point:  # an integer or bool tensor (never requires grad): the default float
+        input = input.to(_dtype.default_float)
     return LogitBackward0.apply(input, eps)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.autograd.node import SavedTensor
 from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
@@ -271,8 +272,6 @@ def _inside(ctx):
 
 
 def _bool():
-    from gradviz import _dtype
-
     return _dtype.bool
 
 
@@ -301,6 +300,8 @@ def sigmoid(input):
 
 
 def relu(input):
+    if input.dtype is _dtype.bool:
+        raise RuntimeError("Boolean inputs not supported for relu")
     return ReluBackward0.apply(input)
 
 
@@ -309,6 +310,8 @@ def sqrt(input):
 
 
 def abs(input):
+    if input.dtype is _dtype.bool:
+        raise _dtype.not_implemented("abs_cpu", _dtype.bool)
     return AbsBackward0.apply(input)
 
 

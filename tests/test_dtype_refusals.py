@@ -1,0 +1,68 @@
+"""What each op does with bool, integer and half tensors, against torch itself: the kernels PyTorch has no
+loop for raise its errors (``"abs_cpu" not implemented for 'Bool'``, relu of bools, softmax of integers,
+``-`` of a mask), and the dtypes it gives back where it accepts them (``all`` of uint8 stays uint8, ``logit``
+of integers is float32). The same lines run in both libraries and are compared: error type and text, or
+the result's dtype, shape and values."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradviz
+
+torch = pytest.importorskip("torch")
+
+DTYPES = ("bool", "uint8", "int32", "int64", "float16", "float32")
+
+
+def _input(lib, name):
+    values = np.array([[1, 2, 3], [0, 1, 2]])
+    return lib.tensor((values % 2 if name == "bool" else values).tolist(), dtype=getattr(lib, name))
+
+
+PROGRAMS = {
+    # elementwise
+    "relu": lambda lib, x: x.relu(), "torch.relu": lambda lib, x: lib.relu(x), "relu_": lambda lib, x: x.relu_(),
+    "F.relu inplace": lambda lib, x: lib.nn.functional.relu(x, inplace=True), "abs": lambda lib, x: x.abs(),
+    "abs_": lambda lib, x: x.abs_(), "builtin abs": lambda lib, x: abs(x), "neg": lambda lib, x: -x,
+    "neg_": lambda lib, x: x.neg_(), "floor": lambda lib, x: x.floor(), "ceil": lambda lib, x: x.ceil(),
+    "trunc": lambda lib, x: x.trunc(), "fix": lambda lib, x: x.fix(), "round": lambda lib, x: x.round(),
+    "floor_": lambda lib, x: x.floor_(), "sgn": lambda lib, x: x.sgn(), "logit": lambda lib, x: x.logit(),
+    "logit eps": lambda lib, x: lib.logit(x, 0.25), "softsign": lambda lib, x: lib.nn.functional.softsign(x),
+    "hardtanh": lambda lib, x: lib.nn.functional.hardtanh(x), "hardtanh 0..1": lambda lib, x: lib.nn.functional.hardtanh(x, 0.0, 1.0),
+    "hardtanh inplace": lambda lib, x: lib.nn.functional.hardtanh(x, -1.0, 1.0, inplace=True),
+    "relu6": lambda lib, x: lib.nn.functional.relu6(x), "Hardtanh module": lambda lib, x: lib.nn.Hardtanh()(x),
+    "bitwise_not": lambda lib, x: x.bitwise_not(), "torch.bitwise_not": lambda lib, x: lib.bitwise_not(x),
+    "invert": lambda lib, x: ~x,
+    # along a dim, or of everything
+    "softmax last": lambda lib, x: x.softmax(1), "softmax first": lambda lib, x: x.softmax(0),
+    "softmax -1": lambda lib, x: lib.softmax(x, -1), "F.softmax": lambda lib, x: lib.nn.functional.softmax(x, dim=0),
+    "softmax dtype": lambda lib, x: x.softmax(0, dtype=lib.float64), "log_softmax": lambda lib, x: x.log_softmax(1),
+    "log_softmax first": lambda lib, x: lib.nn.functional.log_softmax(x, dim=0),
+    "softmin": lambda lib, x: lib.nn.functional.softmin(x, dim=1),
+    "all": lambda lib, x: x.all(), "all dim": lambda lib, x: x.all(1), "all keepdim": lambda lib, x: x.all(0, keepdim=True),
+    "any": lambda lib, x: x.any(), "any dim": lambda lib, x: lib.any(x, 1),
+    "argmax": lambda lib, x: x.argmax(), "argmax dim": lambda lib, x: x.argmax(1), "argmin": lambda lib, x: x.argmin(0),
+    "median": lambda lib, x: x.median(), "median dim": lambda lib, x: x.median(1).values,
+    "kthvalue": lambda lib, x: x.kthvalue(1, 1).values, "topk": lambda lib, x: x.topk(1).values,
+}
+
+
+def _outcome(lib, program, name):
+    try:
+        result = program(lib, _input(lib, name))
+    except Exception as error:  # noqa: BLE001 - the error is what is compared
+        return type(error).__name__, str(error).replace("gradviz", "torch")
+    values = np.nan_to_num(np.asarray(result.tolist(), dtype=float), nan=-7.0, posinf=7.0, neginf=-8.0)
+    return str(result.dtype).replace("gradviz", "torch"), tuple(result.shape), np.round(values, 3).tolist()
+
+
+@pytest.mark.parametrize("name", DTYPES)
+@pytest.mark.parametrize("program", list(PROGRAMS))
+def test_dtypes_refused_and_kept_as_torch(program, name):
+    expected = _outcome(torch, PROGRAMS[program], name)
+    actual = _outcome(gradviz, PROGRAMS[program], name)
+    if expected[0] == "torch.float16" == actual[0]:  # half precision: an ulp (about 1e-3) apart at most
+        assert actual[1] == expected[1] and np.allclose(actual[2], expected[2], rtol=1e-3, atol=1e-3)
+    else:
+        assert actual == expected
