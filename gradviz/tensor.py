@@ -843,7 +843,32 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         values = np.array([item.tolist() if isinstance(item, Tensor) else item for item in data])
     else:
         values = data
-    return _finish(backend.array(values, dtype_, device), backend, requires_grad)
+    try:
+        array = backend.array(values, dtype_, device)
+    except OverflowError:  # numpy refuses any integer out of range: PyTorch wraps some, with its own error for others
+        array = backend.array(_wrapped_integers(values, dtype_), dtype_, device)
+    return _finish(array, backend, requires_grad)
+
+
+def _wrapped_integers(values, dtype_) -> np.ndarray:
+    """``values`` for an integer dtype as PyTorch converts them: an integer within the type's range, or for uint8
+    down to minus its maximum, wraps around (``tensor([-3], dtype=uint8)`` is 253); a float must lie within the
+    type's range; anything else is PyTorch's overflow error."""
+    limits = np.iinfo(dtype_.numpy)
+    flat = np.array(values, dtype=object).reshape(-1).tolist()
+    for number in flat:
+        if isinstance(number, builtins.bool):
+            continue
+        if isinstance(number, numbers.Integral):
+            if not -2 ** 63 <= number < 2 ** 63:
+                raise ValueError("Overflow when unpacking long long")
+            fits = (-limits.max if limits.min == 0 else limits.min) <= number <= limits.max
+        else:
+            fits = limits.min <= number <= limits.max
+        if not fits:
+            raise RuntimeError(f"value cannot be converted to type {dtype_.name} without overflow")
+    wrapped = [builtins.int(number) % (1 << (8 * dtype_.itemsize)) for number in flat]
+    return np.array(wrapped, dtype=np.uint64).astype(dtype_.numpy).reshape(np.shape(values))
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:

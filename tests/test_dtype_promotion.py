@@ -84,3 +84,15 @@ def test_subtraction_with_a_bool_operand_raises_as_torch(name):
     for index, program in enumerate(programs):
         expected, actual = _both(program)
         assert actual == expected, (index, name)
+
+
+@pytest.mark.parametrize("values, name", [
+    ([-3], "uint8"), (-1, "uint8"), ([-255, 3.7], "uint8"), ([-256], "uint8"), ([-3, 300], "uint8"), (300, "uint8"),
+    ([-3.7], "uint8"), ([200], "int8"), ([[-128, 127]], "int8"), ([-129], "int8"), ([1.5e10], "int32"),
+    ([3e9], "int32"), ([2 ** 63], "int64"), ([-2 ** 63], "int64"), ([True, -1], "uint8"), ([1e40], "float32"),
+    ([70000.0], "float16"),
+])
+def test_out_of_range_numbers_convert_as_torch(values, name):
+    """``tensor(values, dtype=...)``: what wraps around, what overflows, and the error PyTorch gives."""
+    expected, actual = _both(lambda lib: lib.tensor(values, dtype=getattr(lib, name)))
+    assert actual == expected
