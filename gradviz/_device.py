@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 
+# the other device types PyTorch names (in its order) when a device string starts with none of them
+_OTHER_TYPES = ("ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla", "lazy", "vulkan",
+                "mps", "meta", "hpu", "mtia", "privateuseone")
+
+
 class device:
     __slots__ = ("type", "index")
 
@@ -11,10 +16,14 @@ class device:
         text = str(type_or_text)
         if ":" in text:
             text, number = text.split(":", 1)
+            if not number.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type_or_text}'")
             index = int(number)
         if text not in ("cpu", "cuda"):
-            raise RuntimeError(
-                "Expected one of cpu, cuda device type at start of device string: " + str(type_or_text))
+            if text in _OTHER_TYPES:  # a device PyTorch knows, which gradviz (numpy or torch on cpu/cuda) cannot use
+                raise RuntimeError(f"gradviz runs on the cpu and on cuda devices, not on '{text}'")
+            raise RuntimeError(f"Expected one of cpu, cuda, {', '.join(_OTHER_TYPES)} device type at start of device "
+                               f"string: {type_or_text}")
         if text == "cuda" and index is None:
             index = 0
         self.type = text

@@ -847,7 +847,36 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         array = backend.array(values, dtype_, device)
     except OverflowError:  # numpy refuses any integer out of range: PyTorch wraps some, with its own error for others
         array = backend.array(_wrapped_integers(values, dtype_), dtype_, device)
+    except ValueError:
+        if isinstance(values, (list, tuple)):
+            _check_nesting(values)  # a ragged nested list: PyTorch's error says where
+        raise
     return _finish(array, backend, requires_grad)
+
+
+def _check_nesting(values) -> None:
+    """PyTorch's errors for nested lists that do not form a block: each dim's length is taken from the first
+    element at that depth, and the first list found with another length is named (``expected sequence of length
+    2 at dim 1 (got 1)``), or an element that is not a list where one was expected (``not a sequence``)."""
+    sizes, first = [], values
+    while isinstance(first, (list, tuple)):
+        sizes.append(len(first))
+        if not first:
+            break
+        first = first[0]
+
+    def check(item, dim):
+        if dim == len(sizes):
+            return
+        if not isinstance(item, (list, tuple)):
+            raise TypeError("not a sequence")
+        if len(item) != sizes[dim]:
+            raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(item)})")
+        for element in item:
+            check(element, dim + 1)
+
+    if math.prod(sizes):  # PyTorch stores (and so checks) nothing when some dim is empty
+        check(values, 0)
 
 
 def _wrapped_integers(values, dtype_) -> np.ndarray:
@@ -988,6 +1017,9 @@ def full_like(other: Tensor, fill_value, *, dtype=None, device=None, requires_gr
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    for name, count in (("n", n), ("m", m)):
+        if count is not None and count < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {count}")
     device, backend, dtype_ = _resolve(device, dtype)
     data = backend.eye(n, n if m is None else m, dtype_ or _dtype.default_float, device)
     return _finish(data, backend, requires_grad)

@@ -1,7 +1,9 @@
-"""Type promotion of mixed-dtype operands, against torch itself: every pair of the dtypes gradviz has,
+"""Dtypes and tensor creation against torch itself. Type promotion: every pair of the dtypes gradviz has,
 as tensors with dims, 0-d tensors and Python numbers, through the binary operators, ``cat``, ``where``
-and ``result_type``/``promote_types``. (``uint8`` with ``int8`` is ``int16`` in PyTorch: neither holds
-the other's values.)"""
+and ``result_type``/``promote_types`` (``uint8`` with ``int8`` is ``int16`` in PyTorch: neither holds
+the other's values); subtraction's refusal of bools; ``tensor()`` of out-of-range numbers and of ragged
+lists, ``eye`` of negative sizes and bad device strings: the same lines run in both, results or errors
+compared."""
 from __future__ import annotations
 
 import itertools
@@ -95,4 +97,26 @@ def test_subtraction_with_a_bool_operand_raises_as_torch(name):
 def test_out_of_range_numbers_convert_as_torch(values, name):
     """``tensor(values, dtype=...)``: what wraps around, what overflows, and the error PyTorch gives."""
     expected, actual = _both(lambda lib: lib.tensor(values, dtype=getattr(lib, name)))
+    assert actual == expected
+
+
+@pytest.mark.parametrize("values", [
+    [[1, 2], [3]], [[1, 2], 3], [[[1, 2], [3, 4]], [[1, 2], [3]]], [[1], [2, 3]], [[[1]], [[1], [2]]],
+    [[1, 2], [3, 4, 5], [6]], [[1], []], [[1, 2], (3, 4)], [[1.5, 2], [3]],
+])
+def test_ragged_lists_raise_as_torch(values):
+    """A nested list that is not a block: PyTorch names the dim and the lengths."""
+    expected, actual = _both(lambda lib: lib.tensor(values))
+    assert actual == expected
+
+
+@pytest.mark.parametrize("sizes", [(-1,), (2, -3), (-2, -3), (0,), (2, 0)])
+def test_eye_sizes_as_torch(sizes):
+    expected, actual = _both(lambda lib: lib.eye(*sizes))
+    assert actual == expected
+
+
+@pytest.mark.parametrize("text", ["gpu", "CPU", "cuda:x", "cpu:"])
+def test_bad_device_strings_raise_as_torch(text):
+    expected, actual = _both(lambda lib: lib.device(text))
     assert actual == expected
