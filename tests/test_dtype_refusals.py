@@ -48,9 +48,10 @@ PROGRAMS = {
 }
 
 
-def _outcome(lib, program, name):
+def _outcome(run):
+    """What ``run()`` gives: the error's type and text, or the result's dtype, shape and values."""
     try:
-        result = program(lib, _input(lib, name))
+        result = run()
     except Exception as error:  # noqa: BLE001 - the error is what is compared
         return type(error).__name__, str(error).replace("gradviz", "torch")
     values = np.nan_to_num(np.asarray(result.tolist(), dtype=float), nan=-7.0, posinf=7.0, neginf=-8.0)
@@ -60,9 +61,49 @@ def _outcome(lib, program, name):
 @pytest.mark.parametrize("name", DTYPES)
 @pytest.mark.parametrize("program", list(PROGRAMS))
 def test_dtypes_refused_and_kept_as_torch(program, name):
-    expected = _outcome(torch, PROGRAMS[program], name)
-    actual = _outcome(gradviz, PROGRAMS[program], name)
+    _assert_same(lambda lib: PROGRAMS[program](lib, _input(lib, name)))
+
+
+def _assert_same(program):
+    """``program(torch)`` and ``program(gradviz)`` give the same outcome."""
+    expected, actual = _outcome(lambda: program(torch)), _outcome(lambda: program(gradviz))
     if expected[0] == "torch.float16" == actual[0]:  # half precision: an ulp (about 1e-3) apart at most
         assert actual[1] == expected[1] and np.allclose(actual[2], expected[2], rtol=1e-3, atol=1e-3)
     else:
         assert actual == expected
+
+
+BINARY = {
+    "hypot": lambda lib, a, b: lib.hypot(a, b), "logaddexp": lambda lib, a, b: lib.logaddexp(a, b),
+    "logaddexp2": lambda lib, a, b: lib.logaddexp2(a, b), "nextafter": lambda lib, a, b: lib.nextafter(a, b),
+    "remainder": lambda lib, a, b: a % b, "fmod": lambda lib, a, b: lib.fmod(a, b),
+    "floor_divide": lambda lib, a, b: a // b, "pow": lambda lib, a, b: a ** b,
+    "bitwise_and": lambda lib, a, b: a & b, "bitwise_or": lambda lib, a, b: lib.bitwise_or(a, b),
+    "bitwise_xor": lambda lib, a, b: a ^ b, "lerp": lambda lib, a, b: lib.lerp(a, b, 0.5),
+    "isclose": lambda lib, a, b: lib.isclose(a, b), "allclose": lambda lib, a, b: lib.tensor(lib.allclose(a, b)),
+    "dist": lambda lib, a, b: lib.dist(a, b),
+}
+PAIRS = [(first, second) for first in DTYPES for second in DTYPES]
+
+
+def _pair(lib, first, second, values=(3, 2, 5), others=(2, 4, 3)):
+    def make(name, numbers):
+        return lib.tensor([bool(v % 2) if name == "bool" else v for v in numbers], dtype=getattr(lib, name))
+    return make(first, values), make(second, others)
+
+
+@pytest.mark.parametrize("first, second", PAIRS)
+@pytest.mark.parametrize("op", list(BINARY))
+def test_binary_kernels_refuse_dtypes_as_torch(op, first, second):
+    """The operands' common dtype decides (``"hypot_cpu" not implemented for 'Long'``); numpy would compute."""
+    _assert_same(lambda lib: BINARY[op](lib, *_pair(lib, first, second)))
+
+
+@pytest.mark.parametrize("program", [
+    lambda lib: lib.tensor([3]) % lib.tensor([0]), lambda lib: lib.fmod(lib.tensor([3]), lib.tensor([0, 1])),
+    lambda lib: lib.tensor([3]) % 0, lambda lib: lib.fmod(lib.tensor([3]), 0), lambda lib: lib.tensor([3]) % False,
+    lambda lib: lib.remainder(5, lib.tensor([0])), lambda lib: lib.tensor([3.0]) % lib.tensor([0.0]),
+    lambda lib: lib.tensor([3]) % 0.0, lambda lib: lib.tensor([3]) // lib.tensor([0]),
+])
+def test_integer_division_by_zero_raises_as_torch(program):
+    _assert_same(program)

@@ -813,6 +813,8 @@ def neg(input):
 
 def pow(input, exponent):
     if isinstance(input, Tensor) and isinstance(exponent, Tensor):
+        if input.dtype is _dtype.bool and exponent.dtype is _dtype.bool:
+            raise _dtype.not_implemented("pow", _dtype.bool)
         return PowBackward1.apply(input, exponent)
     if isinstance(input, Tensor):
         exponent = _as_number(exponent)

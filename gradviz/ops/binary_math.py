@@ -14,6 +14,7 @@ import numpy as np
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import broadcast_shapes, meta, promote, shape_of, to_input
+from gradviz.ops.kernels import check_binary
 from gradviz.ops.no_derivative import NotImplemented, without_derivative
 from gradviz.tensor import Tensor
 
@@ -202,9 +203,7 @@ class NextafterBackward0(OpFunction):
 
 def nextafter(input, other):
     _check_tensors("nextafter", input, other)
-    for tensor in (input, other):
-        if not tensor.dtype.is_floating_point:
-            raise NotImplementedError(f'"nextafter_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[tensor.dtype.name]}\'')
+    check_binary("nextafter_cpu", input, other, floating=True)
     return NextafterBackward0.apply(input, other)
 
 
@@ -235,6 +234,7 @@ def true_divide(input, other, *, out=None):
 def floor_divide(input, other):
     """``floor(a / b)`` rounded as Python rounds ``//`` (numpy's ``floor_divide`` is the same algorithm).
     PyTorch defines no derivative: the node is ``NotImplemented``; an integer division by 0 raises."""
+    check_binary("div_floor_cpu", input, other, boolean=False)
     backend, dtype, (a, b) = _operands("floor_divide", input, other)
     a_values, b_values = _numpy(backend, a), _numpy(backend, b)
     if not dtype.is_floating_point and np.any(np.asarray(b_values) == 0):
@@ -325,6 +325,9 @@ class DistBackward0(OpFunction):
 
 def dist(input, other, p=2):
     _check_tensors("dist", input, other)
+    from gradviz.ops.arithmetic import check_sub
+
+    check_sub(input, other)  # ``dist`` is ``norm(input - other)``: subtraction's refusal of bools comes first
     if isinstance(p, bool) or not isinstance(p, (int, float)):
         raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
     return DistBackward0.apply(input, other, p)

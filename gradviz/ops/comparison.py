@@ -192,11 +192,16 @@ def equal(input, other) -> bool:
     return input._backend.array_equal(*promote(input, other))
 
 
-def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
-    """True when ``|input - other| <= atol + rtol * |other|`` everywhere (shapes broadcast)."""
+def check_same_dtype(input, other) -> None:
+    """``isclose`` and ``allclose`` compare tensors of one dtype only (PyTorch: ``Float did not match Double``)."""
     if input.dtype is not other.dtype:
         names = _dtype.SCALAR_TYPE_NAMES
         raise RuntimeError(f"{names[input.dtype.name]} did not match {names[other.dtype.name]}")
+
+
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when ``|input - other| <= atol + rtol * |other|`` everywhere (shapes broadcast)."""
+    check_same_dtype(input, other)
     broadcast_shapes(tuple(input.shape), tuple(other.shape))
     return input._backend.allclose(input._data, other._data, rtol, atol, equal_nan)
 
@@ -265,10 +270,12 @@ def invert(input):
 
 
 def _no_floats(name: str, input, other) -> None:
-    floats = [v.dtype if isinstance(v, Tensor) else _dtype.float32 for v in (input, other)
-              if isinstance(v, float) or (isinstance(v, Tensor) and v.dtype.is_floating_point)]
-    if floats:
-        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[floats[0].name]}\'')
+    """The bitwise kernels exist for bool and integers only (PyTorch names the operands' common dtype)."""
+    from gradviz.ops.kernels import common_dtype
+
+    common = common_dtype(input, other)
+    if common.is_floating_point:
+        raise _dtype.not_implemented(f"{name}_cpu", common)
 
 
 bitwise_and, bitwise_or, bitwise_xor = (

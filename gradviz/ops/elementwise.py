@@ -605,7 +605,8 @@ def cosh(input):
     return CoshBackward0.apply(input)
 
 
-from gradviz.ops.comparison import _OVERLOADS, check_tensor_first  # noqa: E402  (a number first: PyTorch's error)
+from gradviz.ops.comparison import _OVERLOADS, check_tensor_first  # noqa: E402
+from gradviz.ops.kernels import check_binary  # noqa: E402  (a number first: PyTorch's error)
 
 
 def atan2(input, other):
@@ -672,6 +673,8 @@ def clamp_max(input, max):
 
 
 def remainder(input, other):
+    if isinstance(other, (Tensor, int, float)):
+        check_binary("remainder_cpu", input, other, boolean=False, divides=True)
     if not isinstance(input, Tensor):  # ``remainder(2.5, x)``: PyTorch's Scalar overload has no derivative
         return _number_remainder(input, other)
     if isinstance(other, Tensor):
@@ -681,6 +684,8 @@ def remainder(input, other):
 
 def fmod(input, other):
     check_tensor_first("fmod", input, other, _OVERLOADS)
+    if isinstance(other, (Tensor, int, float)):
+        check_binary("fmod_cpu", input, other, boolean=False, divides=True)
     if isinstance(other, Tensor):
         return FmodBackward1.apply(input, other)
     return FmodBackward0.apply(input, other)
@@ -698,6 +703,11 @@ def _number_remainder(number, other):
 
 
 def lerp(input, end, weight):
+    if isinstance(end, Tensor) and end.dtype is not input.dtype:
+        names = _dtype.CPP_NAMES
+        raise RuntimeError(f"expected dtype {names[input.dtype.name]} for `end` but got dtype {names[end.dtype.name]}")
+    if not input.dtype.is_floating_point:
+        raise _dtype.not_implemented("lerp_kernel_scalar", input.dtype)
     if isinstance(weight, Tensor):
         raise NotImplementedError("gradviz's lerp takes a number weight; for a tensor weight write "
                                   "input + weight * (end - input)")
@@ -710,6 +720,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
 def hypot(input, other):
     check_tensor_first("hypot", input)
+    if isinstance(other, Tensor):
+        check_binary("hypot_cpu", input, other, floating=True)
     return HypotBackward0.apply(input, other)
 
 
@@ -747,8 +759,15 @@ def sgn(input):
 
 def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """``|input - other| <= atol + rtol * |other|`` elementwise (a bool tensor); NaNs equal only with ``equal_nan``."""
+    from gradviz.ops.comparison import check_same_dtype
+
+    if not isinstance(other, Tensor):
+        raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    check_same_dtype(input, other)
     backend = input._backend
     a, b = promote(input, other)
+    if input.dtype is _dtype.bool:  # bools are close when equal
+        return Tensor._make(backend.eq(a, b), backend=backend)
     close = backend.le(backend.abs(backend.sub(a, b)), backend.add(backend.mul(backend.abs(b), rtol), atol))
     close = backend.logical_or(close, backend.eq(a, b))  # equal infinities are close
     if equal_nan:

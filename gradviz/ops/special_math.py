@@ -13,6 +13,7 @@ from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, promote, sum_to, sum_to_tensor
 from gradviz.ops.arithmetic import AddBackward1, MulBackward1, _binary_grads, _binary_operands, _graph_grads
+from gradviz.ops.kernels import check_binary
 from gradviz.ops.no_derivative import NotImplemented, _NoDerivative, without_derivative
 from gradviz.tensor import Tensor
 
@@ -91,11 +92,13 @@ class Logaddexp2Backward0(LogaddexpBackward0):
 
 def logaddexp(input, other):
     _needs_tensor("logaddexp", input, other)
+    check_binary("logaddexp_cpu", input, other, floating=True)
     return LogaddexpBackward0.apply(input, other, LogaddexpBackward0)
 
 
 def logaddexp2(input, other):
     _needs_tensor("logaddexp2", input, other)
+    check_binary("logaddexp2_cpu", input, other, floating=True)
     return Logaddexp2Backward0.apply(input, other, Logaddexp2Backward0)
 
 
