@@ -1054,7 +1054,7 @@ def _scalar_of(value):
 # -- random tensors (the numbers: gradviz.random, as PyTorch's CPU generator makes them) -------------
 def _check_random_dtype(dtype_, kernel: str) -> None:
     if not dtype_.is_floating_point:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[dtype_.name]}\'')
+        raise _dtype.not_implemented(kernel, dtype_)
 
 
 def _random_tensor(values, shape, dtype_, device, requires_grad: bool) -> Tensor:

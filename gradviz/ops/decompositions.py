@@ -975,7 +975,7 @@ def eigvalsh(A, UPLO: str = "L", *, out=None):
 
 def _check_eigh_dtype(A):
     if not A.dtype.is_floating_point:
-        raise NotImplementedError(f"\"linalg_eigh_cpu\" not implemented for '{_dtype.SCALAR_TYPE_NAMES[A.dtype.name]}'")
+        raise _dtype.not_implemented("linalg_eigh_cpu", A.dtype)
 
 
 def qr(A, mode: str = "reduced", *, out=None):

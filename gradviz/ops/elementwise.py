@@ -640,7 +640,7 @@ def round(input, *, decimals=None):
     if decimals is not None:
         if not input.dtype.is_floating_point:
             kernel = "round_vml_cpu" if decimals == 0 else "round_cpu"
-            raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}'")
+            raise _dtype.not_implemented(kernel, input.dtype)
         return RoundBackward1.apply(input, decimals)
     _no_bool(input, "round_vml_cpu")
     return RoundBackward0.apply(input)
@@ -652,7 +652,7 @@ def sign(input):
 
 def frac(input):
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}'")
+        raise _dtype.not_implemented("frac_cpu", input.dtype)
     return FracBackward0.apply(input)
 
 

@@ -285,7 +285,7 @@ def poisson(input, generator=None):
     from gradviz.grad_mode import _state as grad_state
 
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"poisson_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}\'')
+        raise _dtype.not_implemented("poisson_cpu", input.dtype)
     backend = input._backend
     rates = np.ascontiguousarray(backend.to_numpy(input._data), dtype=np.float64)
     if rates.size and not bool((rates >= 0).all()):
@@ -431,7 +431,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     from gradviz import _dtype, random as gradviz_random
 
     if not self.dtype.is_floating_point:
-        raise NotImplementedError(f'"log_normal_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[self.dtype.name]}\'')
+        raise _dtype.not_implemented("log_normal_cpu", self.dtype)
     self._check_in_place()
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")

@@ -25,10 +25,6 @@ def _made_like(like, array, dtype):
     return Tensor._make(backend.array(np.array(array, order="C"), dtype, backend.device_of(like._data)), backend=backend)
 
 
-def _name(tensor) -> str:
-    return _dtype.SCALAR_TYPE_NAMES[tensor.dtype.name]
-
-
 # -- where values would go in a sorted sequence -------------------------------------------------------------
 def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False, side=None, sorter=None):
     """For each value, the index where inserting it keeps ``sorted_sequence`` sorted (the first such index,
@@ -77,7 +73,7 @@ def histc(input, bins: int = 100, min=0, max=0):  # noqa: A002 - PyTorch's argum
     """Counts in ``bins`` equal bins between ``min`` and ``max`` (the data's range when both are 0); values
     outside are ignored, the last bin includes ``max``."""
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_name(input)}'")
+        raise _dtype.not_implemented("histogram_cpu", input.dtype)
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     data = _numpy(input).reshape(-1)
@@ -103,7 +99,7 @@ def histc(input, bins: int = 100, min=0, max=0):  # noqa: A002 - PyTorch's argum
 def bincount(input, weights=None, minlength: int = 0):
     """How often each value 0, 1, 2 ... occurs in a 1-D tensor of non-negative integers (summed weights)."""
     if input.dtype.is_floating_point or input.dtype is _dtype.bool:
-        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{_name(input)}'")
+        raise _dtype.not_implemented("bincount_cpu", input.dtype)
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
     values = _numpy(input)

@@ -25,7 +25,7 @@ def _floating(input, kernel: str):
         raise TypeError(f"{kernel.split('_')[0]}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}\'')
+        raise _dtype.not_implemented(kernel, input.dtype)
 
 
 # -- glu: the first half gated by the sigmoid of the second ---------------------------------------------------

@@ -278,7 +278,7 @@ class LogcumsumexpBackward0(OpFunction):
         ctx.save_result()
         ctx.axis = axis
         if not self.dtype.is_floating_point:
-            raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[self.dtype.name]}\'')
+            raise _dtype.not_implemented("logcumsumexp_out_cpu", self.dtype)
         data = np.asarray(self._backend.to_numpy(self._data))
         result = np.logaddexp.accumulate(data, axis=axis) if self.ndim else data.copy()
         return self._backend.array(result, self.dtype, self._backend.device_of(self._data))
