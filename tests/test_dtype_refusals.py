@@ -107,3 +107,29 @@ def test_binary_kernels_refuse_dtypes_as_torch(op, first, second):
 ])
 def test_integer_division_by_zero_raises_as_torch(program):
     _assert_same(program)
+
+
+@pytest.mark.parametrize("program", [
+    lambda lib: lib.nn.functional.nll_loss(lib.ones(2, 3), lib.tensor([0.0, 1.0])),
+    lambda lib: lib.nn.functional.nll_loss(lib.ones(2, 3), lib.tensor([0.0, 1.0, 2.0])),
+    lambda lib: lib.nn.functional.nll_loss(lib.ones(2, 3), lib.tensor([0, 1], dtype=lib.uint8)),
+    lambda lib: lib.nn.functional.nll_loss(lib.ones(2, 3), lib.tensor([0, 3])),
+    lambda lib: lib.nn.functional.nll_loss(lib.ones(2, 3), lib.tensor([-1, 0])),
+    lambda lib: lib.nn.functional.nll_loss(lib.ones(2, 3), lib.tensor([-100, 0])),
+    lambda lib: lib.nn.functional.nll_loss(lib.ones(3), lib.tensor(5)),
+    lambda lib: lib.nn.functional.nll_loss(lib.ones(2, 3), lib.tensor([True, False])),
+    lambda lib: lib.nn.functional.nll_loss(lib.ones(2, 3, 4), lib.tensor([[0, 1, 5, 1], [0, 0, 0, 0]])),
+    lambda lib: lib.nn.functional.nll_loss(lib.ones(2, 3), lib.tensor([0, 7]), ignore_index=7),
+    lambda lib: lib.nn.functional.cross_entropy(lib.ones(2, 3), lib.tensor([1.0, 2.0])),
+    lambda lib: lib.nn.functional.cross_entropy(lib.ones(2, 3), lib.tensor([4, 0])),
+    lambda lib: lib.nn.functional.cross_entropy(lib.ones(2, 3), lib.tensor([0, 1], dtype=lib.int32)),
+    lambda lib: lib.nn.CrossEntropyLoss()(lib.ones(2, 3), lib.tensor([0.0, 1.0])),
+    lambda lib: lib.nn.functional.binary_cross_entropy(lib.tensor([2.0]), lib.tensor([3.0])),
+    lambda lib: lib.nn.functional.binary_cross_entropy(lib.tensor([0.5]), lib.tensor([-0.5])),
+    lambda lib: lib.nn.functional.binary_cross_entropy(lib.tensor([0.5]), lib.tensor([1.5])),
+    lambda lib: lib.nn.BCELoss()(lib.tensor([0.5, 0.25]), lib.tensor([1.0, 0.0])),
+])
+def test_loss_targets_checked_as_torch(program):
+    """Class-index targets of the wrong dtype or out of range, BCE targets outside [0, 1]: a learner's
+    usual slips, with PyTorch's errors."""
+    _assert_same(program)

@@ -6,6 +6,8 @@ gets an edge, exactly the edges PyTorch's node shows.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.backends import numpy_backend
@@ -162,6 +164,8 @@ class BinaryCrossEntropyBackward0(OpFunction):
         x, t = promote(self, target)
         if backend.any(backend.lt(x, 0.0)) or backend.any(backend.gt(x, 1.0)):
             raise RuntimeError("all elements of input should be between 0 and 1")
+        if backend.any(backend.lt(t, 0.0)) or backend.any(backend.gt(t, 1.0)):
+            raise RuntimeError("all elements of target should be between 0 and 1")
         ctx.save(reduction=reduction, self=self, target=target, weight=weight)
         log_x = backend.maximum(backend.log(x), -100.0)
         log_1mx = backend.maximum(backend.log(backend.sub(backend.full((), 1.0, _dtype.from_any(x.dtype), self.device), x)),
@@ -620,8 +624,21 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
                          f"({target.shape[0]}).")
     if input.ndim <= 2 and target.ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    _check_class_targets(target, input.shape[_class_axis(input)], ignore_index)
     return NllLossBackward0.apply(input, target, weight=weight, reduction=_reduction(reduction),
                                   ignore_index=ignore_index)
+
+
+def _check_class_targets(target, classes: int, ignore_index: int) -> None:
+    """PyTorch's errors for class-index targets: an integer dtype of its two (float labels are a learner's
+    usual slip), each index a class or ``ignore_index`` (else numpy's IndexError would name an axis)."""
+    if target.dtype is not _dtype.int64 and target.dtype is not _dtype.uint8:
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{_dtype.SCALAR_TYPE_NAMES[target.dtype.name]}")
+    indices = np.asarray(target._backend.to_numpy(target._data)).reshape(-1)
+    outside = (indices != ignore_index) & ((indices < 0) | (indices >= classes))
+    if outside.any():
+        raise IndexError(f"Target {indices[outside][0]} is out of bounds.")
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
