@@ -158,3 +158,7 @@ e, pi, inf, nan, newaxis = _sweep.e, _sweep.pi, _sweep.inf, _sweep.nan, _sweep.n
 # -- anomaly mode's switches: torch.is_anomaly_enabled, torch.set_anomaly_enabled, ... ----------------------------
 from gradviz.autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: E402
                                            set_anomaly_enabled)
+# -- numpy's argument names (``x.sum(axis=0)``, ``keepdims=True``), as PyTorch's parser takes them ---------------
+from gradviz import numpy_names as _numpy_names  # noqa: E402
+
+_numpy_names.install(globals(), Tensor)

@@ -577,6 +577,9 @@ def squeeze_method(self, *dims, **kwargs):
     return squeeze(self, int_list("squeeze", "dim", dims, {}))
 
 
+squeeze_method.__wrapped__ = squeeze  # its parameters, for help() and numpy_names
+
+
 def unsqueeze_method(self, *args, **kwargs):
     """``x.unsqueeze(dim)``: one int, with PyTorch's TypeErrors for anything else."""
     if len(args) + len(kwargs) > 1:
@@ -586,6 +589,9 @@ def unsqueeze_method(self, *args, **kwargs):
         where = " (position 1)" if args else ""
         raise TypeError(f"unsqueeze(): argument 'dim'{where} must be int, not {type(value).__name__}")
     return unsqueeze(self, value)
+
+
+unsqueeze_method.__wrapped__ = unsqueeze
 
 
 def _keepdim_checked(function, name: str):
@@ -598,6 +604,7 @@ def _keepdim_checked(function, name: str):
 
     method.__name__ = name
     method.__doc__ = function.__doc__
+    method.__wrapped__ = function  # its parameters, for help() and numpy_names
     return method
 
 
