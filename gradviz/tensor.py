@@ -325,18 +325,21 @@ class Tensor:
         return values.astype(dtype) if dtype is not None else values
 
     def to(self, *args, **kwargs) -> Tensor:
-        """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``, recorded like PyTorch's ``ToCopyBackward0``."""
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other)`` (other's device and dtype),
+        recorded like PyTorch's ``ToCopyBackward0``; ``copy=True`` copies even when nothing changes."""
         from gradviz.ops import conversion
 
         target_device, target_dtype = self.device, self.dtype
         for arg in list(args) + [kwargs.get("device"), kwargs.get("dtype")]:
             if arg is None:
                 continue
-            if isinstance(arg, (str, Device)):
+            if isinstance(arg, Tensor):
+                target_device, target_dtype = arg.device, arg.dtype
+            elif isinstance(arg, (str, Device)):
                 target_device = Device(arg)
             else:
                 target_dtype = _dtype.from_any(arg)
-        if target_device == self.device and target_dtype is self.dtype:
+        if target_device == self.device and target_dtype is self.dtype and not kwargs.get("copy"):
             return self
         return conversion.to_copy(self, target_device, target_dtype)
 

@@ -120,3 +120,14 @@ def test_eye_sizes_as_torch(sizes):
 def test_bad_device_strings_raise_as_torch(text):
     expected, actual = _both(lambda lib: lib.device(text))
     assert actual == expected
+
+
+@pytest.mark.parametrize("program", [
+    lambda lib, x: x.to(lib.ones(1, dtype=lib.float64)), lambda lib, x: x.to(lib.ones(1)) is x,
+    lambda lib, x: x.to(lib.float32, copy=True) is x, lambda lib, x: x.to(copy=True).grad_fn.name(),
+    lambda lib, x: x.to(lib.ones(1, dtype=lib.int64)).dtype,
+])
+def test_to_another_tensor_and_copy_as_torch(program):
+    """``x.to(other)`` takes other's dtype and device; ``copy=True`` copies (and records) even when nothing changes."""
+    expected, actual = _both(lambda lib: program(lib, lib.tensor([1.0, 2.0], requires_grad=True)))
+    assert actual == expected
