@@ -393,6 +393,14 @@ class Tensor:
             return 0
         return self._backend.geometry(self._data, self._base._data)[2]
 
+    def data_ptr(self) -> builtins.int:
+        """The address of the first element: tensors that share memory show it (``y = x[1:]`` points one element
+        further; a view with the same first element has the same pointer)."""
+        data = self._data
+        if type(data) is np.ndarray:
+            return data.__array_interface__["data"][0]
+        return data.data_ptr()
+
     def type(self, dtype=None):
         """``'torch.FloatTensor'``, or a copy converted to the type named (``x.type(torch.DoubleTensor)``)."""
         from gradviz.autograd.node import _type_string

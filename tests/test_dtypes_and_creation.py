@@ -131,3 +131,16 @@ def test_to_another_tensor_and_copy_as_torch(program):
     """``x.to(other)`` takes other's dtype and device; ``copy=True`` copies (and records) even when nothing changes."""
     expected, actual = _both(lambda lib: program(lib, lib.tensor([1.0, 2.0], requires_grad=True)))
     assert actual == expected
+
+
+def test_data_ptr_shows_shared_memory_as_torch():
+    """What tutorials print to show that a view shares memory: equal pointers, and offsets in elements."""
+    def program(lib):
+        x = lib.arange(6.0).reshape(2, 3)
+        views = (x.view(6), x.t(), x[1:], x[:, 1], x.clone(), x.detach(), x.reshape(3, 2), x.contiguous())
+        return [(v.data_ptr() - x.data_ptr()) // x.element_size() for v in views], type(x.data_ptr()).__name__
+    expected, actual = program(torch), program(gradviz)
+    assert actual[1] == expected[1] == "int"
+    clone = 4  # a clone's memory lies elsewhere in both; compare only that it differs
+    assert actual[0][:clone] + actual[0][clone + 1:] == expected[0][:clone] + expected[0][clone + 1:]
+    assert actual[0][clone] != 0 and expected[0][clone] != 0
