@@ -158,7 +158,8 @@ e, pi, inf, nan, newaxis = _sweep.e, _sweep.pi, _sweep.inf, _sweep.nan, _sweep.n
 # -- anomaly mode's switches: torch.is_anomaly_enabled, torch.set_anomaly_enabled, ... ----------------------------
 from gradviz.autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: E402
                                            set_anomaly_enabled)
-# -- numpy's argument names (``x.sum(axis=0)``, ``keepdims=True``), as PyTorch's parser takes them ---------------
-from gradviz import numpy_names as _numpy_names  # noqa: E402
+# -- PyTorch's argument parser in front of the facade: numpy's names (``x.sum(axis=0)``), and its TypeError for
+# -- a number or list where a tensor belongs (``torch.exp(2.0)``) ----------------------------------------------
+from gradviz import argument_parser as _argument_parser  # noqa: E402
 
-_numpy_names.install(globals(), Tensor)
+_argument_parser.install(globals(), Tensor)

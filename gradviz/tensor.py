@@ -1012,19 +1012,19 @@ def _like(other: Tensor, make) -> Tensor:
     return made
 
 
-def zeros_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _like(other, lambda shape: zeros(shape, dtype=dtype or other.dtype, device=device or other.device,
+def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _like(input, lambda shape: zeros(shape, dtype=dtype or input.dtype, device=device or input.device,
                                             requires_grad=requires_grad))
 
 
-def ones_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _like(other, lambda shape: ones(shape, dtype=dtype or other.dtype, device=device or other.device,
+def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _like(input, lambda shape: ones(shape, dtype=dtype or input.dtype, device=device or input.device,
                                            requires_grad=requires_grad))
 
 
-def full_like(other: Tensor, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _like(other, lambda shape: full(shape, fill_value, dtype=dtype or other.dtype,
-                                           device=device or other.device, requires_grad=requires_grad))
+def full_like(input: Tensor, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _like(input, lambda shape: full(shape, fill_value, dtype=dtype or input.dtype,
+                                           device=device or input.device, requires_grad=requires_grad))
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -1153,24 +1153,24 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     return out._fill_random(values.ravel(), "bernoulli")
 
 
-def randn_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
-    """As torch makes it: ``empty_like(other)`` (its layout) filled by ``normal_``, which draws a non-contiguous
+def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
+    """As torch makes it: ``empty_like(input)`` (its layout) filled by ``normal_``, which draws a non-contiguous
     tensor's values one pair at a time, in memory order."""
-    out = zeros_like(other, dtype=dtype, device=device).normal_(generator=generator)
+    out = zeros_like(input, dtype=dtype, device=device).normal_(generator=generator)
     return out.requires_grad_() if requires_grad else out
 
 
-def rand_like(other: Tensor, *, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
-    out = zeros_like(other, dtype=dtype, device=device).uniform_(generator=generator)
+def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
+    out = zeros_like(input, dtype=dtype, device=device).uniform_(generator=generator)
     return out.requires_grad_() if requires_grad else out
 
 
-def randint_like(other: Tensor, low=0, high=None, *, dtype=None, device=None, requires_grad: bool = False,
+def randint_like(input: Tensor, low=0, high=None, *, dtype=None, device=None, requires_grad: bool = False,
                  generator=None) -> Tensor:
     if high is None:
         low, high = 0, low
-    return _like(other, lambda shape: randint(low, high, shape, dtype=dtype or other.dtype,
-                                              device=device or other.device, requires_grad=requires_grad,
+    return _like(input, lambda shape: randint(low, high, shape, dtype=dtype or input.dtype,
+                                              device=device or input.device, requires_grad=requires_grad,
                                               generator=generator))
 
 

@@ -17,7 +17,7 @@ PACKAGE = pathlib.Path(__file__).parents[1] / "gradviz"
 
 # folder (the first name under gradviz; "gradviz" is the package's own __init__) -> (layer, rank)
 CORE = ("_dtype", "_device", "_printing", "grad_mode", "tensor", "cuda", "legacy", "accelerator", "random",
-        "_float_kernels", "numpy_names", "autograd", "ops", "backends", "nn", "optim",
+        "_float_kernels", "argument_parser", "autograd", "ops", "backends", "nn", "optim",
         "linalg", "special",  # torch.linalg; torch.special
         "func")  # torch.func
 LAYERS = {

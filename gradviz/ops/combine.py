@@ -162,6 +162,9 @@ def _with_dim(function_name: str, tensors) -> list:
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{function_name}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
+    for index, item in enumerate(tensors):
+        if not isinstance(item, Tensor):
+            raise TypeError(f"expected Tensor as element {index} in argument 0, but got {type(item).__name__}")
     return list(tensors)
 
 
