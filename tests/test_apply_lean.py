@@ -36,7 +36,7 @@ OPS = {
     "relu": (unary.ReluBackward0, (), {}), "square": (arithmetic.PowBackward0, (2,), {}),
     "pow_half": (arithmetic.PowBackward0, (0.5,), {}),
 }
-MODES = ("grad", "no_grad", "inference", "anomaly", "saved_hooks")
+MODES = ("grad", "no_grad", "inference", "anomaly", "saved_hooks", "second_order")
 
 
 def make_input(kind: str, shape: tuple, dtype, value: float, anchors: list):
@@ -79,6 +79,14 @@ def mode(name: str):
     elif name == "saved_hooks":
         with gradviz.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
             yield
+    elif name == "second_order":  # as while a create_graph backward pass runs a node: what it records gets order 2
+        from gradviz.grad_mode import _state
+
+        _state.backward_order = 2
+        try:
+            yield
+        finally:
+            _state.backward_order = 0
     else:
         yield
 
@@ -145,7 +153,7 @@ def run(apply, op, kinds, shape, dtype, values, mode_name):
                    node.needs_input_grad, node.needs_input_grad is _NEEDS.get(node.needs_input_grad), node.backend, node._order,
                    None if constants is None else [describe_constant(c, inputs) for c in constants],
                    [(name, describe_saved(entry, inputs, out)) for name, entry in (node._packed or {}).items()],
-                   getattr(node, "metas", None), getattr(node, "_stack", None) is not None]
+                   getattr(node, "metas", None), sorted(node._metadata or {})]  # anomaly mode's traceback
         if out.requires_grad and out._data.dtype.kind == "f":
             try:
                 out.backward(gradviz.ones_like(out))
