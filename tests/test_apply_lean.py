@@ -300,24 +300,3 @@ def test_step_order_matches_torch(torch):
         stack.extend(fn for fn, _ in node.next_functions)
     out.backward()
     assert order == expected
-
-
-def test_the_unary_methods_are_their_ops_apply():
-    """``x.tanh()`` is TanhBackward0's lean apply: right only while ``tanh`` itself is that apply alone."""
-    import gradviz.ops as ops
-
-    for name, op_class in ops.UNARY_METHODS.items():
-        method = getattr(gradviz.Tensor, name)
-        assert getattr(method, "_lean", False), name
-        function = getattr(ops, method.__name__)
-        assert function.__code__.co_names == (op_class.__name__, "apply"), name
-        assert function.__code__.co_argcount == 1 and not function.__defaults__, name
-        w = gradviz.tensor([0.5, 2.0], requires_grad=True)
-        out, expected = method(w), function(gradviz.tensor([0.5, 2.0], requires_grad=True))
-        assert out._data.tobytes() == expected._data.tobytes() and out.grad_fn.name() == expected.grad_fn.name()
-        for extra in ((1,), (w,)):  # any argument: the function's own error, as before
-            with pytest.raises(TypeError) as raised:
-                method(w, *extra)
-            with pytest.raises(TypeError) as reference:
-                function(w, *extra)
-            assert str(raised.value) == str(reference.value)

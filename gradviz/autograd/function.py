@@ -474,17 +474,14 @@ def lean_apply(cls, checked=None):
     edge list or key), giving the same edges, needs, constants, node and output. Anything else (forward AD,
     an input that is a view requiring grad, graph inputs given by keyword) takes the general apply.
 
-    With ``checked`` it is a Tensor method that would call ``checked`` (no Python call spent in between):
-    for a binary op, an operator (``Tensor.__mul__``; ``checked`` as ``ops._operator`` makes it) that takes a
-    Tensor or Python number on the other side straight here and anything else to ``checked`` and its errors;
-    for a unary op, a method (``Tensor.tanh``) whose ``checked`` is ``cls.apply(input)`` alone, called with
-    no other argument (anything else goes to ``checked``, for its errors)."""
+    With ``checked`` (a binary operator's checked function, as ``ops._operator`` makes it) it is that
+    operator itself (``Tensor.__mul__``): a Tensor or Python number on the other side comes straight here,
+    anything else goes to ``checked`` and its errors, and no Python call is spent in between."""
     binary = cls._arity == 2
 
     def apply(first=_MISSING, second=_MISSING, *args, **params):
-        if checked is not None and (type(second) is not Tensor and type(second) is not float
-                                    and type(second) is not int if binary else second is not _MISSING or params):
-            return checked(*(arg for arg in (first, second) if arg is not _MISSING), *args, **params)
+        if checked is not None and type(second) is not Tensor and type(second) is not float and type(second) is not int:
+            return checked(first, second, *args, **params)
         if _FORWARD_AD[0] is not None or first is _MISSING or (binary and second is _MISSING):
             return _general_apply(cls, *(arg for arg in (first, second) if arg is not _MISSING), *args, **params)
         if not _grad_off or _grad_state.enabled:  # is_grad_enabled() (read only when some thread has it off)

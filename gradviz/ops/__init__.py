@@ -83,23 +83,6 @@ def _arithmetic_operator(function, op_class):
     return operator
 
 
-def _unary_method(function, op_class):
-    """A Tensor method whose function is ``op_class.apply(input)`` alone (``x.tanh()``): the op's lean apply
-    itself, one Python call less (any other argument goes to ``function``, for its error)."""
-    method = lean_apply(op_class, checked=function)
-    method.__name__ = function.__name__
-    method.__doc__ = function.__doc__
-    return method
-
-
-# the methods ``_unary_method`` makes: each one's function is its op's ``apply`` alone (tests/test_apply_lean.py)
-UNARY_METHODS = {"exp": unary.ExpBackward0, "log": unary.LogBackward0, "sin": unary.SinBackward0,
-                 "cos": unary.CosBackward0, "tanh": unary.TanhBackward0, "sigmoid": unary.SigmoidBackward0,
-                 "relu": unary.ReluBackward0, "sqrt": unary.SqrtBackward0, "abs": unary.AbsBackward0,
-                 "__abs__": unary.AbsBackward0, "neg": arithmetic.NegBackward0, "__neg__": arithmetic.NegBackward0,
-                 "reciprocal": arithmetic.ReciprocalBackward0}
-
-
 def _pow_operator(self, other):
     """``x ** n``: a float, or an int that is not negative (which an integer tensor refuses), goes
     straight to PowBackward0, as ``pow`` itself would send it; anything else takes ``pow``'s checks."""
@@ -175,7 +158,6 @@ TENSOR_METHODS.update({name: _arithmetic_operator(function, op_class) for name, 
     ("__add__", add, arithmetic.AddBackward0), ("__radd__", add, arithmetic.AddBackward0),
     ("__sub__", sub, arithmetic.SubBackward0), ("__mul__", mul, arithmetic.MulBackward0),
     ("__rmul__", mul, arithmetic.MulBackward0), ("__truediv__", div, arithmetic.DivBackward0))})
-TENSOR_METHODS.update({name: _unary_method(TENSOR_METHODS[name], op_class) for name, op_class in UNARY_METHODS.items()})
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in {
     "cos": cos, "sin": sin, "exp": exp, "log": log, "neg": neg, "abs": abs, "sqrt": sqrt, "tanh": tanh,
     "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clamp, "pow": pow, "reciprocal": reciprocal,
