@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import warnings
 import weakref
 
 import numpy as np
@@ -74,8 +75,10 @@ def mode(name: str):
         with gradviz.inference_mode():
             yield
     elif name == "anomaly":
-        with gradviz.autograd.detect_anomaly():
-            yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Anomaly Detection has been enabled ..."
+            with gradviz.autograd.detect_anomaly():
+                yield
     elif name == "saved_hooks":
         with gradviz.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
             yield
@@ -157,8 +160,8 @@ def run(apply, op, kinds, shape, dtype, values, mode_name):
         if out.requires_grad and out._data.dtype.kind == "f":
             try:
                 out.backward(gradviz.ones_like(out))
-                record.append([None if not isinstance(item, gradviz.Tensor) or item.grad is None
-                               else item.grad._data.tobytes() for item in inputs])
+                record.append([None if not isinstance(item, gradviz.Tensor) or item._grad is None  # (a non-leaf's
+                               else item._grad._data.tobytes() for item in inputs])  # ``.grad`` warns)
             except Exception as error:  # noqa: BLE001
                 record.append(("backward raised", type(error), str(error)))
     return record
