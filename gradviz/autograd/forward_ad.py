@@ -893,8 +893,9 @@ def _own_applies() -> list:
     while stack:
         klass = stack.pop()
         stack.extend(klass.__subclasses__())
-        if "apply" in klass.__dict__:
-            found.append(klass)
+        own = klass.__dict__.get("apply")
+        if own is not None and own.__func__ is not _base_apply and not hasattr(own.__func__, "_lean"):
+            found.append(klass)  # (not the general or lean apply OpFunction gives a class: they hand dual inputs here)
     return found
 
 

@@ -257,6 +257,10 @@ class OpFunction(Node):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._arity = len(cls.inputs)
+        inherited = cls.apply
+        if getattr(inherited, "__func__", None) is _general_apply or hasattr(inherited, "_lean"):  # not an
+            # apply of its own: the lean apply for one or two graph inputs, the general one for any other number
+            cls.apply = staticmethod(lean_apply(cls)) if cls._arity in (1, 2) else classmethod(_general_apply)
         # names an op may save straight into ``_packed`` (not through ``ctx.save``): its inputs, its
         # wrapped numbers, the outputs a multi-output op saves
         for name in (*cls.inputs, *cls.wrapped_numbers, *getattr(cls, "saved_outputs", ())):
@@ -346,24 +350,8 @@ class OpFunction(Node):
                 out._base = None
                 out._leaf_hooks = None
                 name = node._result_name
-                if name is not None:  # SavedTensor(out, is_output=True), written out unless hooks are set
-                    if SAVED_TENSOR_HOOKS:
-                        saved = SavedTensor(out, is_output=True)
-                    else:
-                        saved = _new_object(SavedTensor)
-                        saved.data = data
-                        saved.version_counter = version_counter
-                        saved.saved_version = 0
-                        saved.is_output = True
-                        saved._output_name = None
-                        saved.requires_grad = True
-                        saved.grad_fn_ref = _weakref(node)  # a saved output must not keep its node alive
-                        saved.tensor = None
-                        saved.hooks = None
-                    if node._packed is None:
-                        node._packed = {name: saved}
-                    else:
-                        node._packed[name] = saved
+                if name is not None:
+                    _save_output(node, name, out, data, version_counter)
                 return out
         data = cls.forward(_NO_RECORD, *args, **params) if params else cls.forward(_NO_RECORD, *args)
         if _inference_depth[0]:  # inference_mode marks what it makes through Tensor._make
@@ -450,6 +438,171 @@ def gradient_edge(tensor) -> tuple:
         return NO_EDGE
     return (tensor._grad_accumulator(), 0)
 
+
+def _save_output(node, name, out, data, version_counter) -> None:
+    """Save an op's output ``out`` under ``name`` (``SavedTensor(out, is_output=True)``, written out unless
+    saved-tensor hooks are set), as the last entry of the node's ``_packed``."""
+    if SAVED_TENSOR_HOOKS:
+        saved = SavedTensor(out, is_output=True)
+    else:
+        saved = _new_object(SavedTensor)
+        saved.data = data
+        saved.version_counter = version_counter
+        saved.saved_version = 0
+        saved.is_output = True
+        saved._output_name = None
+        saved.requires_grad = True
+        saved.grad_fn_ref = _weakref(node)  # a saved output must not keep its node alive
+        saved.tensor = None
+        saved.hooks = None
+    if node._packed is None:
+        node._packed = {name: saved}
+    else:
+        node._packed[name] = saved
+
+
+# -- the lean apply of ops with one or two graph inputs -----------------------------------------------------
+_MISSING = object()  # an argument not given (apply's inputs are positional-or-missing here)
+_ONE = _NEEDS.setdefault((True,), (True,))  # the needs_input_grad patterns of one and two inputs
+_BOTH = _NEEDS.setdefault((True, True), (True, True))
+
+
+def lean_apply(cls, checked=None):
+    """The ``apply`` of an op with one or two graph inputs (nearly every op a learner writes), which
+    ``__init_subclass__`` gives such a class (as a static method: ``cls`` is held here, so no bound method
+    is made per call): the general apply's pass over the inputs written out for one or two (no slice, loop,
+    edge list or key), giving the same edges, needs, constants, node and output. Anything else (forward AD,
+    an input that is a view requiring grad, graph inputs given by keyword) takes the general apply.
+
+    With ``checked`` (a binary operator's checked function, as ``ops._operator`` makes it) it is that
+    operator itself (``Tensor.__mul__``): a Tensor or Python number on the other side comes straight here,
+    anything else goes to ``checked`` and its errors, and no Python call is spent in between."""
+    binary = cls._arity == 2
+
+    def apply(first=_MISSING, second=_MISSING, *args, **params):
+        if checked is not None and type(second) is not Tensor and type(second) is not float and type(second) is not int:
+            return checked(first, second, *args, **params)
+        if _FORWARD_AD[0] is not None or first is _MISSING or (binary and second is _MISSING):
+            return _general_apply(cls, *(arg for arg in (first, second) if arg is not _MISSING), *args, **params)
+        if not _grad_off or _grad_state.enabled:  # is_grad_enabled() (read only when some thread has it off)
+            # where each input's gradient goes (gradient_edge, written out): None for no gradient
+            if type(first) is Tensor or isinstance(first, Tensor):
+                if first._base is not None:
+                    if first._requires_grad or first._base._requires_grad:  # a view that requires grad
+                        return _general_apply(cls, first, second, *args, **params) if second is not _MISSING \
+                            else _general_apply(cls, first, *args, **params)
+                    edge = None
+                elif first._requires_grad:
+                    grad_fn = first._grad_fn
+                    if grad_fn is not None:  # an op's output
+                        edge = (grad_fn, first._output_nr)
+                    else:  # a leaf: its AccumulateGrad (one per leaf, held weakly by the tensor)
+                        accumulator = first._accumulator
+                        accumulator = accumulator() if accumulator is not None else None
+                        edge = (accumulator if accumulator is not None else first._grad_accumulator(), 0)
+                else:
+                    edge = None
+            else:
+                edge = None
+            if binary:
+                if type(second) is Tensor or isinstance(second, Tensor):
+                    if second._base is not None:
+                        if second._requires_grad or second._base._requires_grad:
+                            return _general_apply(cls, first, second, *args, **params)
+                        other_edge = None
+                    elif second._requires_grad:
+                        grad_fn = second._grad_fn
+                        if grad_fn is not None:
+                            other_edge = (grad_fn, second._output_nr)
+                        else:
+                            accumulator = second._accumulator
+                            accumulator = accumulator() if accumulator is not None else None
+                            other_edge = (accumulator if accumulator is not None else second._grad_accumulator(), 0)
+                    else:
+                        other_edge = None
+                else:
+                    other_edge = None
+                if edge is not None:
+                    node = _new_object(cls)
+                    if other_edge is not None:
+                        node._next_functions = (edge, other_edge)
+                        node.needs_input_grad = _BOTH
+                    else:
+                        node._next_functions = (edge, NO_EDGE)
+                        node.needs_input_grad = _FIRST_OF_TWO
+                        node._constants = (None, _weakref(second) if isinstance(second, Tensor) else second)
+                    backend = first._backend
+                elif other_edge is not None:
+                    node = _new_object(cls)
+                    node._next_functions = (NO_EDGE, other_edge)
+                    node.needs_input_grad = _SECOND_OF_TWO
+                    node._constants = (_weakref(first) if isinstance(first, Tensor) else first, None)
+                    backend = second._backend
+                else:
+                    node = None
+            elif edge is not None:
+                node = _new_object(cls)
+                node._next_functions = (edge,)
+                node.needs_input_grad = _ONE
+                backend = first._backend
+            else:
+                node = None
+            if node is not None:
+                node._sequence_nr = next(_sequence)
+                if backend is not numpy_backend:
+                    node.backend = backend
+                if _ordering:  # a create_graph backward pass runs (in some thread): its nodes get its order
+                    order = _grad_state.backward_order
+                    if order:
+                        node._order = order
+                    if _ANOMALY.enabled:
+                        _store_stack(node)
+                out = _new_object(Tensor)  # Tensor._make, written out
+                if args or params:
+                    data = node.forward(first, second, *args, **params) if second is not _MISSING else \
+                        node.forward(first, **params)
+                else:
+                    data = node.forward(first, second) if second is not _MISSING else node.forward(first)
+                out._data = data
+                out._backend = backend
+                out._requires_grad = True
+                out._grad = None
+                out._grad_fn = node
+                out._vc = version_counter = [0]
+                out._output_nr = 0
+                out._accumulator = None
+                out._retains_grad = False
+                out._base = None
+                out._leaf_hooks = None
+                name = node._result_name
+                if name is not None:
+                    _save_output(node, name, out, data, version_counter)
+                return out
+        if args or params:
+            data = cls.forward(_NO_RECORD, first, second, *args, **params) if second is not _MISSING else \
+                cls.forward(_NO_RECORD, first, **params)
+        else:
+            data = cls.forward(_NO_RECORD, first, second) if second is not _MISSING else cls.forward(_NO_RECORD, first)
+        if _inference_depth[0]:
+            return Tensor._make(data)
+        out = _new_object(Tensor)
+        out._data = data
+        out._backend = numpy_backend if type(data) is _ndarray else _backend_of(data)
+        out._requires_grad = False
+        out._grad = None
+        out._grad_fn = None
+        out._vc = [0]
+        out._output_nr = 0
+        out._accumulator = None
+        out._retains_grad = False
+        out._base = None
+        out._leaf_hooks = None
+        return out
+    apply._lean = True  # (forward_ad.py tells OpFunction's applies from an op's own by this)
+    return apply
+
+
+_general_apply = OpFunction.apply.__func__
 
 from gradviz.tensor import Tensor, _backend_of  # noqa: E402  (tensor.py imports the ops that import this module)
 

@@ -7,7 +7,7 @@ table of the Tensor methods and operators that call them.
 """
 from __future__ import annotations
 
-from gradviz.autograd.function import OpFunction
+from gradviz.autograd.function import OpFunction, lean_apply
 from gradviz.ops import (activation, arithmetic, combine, comparison, conversion, double_backward, indexing, inplace,
                          linalg, loss, pieces, reduction, sampling, shape, unary)
 from gradviz.ops.activation import log_softmax, softmax
@@ -75,15 +75,9 @@ def _operator(function):
 def _arithmetic_operator(function, op_class):
     """``+ - * /`` (and the reflected ``+ *``): with a Tensor or a Python number on the other side,
     straight to the op's node, as ``function`` itself would go (these are most of the ops in a
-    learner's code); anything else takes ``function``'s own checks."""
-    checked = _operator(function)
-    apply = op_class.apply  # bound once, not looked up and bound again on every call
-
-    def operator(self, other):
-        if type(other) is Tensor or type(other) is float or type(other) is int:
-            return apply(self, other)
-        return checked(self, other)
-
+    learner's code); anything else takes ``function``'s own checks. The operator is the op's lean
+    apply itself (``autograd.function.lean_apply``), made with that check: one Python call per ``a * b``."""
+    operator = lean_apply(op_class, checked=_operator(function))
     operator.__name__ = function.__name__
     operator.__doc__ = function.__doc__
     return operator
