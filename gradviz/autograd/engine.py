@@ -416,7 +416,11 @@ class GraphTask:
           queue (PyTorch numbers it UINT64_MAX, so it would be the next node popped anyway; only
           the order among several ready at once, which nothing here can see, may differ);
         * the queue then holds nodes of distinct sequence numbers only, so Python's ``heapq`` (in C)
-          pops them in exactly the order of the libstdc++ heap that ``ReadyQueue`` copies.
+          pops them in exactly the order of the libstdc++ heap that ``ReadyQueue`` copies; and a node
+          made ready by the one that just ran skips the queue when no queued node has a higher number
+          (it would be popped next anyway);
+        * a node's only gradient is told from the last of several by its dependency count (no
+          ``not_ready`` lookup for the many nodes that receive one gradient).
 
         A node with other than one output (GraphRoot, a custom Function) gets its ``InputBuffer``
         and ``call_function``, as in ``evaluate_function``.
@@ -441,7 +445,7 @@ class GraphTask:
     def _unhooked_loop(self, users) -> None:
         """The loop of ``_execute_unhooked``. ``users``: the numpy error state a user's Function runs
         under, when the loop runs silenced; None when it does not."""
-        heappush, heappop = heapq.heappush, heapq.heappop
+        heappush, heappop, heappushpop = heapq.heappush, heapq.heappop, heapq.heappushpop
         accumulate_grad = self.accumulate_grad
         dependencies = self.dependencies
         not_ready = self.not_ready
@@ -456,8 +460,10 @@ class GraphTask:
                 continue
             heap.append((-node._sequence_nr, node, input_buffer[0] if node._num_outputs == 1 else input_buffer))
         self.ready_queue.heap.clear()
-        while heap:  # AccumulateGrads run when their last gradient arrives, never through the heap
-            _, node, grad = heappop(heap)
+        if not heap:
+            return
+        _, node, grad = heappop(heap)
+        while True:  # AccumulateGrads run when their last gradient arrives, never through the heap
             next_functions = node._next_functions
             if node._runs_user_code and users is not None:  # a user's Function: the user's numpy settings
                 token = _set(users)
@@ -475,12 +481,24 @@ class GraphTask:
                     grad_inputs = (grad_inputs,)
             if release and node._saves_tensors:
                 node._release_variables()
+            # The next node to run is the queued one of the highest sequence number. A node this one makes
+            # ready is held in ``ready`` instead of being queued: when nothing queued comes before it (as
+            # in a chain, and on most steps of a scalar graph) it runs next without a trip through the heap
+            # (an entry tuple, a push and a pop saved). Sequence numbers are distinct here, so the order
+            # is the heap's exactly.
+            ready = None
             for (next_node, slot), grad in zip(next_functions, grad_inputs):  # send_on, written out
                 if next_node is None:
                     continue
+                # dependencies: edges still to deliver, but 0 once only the last of several is to come, so that a
+                # node's only gradient (most nodes of a graph) is told from its last one without a not_ready lookup
                 remaining = dependencies[next_node] - 1
-                if remaining:  # more gradients are to come: this one waits, summed with earlier ones
-                    dependencies[next_node] = remaining
+                if not remaining:  # next_node's only gradient: nothing of it waits in not_ready
+                    held = missing
+                elif remaining < 0:  # the last of several: the others wait in not_ready
+                    held = not_ready.pop(next_node, missing)
+                else:  # more gradients are to come: this one waits, summed with earlier ones
+                    dependencies[next_node] = remaining if remaining != 1 else 0
                     held = not_ready.get(next_node, missing)
                     if next_node._num_outputs == 1:
                         if held is missing or held is None:
@@ -492,7 +510,6 @@ class GraphTask:
                             held = not_ready[next_node] = InputBuffer((None,) * next_node._num_outputs)
                         held.add(slot, grad, node)
                     continue
-                held = not_ready.pop(next_node, missing) if not_ready else missing
                 if next_node._num_outputs == 1:
                     if held is not missing and held is not None:
                         grad = last_sum(held, grad)
@@ -503,8 +520,20 @@ class GraphTask:
                     grad = held
                 if next_node._is_accumulate:
                     accumulate_grad(next_node, grad)
+                elif ready is None:
+                    ready, ready_grad = next_node, grad
+                else:  # a second node made ready here: the one held before waits in the heap
+                    heappush(heap, (-ready._sequence_nr, ready, ready_grad))
+                    ready, ready_grad = next_node, grad
+            if ready is not None:
+                if heap and heap[0][0] < -ready._sequence_nr:  # a queued node comes first: it runs, ready waits
+                    _, node, grad = heappushpop(heap, (-ready._sequence_nr, ready, ready_grad))
                 else:
-                    heappush(heap, (-next_node._sequence_nr, next_node, grad))
+                    node, grad = ready, ready_grad
+            elif heap:
+                _, node, grad = heappop(heap)
+            else:
+                return
 
     def _execute_hooked(self) -> None:
         """The plain backward of a graph with a user's hook somewhere: the libstdc++ heap of

@@ -1,0 +1,152 @@
+"""The plain backward of a graph without hooks (``GraphTask._unhooked_loop``) on random scalar graphs.
+
+That loop keeps the next node to run out of the heap when nothing queued comes before it, and tells a
+node's only gradient from the last of several by its dependency count alone (no ``not_ready``
+lookup). These tests draw random graphs of 0-d ops (fan-out: values used again, leaves used several
+times, shared subexpressions; fan-in: sums of many paths) and check, against the general loop
+(``_execute_hooked``, the libstdc++ heap of ``ReadyQueue``) and against PyTorch 2.13 running the same
+graph: the order in which nodes run (seen through users' Functions that note their backward), and
+every leaf's gradient, bit for bit, after one pass and after a second pass over a retained graph.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import gradviz
+from gradviz.autograd import engine
+
+DTYPES = {"float32": np.float32, "float64": np.float64}
+
+# the ops a step may record: (operands, what it computes); every one is exact IEEE arithmetic in both
+# libraries (no libm call whose last bit could differ), so the gradients must agree bit for bit
+OPS = {
+    "add": (2, lambda a, b: a + b),
+    "sub": (2, lambda a, b: a - b),
+    "mul": (2, lambda a, b: a * b),
+    "square": (1, lambda a: a ** 2),
+    "cube": (1, lambda a: a ** 3),
+    "scale": (1, lambda a: a * 0.75),
+    "shift": (1, lambda a: a + 1.5),
+}
+
+
+def marker(lib, log):
+    """A user's Function that passes its input through and notes its label when its backward runs."""
+    class Mark(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, label):
+            ctx.label = label
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            log.append(ctx.label)
+            return grad, None
+
+    return Mark
+
+
+def graphs(draw):
+    """A random graph: leaves (some not requiring grad), steps (op, operand indices, marked?) over every
+    value made so far, and the values summed into the loss (any value, possibly twice)."""
+    leaves = draw(st.lists(st.tuples(st.floats(-2, 2, width=32), st.booleans()), min_size=1, max_size=4))
+    steps = []
+    for index in range(draw(st.integers(1, 14))):
+        op = draw(st.sampled_from(sorted(OPS)))
+        available = len(leaves) + index
+        operands = [draw(st.integers(0, available - 1)) for _ in range(OPS[op][0])]
+        steps.append((op, operands, draw(st.booleans())))
+    total = len(leaves) + len(steps)
+    loss = draw(st.lists(st.integers(0, total - 1), min_size=1, max_size=4))
+    return leaves, steps, loss
+
+
+def run(lib, dtype, graph, *, hooked=False, passes=1):
+    """Build ``graph`` in ``lib``, run ``passes`` backward passes; the marks in the order they ran and
+    each leaf's gradient (None where it has none)."""
+    leaves, steps, loss_terms = graph
+    log = []
+    mark = marker(lib, log)
+    values = [lib.tensor(np.asarray(value, dtype=dtype), requires_grad=requires) for value, requires in leaves]
+    for label, (op, operands, marked) in enumerate(steps):
+        value = OPS[op][1](*(values[i] for i in operands))
+        values.append(mark.apply(value, label) if marked else value)
+    loss = values[loss_terms[0]]
+    for index in loss_terms[1:]:
+        loss = loss + values[index]
+    if not loss.requires_grad:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # overflow is allowed: both say nothing
+        for _ in range(passes):
+            if hooked:  # the general loop, as a graph with a hook somewhere takes it
+                task = engine.GraphTask([engine.gradient_edge(loss)], engine.make_grads([loss], [None]),
+                                        keep_graph=passes > 1)
+                task.hooked = True
+                task.execute()
+            else:
+                loss.backward(retain_graph=passes > 1)
+    grads = []
+    for leaf in values[:len(leaves)]:
+        grad = leaf.grad
+        grads.append(None if grad is None else np.asarray(grad.detach().numpy() if lib is not gradviz else grad._data))
+    return log, grads
+
+
+def same_grads(mine, theirs) -> bool:
+    if len(mine) != len(theirs):
+        return False
+    for a, b in zip(mine, theirs):
+        if (a is None) != (b is None):
+            return False
+        if a is not None and (a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes()):
+            if not (np.isnan(a).all() and np.isnan(b).all()):  # a NaN's payload is not part of the contract
+                return False
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(DTYPES)), st.integers(1, 2), st.data())
+def test_unhooked_loop_runs_in_the_heap_order_with_the_same_bits(dtype, passes, data):
+    graph = graphs(data.draw)
+    plain = run(gradviz, DTYPES[dtype], graph, passes=passes)
+    general = run(gradviz, DTYPES[dtype], graph, hooked=True, passes=passes)
+    if plain is None:
+        assert general is None
+        return
+    assert plain[0] == general[0], graph
+    assert same_grads(plain[1], general[1]), (graph, plain[1], general[1])
+    for grad in plain[1]:
+        assert grad is None or (type(grad) is np.ndarray and grad.shape == () and grad.dtype == DTYPES[dtype])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(DTYPES)), st.integers(1, 2), st.data())
+def test_unhooked_loop_matches_torch_order_and_bits(dtype, passes, data):
+    torch = pytest.importorskip("torch")
+    graph = graphs(data.draw)
+    plain = run(gradviz, DTYPES[dtype], graph, passes=passes)
+    theirs = run(torch, DTYPES[dtype], graph, passes=passes)
+    if plain is None:
+        assert theirs is None
+        return
+    assert plain[0] == theirs[0], graph
+    assert same_grads(plain[1], theirs[1]), (graph, plain[1], theirs[1])
+
+
+def test_a_node_fed_by_many_paths_runs_once_after_the_last_gradient():
+    """A diamond of many paths into one marked node, and a chain after it: the node's gradients are summed
+    while they wait, it runs once, then the chain runs node by node without the heap."""
+    graph = ([(0.5, True), (1.25, True)],
+             [("mul", [0, 1], False), ("square", [2], True), ("add", [3, 3], True), ("mul", [4, 3], True),
+              ("sub", [5, 2], True), ("scale", [6], True), ("shift", [7], True)],
+             [8, 8, 4])
+    for dtype in DTYPES.values():
+        plain = run(gradviz, dtype, graph)
+        general = run(gradviz, dtype, graph, hooked=True)
+        assert plain[0] == general[0] == [6, 5, 4, 3, 2, 1]
+        assert same_grads(plain[1], general[1])
