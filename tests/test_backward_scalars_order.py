@@ -150,3 +150,21 @@ def test_a_node_fed_by_many_paths_runs_once_after_the_last_gradient():
         general = run(gradviz, dtype, graph, hooked=True)
         assert plain[0] == general[0] == [6, 5, 4, 3, 2, 1]
         assert same_grads(plain[1], general[1])
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_the_implicit_starting_gradient_of_a_scalar_loss_is_the_backends_ones(dtype):
+    """``make_grads`` makes a 0-d float loss's starting gradient from the dtype's scalar: the same array as
+    the backend's ``full((), 1, dtype)``, a fresh one per pass."""
+    from gradviz.backends import numpy_backend
+
+    loss = gradviz.tensor(np.asarray(0.5, dtype=DTYPES[dtype]), requires_grad=True) * 3.0
+    first, second = (engine.make_grads([loss], [None])[0] for _ in range(2))
+    expected = numpy_backend.full((), 1, loss.dtype)
+    for grad in (first, second):
+        assert type(grad) is np.ndarray and grad.dtype == expected.dtype and grad.shape == ()
+        assert grad.tobytes() == expected.tobytes() and grad.flags.writeable and grad.flags.owndata
+    assert first is not second
+    for bad in (gradviz.tensor([0.5, 1.0], requires_grad=True) * 2.0,):  # still PyTorch's error off the 0-d path
+        with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+            engine.make_grads([bad], [None])

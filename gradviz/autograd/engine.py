@@ -915,6 +915,12 @@ def make_grads(outputs: list, grad_outputs: list, create_graph: bool = False) ->
         if not tensor._requires_grad:
             raise RuntimeError(NO_GRAD_MESSAGE.format(i))
         if gradient is None:
+            data = tensor._data
+            if type(data) is _ndarray and data.shape == () and (data.dtype is _F32 or data.dtype is _F64):
+                # a scalar loss (the usual backward()): the backend's full((), 1, dtype) made from the dtype's
+                # own scalar, without np.full's Python-level work (several thousand instructions a call)
+                grads.append(data.dtype.type(1).__array__())
+                continue
             if tensor.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             grads.append(tensor._backend.full(tensor._data.shape, 1, tensor.dtype, tensor.device))
@@ -937,7 +943,9 @@ def _as_list(value) -> list:
 
 def _graph_task(tensors, grad_tensors, **options) -> GraphTask:
     tensors = _as_list(tensors)
-    grads = make_grads(tensors, checks.gradient_list(grad_tensors, len(tensors)), options.get("create_graph", False))
+    # gradient_list(None, n), without its call (it imports Tensor on every call): the usual backward()
+    grad_list = [None] * len(tensors) if grad_tensors is None else checks.gradient_list(grad_tensors, len(tensors))
+    grads = make_grads(tensors, grad_list, options.get("create_graph", False))
     return GraphTask([gradient_edge(tensor) for tensor in tensors], grads, **options)
 
 
