@@ -168,3 +168,49 @@ def test_the_implicit_starting_gradient_of_a_scalar_loss_is_the_backends_ones(dt
     for bad in (gradviz.tensor([0.5, 1.0], requires_grad=True) * 2.0,):  # still PyTorch's error off the 0-d path
         with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
             engine.make_grads([bad], [None])
+
+
+GRADIENT_KINDS = {  # what may arrive at one slot: 0-d float32/float64, other shapes and dtypes
+    "f32": lambda v: np.asarray(v, dtype=np.float32),
+    "f64": lambda v: np.asarray(v, dtype=np.float64),
+    "f16": lambda v: np.asarray(v, dtype=np.float16),
+    "row32": lambda v: np.full((2,), v, dtype=np.float32),
+    "one64": lambda v: np.full((1,), v, dtype=np.float64),
+    "swapped64": lambda v: np.asarray(v, dtype=">f8"),
+}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(GRADIENT_KINDS)), st.floats(-1e6, 1e6, width=32)),
+                min_size=2, max_size=7),
+       st.lists(st.booleans(), min_size=7, max_size=7))
+def test_sums_kept_while_waiting_match_the_plain_sums(arrivals, undefined):
+    """The unhooked loop's running sum (a numpy scalar kept while gradients of one kind arrive) and its last
+    sum give the array ``_summed`` gives, added in the same order, whatever kinds arrive (None included)."""
+    from gradviz.backends.quiet import _IGNORE, _reset, _set
+
+    token = _set(_IGNORE)  # as the loop runs: numpy's warnings off (a float16 may overflow, as it is made)
+    try:
+        grads = [None if skip and index else GRADIENT_KINDS[kind](value)
+                 for index, ((kind, value), skip) in enumerate(zip(arrivals, undefined))]
+        kept = plain = grads[0]
+        for grad in grads[1:-1]:  # as the loop does: a held None (or nothing yet) takes the next one as it is
+            if kept is None:
+                kept = grad
+            elif grad is not None:
+                kept = engine._running_sum(kept, grad)
+            if plain is None:
+                plain = grad
+            elif grad is not None:
+                plain = engine._summed(plain, grad)
+        last = grads[-1]
+        mine = last if kept is None else engine._last_sum(kept, last)
+        theirs = last if plain is None else (plain if last is None else engine._summed(plain, last))
+    finally:
+        _reset(token)
+    if theirs is None:
+        assert mine is None
+        return
+    assert type(mine) is np.ndarray and type(theirs) is np.ndarray
+    assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
+    assert mine.tobytes() == theirs.tobytes() or (np.isnan(mine).all() and np.isnan(theirs).all())

@@ -141,6 +141,7 @@ _ndarray, _generic = np.ndarray, np.generic
 # a numpy scalar is made a 0-d array with its own ``__array__()``: np.asarray's answer (same dtype, a fresh
 # writeable array), without np.asarray's argument parsing and dispatch (about 400 instructions a call)
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_float32, _float64 = np.float32, np.float64  # their scalar types
 
 
 def _summed(held, grad):
@@ -172,16 +173,23 @@ def _running_sum(held, grad):
     """``_summed`` for a gradient that still waits for others, in a pass whose numpy warnings are off
     (``_unhooked_loop``): the sum of 0-d float32/float64 gradients of one dtype is kept as a numpy scalar
     (no 0-d array is made for a value that only waits), and ``_last_sum`` makes it an array when the
-    last gradient arrives. The same IEEE additions, in the same order, as ``_summed``'s."""
-    if type(grad) is _ndarray and grad.shape == ():
+    last gradient arrives. The same IEEE additions, in the same order, as ``_summed``'s.
+
+    A kept sum is told by its type (a node fed by many paths, a parameter used many times, meets it again
+    and again), and a gradient of its kind by the type of ``grad[()]``: the scalar of a 0-d array's dtype
+    (an array of any other shape gives a view)."""
+    kind = type(held)
+    if kind is _float32 or kind is _float64:  # the sum of earlier gradients
+        if type(grad) is _ndarray:
+            value = grad[()]
+            if type(value) is kind:
+                return held + value
+        held = held.__array__()  # a kept sum meets another kind of gradient
+    elif kind is _ndarray and type(grad) is _ndarray and held.shape == () and grad.shape == ():
         dtype = grad.dtype
-        if dtype is _F32 or dtype is _F64:
-            if type(held) is _ndarray:
-                if held.shape == () and held.dtype is dtype:
-                    return held[()] + grad[()]
-            elif isinstance(held, _generic) and held.dtype is dtype:  # the sum of earlier gradients
-                return held + grad[()]
-    if type(held) is not _ndarray and isinstance(held, _generic):  # a kept sum meets another kind of gradient
+        if (dtype is _F32 or dtype is _F64) and held.dtype is dtype:
+            return held[()] + grad[()]
+    elif kind is not _ndarray and isinstance(held, _generic):
         held = held.__array__()
     return _summed(held, grad)
 
@@ -189,11 +197,16 @@ def _running_sum(held, grad):
 def _last_sum(held, grad):
     """``held + grad`` when the last gradient for a slot arrives (``_unhooked_loop``), as an array (or the
     backend's tensor); ``held`` may be a numpy scalar that ``_running_sum`` kept, made a 0-d array here."""
-    if type(held) is not _ndarray and isinstance(held, _generic):
+    kind = type(held)
+    if kind is _float32 or kind is _float64:
         if grad is None:
             return held.__array__()
-        if type(grad) is _ndarray and grad.shape == () and grad.dtype is held.dtype:
-            return (held + grad[()]).__array__()
+        if type(grad) is _ndarray:
+            value = grad[()]
+            if type(value) is kind:  # as in _running_sum
+                return (held + value).__array__()
+        held = held.__array__()
+    elif kind is not _ndarray and isinstance(held, _generic):
         held = held.__array__()
     return held if grad is None else _summed(held, grad)
 
