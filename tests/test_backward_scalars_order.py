@@ -214,3 +214,38 @@ def test_sums_kept_while_waiting_match_the_plain_sums(arrivals, undefined):
     assert type(mine) is np.ndarray and type(theirs) is np.ndarray
     assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
     assert mine.tobytes() == theirs.tobytes() or (np.isnan(mine).all() and np.isnan(theirs).all())
+
+
+HOOKLESS_START = """
+import gradviz as gv
+from gradviz.autograd import node
+assert not node.hook_tables_made  # importing gradviz makes no hook table
+x = gv.tensor(2.0, requires_grad=True)
+w = gv.tensor(0.5, requires_grad=True)
+y = x * x
+z = y * 3.0 + w
+z.backward(retain_graph=True)
+assert not node.hook_tables_made and x.grad.item() == 12.0
+seen = []
+y.register_hook(lambda g: seen.append(g.item()) or g * 2)  # on a graph made before any hook
+w.register_hook(lambda g: g * 10)  # a leaf whose AccumulateGrad exists already
+assert node.hook_tables_made
+x.grad = w.grad = None
+z.backward()
+print(seen, x.grad.item(), w.grad.item())
+"""
+
+
+def test_hooks_set_after_a_hookless_start_are_run():
+    """Until a hook table is first made, the dependency walk looks for no hooks; a hook set afterwards on a
+    graph made before (a tensor's, a leaf's) is run by the next pass (a fresh interpreter: hooks made by
+    other tests would hide the start)."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    environment = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", HOOKLESS_START], capture_output=True, text=True, cwd=root,
+                         env=environment, check=True).stdout
+    assert out.split() == ["[3.0]", "24.0", "10.0"]

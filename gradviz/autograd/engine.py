@@ -61,6 +61,7 @@ from gradviz.autograd import checks
 from gradviz.autograd import anomaly_mode as _anomaly_mode  # anomaly mode: read in execute and call_function
 from gradviz.autograd.anomaly_mode import STATE as _ANOMALY
 from gradviz.autograd.function import gradient_edge
+from gradviz.autograd import node as _node  # node.hook_tables_made, read per pass
 from gradviz.autograd.node import GraphRoot, has_user_hooks
 from gradviz.autograd.step import Step, new_step
 from gradviz.backends.quiet import _IGNORE, _get, _reset, _set, end_pass, silence_pass
@@ -272,7 +273,10 @@ def _dependencies_and_hooks(root) -> tuple:
     (tensor hooks, ``retain_grad``, node pre- or post-hooks): a graph without one takes the unhooked
     loop of a plain backward, ``GraphTask._execute_unhooked``. The test is one read of the node's
     ``_hooked`` flag (a class default unless a hook table was ever set on it), made once per node as
-    it is first reached; only a flagged node's tables are looked at."""
+    it is first reached; only a flagged node's tables are looked at. Until a hook table is first made
+    (``node.hook_tables_made``; a training loop may never make one) no flag is read at all."""
+    if not _node.hook_tables_made:
+        return compute_dependencies(root), False
     dependencies = {}
     hooked = has_user_hooks(root)
     stack = [root]
