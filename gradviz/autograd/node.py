@@ -286,6 +286,11 @@ class Node:
         raise NotImplementedError
 
 
+# False until some node of this process is given a hook table: till then no node can hold a hook, and the
+# engine's dependency walk (engine._dependencies_and_hooks) reads no node's ``_hooked`` flag
+hook_tables_made = False
+
+
 def _hook_table(name: str, doc: str) -> property:
     """A node's hook table ``name`` as a property: stored under ``_held<name>``; setting it (the only way a
     table is made, here, in tensor.py and in ops/inplace.py) also sets the node's ``_hooked`` flag."""
@@ -295,8 +300,10 @@ def _hook_table(name: str, doc: str) -> property:
         return getattr(node, held)
 
     def put(node, table):
+        global hook_tables_made
         setattr(node, held, table)
         node._hooked = True
+        hook_tables_made = True
 
     return property(get, put, doc=doc)
 

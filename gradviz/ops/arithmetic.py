@@ -118,7 +118,9 @@ def _scalar_result(ctx, self, other, operation):
 def _times(backend, a, b):
     """``backend.mul(a, b)`` in a backward formula; numpy's scalar arithmetic (bit-identical, as in
     ``_scalars``) when ``a`` is a 0-d float32/float64 array and ``b`` a 0-d array of its dtype or a
-    Python number: the gradients of a scalar graph are 0-d too."""
+    Python number: the gradients of a scalar graph are 0-d too. The scalar product is made an array with
+    its ``__array__()`` (np.asarray's answer for a numpy scalar, about 400 instructions cheaper), as in
+    every 0-d backward path below."""
     if type(a) is _ndarray and a.shape == ():
         dtype = a.dtype
         if dtype is _F32 or dtype is _F64:
@@ -128,13 +130,13 @@ def _times(backend, a, b):
                     out = a[()] * b[()]
                     if token is not None:
                         _reset(token)
-                    return _asarray(out)
+                    return out.__array__()
             elif type(b) is float or type(b) is int:
                 token = None if _get() is _IGNORE else _set(_IGNORE)
                 out = a[()] * b
                 if token is not None:
                     _reset(token)
-                return _asarray(out)
+                return out.__array__()
     return backend.mul(a, b)
 
 
@@ -149,13 +151,13 @@ def _over(backend, a, b):
                     out = a[()] / b[()]
                     if token is not None:
                         _reset(token)
-                    return _asarray(out)
+                    return out.__array__()
             elif type(b) is float or type(b) is int:
                 token = None if _get() is _IGNORE else _set(_IGNORE)
                 out = a[()] / b
                 if token is not None:
                     _reset(token)
-                return _asarray(out)
+                return out.__array__()
     return backend.div(a, b)
 
 
@@ -282,7 +284,7 @@ class SubBackward0(OpFunction):
             if not needs[1]:
                 return grad if needs[0] else None, None
             token = None if _get() is _IGNORE else _set(_IGNORE)
-            second = _asarray(grad[()] * -1)
+            second = (grad[()] * -1).__array__()
             if token is not None:
                 _reset(token)
             return grad if needs[0] else None, second
@@ -356,8 +358,8 @@ class MulBackward0(OpFunction):
                     this = ctx.saved("self")
             g = grad[()]
             token = None if _get() is _IGNORE else _set(_IGNORE)
-            first = None if other is None else _asarray(g * other[()])
-            second = None if this is None else _asarray(g * this[()])
+            first = None if other is None else (g * other[()]).__array__()
+            second = None if this is None else (g * this[()]).__array__()
             if token is not None:
                 _reset(token)
             return first, second
@@ -487,7 +489,7 @@ class PowBackward0(OpFunction):
                     out = grad[()] * (x * 2.0) if exponent == 2 else grad[()] * ((x * x) * 3.0)
                     if token is not None:
                         _reset(token)
-                    return _asarray(out)
+                    return out.__array__()
         backend = ctx.backend
         self, exponent = ctx.saved("self", "exponent")
         if exponent == 0:

@@ -22,7 +22,8 @@ def _scalars(grad, value):
     in the same precision as its ufuncs on 0-d arrays (a Python int meets either as the array's
     dtype), at a third of the cost; ``tests/test_backward_scalars.py`` proves the bits equal.
     Callers run it with numpy's warnings off (quiet.py's ContextVar, set and reset around the one
-    expression, which cannot raise in that state), as the backend's formulas run."""
+    expression, which cannot raise in that state), as the backend's formulas run. The scalar result is
+    made a 0-d array with its ``__array__()`` (np.asarray's answer, about 400 instructions cheaper)."""
     if type(grad) is _ndarray and type(value) is _ndarray and grad.shape == () and value.shape == ():
         dtype = grad.dtype
         if (dtype is _F32 or dtype is _F64) and value.dtype is dtype:
@@ -46,7 +47,7 @@ class ExpBackward0(OpFunction):
             out = scalars[0] * scalars[1]
             if token is not None:
                 _reset(token)
-            return _asarray(out)
+            return out.__array__()
         return ctx.backend.mul(grad, result)
 
     def backward_graph(ctx, grad):
@@ -69,7 +70,7 @@ class LogBackward0(OpFunction):
             out = scalars[0] / scalars[1]
             if token is not None:
                 _reset(token)
-            return _asarray(out)
+            return out.__array__()
         return ctx.backend.div(grad, self)
 
     def backward_graph(ctx, grad):
@@ -130,7 +131,7 @@ class TanhBackward0(OpFunction):
                 out = grad[()] * (1 - y * y)  # the backend's tanh_backward on scalars
                 if token is not None:
                     _reset(token)
-                return _asarray(out)
+                return out.__array__()
         return ctx.backend.tanh_backward(grad, ctx.saved("result"))
 
     def backward_graph(ctx, grad):
@@ -156,7 +157,7 @@ class SigmoidBackward0(OpFunction):
             out = g * (y * (1 - y))
             if token is not None:
                 _reset(token)
-            return _asarray(out)
+            return out.__array__()
         return ctx.backend.sigmoid_backward(grad, result)
 
     def backward_graph(ctx, grad):
@@ -178,7 +179,7 @@ class ReluBackward0(OpFunction):
         scalars = _scalars(grad, result)
         if scalars is not None:  # the backend's relu_backward on scalars (a select: no arithmetic)
             g, y = scalars
-            return _asarray(g) if y != 0 else _asarray(0, g.dtype)
+            return g.__array__() if y != 0 else _asarray(0, g.dtype)
         return ctx.backend.relu_backward(grad, result)
 
     def backward_graph(ctx, grad):
@@ -204,7 +205,7 @@ class SqrtBackward0(OpFunction):
             out = g / (y * 2)
             if token is not None:
                 _reset(token)
-            return _asarray(out)
+            return out.__array__()
         backend = ctx.backend
         return backend.div(grad, backend.mul(result, 2))
 
