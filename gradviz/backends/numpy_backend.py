@@ -377,6 +377,18 @@ def matmul(a, b):
     return _arr(np.matmul(a, b))
 
 
+def mm_grads(grad, mat2, mat1):
+    """MmBackward0's two products, ``grad @ mat2.T`` and ``mat1.T @ grad`` (None where the saved matrix is None:
+    that input needs no gradient), for 2-D arrays: what ``matmul`` of a ``permute``d matrix computes, under one
+    silencing (a plain backward pass has silenced numpy already: then one read, no set)."""
+    token = None if _get() is _IGNORE else _set(_IGNORE)
+    try:
+        return (None if mat2 is None else np.dot(grad, mat2.T)), (None if mat1 is None else np.dot(mat1.T, grad))
+    finally:
+        if token is not None:
+            _reset(token)
+
+
 def reshape(a, shape):
     """``a`` in ``shape``: a view where the layout allows one, with the strides PyTorch gives it. A
     dimension of size 1 may take any stride; numpy and PyTorch choose differently, and the choice
