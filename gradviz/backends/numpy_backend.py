@@ -961,6 +961,33 @@ def bce_with_logits_reduced(x, t, reduction):
     return _arr(total if reduction == 2 else np.true_divide(total, max(loss.size, 1)))
 
 
+def bce_with_logits_grad(grad, x, t, reduction):
+    """The gradient of ``bce_with_logits_reduced`` for ``x`` (its node's backward without weights, the target
+    needing none): ``grad / n`` for 'mean', ``sigmoid(x)`` as ``sigmoid`` computes it, ``- t``, ``grad *``: the
+    numpy operations that ``div``, ``sigmoid``, ``sub`` and ``mul`` would run, in the same order (the same
+    bits), under one silencing, in place where the intermediate arrays allow. ``None`` for any other operands
+    (a gradient that is not 0-d, operands that are not row-major): the caller then takes those functions."""
+    if (x.dtype is not t.dtype or x.dtype not in _FLOAT_32_64 or type(grad) is not ndarray or grad.shape != ()
+            or grad.dtype is not x.dtype or x.shape != t.shape or not x.ndim or reduction not in (1, 2)
+            or not (x.flags.c_contiguous and t.flags.c_contiguous)):
+        return None
+    token = None if _get() is _IGNORE else _set(_IGNORE)
+    try:
+        if reduction == 1:
+            grad = np.true_divide(grad, x.size)  # each element's share of the mean
+        exp_neg_abs = np.abs(x)
+        np.negative(exp_neg_abs, out=exp_neg_abs)
+        np.exp(exp_neg_abs, out=exp_neg_abs)  # e^-|x|: sigmoid's, never overflows
+        local = np.where(x >= 0, 1, exp_neg_abs)
+        np.add(1, exp_neg_abs, out=exp_neg_abs)
+        np.true_divide(local, exp_neg_abs, out=local)  # sigmoid(x)
+        np.subtract(local, t, out=local)
+        return np.multiply(grad, local, out=local)
+    finally:
+        if token is not None:
+            _reset(token)
+
+
 # -- a leaf's first .grad: AccumulateGrad's layout contract ---------------------------------------------------
 def non_overlapping_and_dense(shape, element_strides) -> bool:
     """PyTorch's ``is_non_overlapping_and_dense``: the dims of size > 1, ordered by stride, tile memory."""
