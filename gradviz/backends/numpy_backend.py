@@ -1023,9 +1023,10 @@ def copy_for_grad(value, like, steal: bool = True):
     """A copy of ``value`` laid out as ``grad_layout`` says (``steal=False``, as under ``create_graph``,
     where PyTorch always copies: the leaf's layout, or contiguous for a leaf that is not dense). The leaf's
     layout is its strides exactly, a size-1 dim's too (``new_empty_strided(variable.sizes(), variable.strides())``)."""
-    if value.strides == like.strides:  # the common case: laid out alike already, and the copy keeps it
-        out = np.array(value, copy=True)
-        if out.strides == like.strides:
+    like_strides = like.strides
+    if value.strides == like_strides:  # the common case: laid out alike already, and the copy keeps it
+        out = value.copy(order="K")  # np.array(value, copy=True), without its argument handling
+        if out.strides == like_strides:
             return out
     if like.flags.c_contiguous:  # the usual leaf, row-major (numpy's flags, like PyTorch, ignore size-1 dims)
         out = np.array(value, copy=True, order="C")
