@@ -202,3 +202,21 @@ def test_raw_steps_as_torch(torch, sizes, points):
             np.testing.assert_allclose(gv_grad, grad, rtol=1e-4, atol=1e-6)
     for gv_param, param in zip(runs[0][-1], runs[1][-1]):
         np.testing.assert_allclose(gv_param, param, rtol=1e-4, atol=1e-6)
+
+
+# -- a leaf's first .grad ------------------------------------------------------------------------------------------
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(FLOATS), st.integers(1, 6), st.integers(1, 6), st.sampled_from(["C", "F", "T", "gaps", "row"]),
+       st.data())
+def test_first_grad_copy_is_numpys_plain_copy(dtype, rows, cols, kind, data):
+    """``copy_for_grad`` copies a gradient laid out like its leaf with ``ndarray.copy(order="K")`` where it used
+    ``np.array(value, copy=True)``: the same layout and bits, in any layout (then checked against the leaf's)."""
+    base = values(data, (rows * 2, cols * 2), dtype)
+    value = {"C": lambda: np.ascontiguousarray(base[:rows, :cols]), "F": lambda: np.asfortranarray(base[:rows, :cols]),
+             "T": lambda: laid_out(base[:rows, :cols], "T"), "gaps": lambda: base[::2, ::2],
+             "row": lambda: base[:1, :cols]}[kind]()
+    same_array(value.copy(order="K"), np.array(value, copy=True))
+    for like in (value, np.array(value, copy=True)):
+        got = nb.copy_for_grad(value, like)
+        assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(value).tobytes()
+        assert not np.shares_memory(got, value)
