@@ -8,6 +8,7 @@ faster paths: the same bits, layouts, saved entries and errors as the general pa
 * ``BinaryCrossEntropyWithLogitsBackward0`` without weights computes its gradient in one call
   (``bce_with_logits_grad``): the general path's bits (``div``, ``sigmoid``, ``sub``, ``mul``), its
   entries written into ``_packed`` as ``ctx.save`` wrote them.
+* ``copy_for_grad`` copies a leaf's first ``.grad`` with ``ndarray.copy(order="K")``: ``np.array``'s copy.
 * The whole step against torch: losses and gradients, ``.grad`` strides, version counters, names.
 """
 from __future__ import annotations
