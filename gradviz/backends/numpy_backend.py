@@ -377,6 +377,18 @@ def matmul(a, b):
     return _arr(np.matmul(a, b))
 
 
+def mm_grads(grad, mat2, mat1):
+    """MmBackward0's two products, ``grad @ mat2.T`` and ``mat1.T @ grad`` (None where the saved matrix is None:
+    that input needs no gradient), for 2-D arrays: what ``matmul`` of a ``permute``d matrix computes, under one
+    silencing (a plain backward pass has silenced numpy already: then one read, no set)."""
+    token = None if _get() is _IGNORE else _set(_IGNORE)
+    try:
+        return (None if mat2 is None else np.dot(grad, mat2.T)), (None if mat1 is None else np.dot(mat1.T, grad))
+    finally:
+        if token is not None:
+            _reset(token)
+
+
 def reshape(a, shape):
     """``a`` in ``shape``: a view where the layout allows one, with the strides PyTorch gives it. A
     dimension of size 1 may take any stride; numpy and PyTorch choose differently, and the choice
@@ -949,6 +961,33 @@ def bce_with_logits_reduced(x, t, reduction):
     return _arr(total if reduction == 2 else np.true_divide(total, max(loss.size, 1)))
 
 
+def bce_with_logits_grad(grad, x, t, reduction):
+    """The gradient of ``bce_with_logits_reduced`` for ``x`` (its node's backward without weights, the target
+    needing none): ``grad / n`` for 'mean', ``sigmoid(x)`` as ``sigmoid`` computes it, ``- t``, ``grad *``: the
+    numpy operations that ``div``, ``sigmoid``, ``sub`` and ``mul`` would run, in the same order (the same
+    bits), under one silencing, in place where the intermediate arrays allow. ``None`` for any other operands
+    (a gradient that is not 0-d, operands that are not row-major): the caller then takes those functions."""
+    if (x.dtype is not t.dtype or x.dtype not in _FLOAT_32_64 or type(grad) is not ndarray or grad.shape != ()
+            or grad.dtype is not x.dtype or x.shape != t.shape or not x.ndim or reduction not in (1, 2)
+            or not (x.flags.c_contiguous and t.flags.c_contiguous)):
+        return None
+    token = None if _get() is _IGNORE else _set(_IGNORE)
+    try:
+        if reduction == 1:
+            grad = np.true_divide(grad, x.size)  # each element's share of the mean
+        exp_neg_abs = np.abs(x)
+        np.negative(exp_neg_abs, out=exp_neg_abs)
+        np.exp(exp_neg_abs, out=exp_neg_abs)  # e^-|x|: sigmoid's, never overflows
+        local = np.where(x >= 0, 1, exp_neg_abs)
+        np.add(1, exp_neg_abs, out=exp_neg_abs)
+        np.true_divide(local, exp_neg_abs, out=local)  # sigmoid(x)
+        np.subtract(local, t, out=local)
+        return np.multiply(grad, local, out=local)
+    finally:
+        if token is not None:
+            _reset(token)
+
+
 # -- a leaf's first .grad: AccumulateGrad's layout contract ---------------------------------------------------
 def non_overlapping_and_dense(shape, element_strides) -> bool:
     """PyTorch's ``is_non_overlapping_and_dense``: the dims of size > 1, ordered by stride, tile memory."""
@@ -984,9 +1023,10 @@ def copy_for_grad(value, like, steal: bool = True):
     """A copy of ``value`` laid out as ``grad_layout`` says (``steal=False``, as under ``create_graph``,
     where PyTorch always copies: the leaf's layout, or contiguous for a leaf that is not dense). The leaf's
     layout is its strides exactly, a size-1 dim's too (``new_empty_strided(variable.sizes(), variable.strides())``)."""
-    if value.strides == like.strides:  # the common case: laid out alike already, and the copy keeps it
-        out = np.array(value, copy=True)
-        if out.strides == like.strides:
+    like_strides = like.strides
+    if value.strides == like_strides:  # the common case: laid out alike already, and the copy keeps it
+        out = value.copy(order="K")  # np.array(value, copy=True), without its argument handling
+        if out.strides == like_strides:
             return out
     if like.flags.c_contiguous:  # the usual leaf, row-major (numpy's flags, like PyTorch, ignore size-1 dims)
         out = np.array(value, copy=True, order="C")

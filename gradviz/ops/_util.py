@@ -58,6 +58,8 @@ def sum_to(backend, grad, shape):
     if grad.shape == shape:
         return grad
     lead = grad.ndim - len(shape)
+    if lead == 1 and grad.shape[1:] == shape:  # a bias's gradient (one new leading dim): the sum below, in one call
+        return backend.sum(grad, (0,), keepdims=False)
     stretched = tuple(lead + i for i, size in enumerate(shape) if size == 1 and grad.shape[lead + i] != 1)
     if lead and not stretched:  # only new leading dims, as for a bias: sum them away, no reshape
         return backend.sum(grad, tuple(range(lead)), keepdims=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from gradviz.autograd.function import OpFunction
 from gradviz.autograd.node import expose_saved, saved_input
+from gradviz.backends import numpy_backend
 from gradviz.grad_mode import inference_tensors as _inference_tensors
 from gradviz.ops import shape as shape_ops
 from gradviz.ops._util import meta, promote, sum_to, to_input
@@ -71,10 +72,21 @@ class MmBackward0(OpFunction):
 
     def backward(ctx, grad):
         backend = ctx.backend
+        needs_self, needs_mat2 = ctx.needs_input_grad
+        if backend is numpy_backend:  # the two products below in one backend call (one silencing, no permute calls)
+            grad_self, grad_mat2 = numpy_backend.mm_grads(grad, ctx.saved("mat2") if needs_self else None,
+                                                          ctx.saved("self") if needs_mat2 else None)
+            # each product already has its input's shape; only a mixed-dtype mm's needs casting back (to_input)
+            (_, self_dtype), (_, mat2_dtype) = ctx.metas
+            if grad_self is not None and grad_self.dtype is not self_dtype:
+                grad_self = to_input(backend, grad_self, ctx.metas[0])
+            if grad_mat2 is not None and grad_mat2.dtype is not mat2_dtype:
+                grad_mat2 = to_input(backend, grad_mat2, ctx.metas[1])
+            return grad_self, grad_mat2
         grad_self = grad_mat2 = None
-        if ctx.needs_input_grad[0]:
+        if needs_self:
             grad_self = to_input(backend, backend.matmul(grad, _transpose(backend, ctx.saved("mat2"))), ctx.metas[0])
-        if ctx.needs_input_grad[1]:
+        if needs_mat2:
             grad_mat2 = to_input(backend, backend.matmul(_transpose(backend, ctx.saved("self")), grad), ctx.metas[1])
         return grad_self, grad_mat2
 

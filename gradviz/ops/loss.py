@@ -10,6 +10,8 @@ import numpy as np
 
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
+from gradviz.autograd.node import expose_saved, saved_input
+from gradviz.grad_mode import inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
 from gradviz.ops.arithmetic import AddBackward1, DivBackward1, MulBackward1
 from gradviz.ops._util import broadcast_shapes, meta, promote, shape_of, to_input
@@ -67,7 +69,11 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
                               r"-\bar{y}\,w\,x")}
 
     def forward(ctx, self, target, weight=None, pos_weight=None, reduction=1):
-        ctx.save(pos_weight=pos_weight, reduction=reduction, self=self, target=target, weight=weight)
+        if _inference_tensors or weight is not None or pos_weight is not None or not ctx.needs_input_grad:
+            ctx.save(pos_weight=pos_weight, reduction=reduction, self=self, target=target, weight=weight)
+        else:  # ctx.save(...) above, written out: the same entries in the same order (no weights to check)
+            ctx._packed = {"pos_weight": None, "reduction": reduction, "self": saved_input(self),
+                           "target": saved_input(target), "weight": None}
         backend = self._backend
         x, t = promote(self, target)
         if backend is numpy_backend and weight is None and pos_weight is None:
@@ -87,17 +93,22 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
     def backward(ctx, grad):
         backend = ctx.backend
         x, t, weight, pos_weight, reduction = ctx.saved("self", "target", "weight", "pos_weight", "reduction")
+        needs = ctx.needs_input_grad
+        if backend is numpy_backend and weight is None and pos_weight is None and needs[0] and not needs[1]:
+            grad_self = numpy_backend.bce_with_logits_grad(grad, x, t, reduction)  # the lines below, in one call
+            if grad_self is not None:
+                return grad_self, None
         grad = _unreduce(backend, grad, x.shape, reduction)
         sigmoid = backend.sigmoid(x)
         grad_self = grad_target = None
-        if ctx.needs_input_grad[0]:
+        if needs[0]:
             if pos_weight is None:
                 local = backend.sub(sigmoid, t)
             else:
                 scaled_t = backend.mul(pos_weight, t)
                 local = backend.sub(backend.mul(backend.add(backend.sub(scaled_t, t), 1.0), sigmoid), scaled_t)
             grad_self = backend.mul(grad, local if weight is None else backend.mul(local, weight))
-        if ctx.needs_input_grad[1]:
+        if needs[1]:
             log_sigmoid = backend.neg(backend.softplus_neg(x))
             log_one_minus = backend.sub(log_sigmoid, x)
             scale = log_sigmoid if pos_weight is None else backend.mul(pos_weight, log_sigmoid)
@@ -137,6 +148,10 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
                 grad_target = grad_target.sub_(logsigmoid(self).mul_(pos_weight)).mul_(grad)
             grad_target = _weighted_mean_(grad_target, weight, reduction)
         return grad_input, grad_target
+
+
+for _name in ("pos_weight", "reduction", "weight"):
+    expose_saved(_name)  # BinaryCrossEntropyWithLogitsBackward0 writes these straight into _packed: their _saved_<name>
 
 
 def _weighted_mean_(grad_target, weight, reduction: int):
@@ -578,8 +593,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction: str = "mean", pos_weight=None):
     _check_same_size(input, target, "Target size (torch.Size({target})) must be the same as input size "
                                     "(torch.Size({input}))")
-    return BinaryCrossEntropyWithLogitsBackward0.apply(input, target, weight=weight, pos_weight=pos_weight,
-                                                       reduction=_reduction(reduction))
+    # the parameters passed by position: forward's own order (no keyword dict to build and unpack per call)
+    return BinaryCrossEntropyWithLogitsBackward0.apply(input, target, weight, pos_weight, _reduction(reduction))
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
