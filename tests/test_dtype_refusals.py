@@ -133,3 +133,33 @@ def test_loss_targets_checked_as_torch(program):
     """Class-index targets of the wrong dtype or out of range, BCE targets outside [0, 1]: a learner's
     usual slips, with PyTorch's errors."""
     _assert_same(program)
+
+
+def _products(lib):
+    f64, linear = lib.float64, lib.nn.functional.linear
+    return {
+        "mm": lambda: lib.ones(2, 3, dtype=f64) @ lib.ones(3, 2), "mm shapes first": lambda: lib.ones(2, 3, dtype=f64) @ lib.ones(2, 3),
+        "vector @ matrix": lambda: lib.ones(3, dtype=f64) @ lib.ones(3, 2), "mv": lambda: lib.ones(2, 3, dtype=f64) @ lib.ones(3),
+        "torch.mv": lambda: lib.mv(lib.ones(2, 3), lib.ones(3, dtype=f64)), "mv shapes first": lambda: lib.ones(2, 3, dtype=f64) @ lib.ones(2),
+        "dot dtypes first": lambda: lib.ones(3, dtype=f64) @ lib.ones(2),
+        "bmm": lambda: lib.bmm(lib.ones(1, 2, 3, dtype=f64), lib.ones(1, 3, 2)),
+        "bmm shapes first": lambda: lib.bmm(lib.ones(1, 2, 3, dtype=f64), lib.ones(1, 2, 2)),
+        "3-D @ matrix": lambda: lib.ones(2, 2, 3, dtype=f64) @ lib.ones(3, 2), "3-D @ vector": lambda: lib.ones(2, 2, 3, dtype=f64) @ lib.ones(3),
+        "matrix @ 3-D": lambda: lib.ones(2, 3, dtype=f64) @ lib.ones(2, 3, 2), "vector @ 3-D": lambda: lib.ones(3, dtype=f64) @ lib.ones(2, 3, 2),
+        "3-D @ 3-D": lambda: lib.ones(2, 2, 3, dtype=f64) @ lib.ones(2, 3, 2), "4-D @ matrix": lambda: lib.ones(2, 2, 2, 3, dtype=f64) @ lib.ones(3, 2),
+        "transposed 3-D @ matrix": lambda: lib.ones(2, 3, 2, dtype=f64).mT @ lib.ones(3, 2),
+        "addmm": lambda: lib.addmm(lib.ones(2, dtype=f64), lib.ones(2, 3, dtype=f64), lib.ones(3, 2)),
+        "addmm mats": lambda: lib.addmm(lib.ones(2), lib.ones(2, 3, dtype=f64), lib.ones(3, 2)),
+        "addmm bias": lambda: lib.addmm(lib.ones(2, dtype=f64), lib.ones(2, 3), lib.ones(3, 2)),
+        "linear": lambda: linear(lib.ones(2, 3, dtype=f64), lib.ones(2, 3)),
+        "linear with bias": lambda: linear(lib.ones(2, 3, dtype=f64), lib.ones(2, 3), lib.ones(2)),
+        "linear 3-D with bias": lambda: linear(lib.ones(2, 2, 3, dtype=f64), lib.ones(2, 3), lib.ones(2)),
+        "nn.Linear on float64 data": lambda: lib.nn.Linear(3, 2)(lib.ones(4, 3, dtype=f64)),
+        "integers @ floats": lambda: lib.ones(2, 2, dtype=lib.int64) @ lib.ones(2, 2),
+    }
+
+
+@pytest.mark.parametrize("case", list(_products(gradviz)))
+def test_products_of_two_dtypes_raise_as_torch(case):
+    """float64 data through float32 weights, a learner's everyday slip: each product kernel's own error."""
+    _assert_same(lambda lib: _products(lib)[case]())

@@ -9,6 +9,7 @@ batch and multiplied with ``bmm``. ``addmm`` is what ``F.linear`` records for a 
 """
 from __future__ import annotations
 
+from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.autograd.node import expose_saved, saved_input
 from gradviz.backends import numpy_backend
@@ -41,6 +42,27 @@ def _mat2_grad_graph(grad, mat1, sizes, strides):
     return mat1.t().mm(grad)
 
 
+def mixed_dtypes(kind: str, first, second, bias=None) -> RuntimeError:
+    """PyTorch's error for a product of tensors of two dtypes (it promotes nothing here): each kernel words it
+    its own way. ``kind``: "mm" (a matrix product, also what matmul folds to), "mv", "dot", "bmm" (batched
+    products, and what matmul broadcasts), "addmm" (``bias`` is its added tensor: checked against mat2 first)."""
+    scalar, cpp = _dtype.SCALAR_TYPE_NAMES, _dtype.CPP_NAMES
+    a, b = first.dtype.name, second.dtype.name
+    if kind == "mm":
+        return RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {cpp[a]} != {cpp[b]}")
+    if kind == "mv":
+        return RuntimeError(f"addmv input tensors must have the same dtype, but got {scalar[b]}, {scalar[a]}, and "
+                            f"{scalar[b]}")
+    if kind == "dot":
+        return RuntimeError(f"dot : expected both vectors to have same dtype, but found {scalar[a]} and {scalar[b]}")
+    if kind == "addmm":
+        if bias is not None and bias.dtype is not second.dtype:
+            return RuntimeError(f"self and mat2 must have the same dtype, but got {scalar[bias.dtype.name]} and "
+                                f"{scalar[b]}")
+        return RuntimeError(f"mat1 and mat2 must have the same dtype, but got {scalar[a]} and {scalar[b]}")
+    return RuntimeError(f"expected scalar type {scalar[a]} but found {scalar[b]}")
+
+
 class MmBackward0(OpFunction):
     inputs = ("self", "mat2")
     derivatives = {"self": ("grad.mm(mat2.t())", r"\bar{Y} B^{\top}"),
@@ -67,7 +89,7 @@ class MmBackward0(OpFunction):
                                "self_sym_strides": self._backend.strides(a) if needs_self else ()}
             ctx.metas = ((a.shape, a.dtype), (b.shape, b.dtype))  # meta() of each, both being tensors
         if a.dtype != b.dtype:
-            a, b = promote(self, mat2)
+            raise mixed_dtypes("mm", self, mat2)
         return self._backend.matmul(a, b)
 
     def backward(ctx, grad):
@@ -76,7 +98,8 @@ class MmBackward0(OpFunction):
         if backend is numpy_backend:  # the two products below in one backend call (one silencing, no permute calls)
             grad_self, grad_mat2 = numpy_backend.mm_grads(grad, ctx.saved("mat2") if needs_self else None,
                                                           ctx.saved("self") if needs_mat2 else None)
-            # each product already has its input's shape; only a mixed-dtype mm's needs casting back (to_input)
+            # each product already has its input's shape; one of another dtype (a gradient the engine was given
+            # in another dtype) is cast back (to_input)
             (_, self_dtype), (_, mat2_dtype) = ctx.metas
             if grad_self is not None and grad_self.dtype is not self_dtype:
                 grad_self = to_input(backend, grad_self, ctx.metas[0])
@@ -117,6 +140,8 @@ class AddmmBackward0(OpFunction):
         if a.shape[1] != b.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} "
                                f"and {mat2.shape[0]}x{mat2.shape[1]})")
+        if a.dtype != b.dtype or (isinstance(self, Tensor) and self._data.dtype != b.dtype):
+            raise mixed_dtypes("addmm", mat1, mat2, self)
         needs = ctx.needs_input_grad
         if needs:  # recording (the no-op ctx's tuple is empty); a node's is (self's, mat1's, mat2's)
             needs_mat1, needs_mat2 = needs[1], needs[2]
@@ -173,6 +198,8 @@ class BmmBackward0(OpFunction):
                    "mat2": ("self.transpose(1, 2).conj().bmm(grad)", r"A^{\top} \bar{Y}")}
 
     def forward(ctx, self, mat2):
+        if self._data.dtype != mat2._data.dtype:
+            raise mixed_dtypes("bmm", self, mat2)
         ctx.save(mat2=mat2 if ctx.needs_input_grad[:1] == (True,) else None,
                  self=self if ctx.needs_input_grad[1:] == (True,) else None)
         a, b = promote(self, mat2)
@@ -199,6 +226,8 @@ class MvBackward0(OpFunction):
         if self.shape[1] != vec.shape[0]:
             raise RuntimeError(f"size mismatch, got input ({self.shape[0]}), mat ({self.shape[0]}x{self.shape[1]}), "
                                f"vec ({vec.shape[0]})")
+        if self._data.dtype != vec._data.dtype:
+            raise mixed_dtypes("mv", self, vec)
         ctx.save(self=self if ctx.needs_input_grad[1:] == (True,) else None,
                  vec=vec if ctx.needs_input_grad[:1] == (True,) else None)
         ctx.metas = (meta(self), meta(vec))
@@ -228,6 +257,8 @@ class DotBackward0(OpFunction):
     derivatives = {"self": ("grad * tensor.conj()", r"\bar{y}\, b"), "tensor": ("grad * self.conj()", r"\bar{y}\, a")}
 
     def forward(ctx, self, tensor):
+        if self._data.dtype != tensor._data.dtype:  # checked before the sizes, as PyTorch's dot does
+            raise mixed_dtypes("dot", self, tensor)
         if self.shape[0] != tensor.shape[0]:
             raise RuntimeError(
                 f"inconsistent tensor size, expected tensor [{self.shape[0]}] and src [{tensor.shape[0]}] to have "
@@ -315,6 +346,8 @@ def matmul(input, other, *, out=None):
         return mv(input, other)
     if a_dim == 1 and b_dim == 2:
         return shape_ops.squeeze_dims(mm(shape_ops.unsqueeze(input, 0), other), 0)
+    if input.dtype is not other.dtype and (b_dim >= 3 or not input._backend.can_view(input._data, (-1, input.shape[-1]))):
+        raise mixed_dtypes("bmm", input, other)  # PyTorch folds only what it can view: the rest is a batched product
     if a_dim >= 3 and b_dim <= 2:
         rows = _fold(input, (-1, input.shape[-1]))
         out = mm(rows, other) if b_dim == 2 else mv(rows, other)
