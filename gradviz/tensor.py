@@ -489,6 +489,10 @@ class Tensor:
                         except ValueError:
                             _check_in_place_shapes(data.shape, other)
                             raise
+                        except TypeError:  # numpy refuses bool - bool: PyTorch's words for it
+                            if op_name == "isub":
+                                ops.arithmetic.check_sub(self, other)
+                            raise
                         finally:
                             _quiet_reset(token)
                         self._vc[0] += 1
@@ -497,6 +501,8 @@ class Tensor:
                     getattr(backend, op_name)(data, value)
                     self._vc[0] += 1
                     return self
+        if op_name == "isub":
+            ops.arithmetic.check_sub(self, other)  # no bools, as PyTorch's sub_check
         inplace = ops.inplace
         other_is_tensor = isinstance(other, Tensor)
         if not other_is_tensor and not isinstance(other, numbers.Number):

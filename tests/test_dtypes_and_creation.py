@@ -69,9 +69,16 @@ def test_python_numbers_promote_as_torch(name, scalar):
         assert actual == expected, (name, scalar, shape)
 
 
+def _no_grad_isub(lib, tensor, other):
+    with lib.no_grad():  # an optimizer's update: gradviz's fast path
+        tensor -= other
+    return tensor
+
+
 @pytest.mark.parametrize("name", DTYPES)
 def test_subtraction_with_a_bool_operand_raises_as_torch(name):
-    """``-`` with a bool tensor or Python bool on either side (operator, function, method, rsub)."""
+    """``-`` with a bool tensor or Python bool on either side (operator, function, method, rsub, in place with
+    grad on and off)."""
     programs = (
         lambda lib: _make(lib, name, (2,)) - _make(lib, "bool", (2,)),
         lambda lib: _make(lib, "bool", ()) - _make(lib, name, (2,)),
@@ -82,6 +89,10 @@ def test_subtraction_with_a_bool_operand_raises_as_torch(name):
         lambda lib: lib.rsub(_make(lib, name, (2,)), _make(lib, "bool", (2,))),
         lambda lib: lib.rsub(_make(lib, name, (2,)), 3, alpha=2),
         lambda lib: _make(lib, name, (2,)).sub(True),
+        lambda lib: _make(lib, name, (2,)).sub_(_make(lib, "bool", (2,))),
+        lambda lib: _make(lib, name, (2,)).__isub__(True),
+        lambda lib: _no_grad_isub(lib, _make(lib, name, (2,)), _make(lib, "bool", (2,))),
+        lambda lib: _no_grad_isub(lib, _make(lib, "bool", (2,)), _make(lib, name, (2,))),
     )
     for index, program in enumerate(programs):
         expected, actual = _both(program)
