@@ -80,33 +80,64 @@ _SCALAR_NODE_DTYPE = {id(metas): metas[1] for metas in (*_METAS_32, *_METAS_64)}
 _add, _subtract, _multiply, _divide = operator.add, operator.sub, operator.mul, operator.truediv
 
 
+# For two 0-d tensors of one dtype (and a float64 tensor with a Python number) + - * / go one step
+# further, through Python floats: a float64's operation is the same IEEE double operation, and a
+# float32's, computed in double and rounded once to float32, is the correctly rounded float32 result
+# (an exact product fits in double's 53 bits; for + and / rounding twice is innocuous when the wider
+# format has at least 2p + 2 bits, 53 >= 2 * 24 + 2, subnormal results included). Only a finite result
+# within the dtype's range takes that step: an overflow (numpy warns in the float32 cast), an infinity,
+# a NaN (whose bits the hardware's float32 operation decides) or a division by zero (Python raises) go
+# to numpy's scalar arithmetic as before. Nothing on the float step can warn, so it needs no silencing.
+# A Python number meets a float32 tensor as numpy rounds it (to float32 first): that case stays numpy's.
+_F32_MAX, _F64_MAX = float(np.finfo(np.float32).max), float(np.finfo(np.float64).max)
+_array = np.array
+
+
 def _scalar_result(ctx, self, other, operation):
-    """``operation(x, y)`` as a 0-d array, computed on numpy scalars (a Python number stays a float),
+    """``operation(x, y)`` as a 0-d array, computed on Python floats or numpy scalars (see above),
     when ``self`` is a 0-d float32 or float64 numpy tensor and ``other`` a 0-d tensor of the same dtype
     or a Python number; else None. Notes the operands' metas as ``_binary_operands`` does."""
     if type(self) is Tensor:
         x = self._data
         if type(x) is _ndarray and not x.ndim:
             dtype = x.dtype  # told apart by identity (a dict lookup hashes the dtype, which costs more)
-            metas = _METAS_32 if dtype is _F32 else _METAS_64 if dtype is _F64 else None
-            if metas is not None:
-                if type(other) is Tensor:
-                    y = other._data
-                    pair = metas[0]  # (its dtype, x's, is read from it: an array attribute read costs more)
-                    if type(y) is _ndarray and not y.ndim and y.dtype is pair[1]:
-                        if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call that keeps nothing)
-                            ctx.metas = pair
-                        token = _set(_IGNORE)
-                        out = operation(x[()], y[()])
-                        _reset(token)
-                        return out.__array__()  # np.asarray(out), for a numpy scalar: one call less
-                elif type(other) is float or type(other) is int:
-                    if ctx is not _NO_RECORD:
-                        ctx.metas = metas[1]
-                    token = _set(_IGNORE)
-                    out = operation(x[()], float(other))
-                    _reset(token)
-                    return out.__array__()
+            if dtype is _F32:
+                metas, limit = _METAS_32, _F32_MAX
+            elif dtype is _F64:
+                metas, limit = _METAS_64, _F64_MAX
+            else:
+                return None
+            if type(other) is Tensor:
+                y = other._data
+                if type(y) is _ndarray and not y.ndim and y.dtype is dtype:
+                    if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call that keeps nothing)
+                        ctx.metas = metas[0]
+                    try:
+                        value = operation(float(x), float(y))
+                    except ZeroDivisionError:  # x / 0: numpy's inf or nan, below
+                        value = limit * 2.0
+                    if -limit <= value <= limit:
+                        return _array(value, dtype)
+                    y = y[()]
+                else:
+                    return None
+            elif type(other) is float or type(other) is int:
+                if ctx is not _NO_RECORD:
+                    ctx.metas = metas[1]
+                y = float(other)
+                if dtype is _F64:
+                    try:
+                        value = operation(float(x), y)
+                    except ZeroDivisionError:
+                        value = limit * 2.0
+                    if -limit <= value <= limit:
+                        return _array(value, dtype)
+            else:
+                return None
+            token = _set(_IGNORE)
+            out = operation(x[()], y)
+            _reset(token)
+            return out.__array__()  # np.asarray(out), for a numpy scalar: one call less
     return None
 
 
@@ -462,7 +493,15 @@ class PowBackward0(OpFunction):
         x = self._data
         if ((exponent == 2 or exponent == 3) and (type(exponent) is int or type(exponent) is float)
                 and type(x) is _ndarray and not x.ndim and ((dtype := x.dtype) is _F32 or dtype is _F64)):
-            # PyTorch's kernel squares and cubes by multiplying (as the backend's pow does for arrays)
+            # PyTorch's kernel squares and cubes by multiplying (as the backend's pow does for arrays): on
+            # Python floats as in _scalar_result where that is exact (a square; a float64's cube, the same
+            # two double products), else on numpy scalars
+            if exponent == 2 or dtype is _F64:
+                value = float(x)
+                value = value * value if exponent == 2 else value * value * value
+                limit = _F32_MAX if dtype is _F32 else _F64_MAX
+                if -limit <= value <= limit:
+                    return _array(value, dtype)
             value = x[()]
             token = _set(_IGNORE)
             out = value * value if exponent == 2 else value * value * value
