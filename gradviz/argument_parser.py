@@ -38,9 +38,12 @@ def parsed(function, tensor_class, *, takes_input: bool):
         try:
             return function(*args, **kwargs)
         except AttributeError:  # a number or list where a tensor belongs reached the function's body
-            if takes_input and args and not isinstance(args[0], tensor_class):
-                raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                                f"{_type_name(args[0])}") from None
+            if takes_input and (args or "input" in kwargs):
+                value = args[0] if args else kwargs["input"]
+                if not isinstance(value, tensor_class):
+                    where = " (position 1)" if args else ""
+                    raise TypeError(f"{name}(): argument 'input'{where} must be Tensor, not "
+                                    f"{_type_name(value)}") from None
             raise
 
     call.parsed = True

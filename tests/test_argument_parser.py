@@ -75,6 +75,7 @@ NOT_TENSORS = {
     "zeros_like(2.0)": lambda lib: lib.zeros_like(2.0), "ones_like([1])": lambda lib: lib.ones_like([1]),
     "cat([1, 2])": lambda lib: lib.cat([1, 2]), "stack((x, 2))": lambda lib: lib.stack((lib.ones(1), 2)),
     "cumsum([1.0], 0)": lambda lib: lib.cumsum([1.0], 0), "square(3)": lambda lib: lib.square(3),
+    "exp(input=2.0)": lambda lib: lib.exp(input=2.0), "sum(input=[1])": lambda lib: lib.sum(input=[1]),
     "log(x) still works": lambda lib: lib.log(lib.tensor([1.0, 2.0])),
     "add(2, x) still works": lambda lib: lib.add(2, lib.ones(2)), "mul(2, x) still works": lambda lib: lib.mul(2, lib.ones(2)),
 }
