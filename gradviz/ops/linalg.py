@@ -15,7 +15,7 @@ from gradviz.autograd.node import expose_saved, saved_input
 from gradviz.backends import numpy_backend
 from gradviz.grad_mode import inference_tensors as _inference_tensors
 from gradviz.ops import shape as shape_ops
-from gradviz.ops._util import meta, promote, sum_to, to_input
+from gradviz.ops._util import meta, sum_to, to_input
 from gradviz.tensor import Tensor
 
 
@@ -159,8 +159,7 @@ class AddmmBackward0(OpFunction):
                                "mat2_sym_strides": mat2._backend.strides(b) if needs_mat2 else ()}
             ctx.metas = (meta(self), (a.shape, a.dtype), (b.shape, b.dtype))  # meta() of each
         backend = mat1._backend
-        a, b = promote(mat1, mat2)
-        product = backend.matmul(a, b)
+        product = backend.matmul(a, b)  # one dtype: mixed ones raised above
         bias = self._data
         return backend.add(product if alpha == 1 else backend.mul(product, alpha),
                            bias if beta == 1 else backend.mul(bias, beta))
@@ -202,8 +201,7 @@ class BmmBackward0(OpFunction):
             raise mixed_dtypes("bmm", self, mat2)
         ctx.save(mat2=mat2 if ctx.needs_input_grad[:1] == (True,) else None,
                  self=self if ctx.needs_input_grad[1:] == (True,) else None)
-        a, b = promote(self, mat2)
-        return self._backend.matmul(a, b)
+        return self._backend.matmul(self._data, mat2._data)  # one dtype: mixed ones raised above
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -231,8 +229,7 @@ class MvBackward0(OpFunction):
         ctx.save(self=self if ctx.needs_input_grad[1:] == (True,) else None,
                  vec=vec if ctx.needs_input_grad[:1] == (True,) else None)
         ctx.metas = (meta(self), meta(vec))
-        a, b = promote(self, vec)
-        return self._backend.matmul(a, b)
+        return self._backend.matmul(self._data, vec._data)  # one dtype: mixed ones raised above
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -265,8 +262,7 @@ class DotBackward0(OpFunction):
                 f"the same number of elements, but got {self.shape[0]} and {tensor.shape[0]} elements respectively")
         ctx.save(self=self if ctx.needs_input_grad[1:] == (True,) else None,
                  tensor=tensor if ctx.needs_input_grad[:1] == (True,) else None)
-        a, b = promote(self, tensor)
-        return self._backend.matmul(a, b)
+        return self._backend.matmul(self._data, tensor._data)  # one dtype: mixed ones raised above
 
     def backward(ctx, grad):
         backend = ctx.backend
