@@ -18,6 +18,7 @@ from hypothesis import given, settings, strategies as st
 import gradviz
 from gradviz.autograd import engine
 from gradviz.backends import numpy_backend as nb
+from bits import same_bits  # noqa: E402  (tests/bits.py)
 
 DTYPES = {"float32": np.float32, "float64": np.float64}
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 3e38, -3e38, 1e-45, 20.0, -20.0]
@@ -38,16 +39,6 @@ OPS = {
 def values(width):
     return st.one_of(st.sampled_from(SPECIAL if width == 32 else SPECIAL_64),
                      st.floats(width=width, allow_nan=True, allow_infinity=True))
-
-
-def same_bits(a, b) -> bool:
-    """Equal as bits; any NaN matches any NaN (the payload of a NaN is not part of the contract)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if np.isnan(a).all() and np.isnan(b).all():
-        return True
-    return a.tobytes() == b.tobytes()
 
 
 def loud(function, *args):

@@ -16,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 import gradviz
 from gradviz.backends import numpy_backend
+from bits import same_bits  # noqa: E402  (tests/bits.py)
 
 DTYPES = {"float32": np.float32, "float64": np.float64}
 OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv}
@@ -33,16 +34,6 @@ def values(width):
 def numbers():
     """What a learner puts beside a tensor: a Python float (any, even past float32's range) or int."""
     return st.one_of(st.sampled_from(SPECIAL_64), st.floats(), st.integers(-2**53, 2**53))
-
-
-def same_bits(a, b) -> bool:
-    """Equal as bits; any NaN matches any NaN (the payload of a NaN is not part of the contract)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if np.isnan(a).all() and np.isnan(b).all():
-        return True
-    return a.tobytes() == b.tobytes()
 
 
 def quiet(function, *args, **kwargs):
