@@ -53,6 +53,7 @@ node being run (1 is the forward pass), which the graph snapshot shows.
 from __future__ import annotations
 
 import heapq
+import threading
 import warnings
 
 import numpy as np
@@ -61,6 +62,7 @@ from gradviz.autograd import checks
 from gradviz.autograd import anomaly_mode as _anomaly_mode  # anomaly mode: read in execute and call_function
 from gradviz.autograd.anomaly_mode import STATE as _ANOMALY
 from gradviz.autograd.function import gradient_edge
+from gradviz.autograd.graph import GradientEdge
 from gradviz.autograd import node as _node  # node.hook_tables_made, read per pass
 from gradviz.autograd.node import GraphRoot, has_user_hooks
 from gradviz.autograd.step import Step, new_step
@@ -686,7 +688,7 @@ class GraphTask:
         run_hooks = self.run_hooks
         hooked = run_hooks and node._hooked  # the tables are read only on a node that ever had one
         if hooked and (node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks):
-            grad_outputs = call_tensor_pre_hooks(node, grad_outputs, retain_grad=not self.dry_run)
+            grad_outputs = call_tensor_pre_hooks(node, grad_outputs, retain_grad=not self.dry_run, task=self)
             if node._pre_hooks:
                 grad_outputs = call_pre_hooks(node, grad_outputs)
         if node._is_accumulate:
@@ -747,11 +749,23 @@ class GraphTask:
         info = self.exec_info.get(node)
         needed = info is not None and info.needed
         if not needed and self.run_hooks:
-            grad_outputs = call_tensor_pre_hooks(node, grad_outputs, retain_grad=not self.dry_run)
+            grad_outputs = call_tensor_pre_hooks(node, grad_outputs, retain_grad=not self.dry_run, task=self)
         if info is not None:
             for slot, index in info.captures:
                 self.captured_vars[index] = grad_outputs[slot]
         return needed
+
+    def will_execute(self, node) -> bool:
+        """``torch._C._will_engine_execute_node``: whether this pass runs ``node`` (or, for ``grad()``,
+        captures a gradient at it). ``register_multi_grad_hook`` asks, to know how many of its tensors
+        will see a gradient."""
+        if self.exec_info is not None:
+            info = self.exec_info.get(node)
+            if node._is_accumulate and info is not None and info.captures:  # a leaf grad() was asked about
+                raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                                   "autograd.grad(). This is currently not supported.")
+            return _should_execute(self.exec_info, node)
+        return node is self.graph_root or node in self.dependencies
 
     def accumulate_grad(self, node, grad) -> tuple:
         """Add ``grad`` into the leaf's ``.grad`` (``AccumulateGrad::apply``); a dry run only works out
@@ -859,18 +873,36 @@ def _call_formula(node, grad_outputs: list, create_graph: bool) -> tuple:
     return grad_inputs if type(grad_inputs) is tuple else (grad_inputs,)
 
 
-def call_tensor_pre_hooks(node, grads: list, retain_grad: bool = True) -> list:
+class _Running(threading.local):
+    task = None  # the GraphTask whose tensor hooks this thread is running
+
+
+_running = _Running()
+
+
+def current_graph_task():
+    """The backward pass (GraphTask) whose tensor hooks are running in this thread, else None: what
+    ``torch._C._current_graph_task_id`` identifies, for ``autograd.graph.register_multi_grad_hook``."""
+    return _running.task
+
+
+def call_tensor_pre_hooks(node, grads: list, retain_grad: bool = True, task=None) -> list:
     """Hooks registered on the tensors this node produced, then ``retain_grad`` (PyTorch always runs
-    it after them, so ``.grad`` holds what the hooks returned)."""
+    it after them, so ``.grad`` holds what the hooks returned). While they run, ``task`` is this
+    thread's ``current_graph_task()``."""
     if not node._hooked:  # never had a hook table: nothing to run
         return grads
     if node._tensor_pre_hooks:
-        for output_nr, hooks in node._tensor_pre_hooks.items():
-            for hook in tuple(hooks.values()):
-                result = hook(_wrap(grads[output_nr]))
-                if result is not None:
-                    checks.hook_result(hook, _array(grads[output_nr]), result)
-                    grads[output_nr] = result if isinstance(grads[output_nr], Tensor) else result._data
+        previous, _running.task = _running.task, task
+        try:
+            for output_nr, hooks in node._tensor_pre_hooks.items():
+                for hook in tuple(hooks.values()):
+                    result = hook(_wrap(grads[output_nr]))
+                    if result is not None:
+                        checks.hook_result(hook, _array(grads[output_nr]), result)
+                        grads[output_nr] = result if isinstance(grads[output_nr], Tensor) else result._data
+        finally:
+            _running.task = previous
     if retain_grad and node._retain_grad_hooks:
         for output_nr, hook in node._retain_grad_hooks.items():
             if grads[output_nr] is not None:
@@ -929,6 +961,12 @@ def make_grads(outputs: list, grad_outputs: list, create_graph: bool = False) ->
     or Tensors under ``create_graph`` (a given gradient keeps its own graph)."""
     grads = []
     for i, (tensor, gradient) in enumerate(zip(outputs, grad_outputs)):
+        if type(tensor) is GradientEdge:  # (autograd.graph.get_gradient_edge): the gradient must be given
+            if gradient is None:
+                raise RuntimeError("grad_outputs must be given for a GradientEdge output: gradviz's nodes do not "
+                                   "keep the shape of the gradient they expect")
+            grads.append(gradient if create_graph else gradient._data)
+            continue
         if not tensor._requires_grad:
             raise RuntimeError(NO_GRAD_MESSAGE.format(i))
         if gradient is None:
@@ -955,7 +993,7 @@ def make_grads(outputs: list, grad_outputs: list, create_graph: bool = False) ->
 def _as_list(value) -> list:
     if value is None:
         return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+    return list(value) if isinstance(value, (list, tuple)) and type(value) is not GradientEdge else [value]
 
 
 def _graph_task(tensors, grad_tensors, **options) -> GraphTask:
@@ -963,7 +1001,14 @@ def _graph_task(tensors, grad_tensors, **options) -> GraphTask:
     # gradient_list(None, n), without its call (it imports Tensor on every call): the usual backward()
     grad_list = [None] * len(tensors) if grad_tensors is None else checks.gradient_list(grad_tensors, len(tensors))
     grads = make_grads(tensors, grad_list, options.get("create_graph", False))
-    return GraphTask([gradient_edge(tensor) for tensor in tensors], grads, **options)
+    return GraphTask([_edge(tensor) for tensor in tensors], grads, **options)
+
+
+def _edge(tensor_or_edge) -> tuple:
+    """``gradient_edge`` of a tensor; a ``GradientEdge`` (``autograd.graph.get_gradient_edge``) is one already."""
+    if type(tensor_or_edge) is GradientEdge:
+        return (tensor_or_edge.node, tensor_or_edge.output_nr)
+    return gradient_edge(tensor_or_edge)
 
 
 # -- other frameworks' tensors -----------------------------------------------------------------------
@@ -1029,8 +1074,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     task = _graph_task(tensors, grad_tensors, keep_graph=keep_graph, create_graph=bool(create_graph))
     if inputs is not None:
         for tensor in inputs:
-            tensor.retain_grad()  # as in PyTorch: a no-op on a leaf, and an error without requires_grad
-        task.init_to_execute([gradient_edge(tensor) for tensor in inputs], accumulate_grad=True)
+            if type(tensor) is not GradientEdge:
+                tensor.retain_grad()  # as in PyTorch: a no-op on a leaf, and an error without requires_grad
+        task.init_to_execute([_edge(tensor) for tensor in inputs], accumulate_grad=True)
     task.execute()
 
 
@@ -1055,18 +1101,20 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     if not inputs:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for tensor in inputs:
-        if not tensor._requires_grad:
+        if type(tensor) is not GradientEdge and not tensor._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     keep_graph = bool(create_graph if retain_graph is None else retain_graph)
     task = _graph_task(outputs, grad_outputs, keep_graph=keep_graph, create_graph=bool(create_graph))
-    task.init_to_execute([gradient_edge(tensor) for tensor in inputs], accumulate_grad=False)
+    task.init_to_execute([_edge(tensor) for tensor in inputs], accumulate_grad=False)
     task.execute()
     results = []
     for index, (tensor, captured) in enumerate(zip(inputs, task.captured_vars)):
         if isinstance(captured, Tensor):
             results.append(captured)
         elif captured is not None:
-            results.append(Tensor._make(captured, backend=tensor._backend))
+            results.append(Tensor._make(captured, backend=None if type(tensor) is GradientEdge else tensor._backend))
+        elif materialize_grads and type(tensor) is GradientEdge:
+            raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
         elif materialize_grads:  # as torch: zeros laid out like the input, which require grad under create_graph
             results.append(zeros_like(tensor, requires_grad=bool(create_graph)))
         elif allow_unused:
