@@ -94,6 +94,7 @@ _LAZY = {
     "compare": ("gradviz.widget.compare_view", "compare"),
     "func": ("gradviz.func", None),  # torch.func's transforms
     "vmap": ("gradviz.func", "vmap"),  # torch.vmap
+    "utils": ("gradviz.utils", None),  # torch.utils.data: datasets, samplers, DataLoader
 }
 
 # The one place gradviz decides "gradviz tensor or torch tensor?": the engine and the snapshot

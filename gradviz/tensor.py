@@ -1102,8 +1102,15 @@ def rand(*size_args, size=None, generator=None, dtype=None, device=None, require
 
 
 def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False, layout=None,
-            pin_memory: bool = False) -> Tensor:
-    """Integers drawn uniformly from [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
+            pin_memory: bool = False, low=None, high=None) -> Tensor:
+    """Integers drawn uniformly from [low, high): ``randint(high, size)`` or ``randint(low, high, size)``
+    (``low=``, ``high=`` by keyword too)."""
+    if high is not None:  # the bounds by keyword: randint(high=10, size=(3,)), randint(2, high=9, size=...)
+        if low is None:
+            low, args = (args[0], args[1:]) if args else (0, args)
+        args = (low, high) + args
+    elif low is not None:
+        args = (low,) + args
     if size is None:
         if len(args) not in (2, 3):
             raise TypeError("randint() takes (high, size) or (low, high, size), e.g. randint(0, 10, (3,))")

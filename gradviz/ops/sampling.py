@@ -437,3 +437,88 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
     normals = gradviz_random._normal_pairs(_default(generator), self.numel(), float(mean), float(std))
     return self._fill_random(np.exp(normals), "log_normal")
+
+
+# -- random_: whole numbers, as torch's random_ kernels draw them -------------------------------------------------------
+class RandomBackward0(_RandomFill):
+    """``x.random_(from, to)`` on a tensor in the graph."""
+
+
+class RandomBackward1(_RandomFill):
+    """``x.random_(to)`` on a tensor in the graph."""
+
+
+class RandomBackward2(_RandomFill):
+    """``x.random_()`` on a tensor in the graph."""
+
+
+RECORDED_FILLS.update(random_from_to=RandomBackward0, random_to=RandomBackward1, random=RandomBackward2)
+
+# random_() with no range: a word modulo this (the type's largest integer + 1; for a float type the largest
+# integer it holds exactly, + 1, so that 2**digits itself can come out), from 64 bits for int64 and float64
+_FULL_RANGE = {"bool": 2, "uint8": 2**8, "int8": 2**7, "int16": 2**15, "int32": 2**31, "int64": 2**63,
+               "float16": 2**11 + 1, "float32": 2**24 + 1, "float64": 2**53 + 1}
+_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+              "int64": "long int", "float16": "c10::Half", "float32": "float", "float64": "double"}
+
+
+def random_(self, *args, generator=None, **bounds):
+    """Fill with whole numbers: ``random_()`` over the dtype's range (for floats, [0, 2**mantissa]),
+    ``random_(to)`` over [0, to), ``random_(from, to)`` over [from, to)."""
+    import numpy as np
+
+    if len(args) > 2 or set(bounds) - {"from", "to"} or (bounds and "to" not in bounds and len(args) < 2):
+        given = ", ".join(f"{key}={type(value).__name__}" for key, value in bounds.items())
+        raise TypeError(f"random_() received an invalid combination of arguments - got ({given}, ), but expected one "
+                        "of: (*, torch.Generator generator = None), (int to, *, torch.Generator generator = None), "
+                        "(int from, int to, *, torch.Generator generator = None)")
+    if len(args) == 1:
+        bounds["to"] = args[0]
+    elif len(args) == 2:
+        bounds["from"], bounds["to"] = args
+    name = self.dtype.name
+    generator = _default(generator)
+    if bounds.get("to") is None:
+        self._check_in_place()
+        words = generator.words64(self.numel()) if name in ("int64", "float64") else generator.words(self.numel())
+        values = words & np.uint64(1) if name == "bool" else words % np.uint64(_FULL_RANGE[name])
+        return self._fill_random(values.astype(np.int64), "random")
+    low, high = int(bounds.get("from", 0)), int(bounds["to"])
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    _check_random_bounds(self.dtype, low, high)
+    self._check_in_place()
+    from gradviz import random as gradviz_random
+
+    values = gradviz_random.integers(generator, self.numel(), low, high)
+    return self._fill_random(values, "random_from_to" if "from" in bounds else "random_to")
+
+
+def _check_random_bounds(dtype, low: int, high: int) -> None:
+    """PyTorch's checks of [from, to) against the dtype: an error outside its range, and for a float
+    type a warning outside the integers it holds exactly."""
+    import warnings
+
+    import numpy as np
+
+    name = dtype.name
+    if dtype.is_floating_point:
+        limit = float(np.finfo(dtype.numpy).max)
+        smallest, largest = -limit, limit
+    elif name == "bool":
+        smallest, largest = 0, 1
+    else:
+        smallest, largest = int(np.iinfo(dtype.numpy).min), int(np.iinfo(dtype.numpy).max)
+    for what, value in (("from", low), ("to - 1", high - 1)):
+        if not smallest <= value <= largest:
+            raise RuntimeError(f"{what} is out of bounds for {_CPP_NAMES[name]}")
+    if dtype.is_floating_point:
+        digits = np.finfo(dtype.numpy).nmant + 1
+        for what, value in (("from", low), ("to - 1", high - 1)):
+            if not -(2**digits) <= value <= 2**digits:
+                warnings.warn(f"{what} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations "
+                              f"{_CPP_NAMES[name]} can support discrete uniform distribution only within this range. "
+                              "This warning will become an error in version 1.7 release, please fix the code in "
+                              "advance (Triggered internally at "
+                              "/__w/pytorch/pytorch/aten/src/ATen/native/DistributionTemplates.h:111.)",
+                              UserWarning, stacklevel=3)

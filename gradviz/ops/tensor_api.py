@@ -97,6 +97,7 @@ def tensor_methods() -> dict:
     return {"tan": tan, "tan_": in_place(tan, "tan_"), "bernoulli": sampling.bernoulli_method,
             "exponential_": sampling.exponential_, "multinomial": sampling.multinomial,
             "cauchy_": sampling.cauchy_, "geometric_": sampling.geometric_, "log_normal_": sampling.log_normal_,
+            "random_": sampling.random_,
             "half": lambda self: self.to(_float16())}
 
 

@@ -1,0 +1,4 @@
+"""``torch.utils``: the part a course meets, ``torch.utils.data`` (datasets, samplers, ``DataLoader``)."""
+from gradviz.utils import data
+
+__all__ = ["data"]
