@@ -95,6 +95,9 @@ _LAZY = {
     "func": ("gradviz.func", None),  # torch.func's transforms
     "vmap": ("gradviz.func", "vmap"),  # torch.vmap
     "utils": ("gradviz.utils", None),  # torch.utils.data: datasets, samplers, DataLoader
+    "serialization": ("gradviz.serialization", None),
+    "save": ("gradviz.serialization", "save"),  # torch.save / torch.load, in PyTorch's file format
+    "load": ("gradviz.serialization", "load"),
 }
 
 # The one place gradviz decides "gradviz tensor or torch tensor?": the engine and the snapshot

@@ -383,6 +383,10 @@ class Tensor:
     def stride(self, dim: builtins.int | None = None):
         """How many elements apart neighbours along each dimension lie in memory."""
         strides = self._backend.strides(self._data)
+        if 0 in strides and self._data.size == 0 and not any(strides):
+            # numpy makes a new empty array with all strides 0; PyTorch gives it contiguous ones (a size-0
+            # dimension counted as 1): zeros(0, 2) is (2, 1)
+            strides = tuple(math.prod(max(n, 1) for n in self._data.shape[i + 1:]) for i in range(self.ndim))
         return strides if dim is None else strides[_wrap_dim(dim, self.ndim)]
 
     def storage_offset(self) -> builtins.int:

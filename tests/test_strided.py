@@ -59,3 +59,11 @@ def test_unfold_gradient_by_central_differences():
         down[position] -= 1e-6
         numeric[position] = (value(up) - value(down)) / 2e-6
     np.testing.assert_allclose(x.grad.numpy(), numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_an_empty_tensor_has_torchs_contiguous_strides():
+    """numpy gives a new empty array all-zero strides; PyTorch counts a size-0 dimension as 1."""
+    torch = pytest.importorskip("torch")
+    for shape in [(0,), (0, 2), (2, 0), (3, 0, 2), (0, 0)]:
+        for make in ("zeros", "empty", "ones"):
+            assert getattr(gv, make)(*shape).stride() == getattr(torch, make)(*shape).stride(), (make, shape)
