@@ -23,7 +23,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "lessons"
 STEMS = ["01_computational_graph", "02_chain_rule", "03_accumulation", "04_no_grad",
          "05_dynamic_graphs", "06_devices", "07_real_pytorch", "08_hooks_and_saved_tensors",
-         "09_training_a_network", "10_custom_functions", "11_higher_order", "12_forward_mode"]
+         "09_training_a_network", "10_custom_functions", "11_higher_order", "12_forward_mode",
+         "13_mini_batches"]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
 CELL_TIMEOUT = 60
@@ -50,6 +51,8 @@ ANSWERS = {
     "l12-ex1-prediction": "[5.0, 7.0]",
     "l12-ex2-prediction": "[-1.0, 1.0]",
     "l12-ex3-prediction": "3",
+    "l13-ex1-prediction": "7",
+    "l13-ex2-prediction": "(2 * (prediction_b - yb)).mean()",
 }
 PREDICTION_LINE = re.compile(r"^prediction = None\b.*$", re.MULTILINE)
 
@@ -154,7 +157,8 @@ PREDICT_VIEWS = {"01_computational_graph": ["l01-ex1-predict-view"],
                  "08_hooks_and_saved_tensors": ["l08-ex1-view"],
                  "10_custom_functions": ["l10-ex1-view"],
                  "11_higher_order": ["l11-ex1-view"],
-                 "12_forward_mode": ["l12-ex2-view"]}
+                 "12_forward_mode": ["l12-ex2-view"],
+                 "13_mini_batches": ["l13-step"]}
 
 
 @pytest.mark.parametrize("stem", sorted(PREDICT_VIEWS))
@@ -299,6 +303,36 @@ def test_12_what_the_widget_draws(executed):
     assert text(notebook, "l12-show-grad").startswith("tensor(0.5403, grad_fn=<MulBackward0>)\n")
     assert {"MulBackward0", "CosBackward0"} <= second_order_names(notebook, "l12-show-grad")
     assert shipped_state(notebook, "l12-show-grad")["trace"][-1]["grad_after"]["preview"] == "-0.8415"
+
+
+# -- lesson 13: mini-batches, epochs and checkpoints -------------------------------------------------------
+def test_13_loader_batches_and_shuffling(executed):
+    notebook = executed("13_mini_batches")
+    assert "100 examples; item 0 is (tensor([-2.]), tensor([" in text(notebook, "l13-data")
+    assert "one batch: (16, 1) (16, 1)" in text(notebook, "l13-data")
+    assert "batch sizes in one epoch: [16, 16, 16, 16, 16, 16, 4]" in text(notebook, "l13-ex1-check")
+    epochs = [sorted(sum(eval(line.split(" ", 2)[2]), [])) for line in text(notebook, "l13-shuffle").splitlines()]
+    orders = text(notebook, "l13-shuffle").splitlines()
+    assert epochs == [list(range(10))] * 2 and orders[0].split(" ", 2)[2] != orders[1].split(" ", 2)[2]
+    step = shipped_state(notebook, "l13-step")
+    assert step["predict"] is True and {"MseLossBackward0", "AddmmBackward0"} <= {
+        node["name"] for node in step["graph"]["nodes"]}
+
+
+def test_13_training_validation_and_checkpoint(executed):
+    notebook = executed("13_mini_batches")
+    trained = text(notebook, "l13-train")
+    assert "70 steps in 10 epochs" in trained
+    weight, bias = map(float, re.search(r"learned y = (\S+) x \+ (\S+)", trained).groups())
+    assert abs(weight - 2) < 0.2 and abs(bias - 1) < 0.2
+    assert has_image(notebook, "l13-curves")
+    split = text(notebook, "l13-split")
+    assert "80 for training, 20 for validation" in split and float(re.search(r"validation loss (\S+)", split)[1]) < 0.2
+    saved = text(notebook, "l13-save").splitlines()
+    assert "<All keys matched successfully>" in saved
+    loaded, trained = (line.split(":", 1)[1] for line in saved if line.startswith(("after loading", "the trained")))
+    assert loaded == trained  # the loaded model predicts what the trained one does
+    assert "✅ With mini-batches" in text(notebook, "l13-checks")
 
 
 # -- the notebooks on disk (tests/test_lessons_lint.py checks how they are written) ---------------------
