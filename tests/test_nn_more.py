@@ -441,3 +441,27 @@ def test_clip_grad_norm_errors_and_warnings_match_torch():
     with pytest.warns(UserWarning, match="`parameters` is an empty generator, no gradient clipping will occur."):
         total = gradviz.nn.utils.clip_grad_norm_((p for p in []), 1.0)
     assert total.item() == 0.0
+
+
+def test_apply_visits_children_first_in_torchs_order_and_draws_the_same_weights():
+    """``net.apply(init)`` is post-order (each child's children, the child, ..., the module itself): the
+    order in which an init function draws its random numbers, so the weights match torch's."""
+    assert_same("""
+torch.manual_seed(0)
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 4))
+        self.norm = torch.nn.BatchNorm1d(4)
+        self.head = torch.nn.Linear(4, 2)
+net = torch.nn.Sequential(Block(), torch.nn.Dropout(0.1), torch.nn.Linear(2, 1))
+visited = []
+def init(module):
+    visited.append(type(module).__name__)
+    if isinstance(module, torch.nn.Linear):
+        torch.nn.init.xavier_uniform_(module.weight)
+        module.bias.data.fill_(0.01)
+print(net.apply(init) is net, visited)
+w = net[0].inner[0].weight
+last = net[2].weight
+""")

@@ -376,8 +376,12 @@ class Module:
         return self
 
     def apply(self, function) -> Module:
-        for module in reversed(list(self.modules())):
-            function(module)
+        """Call ``function`` on every submodule, then on this one: children first, in registration order,
+        each one's own children before it (``net.apply(init_weights)`` draws its random numbers in
+        PyTorch's order)."""
+        for module in self.children():
+            module.apply(function)
+        function(self)
         return self
 
     # -- printing -----------------------------------------------------------------------------------
