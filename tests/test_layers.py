@@ -19,7 +19,8 @@ PACKAGE = pathlib.Path(__file__).parents[1] / "gradviz"
 CORE = ("_dtype", "_device", "_printing", "grad_mode", "tensor", "cuda", "legacy", "accelerator", "random",
         "_float_kernels", "argument_parser", "autograd", "ops", "backends", "nn", "optim",
         "linalg", "special",  # torch.linalg; torch.special
-        "func")  # torch.func
+        "func",  # torch.func
+        "utils", "serialization")  # torch.utils.data; torch.save / torch.load
 LAYERS = {
     "_kinds": ("bottom", 0),
     **{folder: ("core", 1) for folder in CORE},

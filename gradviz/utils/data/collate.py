@@ -20,7 +20,9 @@ def default_collate(batch):
     """Stack a list of samples into a batch: tensors (and numpy arrays) stacked along a new first
     dimension, Python floats into a float64 tensor, ints into an int64 one, strings kept as a list;
     tuples, lists, named tuples and dicts collated field by field (a tuple gives a list)."""
-    from gradviz import Tensor, as_tensor, float64, stack, tensor
+    from gradviz._dtype import float64
+    from gradviz.ops.combine import stack
+    from gradviz.tensor import Tensor, as_tensor, tensor
 
     element = batch[0]
     kind = type(element)
@@ -57,7 +59,7 @@ def default_collate(batch):
 def default_convert(data):
     """Pass a sample on without batching: numpy arrays and numbers become tensors (as ``as_tensor``
     makes them), containers are converted inside; anything else is returned as it is."""
-    from gradviz import Tensor, as_tensor
+    from gradviz.tensor import Tensor, as_tensor
 
     if isinstance(data, Tensor):
         return data

@@ -127,7 +127,8 @@ class _Pass:
     """One pass over a ``DataLoader`` (PyTorch's single-process iterator)."""
 
     def __init__(self, loader: DataLoader):
-        from gradviz import empty, int64
+        from gradviz._dtype import int64
+        from gradviz.tensor import empty
 
         if loader.num_workers == 0 and loader.timeout != 0:
             raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")

@@ -132,7 +132,7 @@ def random_split(dataset, lengths, generator=None) -> list:
     length that sum to 1), with PyTorch's permutation: ``randperm(len(dataset))`` from ``generator``
     (the default generator if none)."""
     from gradviz import random as gradviz_random
-    from gradviz import randperm
+    from gradviz.tensor import randperm
 
     lengths = list(lengths)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:

@@ -55,7 +55,9 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        from gradviz import Generator, empty, int64, randint, randperm
+        from gradviz._dtype import int64
+        from gradviz.random import Generator
+        from gradviz.tensor import empty, randint, randperm
 
         n = len(self.data_source)
         generator = self.generator
@@ -83,7 +85,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        from gradviz import randperm
+        from gradviz.tensor import randperm
 
         for i in randperm(len(self.indices), generator=self.generator or _default()).tolist():
             yield self.indices[i]
@@ -96,7 +98,8 @@ class WeightedRandomSampler(Sampler):
     """``num_samples`` indices drawn with the given weights (``torch.multinomial``)."""
 
     def __init__(self, weights, num_samples: int, replacement: bool = True, generator=None):
-        from gradviz import as_tensor, float64
+        from gradviz._dtype import float64
+        from gradviz.tensor import as_tensor
 
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
