@@ -163,3 +163,6 @@ from gradviz.autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anom
 from gradviz import argument_parser as _argument_parser  # noqa: E402
 
 _argument_parser.install(globals(), Tensor)
+
+# -- convolution and pooling (ops/convolution.py, ops/pooling.py) -----------------------------------------------
+from gradviz.ops.convolution import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, convolution  # noqa: E402

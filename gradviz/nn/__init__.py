@@ -31,3 +31,8 @@ __all__ += list(PADDING_LAYERS)
 from gradviz.nn.modules import GLU, Hardshrink, PairwiseDistance, RReLU, Softshrink, Threshold  # noqa: E402
 
 __all__ += ["GLU", "Softshrink", "Hardshrink", "Threshold", "RReLU", "PairwiseDistance"]
+# -- convolution and pooling ----------------------------------------------------------------------------------
+from gradviz.nn import grad  # noqa: E402
+from gradviz.nn.modules import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: E402
+
+__all__ += ["grad", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]

@@ -216,3 +216,9 @@ def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool
 
 
 from gradviz.ops.distances import pairwise_distance  # noqa: E402
+
+
+# -- convolution and pooling (ops/convolution.py, ops/pooling.py) -----------------------------------------
+from gradviz.ops.convolution import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: E402
+
+__all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"]
