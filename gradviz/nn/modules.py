@@ -1776,11 +1776,12 @@ class _ConvTranspose(_ConvNd):
 
     def _output_padding(self, input, output_size) -> tuple:
         """``output_padding``, or what reaches ``output_size`` (PyTorch's ``_output_padding``)."""
+        from gradviz.tensor import Size
+
         if output_size is None:
             return self.output_padding
         dims = self.dims
         leading = 2 if input.dim() == dims + 2 else 1
-        output_size = list(output_size)
         if len(output_size) == leading + dims:
             output_size = output_size[leading:]
         if len(output_size) != dims:
@@ -1792,7 +1793,7 @@ class _ConvTranspose(_ConvNd):
         for size, low, high in zip(output_size, min_sizes, max_sizes):
             if size < low or size > high:
                 raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {min_sizes} "
-                                 f"to {max_sizes} (for an input of {input.size()[2:]})")
+                                 f"to {max_sizes} (for an input of {Size(input.shape[2:])})")
         return tuple(size - low for size, low in zip(output_size, min_sizes))
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:

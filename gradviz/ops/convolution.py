@@ -128,8 +128,9 @@ def _run(x, w, params):
 
 def _grad_input(grad, w, x_shape, params):
     stride, padding, dilation, transposed, _, groups = params
-    if transposed:
-        return conv_forward(grad, w, stride, padding, dilation, groups)
+    if transposed:  # positions added by output_padding reach past the input: cut off
+        full = conv_forward(grad, w, stride, padding, dilation, groups)
+        return full[(Ellipsis,) + tuple(slice(0, s) for s in x_shape[2:])]
     return conv_input_grad(grad, w, x_shape, stride, padding, dilation, groups)
 
 
@@ -171,10 +172,13 @@ class ConvolutionBackward0(OpFunction):
         "bias": ("convolution_backward(grad, input, weight, ...)[2]", r"\textstyle\sum_{n,\,\text{positions}} \bar{y}"),
     }
 
-    def forward(ctx, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    def forward(ctx, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+                absent_bias_sizes=None):
+        """The parameters as given (saved so, as PyTorch shows them: ``padding='valid'`` saves ``(0,)``);
+        ``_saved_bias_sym_sizes_opt`` without a bias is None from ``torch.convolution``, ``(0,)`` from ``F.conv*``."""
         x, w, b = _arrays(input, weight, bias)
-        params = (stride, padding, dilation, transposed, output_padding, groups)
-        ctx.save(bias_sym_sizes_opt=tuple(bias.shape) if bias is not None else (0,), dilation=dilation,
+        params = _expanded(w.ndim - 2, stride, padding, dilation, transposed, output_padding, groups)
+        ctx.save(bias_sym_sizes_opt=tuple(bias.shape) if bias is not None else absent_bias_sizes, dilation=dilation,
                  groups=groups, input=input, output_padding=output_padding, padding=padding, stride=stride,
                  transposed=transposed, weight=weight)
         ctx.params = params
@@ -191,7 +195,8 @@ class ConvolutionBackward0(OpFunction):
         """``convolution_backward`` as an op of its own (ConvolutionBackwardBackward0: three outputs, edges
         to grad_output, input and weight), as PyTorch records it."""
         input, weight = ctx.saved_graph("input", "weight")
-        stride, padding, dilation, transposed, output_padding, groups = ctx.params
+        stride, padding, dilation, transposed, output_padding, groups = ctx.saved(
+            "stride", "padding", "dilation", "transposed", "output_padding", "groups")
         saved = dict(dilation=dilation, grad_output=grad, groups=groups, input=input, output_padding=output_padding,
                      padding=padding, stride=stride, transposed=transposed, weight=weight)
         node_backward = lambda g: _first_derivative(ctx.backend, g, *_arrays(input, weight), ctx.params,  # noqa: E731
@@ -231,7 +236,8 @@ class ConvolutionBackwardBackward0(_NormBackwardOp):
     def backward(ctx, grad_grad_input, grad_grad_weight=None, grad_grad_bias=None):
         backend = ctx.backend
         go, x, w = _arrays_of(backend, ctx.saved("grad_output", "input", "weight"))
-        params = tuple(ctx.saved("stride", "padding", "dilation", "transposed", "output_padding", "groups"))
+        params = _expanded(w.ndim - 2, *ctx.saved("stride", "padding", "dilation", "transposed", "output_padding",
+                                                 "groups"))
         needs = ctx.needs_input_grad
         ggi, ggw, ggb = _arrays_of(backend, (grad_grad_input, grad_grad_weight, grad_grad_bias))
         results = [None, None, None]
@@ -267,6 +273,12 @@ def _expand(value, dims: int, name: str) -> tuple:
         raise RuntimeError(f"expected {name} to be a single integer value or a list of {dims} values to match the "
                            f"convolution dimensions, but got {name}={list(value)}")
     return value
+
+
+def _expanded(dims: int, stride, padding, dilation, transposed, output_padding, groups) -> tuple:
+    """The parameters with a value per spatial dim (a single value repeated), for the kernels."""
+    return (_expand(stride, dims, "stride"), _expand(padding, dims, "padding"), _expand(dilation, dims, "dilation"),
+            transposed, _expand(output_padding, dims, "output_padding"), groups)
 
 
 def _torch_type(tensor) -> str:
@@ -328,15 +340,15 @@ def _check(input, weight, bias, padding, stride, dilation, transposed, output_pa
                            "or input should be a MKLDNN tensor and weight is a dense tensor")
 
 
-def convolution(input, weight, bias, stride, padding, dilation, transposed: bool, output_padding, groups: int):
+def convolution(input, weight, bias, stride, padding, dilation, transposed: bool, output_padding, groups: int,
+                _absent_bias_sizes=None):
     """``torch.convolution``: batched input only, every parameter a tuple (or an int, repeated)."""
-    dims = weight.ndim - 2
-    stride, padding, dilation = _expand(stride, dims, "stride"), _expand(padding, dims, "padding"), \
-        _expand(dilation, dims, "dilation")
-    output_padding = _expand(output_padding, dims, "output_padding")
-    _check(input, weight, bias, padding, stride, dilation, transposed, output_padding, groups)
-    return ConvolutionBackward0.apply(input, weight, bias, stride, padding, dilation, bool(transposed), output_padding,
-                                      groups)
+    given = tuple((value,) if isinstance(value, int) else tuple(value)
+                  for value in (stride, padding, dilation, output_padding))
+    expanded = _expanded(weight.ndim - 2, *given[:3], transposed, given[3], groups)
+    _check(input, weight, bias, expanded[1], expanded[0], expanded[2], transposed, expanded[4], groups)
+    return ConvolutionBackward0.apply(input, weight, bias, *given[:3], bool(transposed), given[3], groups,
+                                      _absent_bias_sizes)
 
 
 def _batched(input, name: str, dims: int):
@@ -363,13 +375,14 @@ def _conv(name: str, dims: int, input, weight, bias, stride, padding, dilation, 
     input, batched = _batched(input, name, dims)
     stride, dilation = _expand(stride, dims, "stride"), _expand(dilation, dims, "dilation")
     if isinstance(padding, str):
-        if padding == "valid":
-            padding = (0,) * dims
-        elif padding == "same":
-            input, padding = _same_padding(input, weight, stride, dilation, dims)
-        else:
+        if padding == "valid":  # PyTorch's conv with padding {0} and output_padding {0}
+            return _unbatched(convolution(input, weight, bias, stride, (0,), dilation, False, (0,), groups, (0,)),
+                              batched)
+        if padding != "same":
             raise RuntimeError(f"Invalid padding string: '{padding}'")
-    return _unbatched(convolution(input, weight, bias, stride, padding, dilation, False, (0,) * dims, groups), batched)
+        input, padding = _same_padding(input, weight, stride, dilation, dims)
+    return _unbatched(convolution(input, weight, bias, stride, _expand(padding, dims, "padding"), dilation, False,
+                                  (0,) * dims, groups, (0,)), batched)
 
 
 def _same_padding(input, weight, stride, dilation, dims):
@@ -419,7 +432,7 @@ def _conv_transpose(name: str, dims: int, input, weight, bias, stride, padding, 
     input, batched = _batched(input, name, dims)
     output = convolution(input, weight, bias, _expand(stride, dims, "stride"), _expand(padding, dims, "padding"),
                          _expand(dilation, dims, "dilation"), True, _expand(output_padding, dims, "output_padding"),
-                         groups)
+                         groups, (0,))
     return _unbatched(output, batched)
 
 
@@ -438,7 +451,7 @@ def convolution_backward(grad_output, input, weight, stride, padding, dilation, 
                          output_mask):
     """``aten.convolution_backward`` without a bias: recorded (ConvolutionBackwardBackward0) when an input
     requires grad, as in PyTorch."""
-    params = (stride, padding, dilation, transposed, output_padding, groups)
+    params = _expanded(weight.ndim - 2, stride, padding, dilation, transposed, output_padding, groups)
     saved = dict(dilation=dilation, grad_output=grad_output, groups=groups, input=input, output_padding=output_padding,
                  padding=padding, stride=stride, transposed=transposed, weight=weight)
     mask = tuple(output_mask) + (False,)
@@ -457,7 +470,7 @@ def _placeholder(grad_output, size):
 def _grad_of(which: int, dims: int, input, weight, grad_output, stride, padding, dilation, groups):
     params = [_expand(stride, dims, "stride"), _expand(padding, dims, "padding"), _expand(dilation, dims, "dilation")]
     mask = (which == 0, which == 1)
-    return convolution_backward(grad_output, input, weight, *params, False, (0,) * dims, groups, mask)[which]
+    return convolution_backward(grad_output, input, weight, *params, False, (0,), groups, mask)[which]
 
 
 def conv1d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
