@@ -166,3 +166,4 @@ _argument_parser.install(globals(), Tensor)
 
 # -- convolution and pooling (ops/convolution.py, ops/pooling.py) -----------------------------------------------
 from gradviz.ops.convolution import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, convolution  # noqa: E402
+from gradviz.ops.pooling import adaptive_avg_pool1d, avg_pool1d, max_pool1d, max_pool2d  # noqa: E402

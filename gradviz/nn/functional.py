@@ -222,3 +222,7 @@ from gradviz.ops.distances import pairwise_distance  # noqa: E402
 from gradviz.ops.convolution import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: E402
 
 __all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"]
+from gradviz.ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d,  # noqa: E402
+                                 max_pool1d, max_pool2d)
+
+__all__ += ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d"]
