@@ -165,11 +165,34 @@ def _check_pool_input(input, name: str) -> None:
         raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input")
 
 
-def _check_output(input, out) -> None:
+def _checked_output(input, kernel, stride, padding, dilation, ceil_mode) -> tuple:
+    """The output's size, after PyTorch's checks in its order (``pooling_output_shape`` per dim, then
+    ``pool2d_shape_check``)."""
+    out = []
+    for size, k, s, p, d in zip(input.shape[-2:], kernel, stride, padding, dilation):
+        if s == 0:
+            raise RuntimeError("stride should not be zero")
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        if p > ((k - 1) * d + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} "
+                               f"and dilation={d}")
+        out.append(pooled_size(size, k, s, p, d, ceil_mode))
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    if kw <= 0 or kh <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {kh} kW: {kw}")
+    if sw <= 0 or sh <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {sh} dW: {sw}")
+    if dh <= 0 or dw <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dh} dilationW: {dw}")
+    if kw // 2 < pw or kh // 2 < ph:
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padW = {pw}, padH = "
+                           f"{ph}, kW = {kw}, kH = {kh}")
     if any(size < 1 for size in out):
         planes = input.shape[-3]
         raise RuntimeError(f"Given input size: ({planes}x{input.shape[-2]}x{input.shape[-1]}). Calculated output size: "
                            f"({planes}x{out[0]}x{out[1]}). Output size is too small")
+    return tuple(out)
 
 
 def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
@@ -179,21 +202,8 @@ def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
     if kernel is None or len(shown[0]) not in (1, 2):
         raise RuntimeError("max_pool2d: kernel_size must either be a single int, or a tuple of two ints")
     stride_, padding_, dilation_ = _two(shown[1], kernel), _two(shown[2], None), _two(shown[3], None)
-    if any(k <= 0 for k in kernel):
-        raise RuntimeError(f"kernel_size should be greater than zero, but got kH: {kernel[0]} kW: {kernel[1]}")
-    if any(s <= 0 for s in stride_):
-        raise RuntimeError(f"stride should be greater than zero, but got dH: {stride_[0]} dW: {stride_[1]}")
-    if any(d <= 0 for d in dilation_):
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dilation_[0]} dilationW: "
-                           f"{dilation_[1]}")
     _check_pool_input(input, "max_pool2d")
-    for k, p, d in zip(kernel, padding_, dilation_):
-        if p > (d * (k - 1) + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} "
-                               f"and dilation={d}")
-    out = tuple(pooled_size(input.shape[-2 + a], kernel[a], stride_[a], padding_[a], dilation_[a], ceil_mode)
-                for a in range(2))
-    _check_output(input, out)
+    _checked_output(input, kernel, stride_, padding_, dilation_, ceil_mode)
     x = np.asarray(input._backend.to_numpy(input._data))
     values, indices = max_pool_arrays(x, kernel, stride_, padding_, dilation_, ceil_mode)
     device = input._backend.device_of(input._data)
@@ -334,16 +344,9 @@ def _avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pa
     stride_, padding_ = _two(shown[1], kernel), _two(shown[2], None)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    if any(k <= 0 for k in kernel):
-        raise RuntimeError(f"kernel_size should be greater than zero, but got kH: {kernel[0]} kW: {kernel[1]}")
-    if any(s <= 0 for s in stride_):
-        raise RuntimeError(f"stride should be greater than zero, but got dH: {stride_[0]} dW: {stride_[1]}")
     _check_pool_input(input, "avg_pool2d")
-    for k, p in zip(kernel, padding_):
-        if p > k // 2:
-            raise RuntimeError(f"pad should be at most half of kernel size, but got pad={p} and kernel_size={k}")
+    _checked_output(input, kernel, stride_, padding_, (1, 1), ceil_mode)
     out, divisor = _avg_parameters(input, kernel, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
-    _check_output(input, out)
     x = np.asarray(input._backend.to_numpy(input._data))
     values = _back(input._backend, avg_pool_arrays(x, kernel, stride_, padding_, out, divisor), x,
                    input._backend.device_of(input._data))
