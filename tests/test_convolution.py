@@ -79,6 +79,9 @@ MODULES = {
     "conv_transpose2d": "torch.manual_seed(4)\nm = torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, "
     "output_padding=1)\nprint(m)\nx = torch.randn(2, 3, 4, 4)\ny = m(x)\ny.pow(2).sum().backward()\n"
     "z = m(x, output_size=[8, 8])\nw, b = m.weight, m.bias\n",
+    "conv3d_and_transposed": "torch.manual_seed(7)\nm = torch.nn.Conv3d(2, 3, (2, 3, 2), padding=1, stride=(1, 2, 1))\n"
+    "t = torch.nn.ConvTranspose3d(3, 2, 2, stride=2)\nprint(m, t)\nx = torch.randn(1, 2, 3, 4, 3)\ny = t(m(x))\n"
+    "y.pow(2).sum().backward()\nw, b, tw, tb = m.weight, m.bias, t.weight, t.bias\n",
     "conv_transpose1d": "torch.manual_seed(5)\nm = torch.nn.ConvTranspose1d(2, 4, 2, groups=2, bias=False, dilation=2)\n"
     "print(m)\nx = torch.randn(2, 2, 5)\ny = m(x)\ny.sum().backward()\nw = m.weight\n",
 }

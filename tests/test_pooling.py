@@ -31,6 +31,9 @@ CASES = {
     "max_pool2d": leaf(2, 3, 7, 6) + weighted_backward("F.max_pool2d(x, 3, stride=2, padding=1)") + "print(y)\n",
     "max_pool2d_ties": TIES + weighted_backward("F.max_pool2d(x, 2, stride=1)"),
     "max_pool2d_ties_overlap": TIES + "y, i = F.max_pool2d(x, 3, 1, 1, return_indices=True)\ny.sum().backward()\n",
+    "max_pool2d_nan": "x = torch.tensor([[[[1., float('nan'), 3., float('nan')], [float('nan'), 0., 2., 1.], "
+    "[0., 1., 5., float('nan')]]]], requires_grad=True)\ny, i = F.max_pool2d(x, 2, 1, return_indices=True)\n"
+    "y.sum().backward()\n",
     "max_pool2d_ceil_dilation": leaf(1, 2, 7, 8) + weighted_backward(
         "F.max_pool2d(x, (2, 3), stride=(2, 3), dilation=(2, 1), ceil_mode=True)"),
     "max_pool2d_indices": leaf(2, 2, 5, 5, dtype="float32")
@@ -39,6 +42,9 @@ CASES = {
     "max_pool1d": leaf(2, 3, 9) + weighted_backward("F.max_pool1d(x, 3, stride=2, padding=1, ceil_mode=True)"),
     "max_pool1d_indices_unbatched": leaf(3, 8)
     + "y, i = F.max_pool1d(x, 2, return_indices=True, dilation=2)\ny.sum().backward()\n",
+    "max_pool_with_indices": leaf(2, 3, 7, 6) + "y, i = F.max_pool2d_with_indices(x, 3, 2, 1)\n"
+    "z, j = F.max_pool1d_with_indices(x[0], 2)\nu, k = torch.max_pool1d_with_indices(x[1], 3, 1, 1)\n"
+    "(y.sum() + z.sum() + u.sum()).backward()\n",
     "avg_pool2d": leaf(2, 3, 7, 6) + weighted_backward("F.avg_pool2d(x, 3, stride=2, padding=1)") + "print(y)\n",
     "avg_pool2d_ceil_no_pad_count": leaf(1, 2, 7, 8) + weighted_backward(
         "F.avg_pool2d(x, (3, 2), stride=2, padding=(1, 1), ceil_mode=True, count_include_pad=False)"),

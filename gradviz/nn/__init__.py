@@ -34,7 +34,7 @@ __all__ += ["GLU", "Softshrink", "Hardshrink", "Threshold", "RReLU", "PairwiseDi
 # -- convolution and pooling ----------------------------------------------------------------------------------
 from gradviz.nn import grad  # noqa: E402
 from gradviz.nn.modules import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d,  # noqa: E402
-                                Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
+                                Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, MaxPool1d, MaxPool2d)
 
-__all__ += ["grad", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
+__all__ += ["grad", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
             "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d"]

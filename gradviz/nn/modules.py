@@ -1738,7 +1738,7 @@ class _Conv(_ConvNd):
                          False, (0,) * dims, groups, bias, padding_mode, device, dtype)
 
     def _conv_forward(self, input, weight, bias):
-        function = F.conv1d if self.dims == 1 else F.conv2d
+        function = (F.conv1d, F.conv2d, F.conv3d)[self.dims - 1]
         if self.padding_mode != "zeros":
             from gradviz.ops.padding import pad
 
@@ -1761,6 +1761,13 @@ class Conv2d(_Conv):
     and bias."""
 
     dims = 2
+
+
+class Conv3d(_Conv):
+    """A 3-d convolution over ``(N, C, D, H, W)``: ``F.conv3d`` with a learned weight ``(out, in/groups, kD, kH, kW)``
+    and bias."""
+
+    dims = 3
 
 
 class _ConvTranspose(_ConvNd):
@@ -1797,7 +1804,7 @@ class _ConvTranspose(_ConvNd):
         return tuple(size - low for size, low in zip(output_size, min_sizes))
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:
-        function = F.conv_transpose1d if self.dims == 1 else F.conv_transpose2d
+        function = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self.dims - 1]
         return function(input, self.weight, self.bias, self.stride, self.padding,
                         self._output_padding(input, output_size), self.groups, self.dilation)
 
@@ -1814,6 +1821,13 @@ class ConvTranspose2d(_ConvTranspose):
     ``(in, out/groups, kH, kW)`` and bias."""
 
     dims = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """The input-gradient of a ``Conv3d`` run forward: ``F.conv_transpose3d`` with a learned weight
+    ``(in, out/groups, kD, kH, kW)`` and bias."""
+
+    dims = 3
 
 
 class _MaxPoolNd(Module):

@@ -446,6 +446,11 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """``F.conv_transpose3d``: the input-gradient of ``conv3d`` run forward (ConvolutionBackward0, transposed)."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
 # -- torch.nn.grad: convolution_backward with one output asked for ------------------------------------------
 def convolution_backward(grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups,
                          output_mask):

@@ -5,7 +5,7 @@ PyTorch records as the 2-d op between an ``unsqueeze(-2)`` and a ``squeeze(-2)``
 Each window is read from a strided view of the padded input (``convolution._windows``, no copy):
 
 * max pooling pads with -inf and takes the first largest element of each window (``argmax``, the element
-  PyTorch's scan keeps on a tie), saving where it was as an index into the input's plane (``result1``); the
+  PyTorch's scan keeps on a tie; with NaNs, the last NaN, as its scan does), saving where it was as an index into the input's plane (``result1``); the
   backward adds each output's gradient at that index (one ``bincount``).
 * average pooling pads with zeros and divides each window's sum by PyTorch's divisor: the window's size
   clipped to the padded input (``count_include_pad``), or the number of input elements it covers, or
@@ -93,6 +93,10 @@ def max_pool_arrays(x, kernel, stride, padding, dilation, ceil_mode):
     flat = windows.reshape(windows.shape[:4] + (-1,))
     position = np.argmax(flat, axis=-1)
     values = np.take_along_axis(flat, position[..., None], axis=-1)[..., 0]
+    if planes.dtype.kind == "f" and np.isnan(values).any():  # PyTorch's scan keeps a window's last NaN
+        nan = np.isnan(flat)
+        last = flat.shape[-1] - 1 - np.argmax(nan[..., ::-1], axis=-1)
+        position = np.where(nan.any(axis=-1), last, position)
     rows = np.arange(out[0]).reshape(-1, 1) * stride[0] - padding[0] + (position // kernel[1]) * dilation[0]
     cols = np.arange(out[1]) * stride[1] - padding[1] + (position % kernel[1]) * dilation[1]
     indices = (rows * planes.shape[3] + cols).astype(np.int64)
@@ -217,6 +221,18 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """``F.max_pool2d``: the largest element of each ``kernel_size`` window (MaxPool2DWithIndicesBackward0)."""
     output, indices = _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (output, indices) if return_indices else output
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """``F.max_pool2d_with_indices``: ``max_pool2d``'s output and where each maximum was."""
+    return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """``F.max_pool1d_with_indices``: ``max_pool1d``'s output and where each maximum was."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def _single(value, name: str, op: str) -> tuple:
