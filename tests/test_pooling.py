@@ -208,3 +208,10 @@ def test_a_cnn_with_pooling_trains_to_pytorchs_losses():
             run.append(loss.item())
         losses.append(run)
     np.testing.assert_allclose(losses[1], losses[0], rtol=2e-5)
+
+
+@pytest.mark.parametrize("code", [CASES["max_pool2d"], CASES["avg_pool2d_ceil_no_pad_count"], CASES["adaptive_avg_pool2d"],
+                                  CASES["max_pool1d"], SECOND_ORDER["max"], SECOND_ORDER["avg"]],
+                         ids=["max", "avg", "adaptive", "max1d", "max_second_order", "avg_second_order"])
+def test_the_torch_backend_computes_the_same(code):
+    assert_same(code, backend="torch")

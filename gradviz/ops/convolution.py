@@ -199,14 +199,14 @@ class ConvolutionBackward0(OpFunction):
             "stride", "padding", "dilation", "transposed", "output_padding", "groups")
         saved = dict(dilation=dilation, grad_output=grad, groups=groups, input=input, output_padding=output_padding,
                      padding=padding, stride=stride, transposed=transposed, weight=weight)
-        node_backward = lambda g: _first_derivative(ctx.backend, g, *_arrays(input, weight), ctx.params,  # noqa: E731
+        node_backward = lambda g: _first_derivative(ctx.backend, g, input._data, weight._data, ctx.params,  # noqa: E731
                                                     ctx.needs_input_grad)
         return ConvolutionBackwardBackward0.apply((grad, input, weight), (0, 1, 2), None, node_backward,
                                                   ctx.needs_input_grad, saved)
 
 
 def _first_derivative(backend, grad, x, w, params, needs):
-    """``convolution_backward`` on arrays: the input's, weight's and bias's gradients (None where not needed)."""
+    """``convolution_backward`` on the backend's arrays: the input's, weight's and bias's gradients (None where not needed)."""
     g = np.asarray(backend.to_numpy(grad))
     x, w = np.asarray(backend.to_numpy(x)), np.asarray(backend.to_numpy(w))
     device = backend.device_of(grad)
@@ -460,7 +460,7 @@ def convolution_backward(grad_output, input, weight, stride, padding, dilation, 
     saved = dict(dilation=dilation, grad_output=grad_output, groups=groups, input=input, output_padding=output_padding,
                  padding=padding, stride=stride, transposed=transposed, weight=weight)
     mask = tuple(output_mask) + (False,)
-    node_backward = lambda g: _first_derivative(grad_output._backend, g, *_arrays(input, weight), params,  # noqa: E731
+    node_backward = lambda g: _first_derivative(grad_output._backend, g, input._data, weight._data, params,  # noqa: E731
                                                 mask)
     return ConvolutionBackwardBackward0.apply((grad_output, input, weight), (0, 1, 2), None, node_backward, mask, saved)
 
