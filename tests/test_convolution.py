@@ -353,3 +353,21 @@ def test_the_widgets_snapshot_draws_a_cnns_graph():
                          ids=["conv2d", "transposed", "conv1d", "second_order", "nn_grad"])
 def test_the_torch_backend_computes_the_same(code):
     assert_same(code, backend="torch")
+
+
+@pytest.mark.parametrize("program", [
+    lambda x, w, b: gv.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
+    lambda x, w, b: gv.nn.functional.conv_transpose2d(x, w, None, stride=2, output_padding=1, groups=2),
+    lambda x, w, b: gv.nn.functional.conv1d(x[0, :, 0], w[:, :, 0], b, padding="same", groups=2),
+], ids=["conv2d", "conv_transpose2d", "conv1d_same"])
+def test_the_learner_formula_gives_what_backward_sent(program):
+    """The snapshot's formula for ConvolutionBackward0 (``ops/window_formulas.py``), evaluated at every step of
+    the backward pass, gives the gradient each step sent (as ``tests/test_formulas.py`` checks for every op)."""
+    from test_formulas import _checked_nodes
+
+    rng = np.random.default_rng(3)
+    x, w, b = _leaves(rng, (2, 4, 5, 5), (4, 2, 3, 2), (4,))
+    assert "ConvolutionBackward0" in _checked_nodes(program(x, w, b))
+    y = gv.nn.functional.conv2d(x, w, b, padding=1, groups=2)
+    gx, = gv.autograd.grad((y * y).sum(), (x,), create_graph=True)
+    assert "ConvolutionBackwardBackward0" in _checked_nodes((gx * x).sum())

@@ -215,3 +215,25 @@ def test_a_cnn_with_pooling_trains_to_pytorchs_losses():
                          ids=["max", "avg", "adaptive", "max1d", "max_second_order", "avg_second_order"])
 def test_the_torch_backend_computes_the_same(code):
     assert_same(code, backend="torch")
+
+
+@pytest.mark.parametrize("program, names", [
+    (lambda x: gv.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True), {"MaxPool2DWithIndicesBackward0"}),
+    (lambda x: gv.nn.functional.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+     {"AvgPool2DBackward0"}),
+    (lambda x: gv.nn.functional.avg_pool1d(x[0], 2), {"AvgPool2DBackward0"}),
+    (lambda x: gv.nn.functional.adaptive_avg_pool2d(x, (3, 2)), {"AdaptiveAvgPool2DBackward0"}),
+    (lambda x: gv.autograd.grad(gv.nn.functional.max_pool2d(x, 2).pow(2).sum(), (x,), create_graph=True)[0] * x,
+     {"MaxPool2DWithIndicesBackwardBackward0"}),
+    (lambda x: gv.autograd.grad(gv.nn.functional.avg_pool2d(x, 2).pow(2).sum(), (x,), create_graph=True)[0] * x,
+     {"AvgPool2DBackwardBackward0"}),
+    (lambda x: gv.autograd.grad(gv.nn.functional.adaptive_avg_pool2d(x, 3).pow(2).sum(), (x,), create_graph=True)[0]
+     * x, {"AdaptiveAvgPool2DBackwardBackward0"}),
+], ids=["max", "avg", "avg1d", "adaptive", "max_second", "avg_second", "adaptive_second"])
+def test_the_learner_formula_gives_what_backward_sent(program, names):
+    """The snapshot's formulas for the pooling nodes (``ops/window_formulas.py``), evaluated at every step of the
+    backward pass, give the gradient each step sent (as ``tests/test_formulas.py`` checks for every op)."""
+    from test_formulas import _checked_nodes
+
+    x = gv.tensor(np.random.default_rng(4).standard_normal((2, 2, 6, 5)), requires_grad=True)
+    assert names <= _checked_nodes(program(x).sum())

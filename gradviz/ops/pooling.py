@@ -150,6 +150,8 @@ class MaxPool2DWithIndicesBackwardBackward0(OpFunction):
     def forward(ctx, grad_output, self, indices):
         ctx.save(indices=indices)
         ctx.shape = tuple(self.shape)
+        ctx.primals = (grad_output._data,)  # what the snapshot's formula evaluation reads the gradients' dtype from
+        # (its only saved tensor holds integers)
         g = np.asarray(grad_output._backend.to_numpy(grad_output._data))
         result = max_unpool_grad(g, np.asarray(indices._backend.to_numpy(indices._data)), tuple(self.shape))
         return _back(grad_output._backend, result, g, grad_output._backend.device_of(grad_output._data))
@@ -273,13 +275,14 @@ def _divisors(size, out, kernel, stride, padding, count_include_pad):
     return pool if count_include_pad else inside
 
 
-def _avg_parameters(input, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    out = tuple(pooled_size(input.shape[-2 + a], kernel[a], stride[a], padding[a], 1, ceil_mode) for a in range(2))
+def avg_geometry(shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """The output's size and each output position's divisor, for an input of ``shape``."""
+    out = tuple(pooled_size(shape[-2 + a], kernel[a], stride[a], padding[a], 1, ceil_mode) for a in range(2))
     if divisor_override:
         divisor = np.full(out, float(divisor_override))
     else:
-        rows = _divisors(input.shape[-2], out[0], kernel[0], stride[0], padding[0], count_include_pad)
-        cols = _divisors(input.shape[-1], out[1], kernel[1], stride[1], padding[1], count_include_pad)
+        rows = _divisors(shape[-2], out[0], kernel[0], stride[0], padding[0], count_include_pad)
+        cols = _divisors(shape[-1], out[1], kernel[1], stride[1], padding[1], count_include_pad)
         divisor = np.outer(rows, cols).astype(np.float64)
     return out, divisor
 
@@ -362,7 +365,7 @@ def _avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pa
         raise RuntimeError("divisor must be not zero")
     _check_pool_input(input, "avg_pool2d")
     _checked_output(input, kernel, stride_, padding_, (1, 1), ceil_mode)
-    out, divisor = _avg_parameters(input, kernel, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
+    out, divisor = avg_geometry(tuple(input.shape), kernel, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
     x = np.asarray(input._backend.to_numpy(input._data))
     values = _back(input._backend, avg_pool_arrays(x, kernel, stride_, padding_, out, divisor), x,
                    input._backend.device_of(input._data))
