@@ -169,4 +169,4 @@ from gradviz.ops.convolution import (conv1d, conv2d, conv3d, conv_transpose1d, c
                                      conv_transpose3d, convolution)
 from gradviz.ops.pooling import (adaptive_avg_pool1d, avg_pool1d, max_pool1d, max_pool1d_with_indices,  # noqa: E402
                                  max_pool2d)
-from gradviz.ops import window_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)
+from gradviz.snapshot import window_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)

@@ -361,7 +361,7 @@ def test_the_torch_backend_computes_the_same(code):
     lambda x, w, b: gv.nn.functional.conv1d(x[0, :, 0], w[:, :, 0], b, padding="same", groups=2),
 ], ids=["conv2d", "conv_transpose2d", "conv1d_same"])
 def test_the_learner_formula_gives_what_backward_sent(program):
-    """The snapshot's formula for ConvolutionBackward0 (``ops/window_formulas.py``), evaluated at every step of
+    """The snapshot's formula for ConvolutionBackward0 (``snapshot/window_formulas.py``), evaluated at every step of
     the backward pass, gives the gradient each step sent (as ``tests/test_formulas.py`` checks for every op)."""
     from test_formulas import _checked_nodes
 

@@ -231,7 +231,7 @@ def test_the_torch_backend_computes_the_same(code):
      * x, {"AdaptiveAvgPool2DBackwardBackward0"}),
 ], ids=["max", "avg", "avg1d", "adaptive", "max_second", "avg_second", "adaptive_second"])
 def test_the_learner_formula_gives_what_backward_sent(program, names):
-    """The snapshot's formulas for the pooling nodes (``ops/window_formulas.py``), evaluated at every step of the
+    """The snapshot's formulas for the pooling nodes (``snapshot/window_formulas.py``), evaluated at every step of the
     backward pass, give the gradient each step sent (as ``tests/test_formulas.py`` checks for every op)."""
     from test_formulas import _checked_nodes
 
