@@ -294,7 +294,7 @@ def _check(input, weight, bias, padding, stride, dilation, transposed, output_pa
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
     if any(d <= 0 for d in dilation):
-        raise RuntimeError("dilation should be greater than zero")
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     w_shape = list(weight.shape)
@@ -336,8 +336,8 @@ def _check(input, weight, bias, padding, stride, dilation, transposed, output_pa
         raise RuntimeError(f"Input type ({_torch_type(input)}) and weight type ({_torch_type(weight)}) should be the "
                            "same or input should be a MKLDNN tensor and weight is a dense tensor")
     if bias is not None and bias.dtype is not input.dtype:
-        raise RuntimeError(f"Input type ({_torch_type(input)}) and bias type ({_torch_type(bias)}) should be the same "
-                           "or input should be a MKLDNN tensor and weight is a dense tensor")
+        raise RuntimeError(f"Input type ({_dtype.SCALAR_TYPE_NAMES[input.dtype.name].lower()}) and bias type "
+                           f"({_dtype.SCALAR_TYPE_NAMES[bias.dtype.name].lower()}) should be the same")
 
 
 def convolution(input, weight, bias, stride, padding, dilation, transposed: bool, output_padding, groups: int,
