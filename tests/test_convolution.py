@@ -375,3 +375,14 @@ def test_the_learner_formula_gives_what_backward_sent(program):
     y = gv.nn.functional.conv2d(x, w, b, padding=1, groups=2)
     gx, = gv.autograd.grad((y * y).sum(), (x,), create_graph=True)
     assert "ConvolutionBackwardBackward0" in _checked_nodes((gx * x).sum())
+
+
+def test_the_one_file_export_of_a_cnn_holds_its_nodes_and_steps():
+    """``gv.to_html`` (the widget's state, with the backward trace and its formulas) of a CNN with pooling."""
+    gv.manual_seed(0)
+    model = gv.nn.Sequential(gv.nn.Conv2d(1, 2, 3, padding=1), gv.nn.ReLU(), gv.nn.MaxPool2d(2), gv.nn.AvgPool2d(2),
+                             gv.nn.Flatten(), gv.nn.Linear(2, 1))
+    loss = model(gv.randn(2, 1, 4, 4)).pow(2).mean()
+    html = gv.to_html(loss, model=model)
+    for name in ("ConvolutionBackward0", "MaxPool2DWithIndicesBackward0", "AvgPool2DBackward0"):
+        assert name in html
