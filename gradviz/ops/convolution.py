@@ -32,7 +32,6 @@ from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.backends import numpy_backend
 from gradviz.ops.normalization import _NormBackwardOp
-from gradviz.tensor import Tensor
 
 
 # -- the three kernels, on numpy arrays -----------------------------------------------------------------

@@ -23,7 +23,6 @@ import itertools
 
 import numpy as np
 
-from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops.convolution import _back, _windows
 from gradviz.tensor import Tensor
@@ -166,9 +165,9 @@ class MaxPool2DWithIndicesBackwardBackward0(OpFunction):
                 _back(ctx.backend, np.zeros(ctx.shape, g.dtype), g, device) if ctx.needs_input_grad[1] else None)
 
 
-def _check_pool_input(input, name: str) -> None:
+def _check_pool_input(input) -> None:
     if input.ndim not in (3, 4) or any(size == 0 for size in input.shape[1:]):
-        raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input")
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
 
 
 def _checked_output(input, kernel, stride, padding, dilation, ceil_mode) -> tuple:
@@ -208,7 +207,7 @@ def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
     if kernel is None or len(shown[0]) not in (1, 2):
         raise RuntimeError("max_pool2d: kernel_size must either be a single int, or a tuple of two ints")
     stride_, padding_, dilation_ = _two(shown[1], kernel), _two(shown[2], None), _two(shown[3], None)
-    _check_pool_input(input, "max_pool2d")
+    _check_pool_input(input)
     _checked_output(input, kernel, stride_, padding_, dilation_, ceil_mode)
     x = np.asarray(input._backend.to_numpy(input._data))
     values, indices = max_pool_arrays(x, kernel, stride_, padding_, dilation_, ceil_mode)
@@ -363,7 +362,7 @@ def _avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pa
     stride_, padding_ = _two(shown[1], kernel), _two(shown[2], None)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    _check_pool_input(input, "avg_pool2d")
+    _check_pool_input(input)
     _checked_output(input, kernel, stride_, padding_, (1, 1), ceil_mode)
     out, divisor = avg_geometry(tuple(input.shape), kernel, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
     x = np.asarray(input._backend.to_numpy(input._data))
@@ -478,7 +477,7 @@ def adaptive_avg_pool2d(input, output_size):
     (AdaptiveAvgPool2DBackward0)."""
     sizes = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
     if len(sizes) != 2:
-        raise RuntimeError(f"adaptive_avg_pool2d: output_size must be 2")
+        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
     sizes = tuple(input.shape[-2 + i] if size is None else size for i, size in enumerate(sizes))
     return _adaptive_avg_pool2d(input, sizes)
 
