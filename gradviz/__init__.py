@@ -167,3 +167,10 @@ from gradviz.autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anom
 from gradviz import argument_parser as _argument_parser  # noqa: E402
 
 _argument_parser.install(globals(), Tensor)
+
+# -- convolution and pooling (ops/convolution.py, ops/pooling.py) -----------------------------------------------
+from gradviz.ops.convolution import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: E402
+                                     conv_transpose3d, convolution)
+from gradviz.ops.pooling import (adaptive_avg_pool1d, avg_pool1d, max_pool1d, max_pool1d_with_indices,  # noqa: E402
+                                 max_pool2d)
+from gradviz.snapshot import window_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)

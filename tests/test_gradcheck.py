@@ -578,3 +578,28 @@ CASES.update({
     "GeometricBackward0": (lambda x: (x * 1).geometric_(0.3, generator=seeded()) * x, [values(3)]),
     "LogNormalBackward0": (lambda x: (x * 1).log_normal_(generator=seeded()) * x, [values(3)]),
 })
+# -- convolution and pooling (ops/convolution.py, ops/pooling.py); the second-order nodes through create_graph
+
+
+def _gradient_of_square(function):
+    """``x -> ∂(Σ function(x, ...)²)/∂x`` recorded with create_graph: its graph holds the op's second-order node."""
+    def gradient(x, *rest):
+        return gv.autograd.grad((function(x, *rest) ** 2).sum(), (x,), create_graph=True)[0]
+    return gradient
+
+
+CASES.update({
+    "ConvolutionBackward0": (lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
+                             [values(2, 4, 5, 5), values(4, 2, 3, 2), values(4)]),
+    "ConvolutionBackwardBackward0": (_gradient_of_square(lambda x, w: F.conv_transpose2d(x, w, stride=2, groups=2)),
+                                     [values(1, 4, 3, 3), values(4, 1, 2, 3)]),
+    "MaxPool2DWithIndicesBackward0": (lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True), [values(2, 2, 5, 6)]),
+    "MaxPool2DWithIndicesBackwardBackward0": (_gradient_of_square(lambda x: F.max_pool2d(x, 2, 1)),
+                                              [values(1, 2, 4, 4)]),
+    "AvgPool2DBackward0": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                           [values(2, 2, 5, 6)]),
+    "AvgPool2DBackwardBackward0": (_gradient_of_square(lambda x: F.avg_pool2d(x, 2, 1, 1)), [values(1, 2, 4, 4)]),
+    "AdaptiveAvgPool2DBackward0": (lambda x: F.adaptive_avg_pool2d(x, (3, 4)), [values(2, 2, 5, 6)]),
+    "AdaptiveAvgPool2DBackwardBackward0": (_gradient_of_square(lambda x: F.adaptive_avg_pool2d(x, 3)),
+                                           [values(1, 2, 4, 5)]),
+})

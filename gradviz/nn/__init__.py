@@ -31,3 +31,10 @@ __all__ += list(PADDING_LAYERS)
 from gradviz.nn.modules import GLU, Hardshrink, PairwiseDistance, RReLU, Softshrink, Threshold  # noqa: E402
 
 __all__ += ["GLU", "Softshrink", "Hardshrink", "Threshold", "RReLU", "PairwiseDistance"]
+# -- convolution and pooling ----------------------------------------------------------------------------------
+from gradviz.nn import grad  # noqa: E402
+from gradviz.nn.modules import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d,  # noqa: E402
+                                Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, MaxPool1d, MaxPool2d)
+
+__all__ += ["grad", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
+            "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d"]

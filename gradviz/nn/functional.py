@@ -216,3 +216,14 @@ def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool
 
 
 from gradviz.ops.distances import pairwise_distance  # noqa: E402
+
+
+# -- convolution and pooling (ops/convolution.py, ops/pooling.py) -----------------------------------------
+from gradviz.ops.convolution import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: E402
+                                     conv_transpose3d)
+
+__all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+from gradviz.ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d,  # noqa: E402
+                                 max_pool1d, max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices)
+
+__all__ += ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d"]

@@ -1654,3 +1654,270 @@ Module.type = _module_type
 Module.get_submodule = _module_get_submodule
 Module.get_parameter = _module_get_parameter
 Module.get_buffer = _module_get_buffer
+
+
+# -- convolution and pooling layers (ops/convolution.py, ops/pooling.py) ------------------------------------
+def _ntuple(value, dims: int) -> tuple:
+    """PyTorch's ``_single``/``_pair``: an int repeated, an iterable kept as a tuple."""
+    return tuple(value) if isinstance(value, Iterable) else (value,) * dims
+
+
+class _ConvNd(Module):
+    """What ``Conv1d``/``Conv2d`` and the transposed ones share: PyTorch's checks, attributes, printing and
+    initialisation (``kaiming_uniform_(weight, a=sqrt(5))``, the bias uniform in +-1/sqrt(fan_in): the same
+    numbers as PyTorch after one seed)."""
+
+    dims = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed, output_padding,
+                 groups, bias, padding_mode, device=None, dtype=None):
+        super().__init__()
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        valid_padding_strings = {"same", "valid"}
+        if isinstance(padding, str):
+            if padding not in valid_padding_strings:
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {valid_padding_strings}")
+            if padding == "same" and any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}
+        if padding_mode not in valid_padding_modes:
+            raise ValueError(f"padding_mode must be one of {valid_padding_modes}, but got padding_mode='{padding_mode}'")
+        self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
+        self.stride, self.padding, self.dilation = stride, padding, dilation
+        self.transposed, self.output_padding, self.groups, self.padding_mode = transposed, output_padding, groups, \
+            padding_mode
+        if isinstance(padding, str):  # what F.pad needs for a padding_mode other than zeros, last dim first
+            self._reversed_padding_repeated_twice = [0, 0] * len(kernel_size)
+            if padding == "same":
+                for d, k, i in zip(dilation, kernel_size, range(len(kernel_size) - 1, -1, -1)):
+                    total = d * (k - 1)
+                    self._reversed_padding_repeated_twice[2 * i] = total // 2
+                    self._reversed_padding_repeated_twice[2 * i + 1] = total - total // 2
+        else:
+            self._reversed_padding_repeated_twice = tuple(p for p in reversed(padding) for _ in range(2))
+        shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
+        self.weight = Parameter(empty(shape + tuple(kernel_size), device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty((out_channels,), device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * len(self.padding):
+            text += f", padding={self.padding}"
+        if self.dilation != (1,) * len(self.dilation):
+            text += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            text += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
+        return text
+
+
+class _Conv(_ConvNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
+        dims = self.dims
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, dims), _ntuple(stride, dims),
+                         padding if isinstance(padding, str) else _ntuple(padding, dims), _ntuple(dilation, dims),
+                         False, (0,) * dims, groups, bias, padding_mode, device, dtype)
+
+    def _conv_forward(self, input, weight, bias):
+        function = (F.conv1d, F.conv2d, F.conv3d)[self.dims - 1]
+        if self.padding_mode != "zeros":
+            from gradviz.ops.padding import pad
+
+            return function(pad(input, self._reversed_padding_repeated_twice, self.padding_mode), weight, bias,
+                            self.stride, (0,) * self.dims, self.dilation, self.groups)
+        return function(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class Conv1d(_Conv):
+    """A 1-d convolution over ``(N, C, L)``: ``F.conv1d`` with a learned weight ``(out, in/groups, k)`` and bias."""
+
+    dims = 1
+
+
+class Conv2d(_Conv):
+    """A 2-d convolution over ``(N, C, H, W)``: ``F.conv2d`` with a learned weight ``(out, in/groups, kH, kW)``
+    and bias."""
+
+    dims = 2
+
+
+class Conv3d(_Conv):
+    """A 3-d convolution over ``(N, C, D, H, W)``: ``F.conv3d`` with a learned weight ``(out, in/groups, kD, kH, kW)``
+    and bias."""
+
+    dims = 3
+
+
+class _ConvTranspose(_ConvNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
+        dims = self.dims
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, dims), _ntuple(stride, dims),
+                         _ntuple(padding, dims), _ntuple(dilation, dims), True, _ntuple(output_padding, dims), groups,
+                         bias, padding_mode, device, dtype)
+
+    def _output_padding(self, input, output_size) -> tuple:
+        """``output_padding``, or what reaches ``output_size`` (PyTorch's ``_output_padding``)."""
+        from gradviz.tensor import Size
+
+        if output_size is None:
+            return self.output_padding
+        dims = self.dims
+        leading = 2 if input.dim() == dims + 2 else 1
+        if len(output_size) == leading + dims:
+            output_size = output_size[leading:]
+        if len(output_size) != dims:
+            raise ValueError(f"ConvTranspose{dims}D: for {input.dim()}D input, output_size must have {dims} or "
+                             f"{leading + dims} elements (got {len(output_size)})")
+        min_sizes = [(input.shape[d + leading] - 1) * self.stride[d] - 2 * self.padding[d]
+                     + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(dims)]
+        max_sizes = [size + self.stride[d] - 1 for d, size in enumerate(min_sizes)]
+        for size, low, high in zip(output_size, min_sizes, max_sizes):
+            if size < low or size > high:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {min_sizes} "
+                                 f"to {max_sizes} (for an input of {Size(input.shape[2:])})")
+        return tuple(size - low for size, low in zip(output_size, min_sizes))
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        function = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self.dims - 1]
+        return function(input, self.weight, self.bias, self.stride, self.padding,
+                        self._output_padding(input, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTranspose):
+    """The input-gradient of a ``Conv1d`` run forward: ``F.conv_transpose1d`` with a learned weight
+    ``(in, out/groups, k)`` and bias."""
+
+    dims = 1
+
+
+class ConvTranspose2d(_ConvTranspose):
+    """The input-gradient of a ``Conv2d`` run forward: ``F.conv_transpose2d`` with a learned weight
+    ``(in, out/groups, kH, kW)`` and bias."""
+
+    dims = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """The input-gradient of a ``Conv3d`` run forward: ``F.conv_transpose3d`` with a learned weight
+    ``(in, out/groups, kD, kH, kW)`` and bias."""
+
+    dims = 3
+
+
+class _MaxPoolNd(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
+                 ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(_MaxPoolNd):
+    """``F.max_pool1d`` with the window it was built with (stride: the window's, unless given)."""
+
+    def forward(self, input: Tensor):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
+                            return_indices=self.return_indices)
+
+
+class MaxPool2d(_MaxPoolNd):
+    """``F.max_pool2d`` with the window it was built with (stride: the window's, unless given)."""
+
+    def forward(self, input: Tensor):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
+                            return_indices=self.return_indices)
+
+
+class AvgPool1d(Module):
+    """``F.avg_pool1d`` with the window it was built with (kept as 1-tuples, as PyTorch keeps them)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
+        super().__init__()
+        self.kernel_size = _ntuple(kernel_size, 1)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, 1)
+        self.padding = _ntuple(padding, 1)
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(Module):
+    """``F.avg_pool2d`` with the window it was built with (stride: the window's, unless given)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _AdaptiveAvgPoolNd(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """``F.adaptive_avg_pool1d`` to the output size it was built with."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """``F.adaptive_avg_pool2d`` to the output size it was built with (None keeps a dim's size)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(input, self.output_size)
