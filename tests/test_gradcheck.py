@@ -577,6 +577,9 @@ CASES.update({
     "CauchyBackward0": (lambda x: (x * 1).cauchy_(generator=seeded()) * x, [values(3)]),
     "GeometricBackward0": (lambda x: (x * 1).geometric_(0.3, generator=seeded()) * x, [values(3)]),
     "LogNormalBackward0": (lambda x: (x * 1).log_normal_(generator=seeded()) * x, [values(3)]),
+    "RandomBackward0": (lambda x: (x * 1).random_(1, 5, generator=seeded()) * x, [values(3)]),
+    "RandomBackward1": (lambda x: (x * 1).random_(5, generator=seeded()) * x, [values(3)]),
+    "RandomBackward2": (lambda x: (x * 1).random_(generator=seeded()) * x, [values(3)]),
 })
 # -- convolution and pooling (ops/convolution.py, ops/pooling.py); the second-order nodes through create_graph
 

@@ -2553,3 +2553,4 @@ entry("AcoshBackward0")(lambda o: only(Rule(local=1 / sqrt(x ** 2 - 1))))
 entry("AtanhBackward0")(lambda o: only(Rule(local=1 / (1 - x ** 2))))
 entry("CauchyBackward0", "GeometricBackward0", "LogNormalBackward0")(
     lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
+entry("RandomBackward0", "RandomBackward1", "RandomBackward2")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
