@@ -12,6 +12,7 @@ from gradviz.tensor import Tensor
 
 _ndarray, _asarray = np.ndarray, np.asarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_float32 = np.float32
 
 
 def _scalars(grad, value):
@@ -136,22 +137,29 @@ class TanhBackward0(OpFunction):
         return self._backend.tanh(float_data(self)) if out is None else out
 
     def backward(ctx, grad):
-        packed = ctx._packed
-        if packed is not None and type(grad) is _ndarray and grad.shape == ():
-            # a 0-d tanh (a micrograd-style neuron): ctx.saved and _scalars written out for a saved output
-            # that unpacks plainly (no hook, not freed, not modified: else ctx.saved, with its errors)
-            entry = packed["result"]
-            dtype = grad.dtype
-            if (type(entry) is SavedTensor and entry.hooks is None and entry.data is not None
-                    and entry.version_counter[0] == entry.saved_version and (dtype is _F32 or dtype is _F64)
-                    and type(entry.data) is _ndarray and entry.data.dtype is dtype and entry.data.shape == ()):
-                y = entry.data[()]
-                token = None if _get() is _IGNORE else _set(_IGNORE)
-                out = grad[()] * (1 - y * y)  # the backend's tanh_backward on scalars
-                if token is not None:
-                    _reset(token)
-                return out.__array__()
+        if type(grad) is _ndarray and grad.shape == () and ((dtype := grad.dtype) is _F32 or dtype is _F64):
+            token = None if _get() is _IGNORE else _set(_IGNORE)
+            grads = TanhBackward0.scalar_backward(ctx, grad[()])  # runs no user code: no hook to unpack
+            if token is not None:
+                _reset(token)
+            if grads is not None:
+                return grads[0].__array__()
         return ctx.backend.tanh_backward(grad, ctx.saved("result"))
+
+    def scalar_backward(ctx, grad):
+        """Node.scalar_backward: a 0-d tanh (a micrograd-style neuron), ``ctx.saved`` and ``_scalars`` written
+        out for a saved output that unpacks plainly (no hook, not freed, not modified: else None, and
+        ``backward`` reads it with ``ctx.saved``, and its errors); the backend's tanh_backward on scalars."""
+        packed = ctx._packed
+        if packed is not None:
+            entry = packed["result"]
+            if type(entry) is SavedTensor and entry.hooks is None and entry.data is not None \
+                    and entry.version_counter[0] == entry.saved_version:
+                y = entry.data
+                if type(y) is _ndarray and y.shape == () and y.dtype is (_F32 if type(grad) is _float32 else _F64):
+                    y = y[()]
+                    return (grad * (1 - y * y)),
+        return None
 
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import TanhBackwardBackward0
