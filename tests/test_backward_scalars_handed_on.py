@@ -1,8 +1,8 @@
 """0-d gradients handed from formula to formula as numpy scalars (``GraphTask._unhooked_loop``).
 
 In a plain ``backward()`` of a graph without hooks, a 0-d float32/float64 gradient goes on as a numpy
-scalar: the nodes with a scalar form (``Node.scalar_backward``: Mul, Add, Sub, Pow squares and cubes,
-Tanh) compute on it and give numpy scalars back, the sums of waiting gradients stay scalars, and a 0-d
+scalar: the nodes with a scalar form (``Node.scalar_backward``: Add, Sub, Mul, Div, Neg, Pow squares and
+cubes, Tanh, Exp, Log, Sigmoid, ReLU, Sqrt) compute on it and give numpy scalars back, the sums of waiting gradients stay scalars, and a 0-d
 array is made only for a node that takes arrays, an InputBuffer, or a leaf's first ``.grad``. These
 tests run random scalar graphs (ops with and without a scalar form, numbers beside tensors, both
 dtypes, special values) through that loop and through the general loop (``_execute_hooked``, arrays
@@ -24,8 +24,8 @@ from bits import same_bits
 
 DTYPES = {"float32": np.float32, "float64": np.float64}
 
-# (operands, what it computes); the ones marked exact are IEEE arithmetic in both libraries (bit for bit
-# against torch); tanh, exp and sigmoid call libm / torch's kernels (compared with the general loop bit for
+# (operands, exact?, what it computes); the ones marked exact are IEEE arithmetic in both libraries (bit for
+# bit against torch); tanh, exp, sigmoid, log and sqrt call libm / torch's kernels (compared with the general loop bit for
 # bit, and with torch within a few ulps)
 OPS = {
     "add": (2, True, lambda a, b: a + b),
@@ -37,11 +37,16 @@ OPS = {
     "rscale": (1, True, lambda a: 1.5 * a),
     "shift": (1, True, lambda a: a + 1.5),
     "rsub": (1, True, lambda a: 2.0 - a),         # RsubBackward1: takes arrays only
-    "div": (2, True, lambda a, b: a / b),          # DivBackward0: takes arrays only
+    "div": (2, True, lambda a, b: a / b),
+    "rdiv": (1, True, lambda a: 1.5 / a),          # a number divided by a tensor: arrays only
+    "abs": (1, True, lambda a: a.abs()),           # AbsBackward0: arrays only
     "tanh": (1, False, lambda a: a.tanh()),
     "exp": (1, False, lambda a: a.exp()),
     "sigmoid": (1, False, lambda a: a.sigmoid()),
     "neg": (1, True, lambda a: -a),
+    "relu": (1, True, lambda a: a.relu()),
+    "log": (1, False, lambda a: a.log()),
+    "sqrt": (1, False, lambda a: a.sqrt()),
 }
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 3.0e38, -3.0e38, 1e-45, -1e-45, 1.4e-39, float("inf"), float("-inf"),

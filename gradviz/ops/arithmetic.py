@@ -21,6 +21,7 @@ from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
 from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
                                to_shape_and_dtype)
 from gradviz.tensor import Tensor, _is_operand
+from gradviz.ops.unary import _saved_scalar  # the scalar forms' reading of a saved 0-d tensor
 
 
 def _saved_operand(ctx, value, carrier):
@@ -462,6 +463,24 @@ class DivBackward0(OpFunction):
             backend.mul(backend.neg(grad), backend.div(backend.div(ctx.saved("self"), other), other)) if needs[1]
             else None)
 
+    def scalar_backward(ctx, grad):
+        """Node.scalar_backward: two 0-d tensors of one dtype, ``backward``'s formulas on numpy scalars (the
+        same operations in the same order: ``grad / other``, ``-grad * ((self / other) / other)``)."""
+        metas = ctx.metas
+        if not (metas is _PAIR_32 and type(grad) is _float32 or metas is _PAIR_64 and type(grad) is _float64):
+            return None
+        other = _saved_scalar(ctx, "other", grad)
+        if other is None:
+            return None
+        needs = ctx.needs_input_grad
+        second = None
+        if needs[1]:
+            this = _saved_scalar(ctx, "self", grad)
+            if this is None:
+                return None
+            second = (-grad) * ((this / other) / other)
+        return grad / other if needs[0] else None, second
+
     def backward_graph(ctx, grad):
         other = ctx.saved_graph("other")
         return _graph_grads(ctx, lambda: grad / other, lambda: _negated_times(grad, (ctx.saved_graph("self") / other) / other))
@@ -502,6 +521,9 @@ class NegBackward0(OpFunction):
 
     def backward(ctx, grad):
         return ctx.backend.neg(grad)
+
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: the backend's neg on a numpy scalar
+        return -grad,
 
     def backward_graph(ctx, grad):
         return -grad
@@ -562,15 +584,9 @@ class PowBackward0(OpFunction):
         products written out for a saved tensor that unpacks plainly (no hook, not freed, not modified: else
         None, and ``backward``'s general path with its errors); the same products in the same order."""
         packed = ctx._packed
-        if packed is None:
-            return None
-        exponent = packed["exponent"]
-        entry = packed["self"]
-        if (exponent == 2 or exponent == 3) and entry.hooks is None and entry.data is not None \
-                and entry.version_counter[0] == entry.saved_version:
-            x = entry.data
-            if type(x) is _ndarray and x.shape == () and x.dtype is (_F32 if type(grad) is _float32 else _F64):
-                x = x[()]
+        if packed is not None and ((exponent := packed["exponent"]) == 2 or exponent == 3):
+            x = _saved_scalar(ctx, "self", grad)
+            if x is not None:
                 return (grad * (x * 2.0) if exponent == 2 else grad * ((x * x) * 3.0)),
         return None
 

@@ -32,6 +32,21 @@ def _scalars(grad, value):
     return None
 
 
+def _saved_scalar(ctx, name: str, grad):
+    """For a scalar form (``Node.scalar_backward``, given ``grad`` as a numpy scalar): the numpy scalar of the
+    saved 0-d array ``name`` when it unpacks plainly (a SavedTensor with no hook, not freed, not modified)
+    and has ``grad``'s dtype; else None, and ``backward`` reads it with ``ctx.saved`` (its errors, the hook)."""
+    packed = ctx._packed
+    if packed is not None:
+        entry = packed[name]
+        if type(entry) is SavedTensor and entry.hooks is None and entry.data is not None \
+                and entry.version_counter[0] == entry.saved_version:
+            value = entry.data
+            if type(value) is _ndarray and value.shape == () and value.dtype is (_F32 if type(grad) is _float32 else _F64):
+                return value[()]
+    return None
+
+
 def _on_scalar(ufunc, tensor, quiet: bool = False):
     """``ufunc`` of a 0-d float32/float64 numpy tensor, as a 0-d array, called on its numpy scalar; else
     None. A ufunc takes a numpy scalar by a shorter path than a 0-d array (about 60 % of the
@@ -69,6 +84,10 @@ class ExpBackward0(OpFunction):
             return out.__array__()
         return ctx.backend.mul(grad, result)
 
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: backward's scalar formula
+        y = _saved_scalar(ctx, "result", grad)
+        return None if y is None else (grad * y,)
+
     def backward_graph(ctx, grad):
         return grad * ctx.saved_graph("result")
 
@@ -91,6 +110,10 @@ class LogBackward0(OpFunction):
                 _reset(token)
             return out.__array__()
         return ctx.backend.div(grad, self)
+
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: backward's scalar formula
+        x = _saved_scalar(ctx, "self", grad)
+        return None if x is None else (grad / x,)
 
     def backward_graph(ctx, grad):
         return grad / ctx.saved_graph("self")
@@ -147,19 +170,9 @@ class TanhBackward0(OpFunction):
         return ctx.backend.tanh_backward(grad, ctx.saved("result"))
 
     def scalar_backward(ctx, grad):
-        """Node.scalar_backward: a 0-d tanh (a micrograd-style neuron), ``ctx.saved`` and ``_scalars`` written
-        out for a saved output that unpacks plainly (no hook, not freed, not modified: else None, and
-        ``backward`` reads it with ``ctx.saved``, and its errors); the backend's tanh_backward on scalars."""
-        packed = ctx._packed
-        if packed is not None:
-            entry = packed["result"]
-            if type(entry) is SavedTensor and entry.hooks is None and entry.data is not None \
-                    and entry.version_counter[0] == entry.saved_version:
-                y = entry.data
-                if type(y) is _ndarray and y.shape == () and y.dtype is (_F32 if type(grad) is _float32 else _F64):
-                    y = y[()]
-                    return (grad * (1 - y * y)),
-        return None
+        """Node.scalar_backward: a 0-d tanh (a micrograd-style neuron): the backend's tanh_backward on scalars."""
+        y = _saved_scalar(ctx, "result", grad)
+        return None if y is None else (grad * (1 - y * y),)
 
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import TanhBackwardBackward0
@@ -187,6 +200,10 @@ class SigmoidBackward0(OpFunction):
             return out.__array__()
         return ctx.backend.sigmoid_backward(grad, result)
 
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: the backend's sigmoid_backward on scalars
+        y = _saved_scalar(ctx, "result", grad)
+        return None if y is None else (grad * (y * (1 - y)),)
+
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import SigmoidBackwardBackward0
 
@@ -208,6 +225,10 @@ class ReluBackward0(OpFunction):
             g, y = scalars
             return g.__array__() if y != 0 else _asarray(0, g.dtype)
         return ctx.backend.relu_backward(grad, result)
+
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: the backend's relu_backward on scalars (a select)
+        y = _saved_scalar(ctx, "result", grad)
+        return None if y is None else ((grad if y != 0 else type(grad)(0)),)
 
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import ThresholdBackwardBackward0
@@ -235,6 +256,10 @@ class SqrtBackward0(OpFunction):
             return out.__array__()
         backend = ctx.backend
         return backend.div(grad, backend.mul(result, 2))
+
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: backward's scalar formula
+        y = _saved_scalar(ctx, "result", grad)
+        return None if y is None else (grad / (y * 2),)
 
     def backward_graph(ctx, grad):
         from gradviz.ops.arithmetic import MulBackward1
