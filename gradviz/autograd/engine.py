@@ -64,7 +64,7 @@ from gradviz.autograd.anomaly_mode import STATE as _ANOMALY
 from gradviz.autograd.function import gradient_edge
 from gradviz.autograd.graph import GradientEdge
 from gradviz.autograd import node as _node  # node.hook_tables_made, read per pass
-from gradviz.autograd.node import GraphRoot, has_user_hooks
+from gradviz.autograd.node import GraphRoot, Node, has_user_hooks
 from gradviz.autograd.step import Step, new_step
 from gradviz.backends.quiet import _IGNORE, _get, _reset, _set, end_pass, silence_pass
 from gradviz.grad_mode import _state as _grad_state
@@ -183,6 +183,8 @@ def _running_sum(held, grad):
     (an array of any other shape gives a view)."""
     kind = type(held)
     if kind is _float32 or kind is _float64:  # the sum of earlier gradients
+        if type(grad) is kind:  # a gradient handed on as a numpy scalar (``_unhooked_loop``)
+            return held + grad
         if type(grad) is _ndarray:
             value = grad[()]
             if type(value) is kind:
@@ -195,6 +197,12 @@ def _running_sum(held, grad):
     elif kind is not _ndarray and isinstance(held, _generic):
         held = held.__array__()
     return _summed(held, grad)
+
+
+def _final_sum(held, grad):
+    """``_last_sum`` for a loop that hands 0-d gradients on as numpy scalars (``_unhooked_loop``): the
+    same additions, but a sum of numpy scalars stays one (the next formula or AccumulateGrad takes it)."""
+    return held if grad is None else _running_sum(held, grad)
 
 
 def _last_sum(held, grad):
@@ -469,22 +477,39 @@ class GraphTask:
         dependencies = self.dependencies
         not_ready = self.not_ready
         release = not self.keep_graph
+        accumulate_scalar = self._accumulate_scalar
         missing = _MISSING
-        # a gradient that waits for others may wait as a numpy scalar while numpy's warnings are off
-        summed, last_sum = _running_sum if _get() is _IGNORE else _summed, _last_sum
+        # While numpy's warnings are off for the whole pass, a 0-d float32/float64 gradient goes from node to
+        # node as a numpy scalar: a formula that takes one (``Node.scalar_backward``) gives numpy scalars back,
+        # and a 0-d array (about 1,600 instructions however it is made) is made only for a node that takes
+        # arrays, for a leaf's new ``.grad`` and for an InputBuffer. A gradient that waits for others waits
+        # as a numpy scalar too, summed by the same additions in the same order (``_running_sum``).
+        scalars = _IGNORE is not None and _get() is _IGNORE
+        summed, last_sum = (_running_sum, _final_sum) if scalars else (_summed, _last_sum)
         heap = []
         for _, node, input_buffer in self.ready_queue.heap:  # the root, queued by __init__
             if node._is_accumulate:  # a leaf's own backward(): only its AccumulateGrad runs
                 accumulate_grad(node, input_buffer[0])
                 continue
-            heap.append((-node._sequence_nr, node, input_buffer[0] if node._num_outputs == 1 else input_buffer))
+            grad = input_buffer[0] if node._num_outputs == 1 else input_buffer
+            if (scalars and type(node).scalar_backward is not Node.scalar_backward and type(grad) is _ndarray
+                    and grad.shape == () and (grad.dtype is _F32 or grad.dtype is _F64)):
+                grad = grad[()]  # a scalar loss's starting gradient, as the scalar the formulas hand on
+            heap.append((-node._sequence_nr, node, grad))
         self.ready_queue.heap.clear()
         if not heap:
             return
         _, node, grad = heappop(heap)
         while True:  # AccumulateGrads run when their last gradient arrives, never through the heap
             next_functions = node._next_functions
-            if node._runs_user_code and users is not None:  # a user's Function: the user's numpy settings
+            grad_inputs = None
+            if type(grad) is _float32 or type(grad) is _float64:  # a 0-d gradient handed on as a numpy scalar
+                grad_inputs = node.scalar_backward(grad)
+                if grad_inputs is None:  # a node that takes arrays only
+                    grad = grad.__array__()
+            if grad_inputs is not None:  # the scalar formula ran
+                pass
+            elif node._runs_user_code and users is not None:  # a user's Function: the user's numpy settings
                 token = _set(users)
                 try:
                     grad_inputs = _unhooked_grads(node, grad, next_functions)
@@ -527,7 +552,7 @@ class GraphTask:
                     else:
                         if held is missing:
                             held = not_ready[next_node] = InputBuffer((None,) * next_node._num_outputs)
-                        held.add(slot, grad, node)
+                        held.add(slot, _as_array(grad), node)
                     continue
                 if next_node._num_outputs == 1:
                     if held is not missing and held is not None:
@@ -535,10 +560,13 @@ class GraphTask:
                 else:
                     if held is missing:
                         held = InputBuffer((None,) * next_node._num_outputs)
-                    held.add(slot, grad, node)
+                    held.add(slot, _as_array(grad), node)
                     grad = held
                 if next_node._is_accumulate:
-                    accumulate_grad(next_node, grad)
+                    if type(grad) is _float32 or type(grad) is _float64:
+                        accumulate_scalar(next_node, grad)
+                    else:
+                        accumulate_grad(next_node, grad)
                 elif ready is None:
                     ready, ready_grad = next_node, grad
                 else:  # a second node made ready here: the one held before waits in the heap
@@ -804,6 +832,26 @@ class GraphTask:
         current._vc[0] += 1
         return before, current._data
 
+    def _accumulate_scalar(self, node, grad) -> None:
+        """``accumulate_grad`` in the unhooked loop for a gradient handed on as a numpy scalar (float32 or
+        float64). A 0-d leaf's first ``.grad`` is a fresh 0-d array of it (what ``copy_for_grad`` makes of a
+        0-d gradient for a 0-d leaf); a 0-d ``.grad`` of its dtype has it added in place, one version bump
+        (as ``accumulate_grad`` adds two 0-d arrays); anything else takes ``accumulate_grad`` with the array."""
+        variable = node.variable
+        current = variable._grad
+        if current is None:
+            data = variable._data
+            if type(data) is _ndarray and data.shape == ():
+                variable._grad = Tensor._make(grad.__array__(), backend=variable._backend)
+                return
+        else:
+            data = current._data
+            if type(data) is _ndarray and data.shape == () and data.dtype is (_F32 if type(grad) is _float32 else _F64):
+                data[()] = data[()] + grad  # the pass is silenced (_unhooked_loop): no error state to set
+                current._vc[0] += 1
+                return
+        self.accumulate_grad(node, grad.__array__())
+
     def accumulate_grad_graph(self, variable, grad) -> tuple:
         """``create_graph=True``: ``.grad`` keeps the gradient's graph, as PyTorch's AccumulateGrad does
         with grad mode on: a copy of the first gradient (CopyBackwards), then ``.grad + grad``."""
@@ -838,6 +886,12 @@ class GraphTask:
 
 
 # -- calling a node and its hooks ----------------------------------------------------------------------
+def _as_array(grad):
+    """A gradient for an InputBuffer (which holds arrays): a numpy scalar handed on by ``_unhooked_loop``
+    made a 0-d array; anything else as it is."""
+    return grad.__array__() if type(grad) is _float32 or type(grad) is _float64 else grad
+
+
 def _unhooked_grads(node, grad, next_functions) -> tuple:
     """What ``_execute_unhooked``'s loop computes for one node, as a function (for a user's Function)."""
     if node._num_outputs != 1:

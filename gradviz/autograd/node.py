@@ -206,6 +206,14 @@ class Node:
     def __init__(self, sequence_nr: int | None = None):
         self._sequence_nr = next(_sequence) if sequence_nr is None else sequence_nr
 
+    def scalar_backward(self, grad):
+        """The plain backward's scalar form (the engine's ``_unhooked_loop`` alone calls it): ``grad`` is a
+        0-d float32/float64 gradient given as a numpy scalar, in a pass whose numpy warnings are off. A node
+        whose formula can compute on it returns its gradients as ``backward`` would (a tuple), 0-d ones as
+        numpy scalars, bit for bit what ``backward`` gives on the 0-d array; None (here, for every other
+        node) sends the engine to ``backward`` with the 0-d array."""
+        return None
+
     # -- what PyTorch's Node exposes -------------------------------------------------------
     def name(self) -> str:
         return type(self).__name__

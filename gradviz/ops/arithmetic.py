@@ -21,6 +21,7 @@ from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
 from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
                                to_shape_and_dtype)
 from gradviz.tensor import Tensor, _is_operand
+from gradviz.ops.unary import _saved_scalar  # the scalar forms' reading of a saved 0-d tensor
 
 
 def _saved_operand(ctx, value, carrier):
@@ -77,6 +78,9 @@ _PAIR_32, _PAIR_64 = _METAS_32[0], _METAS_64[0]  # the metas of two 0-d tensors 
 # a 0-d float32/float64 node's metas -> its dtype: a 0-d pair of one dtype, or a 0-d tensor with a number
 # (nothing to sum or cast back when the gradient is 0-d of that dtype: ``_binary_grads`` would return it)
 _SCALAR_NODE_DTYPE = {id(metas): metas[1] for metas in (*_METAS_32, *_METAS_64)}
+# the same, to the numpy scalar type of the node's gradient when the engine hands it on as a scalar
+_SCALAR_NODE_TYPE = {id(metas): metas[1].type for metas in (*_METAS_32, *_METAS_64)}
+_float32, _float64 = np.float32, np.float64
 _add, _subtract, _multiply, _divide = operator.add, operator.sub, operator.mul, operator.truediv
 
 
@@ -286,6 +290,13 @@ class AddBackward0(OpFunction):
         return _binary_grads(ctx, grad if needs[0] else None,
                              (grad if alpha == 1 else _times(ctx.backend, grad, alpha)) if needs[1] else None)
 
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: backward's 0-d path on the numpy scalar
+        packed = ctx._packed
+        if packed is not None and packed["alpha"] == 1 and type(grad) is _SCALAR_NODE_TYPE.get(id(ctx.metas)):
+            needs = ctx.needs_input_grad
+            return grad if needs[0] else None, grad if needs[1] else None
+        return None
+
     def backward_graph(ctx, grad):
         alpha = ctx.saved("alpha")
         return _graph_grads(ctx, lambda: grad, lambda: grad if alpha == 1 else grad * alpha)
@@ -320,6 +331,13 @@ class SubBackward0(OpFunction):
                 _reset(token)
             return grad if needs[0] else None, second
         return _binary_grads(ctx, grad if needs[0] else None, _times(ctx.backend, grad, -alpha) if needs[1] else None)
+
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: backward's 0-d path on the numpy scalar
+        packed = ctx._packed
+        if packed is not None and packed["alpha"] == 1 and type(grad) is _SCALAR_NODE_TYPE.get(id(ctx.metas)):
+            needs = ctx.needs_input_grad
+            return grad if needs[0] else None, grad * -1 if needs[1] else None
+        return None
 
     def backward_graph(ctx, grad):
         alpha = ctx.saved("alpha")
@@ -371,32 +389,41 @@ class MulBackward0(OpFunction):
         metas = ctx.metas
         if (metas is _PAIR_64 or metas is _PAIR_32) and type(grad) is _ndarray and grad.shape == () \
                 and grad.dtype is metas[1]:
-            # two 0-d tensors of one dtype (a scalar graph): ctx.saved, _times and _binary_grads written
-            # out for saved tensors that unpack plainly (no hook, not freed, not modified: else
-            # ctx.saved, with its errors); the products are _times's, and nothing is left to reshape
-            packed = ctx._packed
-            other = packed["other"] if needs[0] else None
-            if other is not None:
-                if other.hooks is None and other.data is not None and other.version_counter[0] == other.saved_version:
-                    other = other.data
-                else:
-                    other = ctx.saved("other")
-            this = packed["self"] if needs[1] else None
-            if this is not None:
-                if this.hooks is None and this.data is not None and this.version_counter[0] == this.saved_version:
-                    this = this.data
-                else:
-                    this = ctx.saved("self")
-            g = grad[()]
+            # two 0-d tensors of one dtype (a scalar graph): the products on numpy scalars (scalar_backward),
+            # made 0-d arrays; a saved tensor that does not unpack plainly takes the general path below
             token = None if _get() is _IGNORE else _set(_IGNORE)
-            first = None if other is None else (g * other[()]).__array__()
-            second = None if this is None else (g * this[()]).__array__()
+            grads = MulBackward0.scalar_backward(ctx, grad[()])
             if token is not None:
                 _reset(token)
-            return first, second
+            if grads is not None:
+                first, second = grads
+                return None if first is None else first.__array__(), None if second is None else second.__array__()
         backend = ctx.backend
         return _binary_grads(ctx, _times(backend, grad, ctx.saved("other")) if needs[0] else None,
                              _times(backend, grad, ctx.saved("self")) if needs[1] else None)
+
+    def scalar_backward(ctx, grad):
+        """Node.scalar_backward: two 0-d tensors of one dtype (a scalar graph), ``ctx.saved``, ``_times`` and
+        ``_binary_grads`` written out for saved tensors that unpack plainly (no hook, not freed, not modified;
+        else None: ``backward`` then reads them with ``ctx.saved``, and its errors); the products are
+        ``_times``'s, and nothing is left to reshape."""
+        metas = ctx.metas
+        if not (metas is _PAIR_32 and type(grad) is _float32 or metas is _PAIR_64 and type(grad) is _float64):
+            return None
+        needs = ctx.needs_input_grad
+        packed = ctx._packed
+        first = second = None
+        if needs[0]:
+            other = packed["other"]
+            if other.hooks is not None or other.data is None or other.version_counter[0] != other.saved_version:
+                return None
+            first = grad * other.data[()]
+        if needs[1]:
+            this = packed["self"]
+            if this.hooks is not None or this.data is None or this.version_counter[0] != this.saved_version:
+                return None
+            second = grad * this.data[()]
+        return first, second
 
     def backward_graph(ctx, grad):
         other, self = ctx.saved_graph("other", "self")  # both unpacked (and version-checked) first, as PyTorch does
@@ -435,6 +462,24 @@ class DivBackward0(OpFunction):
             # would overflow where the quotients do not)
             backend.mul(backend.neg(grad), backend.div(backend.div(ctx.saved("self"), other), other)) if needs[1]
             else None)
+
+    def scalar_backward(ctx, grad):
+        """Node.scalar_backward: two 0-d tensors of one dtype, ``backward``'s formulas on numpy scalars (the
+        same operations in the same order: ``grad / other``, ``-grad * ((self / other) / other)``)."""
+        metas = ctx.metas
+        if not (metas is _PAIR_32 and type(grad) is _float32 or metas is _PAIR_64 and type(grad) is _float64):
+            return None
+        other = _saved_scalar(ctx, "other", grad)
+        if other is None:
+            return None
+        needs = ctx.needs_input_grad
+        second = None
+        if needs[1]:
+            this = _saved_scalar(ctx, "self", grad)
+            if this is None:
+                return None
+            second = (-grad) * ((this / other) / other)
+        return grad / other if needs[0] else None, second
 
     def backward_graph(ctx, grad):
         other = ctx.saved_graph("other")
@@ -477,6 +522,9 @@ class NegBackward0(OpFunction):
     def backward(ctx, grad):
         return ctx.backend.neg(grad)
 
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: the backend's neg on a numpy scalar
+        return -grad,
+
     def backward_graph(ctx, grad):
         return -grad
 
@@ -511,24 +559,13 @@ class PowBackward0(OpFunction):
         return self._backend.pow(x, n)
 
     def backward(ctx, grad):
-        packed = ctx._packed
-        if packed is not None and type(grad) is _ndarray and grad.shape == ():
-            # a 0-d square or cube (a scalar graph): ctx.saved and the two _times products written out for a
-            # saved tensor that unpacks plainly (no hook, not freed, not modified: else the general path,
-            # with its errors); the same numpy scalar products in the same order as below
-            exponent = packed["exponent"]
-            entry = packed["self"]
-            if (exponent == 2 or exponent == 3) and entry.hooks is None and entry.data is not None \
-                    and entry.version_counter[0] == entry.saved_version:
-                x = entry.data
-                dtype = grad.dtype
-                if (dtype is _F32 or dtype is _F64) and type(x) is _ndarray and x.dtype is dtype and x.shape == ():
-                    x = x[()]
-                    token = None if _get() is _IGNORE else _set(_IGNORE)
-                    out = grad[()] * (x * 2.0) if exponent == 2 else grad[()] * ((x * x) * 3.0)
-                    if token is not None:
-                        _reset(token)
-                    return out.__array__()
+        if type(grad) is _ndarray and grad.shape == () and ((dtype := grad.dtype) is _F32 or dtype is _F64):
+            token = None if _get() is _IGNORE else _set(_IGNORE)
+            grads = PowBackward0.scalar_backward(ctx, grad[()])  # runs no user code: no hook to unpack
+            if token is not None:
+                _reset(token)
+            if grads is not None:
+                return grads[0].__array__()
         backend = ctx.backend
         self, exponent = ctx.saved("self", "exponent")
         if exponent == 0:
@@ -541,6 +578,17 @@ class PowBackward0(OpFunction):
         else:
             power = backend.pow(self, exponent - 1)
         return _times(backend, grad, _times(backend, power, float(exponent)))
+
+    def scalar_backward(ctx, grad):
+        """Node.scalar_backward: a 0-d square or cube (a scalar graph), ``ctx.saved`` and the two ``_times``
+        products written out for a saved tensor that unpacks plainly (no hook, not freed, not modified: else
+        None, and ``backward``'s general path with its errors); the same products in the same order."""
+        packed = ctx._packed
+        if packed is not None and ((exponent := packed["exponent"]) == 2 or exponent == 3):
+            x = _saved_scalar(ctx, "self", grad)
+            if x is not None:
+                return (grad * (x * 2.0) if exponent == 2 else grad * ((x * x) * 3.0)),
+        return None
 
     def backward_graph(ctx, grad):
         self, exponent = ctx.saved_graph("self", "exponent")

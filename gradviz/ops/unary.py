@@ -12,6 +12,7 @@ from gradviz.tensor import Tensor
 
 _ndarray, _asarray = np.ndarray, np.asarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_float32 = np.float32
 
 
 def _scalars(grad, value):
@@ -28,6 +29,21 @@ def _scalars(grad, value):
         dtype = grad.dtype
         if (dtype is _F32 or dtype is _F64) and value.dtype is dtype:
             return grad[()], value[()]
+    return None
+
+
+def _saved_scalar(ctx, name: str, grad):
+    """For a scalar form (``Node.scalar_backward``, given ``grad`` as a numpy scalar): the numpy scalar of the
+    saved 0-d array ``name`` when it unpacks plainly (a SavedTensor with no hook, not freed, not modified)
+    and has ``grad``'s dtype; else None, and ``backward`` reads it with ``ctx.saved`` (its errors, the hook)."""
+    packed = ctx._packed
+    if packed is not None:
+        entry = packed[name]
+        if type(entry) is SavedTensor and entry.hooks is None and entry.data is not None \
+                and entry.version_counter[0] == entry.saved_version:
+            value = entry.data
+            if type(value) is _ndarray and value.shape == () and value.dtype is (_F32 if type(grad) is _float32 else _F64):
+                return value[()]
     return None
 
 
@@ -68,6 +84,10 @@ class ExpBackward0(OpFunction):
             return out.__array__()
         return ctx.backend.mul(grad, result)
 
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: backward's scalar formula
+        y = _saved_scalar(ctx, "result", grad)
+        return None if y is None else (grad * y,)
+
     def backward_graph(ctx, grad):
         return grad * ctx.saved_graph("result")
 
@@ -90,6 +110,10 @@ class LogBackward0(OpFunction):
                 _reset(token)
             return out.__array__()
         return ctx.backend.div(grad, self)
+
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: backward's scalar formula
+        x = _saved_scalar(ctx, "self", grad)
+        return None if x is None else (grad / x,)
 
     def backward_graph(ctx, grad):
         return grad / ctx.saved_graph("self")
@@ -136,22 +160,19 @@ class TanhBackward0(OpFunction):
         return self._backend.tanh(float_data(self)) if out is None else out
 
     def backward(ctx, grad):
-        packed = ctx._packed
-        if packed is not None and type(grad) is _ndarray and grad.shape == ():
-            # a 0-d tanh (a micrograd-style neuron): ctx.saved and _scalars written out for a saved output
-            # that unpacks plainly (no hook, not freed, not modified: else ctx.saved, with its errors)
-            entry = packed["result"]
-            dtype = grad.dtype
-            if (type(entry) is SavedTensor and entry.hooks is None and entry.data is not None
-                    and entry.version_counter[0] == entry.saved_version and (dtype is _F32 or dtype is _F64)
-                    and type(entry.data) is _ndarray and entry.data.dtype is dtype and entry.data.shape == ()):
-                y = entry.data[()]
-                token = None if _get() is _IGNORE else _set(_IGNORE)
-                out = grad[()] * (1 - y * y)  # the backend's tanh_backward on scalars
-                if token is not None:
-                    _reset(token)
-                return out.__array__()
+        if type(grad) is _ndarray and grad.shape == () and ((dtype := grad.dtype) is _F32 or dtype is _F64):
+            token = None if _get() is _IGNORE else _set(_IGNORE)
+            grads = TanhBackward0.scalar_backward(ctx, grad[()])  # runs no user code: no hook to unpack
+            if token is not None:
+                _reset(token)
+            if grads is not None:
+                return grads[0].__array__()
         return ctx.backend.tanh_backward(grad, ctx.saved("result"))
+
+    def scalar_backward(ctx, grad):
+        """Node.scalar_backward: a 0-d tanh (a micrograd-style neuron): the backend's tanh_backward on scalars."""
+        y = _saved_scalar(ctx, "result", grad)
+        return None if y is None else (grad * (1 - y * y),)
 
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import TanhBackwardBackward0
@@ -179,6 +200,10 @@ class SigmoidBackward0(OpFunction):
             return out.__array__()
         return ctx.backend.sigmoid_backward(grad, result)
 
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: the backend's sigmoid_backward on scalars
+        y = _saved_scalar(ctx, "result", grad)
+        return None if y is None else (grad * (y * (1 - y)),)
+
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import SigmoidBackwardBackward0
 
@@ -200,6 +225,10 @@ class ReluBackward0(OpFunction):
             g, y = scalars
             return g.__array__() if y != 0 else _asarray(0, g.dtype)
         return ctx.backend.relu_backward(grad, result)
+
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: the backend's relu_backward on scalars (a select)
+        y = _saved_scalar(ctx, "result", grad)
+        return None if y is None else ((grad if y != 0 else type(grad)(0)),)
 
     def backward_graph(ctx, grad):
         from gradviz.ops.double_backward import ThresholdBackwardBackward0
@@ -227,6 +256,10 @@ class SqrtBackward0(OpFunction):
             return out.__array__()
         backend = ctx.backend
         return backend.div(grad, backend.mul(result, 2))
+
+    def scalar_backward(ctx, grad):  # Node.scalar_backward: backward's scalar formula
+        y = _saved_scalar(ctx, "result", grad)
+        return None if y is None else (grad / (y * 2),)
 
     def backward_graph(ctx, grad):
         from gradviz.ops.arithmetic import MulBackward1
