@@ -128,3 +128,22 @@ MORE_SECOND_ORDER = {
 def test_recorded_backward_of_addmv_addr_matches_torch(name):
     assert_same(MORE_SECOND_ORDER[name] + "grads = torch.autograd.grad(y, (s, a, b), create_graph=True)\n"
                 "total = sum((g * g).sum() for g in grads)\ntotal.backward()\n")
+
+
+def test_cross_rounds_as_torchs_kernel_bit_for_bit():
+    """PyTorch's cross kernel fuses one product into the subtraction where its kernels fuse
+    multiply-adds, so ``cross(a, a)`` is not exactly 0 there; gradviz rounds the same way (found by the
+    wider random programs: a zero distance in cdist after it changed a gradient)."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    import gradviz
+
+    rng = np.random.default_rng(7)
+    for dtype in (np.float32, np.float64):
+        for trial in range(50):
+            a = rng.standard_normal((5, 3)).astype(dtype)
+            b = a if trial % 5 == 0 else (a + rng.standard_normal((5, 3)) * 10.0 ** -rng.integers(0, 8)).astype(dtype)
+            expected = torch.linalg.cross(torch.from_numpy(a), torch.from_numpy(b), dim=1).numpy()
+            actual = gradviz.linalg.cross(gradviz.tensor(a), gradviz.tensor(b), dim=1).numpy()
+            assert actual.tobytes() == expected.tobytes(), (dtype, trial)

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from gradviz import _float_kernels
 from gradviz.backends import numpy_ranges
 from gradviz.backends.quiet import _IGNORE, _get, _reset, _set, silent
 
@@ -789,6 +790,13 @@ def scatter(out, axis, index, values):
 
 # -- products, linear algebra, scatter_reduce, padding modes, strided windows ------------------
 def cross(a, b, axis):
+    """``a × b`` along ``axis``: component i is ``a[i+1] b[i+2] - a[i+2] b[i+1]``, with the first product
+    fused into the subtraction (one rounding) where PyTorch's kernels fuse multiply-adds: the cross
+    product of a vector with itself is then not exactly 0 in PyTorch, and so not here."""
+    if a.dtype in (np.float32, np.float64) and a.dtype == b.dtype and _float_kernels.KERNELS.fused:
+        fma = _float_kernels.fma64 if a.dtype == np.float64 else _float_kernels.fma32
+        following, after = np.roll(a, -1, axis), np.roll(a, -2, axis)
+        return _arr(fma(following, np.roll(b, -2, axis), -(after * np.roll(b, -1, axis))).astype(a.dtype, copy=False))
     return _arr(np.cross(a, b, axis=axis))
 
 
