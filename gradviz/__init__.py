@@ -163,3 +163,7 @@ from gradviz.autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anom
 from gradviz import argument_parser as _argument_parser  # noqa: E402
 
 _argument_parser.install(globals(), Tensor)
+# -- integer and bit math: torch.gcd, torch.lcm, torch.ldexp, torch.bitwise_left_shift, torch.frexp ... ------------
+from gradviz.ops import integer_math as _integer_math  # noqa: E402
+
+globals().update(_integer_math.torch_functions())

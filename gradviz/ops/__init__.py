@@ -343,3 +343,10 @@ for _name in ("floor_divide_", "__ifloordiv__"):
 from gradviz.autograd.post_accumulate import register_post_accumulate_grad_hook  # noqa: E402
 
 Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
+# -- integer and bit math, frexp, comparisons and logical ops in place, apply_/map_ (ops/integer_math.py) -------------
+from gradviz.ops import integer_math as _integer_math  # noqa: E402
+
+TENSOR_METHODS.update(_integer_math.tensor_methods())
+TENSOR_METHODS.update({name: _operator(function) for name, function in _integer_math.operators().items()})
+for _name in (*_integer_math.tensor_methods(), *_integer_math.operators()):
+    setattr(Tensor, _name, TENSOR_METHODS[_name])
