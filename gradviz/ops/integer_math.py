@@ -43,23 +43,48 @@ def _integers_only(kernel: str, input, other) -> None:
 def _integer_result(name: str, ufunc, input, other) -> Tensor:
     backend, dtype, (a, b) = _operands(name, input, other)
     like = input if isinstance(input, Tensor) else other
-    return Tensor._make(_array(backend, ufunc(_numpy(backend, a), _numpy(backend, b)), dtype, like._data),
-                        backend=backend)
+    values = ufunc(*(np.asarray(_numpy(backend, v)).astype(np.dtype(dtype.numpy)) for v in (a, b)))
+    return Tensor._make(_array(backend, values, dtype, like._data), backend=backend)
 
 
 # -- gcd, lcm ------------------------------------------------------------------------------------------------
+def _c_gcd(a, b):
+    """PyTorch's ``calc_gcd``: Euclid's algorithm on ``|a|``, ``|b|`` taken in the dtype (so ``|INT_MIN|`` stays
+    negative) with C's truncated remainder, which is how ``gcd(-32768, 5)`` is -1 in int16."""
+    a, b = np.abs(a), np.abs(b)
+    a, b = np.broadcast_arrays(a, b)
+    a, b = a.copy(), b.copy()
+    while np.any(a != 0):
+        moving = a != 0
+        remainder = np.fmod(b, np.where(moving, a, 1))
+        b = np.where(moving, a, b)
+        a = np.where(moving, remainder, 0).astype(a.dtype)
+    return b
+
+
+def _c_lcm(a, b):
+    """PyTorch's ``|a / gcd · b|``, 0 when the gcd is 0, wrapping around in the dtype (after the absolute
+    value, for the types C++ computes in ``int``: ``lcm(5, 26)`` is -126 in int8)."""
+    g = _c_gcd(a, b)
+    wide = np.promote_types(g.dtype, np.int32)  # C++ computes a narrower integer type in int, then narrows it
+    a, b, g = (np.asarray(v).astype(wide) for v in (a, b, g))
+    with np.errstate(all="ignore"):
+        quotient = np.where(g == 0, 0, a // np.where(g == 0, 1, g))  # exact: the gcd divides a
+        return np.where(g == 0, 0, np.abs(quotient * b))
+
+
 def gcd(input, other):
-    """The greatest common divisor, elementwise (never negative, except ``gcd(INT64_MIN, 0)``, as in C)."""
+    """The greatest common divisor, elementwise (``gcd(INT_MIN, 0)`` is INT_MIN, as in PyTorch's kernel)."""
     _check_tensors("gcd", input, other)
     _integers_only("gcd_cpu", input, other)
-    return _integer_result("gcd", np.gcd, input, other)
+    return _integer_result("gcd", _c_gcd, input, other)
 
 
 def lcm(input, other):
     """The least common multiple, elementwise (it wraps around in a narrow dtype, as PyTorch's does)."""
     _check_tensors("lcm", input, other)
     _integers_only("lcm_cpu", input, other)
-    return _integer_result("lcm", np.lcm, input, other)
+    return _integer_result("lcm", _c_lcm, input, other)
 
 
 # -- the bitwise shifts: <<, >> -------------------------------------------------------------------------------
@@ -112,13 +137,24 @@ def _reflected_right_shift(self, other):
 
 
 # -- ldexp: x · 2^e ----------------------------------------------------------------------------------------
-def _powers_of_two(backend, exponent):
-    """``pow(2.0, exponent)`` as PyTorch computes it: in the exponent's dtype if floating, else in the
-    default float dtype (so an integer exponent beyond float32's range gives inf, as in PyTorch)."""
-    exponent_dtype = exponent.dtype if exponent.dtype.is_floating_point else _dtype.default_float
-    values = np.asarray(_numpy(backend, exponent._data), dtype=np.dtype(exponent_dtype.numpy))
+def _powers_of_two(backend, exponent, dtype=None):
+    """``2^exponent`` in ``dtype`` (by default the exponent's own float dtype, or the default float for an
+    integer one, as ``exp2`` computes it): ``2^200`` is inf in float32, finite in float64."""
+    if dtype is None:
+        dtype = exponent.dtype if exponent.dtype.is_floating_point else _dtype.default_float
+    values = np.asarray(_numpy(backend, exponent._data)).astype(np.dtype(dtype.numpy))
     with np.errstate(over="ignore"):
         return np.exp2(values)
+
+
+def _scaled(values, exponent, dtype, backend):
+    """``values · 2^exponent`` in ``dtype``: exactly rounded for an integer exponent (what PyTorch's kernel gives:
+    ``2 · 2^-150`` is float32's smallest subnormal, though ``2^-150`` alone is 0 there), else ``values ·
+    exp2(exponent)`` in ``dtype`` (float64 holds ``2^200``; float16 does not hold ``2^20``)."""
+    if exponent.dtype.is_floating_point:
+        return np.multiply(values, _powers_of_two(backend, exponent, dtype), dtype=values.dtype)
+    steps = np.clip(np.asarray(_numpy(backend, exponent._data)).astype(np.int64), -100_000, 100_000)
+    return np.ldexp(values, steps.astype(np.int32)).astype(values.dtype)
 
 
 class LdexpBackward0(OpFunction):
@@ -126,7 +162,7 @@ class LdexpBackward0(OpFunction):
 
     _result_name = "result"
     inputs = ("self", "other")
-    derivatives = {"self": ("grad * (pow(2, other))", r"\bar{y}\,2^{e}"),
+    derivatives = {"self": ("grad * (pow(2, other))", r"\bar{y}\,2^{e}\ (\text{an integer power for an integer } e)"),
                    "other": ("grad * result * M_LN2", r"\bar{y}\,y \ln 2")}
 
     def forward(ctx, self, other):
@@ -136,7 +172,7 @@ class LdexpBackward0(OpFunction):
         ctx.metas = (meta(self), meta(other))
         ctx.dtypes = (self.dtype, other.dtype)
         with np.errstate(over="ignore", invalid="ignore"):
-            values = np.multiply(_numpy(backend, a), _powers_of_two(backend, other), dtype=np.dtype(dtype.numpy))
+            values = _scaled(np.asarray(_numpy(backend, a)).astype(np.dtype(dtype.numpy)), other, dtype, backend)
         return _array(backend, values, dtype, self._data)
 
     def backward(ctx, grad):
@@ -146,8 +182,8 @@ class LdexpBackward0(OpFunction):
         grad_values = _numpy(backend, grad)
         dtype = _dtype.from_any(grad.dtype)
         with np.errstate(all="ignore"):
-            first = (_array(backend, grad_values * _powers_of_two(backend, _tensor(backend, other)), dtype, grad)
-                     if needs[0] else None)
+            powers = _integer_powers_of_two(backend, _tensor(backend, other))
+            first = _array(backend, grad_values * powers.astype(grad_values.dtype), dtype, grad) if needs[0] else None
             second = (_array(backend, grad_values * _numpy(backend, result) * math.log(2), dtype, grad)
                       if needs[1] else None)
         return _grads(ctx, first, second)
@@ -163,6 +199,19 @@ class LdexpBackward0(OpFunction):
         second = MulBackward1.apply(grad * result, math.log(2)) if needs[1] else None
         return tuple(None if g is None else _to_input(sum_to_tensor(g, shape), dtype)
                      for g, (shape, _), dtype in zip((first, second), ctx.metas, ctx.dtypes))
+
+
+def _integer_powers_of_two(backend, exponent):
+    """``pow(2, exponent)`` as the derivative computes it: an integer 2, so an integer exponent gives an integer
+    power (0 for a negative exponent, wrapping around past the dtype's width, as PyTorch's integer pow does)."""
+    if exponent.dtype.is_floating_point:
+        return _powers_of_two(backend, exponent)
+    values = np.asarray(_numpy(backend, exponent._data))
+    width = values.dtype.itemsize * 8
+    unsigned = np.dtype(f"u{values.dtype.itemsize}")
+    inside = (values >= 0) & (values < width)
+    powers = np.left_shift(np.ones_like(values, dtype=unsigned), np.where(inside, values, 0).astype(unsigned))
+    return np.where(inside, powers.astype(values.dtype), 0)
 
 
 def _tensor(backend, data) -> Tensor:
