@@ -578,3 +578,13 @@ CASES.update({
     "GeometricBackward0": (lambda x: (x * 1).geometric_(0.3, generator=seeded()) * x, [values(3)]),
     "LogNormalBackward0": (lambda x: (x * 1).log_normal_(generator=seeded()) * x, [values(3)]),
 })
+# integer and bit math: ldexp, frexp's mantissa, the comparisons in place (their gradient is 0)
+CASES.update({
+    "LdexpBackward0": (lambda a, b: gv.ldexp(a, b), [values(2, 3), values(3)]),
+    "FrexpBackward0": (lambda a: gv.frexp(a).mantissa, [values(2, 3)]),
+    **{f"{name.capitalize()}Backward0": ((lambda name: lambda a: getattr(a * 1, f"{name}_")(0.25))(name), [values(2, 3)])
+       for name in ("ge", "gt", "le", "lt", "eq", "ne")},
+    **{f"{name.capitalize()}Backward1": ((lambda name: lambda a, b: getattr(a * 1, f"{name}_")(b))(name),
+                                         [values(2, 3), values(3)])
+       for name in ("ge", "gt", "le", "lt", "eq", "ne")},
+})

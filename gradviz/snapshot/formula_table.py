@@ -2553,3 +2553,16 @@ entry("AcoshBackward0")(lambda o: only(Rule(local=1 / sqrt(x ** 2 - 1))))
 entry("AtanhBackward0")(lambda o: only(Rule(local=1 / (1 - x ** 2))))
 entry("CauchyBackward0", "GeometricBackward0", "LogNormalBackward0")(
     lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
+
+
+# -- integer and bit math: ldexp, frexp's mantissa, the comparisons in place (ops/integer_math.py) ------------------
+entry("LdexpBackward0")(lambda o: {
+    "self": Rule(local=Num(2) ** y, note="2^y: an integer power when y is an integer tensor (0 for y < 0), as in PyTorch"),
+    "other": Rule(local=result("z") * Num(math.log(2)), symbol="y")})
+entry("FrexpBackward0")(lambda o: only(Rule(local=1 / Num(2) ** Var("exponent", "e"),
+                                            note="x = m · 2^e with the exponent e held fixed")))
+for _compare in ("Ge", "Gt", "Le", "Lt", "Eq", "Ne"):
+    entry(f"{_compare}Backward0")(lambda o: only(Rule(sent=Num(0), note="a comparison written in place: gradient 0")))
+    entry(f"{_compare}Backward1")(lambda o: {
+        "self": Rule(sent=Num(0), note="a comparison written in place: gradient 0"),
+        "other": Rule(sent=Num(0), symbol="y", note="a comparison written in place: gradient 0")})
