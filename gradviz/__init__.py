@@ -167,3 +167,7 @@ _argument_parser.install(globals(), Tensor)
 from gradviz.ops import integer_math as _integer_math  # noqa: E402
 
 globals().update(_integer_math.torch_functions())
+# -- shape helpers: torch.tensor_split, torch.rot90, torch.block_diag, torch.range, torch.logspace, torch.fill ... -------
+from gradviz.ops import shape_helpers as _shape_helpers  # noqa: E402
+
+globals().update(_shape_helpers.torch_functions())

@@ -350,3 +350,9 @@ TENSOR_METHODS.update(_integer_math.tensor_methods())
 TENSOR_METHODS.update({name: _operator(function) for name, function in _integer_math.operators().items()})
 for _name in (*_integer_math.tensor_methods(), *_integer_math.operators()):
     setattr(Tensor, _name, TENSOR_METHODS[_name])
+# -- shape helpers: tensor_split, split_with_sizes, rot90, diagflat, sum_to_size, byte/char/short, new, get_device --------
+from gradviz.ops import shape_helpers as _shape_helpers  # noqa: E402
+
+TENSOR_METHODS.update(_shape_helpers.tensor_methods())
+for _name in _shape_helpers.tensor_methods():
+    setattr(Tensor, _name, TENSOR_METHODS[_name])
