@@ -588,3 +588,10 @@ CASES.update({
                                          [values(2, 3), values(3)])
        for name in ("ge", "gt", "le", "lt", "eq", "ne")},
 })
+# shape helpers: rot90, block_diag, torch.fill (a number, a 0-d tensor)
+CASES.update({
+    "Rot90Backward0": (lambda a: gv.rot90(a, -1, (1, 0)), [values(2, 3, 2)]),
+    "BlockDiagBackward0": (lambda a, b, c: gv.block_diag(a, b, c), [values(2, 3), values(3), values(1).reshape(())]),
+    "FillBackward0": (lambda a: gv.fill(a, 2.5) * a, [values(2, 3)]),
+    "FillBackward1": (lambda a, v: gv.fill(a, v) * a, [values(2, 3), values(1).reshape(())]),
+})

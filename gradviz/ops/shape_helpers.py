@@ -187,7 +187,7 @@ class BlockDiagBackward0(OpFunction):
         grads, row, column = [], 0, 0
         for (shape, (height, width), dtype), needed in zip(ctx.blocks, ctx.needs_input_grad):
             block = values[row:row + height, column:column + width].reshape(shape)
-            grads.append(backend.array(np.ascontiguousarray(block), dtype, backend.device_of(grad)) if needed else None)
+            grads.append(backend.array(np.array(block), dtype, backend.device_of(grad)) if needed else None)
             row, column = row + height, column + width
         return tuple(grads)
 

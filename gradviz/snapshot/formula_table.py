@@ -2566,3 +2566,27 @@ for _compare in ("Ge", "Gt", "Le", "Lt", "Eq", "Ne"):
     entry(f"{_compare}Backward1")(lambda o: {
         "self": Rule(sent=Num(0), note="a comparison written in place: gradient 0"),
         "other": Rule(sent=Num(0), symbol="y", note="a comparison written in place: gradient 0")})
+# -- shape helpers: rot90, block_diag, torch.fill (ops/shape_helpers.py) ------------------------------------------
+register("rot90")(lambda value, k, dims: np.rot90(np.asarray(value, dtype=np.float64), k % 4, dims))
+entry("Rot90Backward0", options=("k", "dims"))(lambda o: only(Rule(sent=Call(
+    "rot90", (g,), "rot90", (-signed(o["k"]), tuple(signed(d) for d in o["dims"])), f"by {-signed(o['k'])} quarter turns"),
+    note="the gradient turned back")))
+
+
+@register("block")
+def _block(grad, shapes, slot):
+    """The block of ``grad`` that input ``slot`` of ``block_diag`` filled (a number 1×1, a vector one row)."""
+    grad = np.asarray(grad, np.float64)
+    blocks = [(1, 1) if len(s) == 0 else (1, s[0]) if len(s) == 1 else tuple(s) for s in shapes]
+    row, column = sum(b[0] for b in blocks[:slot]), sum(b[1] for b in blocks[:slot])
+    height, width = blocks[slot]
+    return grad[row:row + height, column:column + width].reshape(shapes[slot])
+
+
+entry("BlockDiagBackward0")(lambda o: only(Rule(sent=Call("block", (g, hidden(INPUT_SHAPES), hidden(SLOT)), "",
+                                                          (), "this input's block"),
+                                                note="each input gets back the block of the gradient it filled"),
+                                           "tensors"))
+entry("FillBackward0")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
+entry("FillBackward1")(lambda o: {"self": Rule(sent=Num(0), note=ZERO_NOTE),
+                                  "value": Rule(local=Num(1), symbol="v", note="the value filled every element")})
