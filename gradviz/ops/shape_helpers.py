@@ -285,7 +285,7 @@ def deprecated_range(start=0, end=None, step=1, *, dtype=None, device=None, requ
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and end < start) or (step < 0 and end > start):
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     count = int(math.floor((end - start) / step)) + 1
     target = dtype or _dtype.default_float
     values = start + np.arange(count, dtype=np.float64) * step
