@@ -158,11 +158,6 @@ e, pi, inf, nan, newaxis = _sweep.e, _sweep.pi, _sweep.inf, _sweep.nan, _sweep.n
 # -- anomaly mode's switches: torch.is_anomaly_enabled, torch.set_anomaly_enabled, ... ----------------------------
 from gradviz.autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: E402
                                            set_anomaly_enabled)
-# -- PyTorch's argument parser in front of the facade: numpy's names (``x.sum(axis=0)``), and its TypeError for
-# -- a number or list where a tensor belongs (``torch.exp(2.0)``) ----------------------------------------------
-from gradviz import argument_parser as _argument_parser  # noqa: E402
-
-_argument_parser.install(globals(), Tensor)
 # -- integer and bit math: torch.gcd, torch.lcm, torch.ldexp, torch.bitwise_left_shift, torch.frexp ... ------------
 from gradviz.ops import integer_math as _integer_math  # noqa: E402
 
@@ -171,3 +166,8 @@ globals().update(_integer_math.torch_functions())
 from gradviz.ops import shape_helpers as _shape_helpers  # noqa: E402
 
 globals().update(_shape_helpers.torch_functions())
+# -- PyTorch's argument parser in front of the facade: numpy's names (``x.sum(axis=0)``), and its TypeError for
+# -- a number or list where a tensor belongs (``torch.exp(2.0)``) ----------------------------------------------
+from gradviz import argument_parser as _argument_parser  # noqa: E402
+
+_argument_parser.install(globals(), Tensor)

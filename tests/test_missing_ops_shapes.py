@@ -32,7 +32,8 @@ def _backward_all(names: str) -> str:
 CASES = {
     # -- tensor_split, split_with_sizes ----------------------------------------------------------------------
     "tensor_split_sections": A + "ps = torch.tensor_split(a, 2, dim=1)\nqs = a.tensor_split(4, -1)\n"
-    "rs = torch.tensor_split(a, 2)\n" + _backward_all("ps + qs + rs") + "print(ps, qs, rs)\n",
+    "rs = torch.tensor_split(a, 2)\nss = torch.tensor_split(a, 2, axis=1)\nts = a.tensor_split([1], axis=-1)\n"
+    + _backward_all("ps + qs + rs + ss + ts") + "print(ps, qs, rs, ss, ts)\n",
     "tensor_split_indices": A + "ps = torch.tensor_split(a, [1, 5], dim=1)\nqs = a.tensor_split([2, 1], 1)\n"
     "rs = torch.tensor_split(a, [-1], dim=1)\nss = torch.tensor_split(a, (), 1)\n" + _backward_all("ps + qs + rs + ss")
     + "print(ps, qs, rs, ss)\n",
