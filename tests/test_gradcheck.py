@@ -595,3 +595,11 @@ CASES.update({
     "FillBackward0": (lambda a: gv.fill(a, 2.5) * a, [values(2, 3)]),
     "FillBackward1": (lambda a, v: gv.fill(a, v) * a, [values(2, 3), values(1).reshape(())]),
 })
+# the in-place view ops: the tensor's own sizes and strides changed, its grad_fn the view op's node
+CASES.update({
+    "UnsqueezeBackward1": (lambda a: (a * 1).unsqueeze_(-1), [values(2, 3)]),
+    "TBackward1": (lambda a: (a * 1).t_(), [values(2, 3)]),
+    "TransposeBackward1": (lambda a: (a * 1).transpose_(0, -1), [values(2, 3, 2)]),
+    "SqueezeBackward3": (lambda a: (a * 1).squeeze_(), [values(2, 1, 3)]),
+    "SqueezeBackward5": (lambda a: (a * 1).squeeze_((1, -1)), [values(2, 1, 3, 1)]),
+})

@@ -80,6 +80,17 @@ CASES = {
     "dtype=torch.int32)\nu = torch.logspace(-1, 1, 5, base=3, dtype=torch.float64)\nv = torch.logspace(0, 1, 1)\n"
     "w = torch.logspace(2, 2, 0)\nx = torch.logspace(0, 1, 3, requires_grad=True)\ny = torch.logspace(-2, 3, 11)\n"
     "print(r, s, t, u, v, w, x, y)\n",
+    # -- squeeze_, unsqueeze_, t_, transpose_ ------------------------------------------------------------------
+    "view_ops_in_place": "a = torch.arange(6.0).reshape(2, 1, 3).requires_grad_()\nb = a * 1\nv0 = b._version\n"
+    "r = b.squeeze_(-2)\nc = a * 2\nc.squeeze_((-2, 0))\nd = a * 3\nd.squeeze_()\ne = a * 4\ne.unsqueeze_(-1)\n"
+    "f = a * 5\nf.transpose_(-1, 0)\ng = (a * 6).squeeze(1)\ng.t_()\nh = a * 7\nh.squeeze_(1)\n"
+    "ys = [b, c, d, e, f, g, h]\n" + _backward_all("ys") + "print(ys, r is b, b._version - v0, f.is_contiguous(), "
+    "f.stride())\n",
+    "view_ops_in_place_views": "a = torch.arange(6.0).reshape(2, 3).requires_grad_()\nb = a * 1\nw = b[0]\n"
+    "w.unsqueeze_(0)\nu = b.view(6)\nb.t_()\nb.mul_(2)\nb.sum().backward()\n"
+    "print(w, u, w._base is b, b._version)\n",
+    "view_ops_in_place_no_grad": "a = torch.arange(6.0).reshape(2, 3).requires_grad_()\nb = a * 1\n"
+    "with torch.no_grad():\n    b.unsqueeze_(0)\nc = torch.ones(2, 3)\nc.t_()\nprint(b, c, c.stride(), c._version)\n",
     # -- conversions, new, get_device -------------------------------------------------------------------------------
     "byte_char_short": A + "b = (a * 100).byte()\nc = a.char()\nd = a.short()\ne = torch.tensor([True, False]).short()\n"
     "print(b, c, d, e)\n",
@@ -118,6 +129,12 @@ ERRORS = [
     "torch.range(0, 5, -1)",
     "torch.logspace(0, 1, -1)",
     "torch.tensor([1.0, 2.0]).new(torch.tensor([1, 2]))",
+    A + "(a * 1).t_().unsqueeze_(0).t_()",
+    A + "a.unsqueeze_(0)",
+    A + "a[0].unsqueeze_(0)",
+    A + "(a * 1).squeeze_(3)",
+    A + "(a * 1).unsqueeze_(5)",
+    A + "(a * 1).transpose_(0, 3)",
 ]
 
 

@@ -20,6 +20,8 @@ from gradviz.autograd.function import _NO_RECORD, OpFunction
 from gradviz.grad_mode import _state as _grad_state
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.ops.conversion import FillBackward2, FillBackward3
+from gradviz.ops.shape import (SqueezeBackward0, SqueezeBackward2, SqueezeBackward4, TBackward0, TransposeBackward0,
+                               UnsqueezeBackward0)
 from gradviz.tensor import Tensor
 
 
@@ -314,6 +316,82 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     return result.requires_grad_(requires_grad) if requires_grad else result
 
 
+# -- squeeze_, unsqueeze_, t_, transpose_: a tensor's shape changed in place ---------------------------------------
+class UnsqueezeBackward1(UnsqueezeBackward0):
+    """``x.unsqueeze_(dim)``."""
+
+
+class TBackward1(TBackward0):
+    """``x.t_()``."""
+
+
+class TransposeBackward1(TransposeBackward0):
+    """``x.transpose_(dim0, dim1)``."""
+
+
+class SqueezeBackward3(SqueezeBackward0):
+    """``x.squeeze_()``."""
+
+
+class SqueezeBackward5(SqueezeBackward2):
+    """``x.squeeze_(dims)`` with a tuple of dims."""
+
+
+class _SqueezeDimInPlace(SqueezeBackward4):
+    """``x.squeeze_(dim)``: PyTorch's SqueezeBackward4, saving the dim as given (negatives as uint64)."""
+
+    def forward(ctx, self, dim, given):
+        ctx.save(dim=saved_dim(given), self_sym_sizes=tuple(self.shape))
+        shape = tuple(size for i, size in enumerate(self.shape) if not (i == dim and size == 1))
+        return self._backend.reshape(self._data, shape)
+
+
+_SqueezeDimInPlace.__name__ = _SqueezeDimInPlace.__qualname__ = "SqueezeBackward4"
+
+
+def _restrided(self: Tensor, node_class, *args, **params) -> Tensor:
+    """``self`` given the sizes and strides of ``node_class``'s view of it, in place: the same memory, the
+    version counter moved on, and (when recorded) the view op's node as its grad_fn, over the old one. A view
+    stays a view of its base, with no CopySlices: its memory did not change."""
+    from gradviz.ops.inplace import _set_history, check_in_place
+
+    recorded = _grad_state.enabled and self.requires_grad
+    if recorded:
+        check_in_place(self)
+    result = node_class.apply(self, *args, **params)
+    self._data = result._data
+    self._vc[0] += 1
+    if self._base is not None:
+        self._attr_version = self._vc[0]  # its new grad_fn is this op's node, not a regenerated AsStrided one
+    if recorded:
+        _set_history(self, result._grad_fn, 0)
+    return self
+
+
+def unsqueeze_(self, dim: int) -> Tensor:
+    return _restrided(self, UnsqueezeBackward1, wrap_dim(dim, self.ndim + 1), given=dim)
+
+
+def squeeze_(self, dim=None) -> Tensor:
+    if dim is None:
+        return _restrided(self, SqueezeBackward3)
+    if isinstance(dim, (tuple, list)):
+        dims = tuple(wrap_dim(d, max(self.ndim, 1)) for d in dim)
+        return _restrided(self, SqueezeBackward5, dims, given=tuple(dim))
+    return _restrided(self, _SqueezeDimInPlace, wrap_dim(dim, max(self.ndim, 1)), dim)
+
+
+def t_(self) -> Tensor:
+    if self.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return _restrided(self, TBackward1)
+
+
+def transpose_(self, dim0: int, dim1: int) -> Tensor:
+    given = (dim0, dim1)
+    return _restrided(self, TransposeBackward1, wrap_dim(dim0, self.ndim), wrap_dim(dim1, self.ndim), given=given)
+
+
 # -- conversions and the legacy constructor as methods ------------------------------------------------------------
 def _to(dtype_name: str):
     def method(self, memory_format=None):
@@ -342,7 +420,8 @@ def get_device(self) -> int:
 def tensor_methods() -> dict:
     return {"tensor_split": tensor_split, "split_with_sizes": split_with_sizes, "rot90": rot90,
             "diagflat": diagflat, "sum_to_size": sum_to_size, "byte": _to("uint8"), "char": _to("int8"),
-            "short": _to("int16"), "new": new, "get_device": get_device}
+            "short": _to("int16"), "new": new, "get_device": get_device, "unsqueeze_": unsqueeze_,
+            "squeeze_": squeeze_, "t_": t_, "transpose_": transpose_}
 
 
 def torch_functions() -> dict:

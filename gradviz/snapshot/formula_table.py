@@ -2590,3 +2590,8 @@ entry("BlockDiagBackward0")(lambda o: only(Rule(sent=Call("block", (g, hidden(IN
 entry("FillBackward0")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
 entry("FillBackward1")(lambda o: {"self": Rule(sent=Num(0), note=ZERO_NOTE),
                                   "value": Rule(local=Num(1), symbol="v", note="the value filled every element")})
+# the in-place view ops (squeeze_, unsqueeze_, t_, transpose_) compute what their out-of-place forms do
+for _name, _same_as in (("UnsqueezeBackward1", "UnsqueezeBackward0"), ("TBackward1", "TBackward0"),
+                        ("TransposeBackward1", "TransposeBackward0"), ("SqueezeBackward3", "SqueezeBackward0"),
+                        ("SqueezeBackward5", "SqueezeBackward2")):
+    TABLE.setdefault(_name, TABLE[_same_as])
