@@ -80,6 +80,23 @@ CASES = {
     "dtype=torch.int32)\nu = torch.logspace(-1, 1, 5, base=3, dtype=torch.float64)\nv = torch.logspace(0, 1, 1)\n"
     "w = torch.logspace(2, 2, 0)\nx = torch.logspace(0, 1, 3, requires_grad=True)\ny = torch.logspace(-2, 3, 11)\n"
     "print(r, s, t, u, v, w, x, y)\n",
+    # -- cartesian_prod, combinations, vander, linalg.vander -------------------------------------------------------
+    "cartesian_prod": "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = torch.tensor([4.0, 5.0], requires_grad=True)\n"
+    "c = torch.cartesian_prod(x, y)\nd = torch.cartesian_prod(x, y, x[:2])\nsame = torch.cartesian_prod(x) is x\n"
+    + _backward_all("(c, d)") + "e = torch.cartesian_prod(torch.tensor([1, 2]), torch.tensor([3]))\nprint(c, d, e, same)\n",
+    "combinations": "x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)\nk = torch.combinations(x)\n"
+    "m = torch.combinations(x, 3, with_replacement=True)\nn = torch.combinations(x, r=1)\n" + _backward_all("(k, m, n)")
+    + "z = torch.combinations(x, 0)\nw = torch.combinations(x, 5)\nv = torch.combinations(torch.tensor([1, 2, 3]), "
+    "with_replacement=True)\nprint(k, m, n, z, w, v)\n",
+    "vander": "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\nv = torch.vander(x)\n"
+    "w = torch.vander(x, N=2, increasing=True)\nu = torch.vander(torch.tensor([1, 2]), 3)\nt = torch.vander(x, 0)\n"
+    "s = torch.vander(x, 1)\nprint(v, w, u, t, s)\n",
+    "vander_backward_refused_as_in_torch": "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\nv = torch.vander(x)\n"
+    "try:\n    v.sum().backward()\nexcept RuntimeError as error:\n    print(error)\n",
+    "linalg_vander": "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\nv = torch.linalg.vander(x)\n"
+    "w = torch.linalg.vander(x, N=4)\nb = torch.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)\n"
+    "u = torch.linalg.vander(b, N=3)\n" + _backward_all("(v, w, u)")
+    + "i = torch.linalg.vander(torch.tensor([[1, 2], [3, 4]]), N=3)\nprint(v, w, u, i)\n",
     # -- squeeze_, unsqueeze_, t_, transpose_ ------------------------------------------------------------------
     "view_ops_in_place": "a = torch.arange(6.0).reshape(2, 1, 3).requires_grad_()\nb = a * 1\nv0 = b._version\n"
     "r = b.squeeze_(-2)\nc = a * 2\nc.squeeze_((-2, 0))\nd = a * 3\nd.squeeze_()\ne = a * 4\ne.unsqueeze_(-1)\n"
@@ -130,6 +147,14 @@ ERRORS = [
     "torch.logspace(0, 1, -1)",
     "torch.tensor([1.0, 2.0]).new(torch.tensor([1, 2]))",
     A + "(a * 1).t_().unsqueeze_(0).t_()",
+    A + "torch.cartesian_prod(a[0], a)",
+    A + "torch.combinations(a[0], -1)",
+    A + "torch.combinations(a)",
+    A + "torch.vander(a[0], -1)",
+    A + "torch.vander(a)",
+    A + "torch.linalg.vander(a, N=1)",
+    "torch.linalg.vander(torch.tensor(2.0))",
+    "torch.linalg.vander(torch.tensor([True]))",
     A + "a.unsqueeze_(0)",
     A + "a[0].unsqueeze_(0)",
     A + "(a * 1).squeeze_(3)",
@@ -184,3 +209,7 @@ def test_rot90_and_block_diag_gradgradcheck():
     assert gradcheck(lambda p, q: gradviz.block_diag(p, q), (m, v))
     assert gradcheck(lambda p: gradviz.tensor_split(p, [1], 1)[1] * 2, (m,))
     assert gradcheck(lambda p: p.sum_to_size(1, 2), (m,))
+    w = gradviz.tensor([0.5, 2.5], dtype=gradviz.float64, requires_grad=True)
+    assert gradcheck(lambda p, q: gradviz.cartesian_prod(p, q), (v, w))
+    assert gradcheck(lambda p: gradviz.combinations(p, 2, with_replacement=True), (v,))
+    assert gradgradcheck(lambda p: gradviz.linalg.vander(p, N=4), (v,))

@@ -316,6 +316,100 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     return result.requires_grad_(requires_grad) if requires_grad else result
 
 
+# -- cartesian_prod, combinations, vander, linalg.vander: PyTorch's composites, node for node -------------------------
+def _check_vector(tensor) -> None:
+    if tensor.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(tensor.shape)}")
+
+
+def cartesian_prod(*tensors):
+    """Every tuple of one element from each vector, as rows: ``meshgrid(indexing='ij')``, each grid flattened
+    (a copy: UnsafeViewBackward0 over CloneBackward0), stacked as columns. One vector comes back as it is."""
+    from gradviz.ops.combine import stack
+    from gradviz.ops.composites import meshgrid
+
+    for tensor in tensors:
+        _check_vector(tensor)
+    if len(tensors) == 1:
+        return tensors[0]
+    return stack([grid.flatten() for grid in meshgrid(*tensors, indexing="ij")], 1)
+
+
+def combinations(input, r: int = 2, with_replacement: bool = False):
+    """The length-``r`` subsequences of a vector, in order, as rows: each of ``r`` grids of ``input``
+    ``masked_select``-ed where its indices increase (or do not decrease, ``with_replacement``), then stacked."""
+    from gradviz.ops.combine import stack
+    from gradviz.ops.composites import meshgrid
+    from gradviz.ops.selection import masked_select
+    from gradviz.tensor import full
+
+    if not isinstance(input, Tensor):
+        raise _tensor_type_error("combinations", "input", 1, input)
+    _check_vector(input)
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return full((0,), 0, dtype=input.dtype)
+    count = input.shape[0]
+    indices = np.meshgrid(*([np.arange(count)] * r), indexing="ij")
+    mask = np.ones((count,) * r, dtype=bool)
+    for earlier, later in zip(indices, indices[1:]):
+        mask &= (earlier <= later) if with_replacement else (earlier < later)
+    selected = Tensor._make(input._backend.array(mask, _dtype.bool, input._backend.device_of(input._data)),
+                            backend=input._backend)
+    return stack([masked_select(grid, selected) for grid in meshgrid(*([input] * r), indexing="ij")], 1)
+
+
+def vander(x, N=None, increasing: bool = False):
+    """The Vandermonde matrix of a vector, powers falling (``increasing``: rising), as ATen builds it: a column of
+    ones filled in, ``x`` copied into the other columns, their ``cumprod`` copied back, then ``flip``."""
+    from gradviz.ops.shape import slice_along
+    from gradviz.ops.statistics import cumprod
+    from gradviz.tensor import empty
+
+    if not isinstance(x, Tensor):
+        raise _tensor_type_error("vander", "x", 1, x)
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    columns = x.shape[0] if N is None else N
+    if columns < 0:
+        raise RuntimeError("N must be non-negative.")
+    from gradviz.ops.torch_functions import promote_types
+
+    dtype = promote_types(x.dtype, _dtype.int64)
+    result = empty((x.shape[0], columns), dtype=dtype)
+
+    def rest():  # ATen's ``result.slice(1, 1)``: a slice with no end given (saved as None)
+        return slice_along(result, 1, 1, columns, 1, given=(1, None))
+
+    if columns > 0:
+        result.select(1, 0).fill_(1)
+        if columns > 1:
+            rest().copy_(x.unsqueeze(1))
+            rest().copy_(cumprod(rest(), 1))
+    return result if increasing else result.flip(1)
+
+
+def linalg_vander(x, *, N=None):
+    """``torch.linalg.vander``: powers rising along a new last dim, ``x``'s batch dims kept: a ``cumprod`` of
+    ``x`` expanded, after a column of ones (``cat``)."""
+    from gradviz.ops.combine import cat
+    from gradviz.ops.statistics import cumprod
+
+    if not isinstance(x, Tensor):
+        raise _tensor_type_error("linalg_vander", "x", 1, x)
+    if x.dtype is _dtype.bool:
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    x_ = x.unsqueeze(-1) if x.ndim == 0 else x
+    shape = list(x_.shape)
+    columns = shape[-1] if N is None else N
+    if columns <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    result = cumprod(x_.unsqueeze(-1).expand([*shape, columns - 1]), -1)
+    ones = result.new_ones([*shape, 1])
+    return cat([ones, result], -1)
+
+
 # -- squeeze_, unsqueeze_, t_, transpose_: a tensor's shape changed in place ---------------------------------------
 class UnsqueezeBackward1(UnsqueezeBackward0):
     """``x.unsqueeze_(dim)``."""
@@ -426,5 +520,6 @@ def tensor_methods() -> dict:
 
 def torch_functions() -> dict:
     return {"tensor_split": tensor_split, "split_with_sizes": split_with_sizes, "rot90": rot90, "diagflat": diagflat,
-            "dstack": dstack, "row_stack": row_stack, "block_diag": block_diag, "unravel_index": unravel_index,
+            "dstack": dstack, "row_stack": row_stack, "cartesian_prod": cartesian_prod, "combinations": combinations,
+            "vander": vander, "block_diag": block_diag, "unravel_index": unravel_index,
             "fill": fill, "range": deprecated_range, "logspace": logspace, "get_device": get_device}
