@@ -166,6 +166,10 @@ globals().update(_integer_math.torch_functions())
 from gradviz.ops import shape_helpers as _shape_helpers  # noqa: E402
 
 globals().update(_shape_helpers.torch_functions())
+# -- statistics: torch.quantile, torch.nanquantile, torch.cov, torch.corrcoef, torch.trapezoid, torch.histogram ... ----
+from gradviz.ops import statistics_more as _statistics_more  # noqa: E402
+
+globals().update(_statistics_more.torch_functions())
 # -- PyTorch's argument parser in front of the facade: numpy's names (``x.sum(axis=0)``), and its TypeError for
 # -- a number or list where a tensor belongs (``torch.exp(2.0)``) ----------------------------------------------
 from gradviz import argument_parser as _argument_parser  # noqa: E402

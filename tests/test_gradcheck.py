@@ -603,3 +603,7 @@ CASES.update({
     "SqueezeBackward3": (lambda a: (a * 1).squeeze_(), [values(2, 1, 3)]),
     "SqueezeBackward5": (lambda a: (a * 1).squeeze_((1, -1)), [values(2, 1, 3, 1)]),
 })
+# statistics: lerp with a tensor weight (what quantile interpolates with)
+from gradviz.ops.statistics_more import LerpBackward1  # noqa: E402
+
+CASES.update({"LerpBackward1": (lambda a, b, w: LerpBackward1.apply(a, b, w), [values(2, 3), values(2, 3), values(2, 3)])})

@@ -356,3 +356,9 @@ from gradviz.ops import shape_helpers as _shape_helpers  # noqa: E402
 TENSOR_METHODS.update(_shape_helpers.tensor_methods())
 for _name in _shape_helpers.tensor_methods():
     setattr(Tensor, _name, TENSOR_METHODS[_name])
+# -- statistics: quantile, nanquantile, cov, corrcoef, histogram (ops/statistics_more.py) --------------------------------
+from gradviz.ops import statistics_more as _statistics_more  # noqa: E402
+
+TENSOR_METHODS.update(_statistics_more.tensor_methods())
+for _name in _statistics_more.tensor_methods():
+    setattr(Tensor, _name, TENSOR_METHODS[_name])

@@ -2595,3 +2595,7 @@ for _name, _same_as in (("UnsqueezeBackward1", "UnsqueezeBackward0"), ("TBackwar
                         ("TransposeBackward1", "TransposeBackward0"), ("SqueezeBackward3", "SqueezeBackward0"),
                         ("SqueezeBackward5", "SqueezeBackward2")):
     TABLE.setdefault(_name, TABLE[_same_as])
+# -- statistics: quantile's interpolation, lerp with a tensor weight (ops/statistics_more.py) ------------------------
+entry("LerpBackward1")(lambda o: {"self": Rule(local=1 - Var("weight", "w")),
+                                  "end": Rule(local=Var("weight", "w"), symbol="e"),
+                                  "weight": Rule(local=Var("end", "e") - x, symbol="w")})
