@@ -157,9 +157,202 @@ def _write_out(name: str, result, out):
     return write_out(name, result, out)
 
 
+# -- cov, corrcoef ------------------------------------------------------------------------------------------------
+def _check_weights(name: str, weights, observations: int, integral: bool) -> None:
+    kind = "fweights" if integral else "aweights"
+    if weights.ndim > 1:
+        raise RuntimeError(f"cov(): expected {kind} to have one or fewer dimensions but got {kind} with {weights.ndim} "
+                           "dimensions")
+    wanted_ok = (not weights.dtype.is_floating_point and weights.dtype is not _dtype.bool) if integral \
+        else weights.dtype.is_floating_point
+    if not wanted_ok:
+        label = "integral" if integral else "floating point"
+        raise RuntimeError(f"cov(): expected {kind} to have {label} dtype but got {kind} with "
+                           f"{_dtype.SCALAR_TYPE_NAMES[weights.dtype.name]} dtype")
+    if weights.numel() != observations:
+        raise RuntimeError(f"cov(): expected {kind} to have the same numel as there are observations in the input but "
+                           f"got {weights.numel()} != {observations}")
+    values = np.asarray(weights._backend.to_numpy(weights._data))
+    if observations and values.min() < 0:
+        raise RuntimeError(f"cov(): {kind} cannot be negative")
+
+
+def cov(input, *, correction: int = 1, fweights=None, aweights=None):
+    """The covariance matrix of the rows of ``input`` (variables × observations), as ATen computes it: the
+    (weighted) mean subtracted, ``mm`` with the transpose, divided by the normalization, squeezed."""
+    import warnings
+
+    from gradviz.ops.shape import squeeze
+    from gradviz.ops.reduction import sum as tensor_sum
+    from gradviz.tensor import tensor as make_tensor
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"cov(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with {input.ndim} "
+                           "dimensions")
+    if input.dtype is _dtype.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    data = input.view(1, -1) if input.ndim < 2 else input
+    observations = data.shape[1]
+    weights = None
+    if fweights is not None:
+        _check_weights("cov", fweights, observations, integral=True)
+        weights = fweights
+    if aweights is not None:
+        _check_weights("cov", aweights, observations, integral=False)
+        weights = aweights if weights is None else weights * aweights
+    weight_sum = tensor_sum(weights) if weights is not None else make_tensor(observations, dtype=_dtype.int64)
+    if weights is not None and not bool(weight_sum.ne(0)):
+        raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    average = tensor_sum(data * weights if weights is not None else data, 1) / weight_sum
+    if weights is not None and aweights is not None and correction != 0:
+        norm_factor = weight_sum - correction * tensor_sum(weights * aweights) / weight_sum
+    else:
+        norm_factor = weight_sum - correction
+    if bool(norm_factor.le(0)):
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations. (Triggered internally at /__w/pytorch/pytorch/aten/src/ATen/native/"
+                      "Correlation.cpp:123.)", UserWarning, stacklevel=2)
+        norm_factor.zero_()
+    centred = data - average.unsqueeze(1)
+    product = centred.mm((centred * weights if weights is not None else centred).t())
+    return squeeze(_true_divide(product, norm_factor))
+
+
+def _true_divide(a, b):
+    from gradviz.ops.arithmetic import div
+
+    return div(a, b)
+
+
+def corrcoef(input):
+    """Pearson's correlation coefficients of the rows: ``cov`` divided by the standard deviations (rows, then
+    columns), clipped to [-1, 1]; a single variable gives ``c / c``."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"corrcoef(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.ndim > 2:
+        raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.ndim} dimensions")
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    deviations = c.diagonal().sqrt()
+    c = c / deviations.view(-1, 1)
+    c = c / deviations.view(1, -1)
+    return c.clip(-1, 1)
+
+
+# -- trapezoid, trapz, cumulative_trapezoid -------------------------------------------------------------------------
+def _slices(y, dim: int, given_dim: int):
+    """ATen's ``y.slice(dim, 0, -1)`` and ``y.slice(dim, 1)`` (an end not given is saved as None)."""
+    from gradviz.ops.shape import slice_along
+
+    size = y.shape[dim]
+    left = slice_along(y, dim, 0, max(size - 1, 0), 1, given=(0, -1), given_dim=given_dim)
+    right = slice_along(y, dim, min(1, size), size, 1, given=(1, None), given_dim=given_dim)
+    return left, right
+
+
+def _spacing(name: str, y, x, dim: int):
+    """``x``'s differences along ``dim``, ``x`` viewed so that they broadcast against ``y``'s."""
+    if x.ndim == 1:
+        if x.shape[0] != y.shape[dim]:
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
+        sizes = [1] * y.ndim
+        sizes[dim] = x.shape[0]
+        viewed = x.view(sizes)
+    elif x.ndim < y.ndim:
+        viewed = x.view([1] * (y.ndim - x.ndim) + list(x.shape))
+    else:
+        viewed = x
+    left, right = _slices(viewed, dim, dim)
+    return right - left
+
+
+def _check_real_dx(name: str, dx) -> None:
+    if isinstance(dx, bool) or isinstance(dx, complex):
+        raise RuntimeError(f"{name}: Currently, we only support dx as a real number.")
+
+
+def trapezoid(y, x=None, *, dx=None, dim: int = -1):
+    """The trapezoidal rule along ``dim``: with spacing ``dx`` (1 by default), ``(sum(y) - (y₀ + yₙ)/2) · dx``;
+    with sample points ``x``, ``sum(Δx · (y[:-1] + y[1:])) / 2``."""
+    from gradviz.ops.reduction import sum as tensor_sum
+    from gradviz.ops.shape import select
+
+    if not isinstance(y, Tensor):
+        raise TypeError(f"trapezoid(): argument 'y' (position 1) must be Tensor, not {type(y).__name__}")
+    if isinstance(x, Tensor):
+        axis = wrap_dim(dim, y.ndim)
+        if y.shape[axis] == 0:
+            return _zeros_except(y, axis)
+        if y.dtype is _dtype.bool or x.dtype is _dtype.bool:
+            raise RuntimeError("trapezoid: received a bool input for `x` or `y`, but bool is not supported")
+        left, right = _slices(y, axis, axis)
+        return _over_number(tensor_sum((left + right) * _spacing("trapezoid", y, x, axis), axis), 2.0)
+    spacing = 1 if dx is None else dx
+    axis = wrap_dim(dim, y.ndim)
+    if y.shape[axis] == 0:
+        return _zeros_except(y, axis)
+    if y.dtype is _dtype.bool:
+        raise RuntimeError("trapezoid: received a bool input for `y`, but bool is not supported")
+    _check_real_dx("trapezoid", spacing)
+    ends = select(y, axis, 0, given=0, given_dim=dim) + select(y, axis, y.shape[axis] - 1, given=-1, given_dim=dim)
+    return _times_number(tensor_sum(y, dim) - _times_number(ends, 0.5), float(spacing))
+
+
+def _times_number(tensor, number: float):
+    """``tensor * number`` as C++ writes it (a Scalar: MulBackward1); an integer tensor, which never needs a
+    gradient, takes the ordinary product and its promotion to the default float dtype."""
+    from gradviz.ops.arithmetic import MulBackward1
+
+    return MulBackward1.apply(tensor, number) if tensor.dtype.is_floating_point else tensor * number
+
+
+def _over_number(tensor, number: float):
+    """``tensor / number`` as C++ writes it (DivBackward1)."""
+    from gradviz.ops.arithmetic import DivBackward1
+
+    return DivBackward1.apply(tensor, number) if tensor.dtype.is_floating_point else tensor / number
+
+
+def trapz(y, x=None, *, dx=None, dim: int = -1):
+    """``trapezoid``'s older name."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def _zeros_except(y, dim: int):
+    from gradviz.tensor import zeros
+
+    return zeros(tuple(size for i, size in enumerate(y.shape) if i != dim), dtype=y.dtype)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
+    """The running trapezoidal sums along ``dim`` (one fewer than the samples)."""
+    from gradviz.ops.statistics import cumsum
+
+    if not isinstance(y, Tensor):
+        raise TypeError(f"cumulative_trapezoid(): argument 'y' (position 1) must be Tensor, not {type(y).__name__}")
+    if isinstance(x, Tensor):
+        axis = wrap_dim(dim, y.ndim)
+        if y.dtype is _dtype.bool or x.dtype is _dtype.bool:
+            raise RuntimeError("cumulative_trapezoid: received a bool input for `x` or `y`, but bool is not supported")
+        spacing = _spacing("cumulative_trapezoid", y, x, axis)
+        left, right = _slices(y, axis, axis)
+        return _over_number(cumsum((left + right) * spacing, axis), 2.0)
+    if y.dtype is _dtype.bool:
+        raise RuntimeError("cumulative_trapezoid: received a bool input for `y`, but bool is not supported")
+    spacing = 1 if dx is None else dx
+    _check_real_dx("cumulative_trapezoid", spacing)
+    left, right = _slices(y, wrap_dim(dim, y.ndim), dim)
+    return cumsum(_times_number(left + right, float(spacing) / 2.0), dim)
+
+
 def tensor_methods() -> dict:
-    return {"quantile": quantile, "nanquantile": nanquantile}
+    return {"quantile": quantile, "nanquantile": nanquantile, "cov": cov, "corrcoef": corrcoef}
 
 
 def torch_functions() -> dict:
-    return {"quantile": quantile, "nanquantile": nanquantile}
+    return {"quantile": quantile, "nanquantile": nanquantile, "cov": cov, "corrcoef": corrcoef, "trapezoid": trapezoid,
+            "trapz": trapz, "cumulative_trapezoid": cumulative_trapezoid}
