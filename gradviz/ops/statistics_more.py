@@ -61,6 +61,7 @@ class LerpBackward1(OpFunction):
 
 # -- quantile, nanquantile ------------------------------------------------------------------------------------
 def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool):
+    """ATen's ``quantile_compute`` (its checks name ``quantile()`` for ``nanquantile`` too)."""
     from gradviz.ops.inplace import apply_
     from gradviz.ops.reduction import any as tensor_any, sum as tensor_sum
     from gradviz.ops.composites import broadcast_tensors
@@ -71,19 +72,19 @@ def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, ignor
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if not isinstance(q, Tensor):
         if not 0 <= q <= 1:
-            raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
         q = make_tensor(q, dtype=input.dtype)
     if interpolation not in _MODES:
-        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
+        raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
                            f"{interpolation}")
     if input.numel() == 0:
-        raise RuntimeError(f"{name}() input tensor must be non-empty")
+        raise RuntimeError("quantile() input tensor must be non-empty")
     if q.ndim > 1:
-        raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
     if input.dtype not in (_dtype.float32, _dtype.float64):
-        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if q.dtype is not input.dtype:
-        raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
     # the output's shape: q's size, then the input's with ``dim`` reduced
     if dim is not None and input.ndim > 0:
         wrapped = wrap_dim(dim, input.ndim)
@@ -99,7 +100,7 @@ def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, ignor
         out_shape.insert(0, q.numel())
     q_values = np.asarray(q._backend.to_numpy(q._data))
     if not bool(np.all((q_values >= 0) & (q_values <= 1))):
-        raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
     # sorted along the reduced dim, moved last
     if dim is None:
         sorted_values = input.flatten().sort().values
