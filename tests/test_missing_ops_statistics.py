@@ -61,6 +61,15 @@ CASES = {
     "sum((y * torch.arange(1.0, y.numel() + 1.0).reshape(y.shape)).sum() for y in ys).backward()\n"
     "z = torch.cumulative_trapezoid(torch.tensor([1, 2, 4]))\nw = torch.cumulative_trapezoid(torch.ones(2, 1))\n"
     "print(ys, z, w)\n",
+    # -- histogram -------------------------------------------------------------------------------------------
+    "histogram": X + "h = torch.histogram(x, 3)\nsame_node = h.hist.grad_fn is h.bin_edges.grad_fn\n"
+    "e = torch.histogram(torch.tensor([]), 2)\nf = torch.histogram(torch.tensor([2.0, 2.0]), 2)\n"
+    "g = x.detach().histogram(2)\nk = torch.histogram(x.detach(), bins=2, weight=torch.tensor([[1.0, 2.0, 3.0, 4.0], "
+    "[0.5, 0.5, 0.5, 0.5]]), density=True)\nm = torch.histogram(torch.tensor([0.1, 0.2, 0.3, 0.7, 1.0], "
+    "dtype=torch.float64), 10)\nn = torch.histogram(torch.tensor([1.0, float('nan'), 3.0, 7.0]), 2, range=(0.0, 4.0))\n"
+    "o = torch.histogram(x.detach(), torch.tensor([-1.0, 0.0, 2.5, 10.0]), density=True)\n"
+    "p = torch.histogram(x.detach(), 4, range=(0.0, 4.0), weight=torch.ones(2, 4))\n"
+    "print(h, same_node, h.bin_edges.output_nr, e, f, g, k, m, n, o, p)\n",
 }
 
 
@@ -96,6 +105,16 @@ ERRORS = [
     X + "torch.trapezoid(x, dx=True)",
     X + "torch.cumulative_trapezoid(x, torch.tensor([1.0, 2.0]))",
     "torch.cumulative_trapezoid(torch.tensor([True, False]))",
+    X + "torch.histogram(x, 3).hist.sum().backward()",
+    "torch.histogram(torch.tensor([1, 2]), 3)",
+    X + "torch.histogram(x.detach(), torch.tensor([0.0, 2.0], dtype=torch.float64))",
+    X + "torch.histogram(x.detach(), 3, weight=torch.ones(3))",
+    X + "torch.histogram(x.detach(), 3, weight=torch.ones(2, 4, dtype=torch.float64))",
+    X + "torch.histogram(x.detach(), -1)",
+    X + "torch.histogram(x.detach(), 3, range=(2.0, 1.0))",
+    X + "torch.histogram(x.detach(), 3, range=(0.0, float('inf')))",
+    X + "torch.histogram(x.detach(), torch.tensor([[1.0, 2.0]]))",
+    "torch.histogram(torch.tensor([1.0, float('nan'), 3.0]), 2)",
 ]
 
 
@@ -110,6 +129,16 @@ def test_quantile_values_match_torch(values, q, mode):
     expected = torch.quantile(torch.tensor(values, dtype=torch.float64), q, interpolation=mode)
     actual = gradviz.quantile(gradviz.tensor(values, dtype=gradviz.float64), q, interpolation=mode)
     np.testing.assert_array_equal(actual.numpy(), expected.numpy())
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3, width=32), min_size=1, max_size=12), st.integers(1, 9),
+       st.sampled_from(("float32", "float64")), st.booleans())
+def test_histogram_matches_torch(values, bins, dtype, density):
+    expected = torch.histogram(torch.tensor(values, dtype=getattr(torch, dtype)), bins, density=density)
+    actual = gradviz.histogram(gradviz.tensor(values, dtype=getattr(gradviz, dtype)), bins, density=density)
+    np.testing.assert_array_equal(actual.bin_edges.numpy(), expected.bin_edges.numpy())
+    np.testing.assert_allclose(actual.hist.numpy(), expected.hist.numpy(), rtol=1e-6)
 
 
 def test_statistics_gradcheck():

@@ -350,10 +350,93 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
     return cumsum(_times_number(left + right, float(spacing) / 2.0), dim)
 
 
+# -- histogram ---------------------------------------------------------------------------------------------------
+def histogram(input, bins, *, range=None, weight=None, density: bool = False, out=None):  # noqa: A002
+    """``(hist, bin_edges)``: ``bins`` equal bins over ``range`` (the input's min to max by default) or the given
+    edges; each element counts in the bin whose edges hold it (the last bin includes its right edge), NaN and
+    elements outside count nowhere; ``weight`` counts each element as its weight, ``density`` divides by the
+    total and the bin widths. PyTorch defines no derivative: both outputs hang from one ``NotImplemented`` node."""
+    from gradviz.ops import return_types
+    from gradviz.ops.no_derivative import NotImplemented, without_derivative
+    from gradviz.tensor import linspace
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"histogram(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if not input.dtype.is_floating_point:
+        raise _dtype.not_implemented("histogramdd", input.dtype)
+    backend = input._backend
+    values = np.asarray(backend.to_numpy(input._data)).reshape(-1)
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1:
+            raise RuntimeError("torch.histogramdd: bins tensor should have one dimension, but got "
+                               f"{bins.ndim} dimensions in the bins tensor for dimension 0")
+        if bins.dtype is not input.dtype:
+            raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "
+                               f"input with dtype {_dtype.CPP_NAMES[input.dtype.name]} and bins for dimension 0 with "
+                               f"dtype {_dtype.CPP_NAMES[bins.dtype.name]}")
+        edges = np.asarray(bins._backend.to_numpy(bins._data))
+    else:
+        if bins <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+        if range is not None:
+            low, high = float(range[0]), float(range[1])
+        elif values.size:
+            low, high = float(values.min()), float(values.max())
+        else:  # no elements: PyTorch's default range
+            low, high = 0.0, 1.0
+        if not (np.isfinite(low) and np.isfinite(high)):
+            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{_number(low)}, {_number(high)}] is not finite")
+        if low > high:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {_number(low)} max "
+                               f"{_number(high)} for dimension 0")
+        if low == high:  # an empty range widened, as numpy does
+            low, high = low - 0.5, high + 0.5
+        edges = np.asarray(linspace(low, high, bins + 1, dtype=input.dtype).numpy())
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the same shape as the input "
+                           f"tensor excluding its innermost dimension, but got input with shape [{values.size}, 1] and "
+                           f"weight with shape {list(weight.shape)}")
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should "
+                           f"have the same dtype, but got input({_dtype.CPP_NAMES[input.dtype.name]}), and "
+                           f"weight({_dtype.CPP_NAMES[weight.dtype.name]})")
+    counts = np.zeros(max(edges.size - 1, 0), dtype=values.dtype)
+    if edges.size > 1:
+        inside = (values >= edges[0]) & (values <= edges[-1])  # NaN is inside nothing
+        positions = np.minimum(np.searchsorted(edges, values[inside], side="right") - 1, counts.size - 1)
+        amounts = (np.asarray(weight._backend.to_numpy(weight._data)).reshape(-1)[inside] if weight is not None
+                   else np.ones(positions.size, dtype=values.dtype))
+        np.add.at(counts, positions, amounts.astype(values.dtype))
+    if density:
+        with np.errstate(all="ignore"):
+            counts = (counts / counts.sum(dtype=counts.dtype)) / np.diff(edges)
+        counts = counts.astype(values.dtype)
+    device = backend.device_of(input._data)
+    hist_data = backend.array(counts, input.dtype, device)
+    edges_data = backend.array(np.array(edges, dtype=values.dtype), input.dtype, device)
+    hist = without_derivative(NotImplemented, hist_data, (input,), "histogram")
+    bin_edges = Tensor._make(edges_data, hist.requires_grad, hist._grad_fn, backend)
+    bin_edges._output_nr = 1  # the second output of the same node, as in PyTorch
+    if out is not None:
+        from gradviz.ops.arithmetic import write_out
+
+        return return_types.histogram(write_out("histogram", hist, out[0]), write_out("histogram", bin_edges, out[1]))
+    return return_types.histogram(hist, bin_edges)
+
+
+def _number(value: float) -> str:
+    """A double as C++'s ``<<`` prints it (``2``, ``0.5``, ``inf``, ``nan``)."""
+    if value != value:
+        return "nan"
+    if np.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:g}"
+
+
 def tensor_methods() -> dict:
-    return {"quantile": quantile, "nanquantile": nanquantile, "cov": cov, "corrcoef": corrcoef}
+    return {"quantile": quantile, "nanquantile": nanquantile, "cov": cov, "corrcoef": corrcoef, "histogram": histogram}
 
 
 def torch_functions() -> dict:
     return {"quantile": quantile, "nanquantile": nanquantile, "cov": cov, "corrcoef": corrcoef, "trapezoid": trapezoid,
-            "trapz": trapz, "cumulative_trapezoid": cumulative_trapezoid}
+            "trapz": trapz, "cumulative_trapezoid": cumulative_trapezoid, "histogram": histogram}
