@@ -607,3 +607,6 @@ CASES.update({
 from gradviz.ops.statistics_more import LerpBackward1  # noqa: E402
 
 CASES.update({"LerpBackward1": (lambda a, b, w: LerpBackward1.apply(a, b, w), [values(2, 3), values(2, 3), values(2, 3)])})
+# more losses: the soft margin loss's one node
+CASES.update({"SoftMarginLossBackward0": (lambda a: F.soft_margin_loss(a, gv.tensor([[1.0, -1.0, 1.0], [-1.0, 1.0, 1.0]],
+                                                                                    dtype=gv.float64)), [values(2, 3)])})

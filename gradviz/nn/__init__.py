@@ -31,3 +31,9 @@ __all__ += list(PADDING_LAYERS)
 from gradviz.nn.modules import GLU, Hardshrink, PairwiseDistance, RReLU, Softshrink, Threshold  # noqa: E402
 
 __all__ += ["GLU", "Softshrink", "Hardshrink", "Threshold", "RReLU", "PairwiseDistance"]
+# -- more losses: margin ranking, hinge embedding, soft margin, Poisson and Gaussian NLL, triplet margin -----------
+from gradviz.nn.modules import (GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss, PoissonNLLLoss,  # noqa: E402
+                                SoftMarginLoss, TripletMarginLoss)
+
+__all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+            "TripletMarginLoss"]

@@ -216,3 +216,39 @@ def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool
 
 
 from gradviz.ops.distances import pairwise_distance  # noqa: E402
+
+
+# -- more losses: margin ranking, hinge embedding, soft margin, Poisson and Gaussian NLL, triplet margin
+# -- (ops/losses_more.py); the in-place activations under their F names -------------------------------------------
+from gradviz.ops.losses_more import (gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,  # noqa: E402
+                                     poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
+
+
+def relu_(input):
+    """``relu`` in place."""
+    return input.relu_()
+
+
+def elu_(input, alpha: float = 1.0):
+    """``elu`` in place."""
+    return elu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    """``selu`` in place."""
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha: float = 1.0):
+    """``celu`` in place."""
+    return celu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input, negative_slope: float = 0.01):
+    """``leaky_relu`` in place."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
+    """``hardtanh`` in place."""
+    return hardtanh(input, min_val, max_val, inplace=True)

@@ -2599,3 +2599,11 @@ for _name, _same_as in (("UnsqueezeBackward1", "UnsqueezeBackward0"), ("TBackwar
 entry("LerpBackward1")(lambda o: {"self": Rule(local=1 - Var("weight", "w")),
                                   "end": Rule(local=Var("weight", "w"), symbol="e"),
                                   "weight": Rule(local=Var("end", "e") - x, symbol="w")})
+# -- more losses: soft margin (ops/losses_more.py) ---------------------------------------------------------------------
+entry("SoftMarginLossBackward0", options=("reduction",))(lambda o: only(Rule(
+    local=Call("soft_margin_local", (x, t), "-t σ(-t x)") * (Num(1) / Call("element_count", (x,), "n") if o["reduction"] == 1
+                                                            else Num(1)),
+    note="the logistic loss's slope" + (", shared over the n elements (mean)" if o["reduction"] == 1 else ""))))
+register("soft_margin_local")(lambda a, b: -np.asarray(b, np.float64) / (1 + np.exp(np.asarray(a, np.float64)
+                                                                                       * np.asarray(b, np.float64))))
+register("element_count")(lambda a: float(np.asarray(a).size))
