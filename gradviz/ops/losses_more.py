@@ -194,3 +194,59 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
         distance_negative = minimum(distance_negative, pairwise_distance(positive, negative, p, eps))
     output = (_plus_number(distance_positive, margin) - distance_negative).clamp_min(0)
     return _reduced(output, reduction)
+
+
+# -- the torch.* names of the functional forms (a loss's reduction there is ATen's int: 0 none, 1 mean, 2 sum) ---------
+_REDUCTION_NAMES = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _reduction_name(function_name: str, reduction) -> str:
+    if not isinstance(reduction, int) or isinstance(reduction, bool):
+        raise TypeError(f"{function_name}(): argument 'reduction' must be int, not {type(reduction).__name__}")
+    return _REDUCTION_NAMES[reduction]
+
+
+def torch_functions() -> dict:
+    """``torch.selu``, ``torch.threshold``, ``torch.margin_ranking_loss`` ...: the names PyTorch also has at the top
+    level, calling the functional forms (each in PyTorch's top-level signature)."""
+    import gradviz.nn.functional as F
+
+    def margin_ranking_loss_(input1, input2, target, margin: float = 0.0, reduction: int = 1):
+        return margin_ranking_loss(input1, input2, target, margin,
+                                   reduction=_reduction_name("margin_ranking_loss", reduction))
+
+    def hinge_embedding_loss_(input, target, margin: float = 1.0, reduction: int = 1):
+        return hinge_embedding_loss(input, target, margin, reduction=_reduction_name("hinge_embedding_loss", reduction))
+
+    def poisson_nll_loss_(input, target, log_input: bool, full: bool, eps: float, reduction: int):
+        return poisson_nll_loss(input, target, log_input, full, eps=eps,
+                                reduction=_reduction_name("poisson_nll_loss", reduction))
+
+    def triplet_margin_loss_(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                             swap: bool = False, reduction: int = 1):
+        return triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                   reduction=_reduction_name("triplet_margin_loss", reduction))
+
+    def dropout(input, p: float, train: bool):
+        return F.dropout(input, p, train)
+
+    def dropout_(input, p: float, train: bool):
+        return F.dropout(input, p, train, inplace=True)
+
+    def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5, cudnn_enable: bool = True):
+        return F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+    def batch_norm(input, weight, bias, running_mean, running_var, training: bool, momentum: float, eps: float,
+                   cudnn_enabled: bool):
+        return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+    functions = {"margin_ranking_loss": margin_ranking_loss_, "hinge_embedding_loss": hinge_embedding_loss_,
+                 "poisson_nll_loss": poisson_nll_loss_, "triplet_margin_loss": triplet_margin_loss_,
+                 "dropout": dropout, "dropout_": dropout_, "layer_norm": layer_norm, "batch_norm": batch_norm,
+                 "selu": F.selu, "selu_": F.selu_, "celu": F.celu, "celu_": F.celu_, "threshold": F.threshold,
+                 "threshold_": F.threshold_, "rrelu": F.rrelu, "rrelu_": F.rrelu_, "hardshrink": F.hardshrink,
+                 "prelu": F.prelu, "cosine_similarity": F.cosine_similarity, "pairwise_distance": F.pairwise_distance}
+    for name, function in functions.items():
+        if function.__name__.endswith("_") and not name.endswith("_"):
+            function.__name__ = name
+    return functions
