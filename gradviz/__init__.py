@@ -170,10 +170,14 @@ globals().update(_shape_helpers.torch_functions())
 from gradviz.ops import statistics_more as _statistics_more  # noqa: E402
 
 globals().update(_statistics_more.torch_functions())
-# -- the functional forms' torch.* names: torch.selu, torch.threshold, torch.margin_ranking_loss, torch.dropout ... -----
-from gradviz.ops import losses_more as _losses_more  # noqa: E402
-
-globals().update(_losses_more.torch_functions())
+# -- the functional forms' torch.* names: torch.selu, torch.threshold, torch.margin_ranking_loss, torch.dropout ...
+# -- reached lazily, as nn is (the ``_torch_*`` ones take PyTorch's top-level signature: nn/functional.py) -----------
+_LAZY.update({name: ("gradviz.nn.functional", f"_torch_{name}") for name in (
+    "margin_ranking_loss", "hinge_embedding_loss", "poisson_nll_loss", "triplet_margin_loss", "dropout", "dropout_",
+    "layer_norm", "batch_norm")})
+_LAZY.update({name: ("gradviz.nn.functional", name) for name in (
+    "selu", "selu_", "celu", "celu_", "threshold", "threshold_", "rrelu", "rrelu_", "hardshrink", "prelu",
+    "cosine_similarity", "pairwise_distance")})
 # -- PyTorch's argument parser in front of the facade: numpy's names (``x.sum(axis=0)``), and its TypeError for
 # -- a number or list where a tensor belongs (``torch.exp(2.0)``) ----------------------------------------------
 from gradviz import argument_parser as _argument_parser  # noqa: E402
