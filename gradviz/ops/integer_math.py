@@ -439,7 +439,7 @@ def _elements(tensor: Tensor, shape) -> list:
     return np.broadcast_to(values, shape).reshape(-1).tolist()
 
 
-def _apply_python(name: str, self: Tensor, function, others=()) -> Tensor:
+def _apply_python(self: Tensor, function, others=()) -> Tensor:
     backend = self._backend
     shape = self._data.shape
     results = [_python_value(function(*items), self.dtype)
@@ -468,21 +468,21 @@ def _check_others(name: str, self: Tensor, others: dict) -> None:
 def apply_method(self, callable):
     """``x.apply_(f)``: each element replaced by ``f(element)`` (CPU tensors that do not require grad)."""
     _check_callable_target("apply_", (self,))
-    return _apply_python("apply_", self, callable)
+    return _apply_python(self, callable)
 
 
 def map_method(self, other, callable):
     """``x.map_(y, f)``: each element replaced by ``f(x_i, y_i)`` (``y`` of ``x``'s dtype, broadcast to it)."""
     _check_others("map_", self, {"other": (1, other)})
     _check_callable_target("map_", (self, other))
-    return _apply_python("map_", self, callable, (other,))
+    return _apply_python(self, callable, (other,))
 
 
 def map2_method(self, x, y, callable):
     """``t.map2_(x, y, f)``: each element replaced by ``f(t_i, x_i, y_i)``."""
     _check_others("map2_", self, {"x": (1, x), "y": (2, y)})
     _check_callable_target("map2_", (self, x, y))
-    return _apply_python("map2_", self, callable, (x, y))
+    return _apply_python(self, callable, (x, y))
 
 
 # -- the Tensor methods and torch functions ----------------------------------------------------------------------
