@@ -47,6 +47,8 @@ CASES = {
     "in_place_activations": ABN + "c = a * 1\nF.relu_(c)\nd = a * 1\nF.elu_(d, 0.5)\ne = a * 1\nF.selu_(e)\nf = a * 1\n"
     "F.celu_(f)\ng = a * 1\nF.leaky_relu_(g, 0.2)\nh = a * 1\nF.hardtanh_(h, -0.5, 0.5)\n"
     "(c + d + e + f + g + h).sum().backward()\nprint(c, d, e, f, g, h)\n",
+    "tensor_methods": ABN + "w = torch.tensor([0.25], requires_grad=True)\ny = a.hardshrink(0.4) + a.hardshrink() + "
+    "a.prelu(w)\n(y * torch.arange(6.0).reshape(2, 3)).sum().backward()\nprint(y)\n",
     "torch_names": ABN + "w = torch.tensor([0.25], requires_grad=True)\n"
     "ys = [torch.selu(a), torch.celu(a, 0.5), torch.threshold(a, 0.1, 2.0), torch.rrelu(a), torch.hardshrink(a, 0.4), "
     "torch.prelu(a, w), torch.cosine_similarity(a, b), torch.pairwise_distance(a, b), "

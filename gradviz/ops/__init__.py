@@ -362,3 +362,9 @@ from gradviz.ops import statistics_more as _statistics_more  # noqa: E402
 TENSOR_METHODS.update(_statistics_more.tensor_methods())
 for _name in _statistics_more.tensor_methods():
     setattr(Tensor, _name, TENSOR_METHODS[_name])
+# -- x.hardshrink, x.prelu (ops/losses_more.py) ------------------------------------------------------------------------
+from gradviz.ops import losses_more as _losses_more  # noqa: E402
+
+TENSOR_METHODS.update(_losses_more.tensor_methods())
+for _name in _losses_more.tensor_methods():
+    setattr(Tensor, _name, TENSOR_METHODS[_name])

@@ -195,3 +195,11 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     output = (_plus_number(distance_positive, margin) - distance_negative).clamp_min(0)
     return _reduced(output, reduction)
 
+
+
+def tensor_methods() -> dict:
+    """``x.hardshrink(lambd)`` and ``x.prelu(weight)``: the activations PyTorch also has as Tensor methods."""
+    from gradviz.ops.activation import prelu
+    from gradviz.ops.shrink import hardshrink
+
+    return {"hardshrink": hardshrink, "prelu": prelu}
