@@ -16,7 +16,7 @@ import re
 import sys
 
 OUT_OF_SCOPE = re.compile(
-    r"sparse|quantiz|q_|qint|quint|mkldnn|fbgemm|cudnn|miopen|_foreach|compile|dynamo|export|fx|jit|onnx|"
+    r"sparse|quantiz|^q_|qint|quint|mkldnn|fbgemm|cudnn|miopen|_foreach|compile|dynamo|export|fx|jit|onnx|"
     r"distributed|rpc|mps|xpu|hpu|mtia|ipu|vulkan|nested|named_|rename|refine_names|align_|unflatten_dense|"
     r"storage|pin_memory|share_memory|is_shared|data_ptr|untyped|vmap_|_nnpack|fake_|functionalize|"
     r"^is_inference$|^lstm|^gru|^rnn_|^quantized|^fused_|^native_|^batch_norm_|^cudnn|^miopen|^conv_tbc|"

@@ -162,6 +162,26 @@ e, pi, inf, nan, newaxis = _sweep.e, _sweep.pi, _sweep.inf, _sweep.nan, _sweep.n
 # -- anomaly mode's switches: torch.is_anomaly_enabled, torch.set_anomaly_enabled, ... ----------------------------
 from gradviz.autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: E402
                                            set_anomaly_enabled)
+# -- integer and bit math: torch.gcd, torch.lcm, torch.ldexp, torch.bitwise_left_shift, torch.frexp ... ------------
+from gradviz.ops import integer_math as _integer_math  # noqa: E402
+
+globals().update(_integer_math.torch_functions())
+# -- shape helpers: torch.tensor_split, torch.rot90, torch.block_diag, torch.range, torch.logspace, torch.fill ... -------
+from gradviz.ops import shape_helpers as _shape_helpers  # noqa: E402
+
+globals().update(_shape_helpers.torch_functions())
+# -- statistics: torch.quantile, torch.nanquantile, torch.cov, torch.corrcoef, torch.trapezoid, torch.histogram ... ----
+from gradviz.ops import statistics_more as _statistics_more  # noqa: E402
+
+globals().update(_statistics_more.torch_functions())
+# -- the functional forms' torch.* names: torch.selu, torch.threshold, torch.margin_ranking_loss, torch.dropout ...
+# -- reached lazily, as nn is (the ``_torch_*`` ones take PyTorch's top-level signature: nn/functional.py) -----------
+_LAZY.update({name: ("gradviz.nn.functional", f"_torch_{name}") for name in (
+    "margin_ranking_loss", "hinge_embedding_loss", "poisson_nll_loss", "triplet_margin_loss", "dropout", "dropout_",
+    "layer_norm", "batch_norm")})
+_LAZY.update({name: ("gradviz.nn.functional", name) for name in (
+    "selu", "selu_", "celu", "celu_", "threshold", "threshold_", "rrelu", "rrelu_", "hardshrink", "prelu",
+    "cosine_similarity", "pairwise_distance")})
 # -- PyTorch's argument parser in front of the facade: numpy's names (``x.sum(axis=0)``), and its TypeError for
 # -- a number or list where a tensor belongs (``torch.exp(2.0)``) ----------------------------------------------
 from gradviz import argument_parser as _argument_parser  # noqa: E402

@@ -97,3 +97,5 @@ def _cond_from_inverse(A, p):
     inverse.masked_fill_(info.unsqueeze(-1).unsqueeze(-1) > 0, math.inf)
     result = matrix_norm(A, p) * matrix_norm(inverse, p)
     return apply_(result, nan_to_num, math.inf, math.inf, -math.inf)
+# -- torch.linalg.vander (ops/shape_helpers.py) ----------------------------------------------------------------
+from gradviz.ops.shape_helpers import linalg_vander as vander  # noqa: E402

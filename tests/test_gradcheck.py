@@ -606,3 +606,35 @@ CASES.update({
     "AdaptiveAvgPool2DBackwardBackward0": (_gradient_of_square(lambda x: F.adaptive_avg_pool2d(x, 3)),
                                            [values(1, 2, 4, 5)]),
 })
+# integer and bit math: ldexp, frexp's mantissa, the comparisons in place (their gradient is 0)
+CASES.update({
+    "LdexpBackward0": (lambda a, b: gv.ldexp(a, b), [values(2, 3), values(3)]),
+    "FrexpBackward0": (lambda a: gv.frexp(a).mantissa, [values(2, 3)]),
+    **{f"{name.capitalize()}Backward0": ((lambda name: lambda a: getattr(a * 1, f"{name}_")(0.25))(name), [values(2, 3)])
+       for name in ("ge", "gt", "le", "lt", "eq", "ne")},
+    **{f"{name.capitalize()}Backward1": ((lambda name: lambda a, b: getattr(a * 1, f"{name}_")(b))(name),
+                                         [values(2, 3), values(3)])
+       for name in ("ge", "gt", "le", "lt", "eq", "ne")},
+})
+# shape helpers: rot90, block_diag, torch.fill (a number, a 0-d tensor)
+CASES.update({
+    "Rot90Backward0": (lambda a: gv.rot90(a, -1, (1, 0)), [values(2, 3, 2)]),
+    "BlockDiagBackward0": (lambda a, b, c: gv.block_diag(a, b, c), [values(2, 3), values(3), values(1).reshape(())]),
+    "FillBackward0": (lambda a: gv.fill(a, 2.5) * a, [values(2, 3)]),
+    "FillBackward1": (lambda a, v: gv.fill(a, v) * a, [values(2, 3), values(1).reshape(())]),
+})
+# the in-place view ops: the tensor's own sizes and strides changed, its grad_fn the view op's node
+CASES.update({
+    "UnsqueezeBackward1": (lambda a: (a * 1).unsqueeze_(-1), [values(2, 3)]),
+    "TBackward1": (lambda a: (a * 1).t_(), [values(2, 3)]),
+    "TransposeBackward1": (lambda a: (a * 1).transpose_(0, -1), [values(2, 3, 2)]),
+    "SqueezeBackward3": (lambda a: (a * 1).squeeze_(), [values(2, 1, 3)]),
+    "SqueezeBackward5": (lambda a: (a * 1).squeeze_((1, -1)), [values(2, 1, 3, 1)]),
+})
+# statistics: lerp with a tensor weight (what quantile interpolates with)
+from gradviz.ops.statistics_more import LerpBackward1  # noqa: E402
+
+CASES.update({"LerpBackward1": (lambda a, b, w: LerpBackward1.apply(a, b, w), [values(2, 3), values(2, 3), values(2, 3)])})
+# more losses: the soft margin loss's one node
+CASES.update({"SoftMarginLossBackward0": (lambda a: F.soft_margin_loss(a, gv.tensor([[1.0, -1.0, 1.0], [-1.0, 1.0, 1.0]],
+                                                                                    dtype=gv.float64)), [values(2, 3)])})

@@ -38,3 +38,9 @@ from gradviz.nn.modules import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d,
 
 __all__ += ["grad", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
             "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d"]
+# -- more losses: margin ranking, hinge embedding, soft margin, Poisson and Gaussian NLL, triplet margin -----------
+from gradviz.nn.modules import (GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss, PoissonNLLLoss,  # noqa: E402
+                                SoftMarginLoss, TripletMarginLoss)
+
+__all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+            "TripletMarginLoss"]

@@ -227,3 +227,86 @@ from gradviz.ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_p
                                  max_pool1d, max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices)
 
 __all__ += ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d"]
+# -- more losses: margin ranking, hinge embedding, soft margin, Poisson and Gaussian NLL, triplet margin
+# -- (ops/losses_more.py); the in-place activations under their F names -------------------------------------------
+from gradviz.ops.losses_more import (gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,  # noqa: E402
+                                     poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
+
+
+def relu_(input):
+    """``relu`` in place."""
+    return input.relu_()
+
+
+def elu_(input, alpha: float = 1.0):
+    """``elu`` in place."""
+    return elu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    """``selu`` in place."""
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha: float = 1.0):
+    """``celu`` in place."""
+    return celu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input, negative_slope: float = 0.01):
+    """``leaky_relu`` in place."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
+    """``hardtanh`` in place."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+# -- the functional forms' torch.* names, each in PyTorch's top-level signature (a loss's reduction there is ATen's
+# -- int: 0 none, 1 mean, 2 sum); gradviz's facade reaches them lazily --------------------------------------------
+def _reduction_name(function_name: str, reduction) -> str:
+    if not isinstance(reduction, int) or isinstance(reduction, bool):
+        raise TypeError(f"{function_name}(): argument 'reduction' must be int, not {type(reduction).__name__}")
+    return {0: "none", 1: "mean", 2: "sum"}[reduction]
+
+
+def _torch_margin_ranking_loss(input1, input2, target, margin: float = 0.0, reduction: int = 1):
+    return margin_ranking_loss(input1, input2, target, margin, reduction=_reduction_name("margin_ranking_loss", reduction))
+
+
+def _torch_hinge_embedding_loss(input, target, margin: float = 1.0, reduction: int = 1):
+    return hinge_embedding_loss(input, target, margin, reduction=_reduction_name("hinge_embedding_loss", reduction))
+
+
+def _torch_poisson_nll_loss(input, target, log_input: bool, full: bool, eps: float, reduction: int):
+    return poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction_name("poisson_nll_loss",
+                                                                                               reduction))
+
+
+def _torch_triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                               swap: bool = False, reduction: int = 1):
+    return triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                               reduction=_reduction_name("triplet_margin_loss", reduction))
+
+
+def _torch_dropout(input, p: float, train: bool):
+    return dropout(input, p, train)
+
+
+def _torch_dropout_(input, p: float, train: bool):
+    return dropout(input, p, train, inplace=True)
+
+
+def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5, cudnn_enable: bool = True):
+    return layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def _torch_batch_norm(input, weight, bias, running_mean, running_var, training: bool, momentum: float, eps: float,
+                      cudnn_enabled: bool):
+    return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+for _name in ("margin_ranking_loss", "hinge_embedding_loss", "poisson_nll_loss", "triplet_margin_loss", "dropout",
+              "dropout_", "layer_norm", "batch_norm"):
+    globals()[f"_torch_{_name}"].__name__ = _name  # PyTorch's name, in help() and messages

@@ -1921,3 +1921,76 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool2d(input, self.output_size)
+# -- more losses: margin ranking, hinge embedding, soft margin, Poisson and Gaussian NLL, triplet margin -----------
+class MarginRankingLoss(_Loss):
+    """``max(0, -target · (x1 - x2) + margin)``, reduced."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """``x`` where the target is 1, ``max(0, margin - x)`` where it is -1, reduced."""
+
+    def __init__(self, margin: float = 1.0, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """The two-class logistic loss ``log(1 + exp(-target · x))``, reduced."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """The negative log likelihood of a Poisson target."""
+
+    def __init__(self, log_input: bool = True, full: bool = False, size_average=None, eps: float = 1e-8, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input = log_input
+        self.full = full
+        self.eps = eps
+
+    def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
+        return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
+                                  reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """The negative log likelihood of a Gaussian target with predicted mean and variance."""
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(None, None, reduction)
+        self.full = full
+        self.eps = eps
+
+    def forward(self, input: Tensor, target: Tensor, var) -> Tensor:
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with the p-norm distance."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6, swap: bool = False, size_average=None,
+                 reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
+        self.margin = margin
+        self.p = p
+        self.eps = eps
+        self.swap = swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps,
+                                     swap=self.swap, reduction=self.reduction)

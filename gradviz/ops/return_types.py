@@ -33,3 +33,8 @@ mode = _return_type("mode")
 cummax = _return_type("cummax")
 cummin = _return_type("cummin")
 aminmax = _return_type("aminmax", ("min", "max"))
+# -- frexp's (mantissa, exponent), and its out= form's (ops/integer_math.py) ---------------------------------------
+frexp = _return_type("frexp", ("mantissa", "exponent"))
+frexp_out = _return_type("frexp_out", ("mantissa", "exponent"))
+# -- histogram's (hist, bin_edges) (ops/statistics_more.py) ----------------------------------------------------
+histogram = _return_type("histogram", ("hist", "bin_edges"))

@@ -2554,3 +2554,57 @@ entry("AtanhBackward0")(lambda o: only(Rule(local=1 / (1 - x ** 2))))
 entry("CauchyBackward0", "GeometricBackward0", "LogNormalBackward0")(
     lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
 entry("RandomBackward0", "RandomBackward1", "RandomBackward2")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
+
+
+# -- integer and bit math: ldexp, frexp's mantissa, the comparisons in place (ops/integer_math.py) ------------------
+entry("LdexpBackward0")(lambda o: {
+    "self": Rule(local=Num(2) ** y, note="2^y: an integer power when y is an integer tensor (0 for y < 0), as in PyTorch"),
+    "other": Rule(local=result("z") * Num(math.log(2)), symbol="y")})
+entry("FrexpBackward0")(lambda o: only(Rule(local=1 / Num(2) ** Var("exponent", "e"),
+                                            note="x = m · 2^e with the exponent e held fixed")))
+for _compare in ("Ge", "Gt", "Le", "Lt", "Eq", "Ne"):
+    entry(f"{_compare}Backward0")(lambda o: only(Rule(sent=Num(0), note="a comparison written in place: gradient 0")))
+    entry(f"{_compare}Backward1")(lambda o: {
+        "self": Rule(sent=Num(0), note="a comparison written in place: gradient 0"),
+        "other": Rule(sent=Num(0), symbol="y", note="a comparison written in place: gradient 0")})
+# -- shape helpers: rot90, block_diag, torch.fill (ops/shape_helpers.py) ------------------------------------------
+register("rot90")(lambda value, k, dims: np.rot90(np.asarray(value, dtype=np.float64), k % 4, dims))
+entry("Rot90Backward0", options=("k", "dims"))(lambda o: only(Rule(sent=Call(
+    "rot90", (g,), "rot90", (-signed(o["k"]), tuple(signed(d) for d in o["dims"])), f"by {-signed(o['k'])} quarter turns"),
+    note="the gradient turned back")))
+
+
+@register("block")
+def _block(grad, shapes, slot):
+    """The block of ``grad`` that input ``slot`` of ``block_diag`` filled (a number 1×1, a vector one row)."""
+    grad = np.asarray(grad, np.float64)
+    blocks = [(1, 1) if len(s) == 0 else (1, s[0]) if len(s) == 1 else tuple(s) for s in shapes]
+    row, column = sum(b[0] for b in blocks[:slot]), sum(b[1] for b in blocks[:slot])
+    height, width = blocks[slot]
+    return grad[row:row + height, column:column + width].reshape(shapes[slot])
+
+
+entry("BlockDiagBackward0")(lambda o: only(Rule(sent=Call("block", (g, hidden(INPUT_SHAPES), hidden(SLOT)), "",
+                                                          (), "this input's block"),
+                                                note="each input gets back the block of the gradient it filled"),
+                                           "tensors"))
+entry("FillBackward0")(lambda o: only(Rule(sent=Num(0), note=ZERO_NOTE)))
+entry("FillBackward1")(lambda o: {"self": Rule(sent=Num(0), note=ZERO_NOTE),
+                                  "value": Rule(local=Num(1), symbol="v", note="the value filled every element")})
+# the in-place view ops (squeeze_, unsqueeze_, t_, transpose_) compute what their out-of-place forms do
+for _name, _same_as in (("UnsqueezeBackward1", "UnsqueezeBackward0"), ("TBackward1", "TBackward0"),
+                        ("TransposeBackward1", "TransposeBackward0"), ("SqueezeBackward3", "SqueezeBackward0"),
+                        ("SqueezeBackward5", "SqueezeBackward2")):
+    TABLE.setdefault(_name, TABLE[_same_as])
+# -- statistics: quantile's interpolation, lerp with a tensor weight (ops/statistics_more.py) ------------------------
+entry("LerpBackward1")(lambda o: {"self": Rule(local=1 - Var("weight", "w")),
+                                  "end": Rule(local=Var("weight", "w"), symbol="e"),
+                                  "weight": Rule(local=Var("end", "e") - x, symbol="w")})
+# -- more losses: soft margin (ops/losses_more.py) ---------------------------------------------------------------------
+entry("SoftMarginLossBackward0", options=("reduction",))(lambda o: only(Rule(
+    local=Call("soft_margin_local", (x, t), "-t σ(-t x)") * (Num(1) / Call("element_count", (x,), "n") if o["reduction"] == 1
+                                                            else Num(1)),
+    note="the logistic loss's slope" + (", shared over the n elements (mean)" if o["reduction"] == 1 else ""))))
+register("soft_margin_local")(lambda a, b: -np.asarray(b, np.float64) / (1 + np.exp(np.asarray(a, np.float64)
+                                                                                       * np.asarray(b, np.float64))))
+register("element_count")(lambda a: float(np.asarray(a).size))
