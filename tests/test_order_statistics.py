@@ -111,3 +111,11 @@ def test_libstdcxx_algorithms_order_what_they_should(values, nth):
         assert partitioned[nth] == sorted(values)[nth]
         assert all(v <= partitioned[nth] for v in partitioned[:nth])
         assert all(v >= partitioned[nth] for v in partitioned[nth + 1:])
+
+
+@pytest.mark.parametrize("function", ["median", "nanmedian", "mode"])
+@pytest.mark.parametrize("shape,dim", [((0, 0), 0), ((0, 0), 1), ((0,), 0), ((2, 0), 1), ((0, 2), 0), ((2, 0, 3), 1)])
+def test_a_reduced_dim_of_size_zero_is_refused_as_torch_does(function, shape, dim):
+    """torch checks the reduced dim alone: size 0 raises even when the result would be empty too
+    (hypothesis found ``zeros(0, 0).median(0)`` answering; nanmedian's message names median())."""
+    assert_same_error(f"torch.zeros{shape}.{function}({dim})")

@@ -96,7 +96,7 @@ def _mode_of_row(row):
 
 def _per_row(input, dim, keepdim, pick, name: str):
     rows, axis, outer = _rows(input, dim)
-    if rows.shape[1] == 0 and rows.shape[0]:
+    if rows.shape[1] == 0:  # even when there are no rows either: torch checks the dim alone
         raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
     picked = [pick(row) for row in rows]
     return _reshaped(input, [p[0] for p in picked], [p[1] for p in picked], axis, outer, keepdim)
@@ -222,7 +222,8 @@ def nanmedian(input, dim=None, keepdim: bool = False):
     """``median`` ignoring NaNs (NaN only where every element is)."""
     if dim is None:
         return NanmedianBackward0.apply(input, True)
-    values, indices = _per_row(input, dim, keepdim, lambda row: _median_of_row(row, True), "nanmedian")
+    # (torch's nanmedian shares median's checks, so its error names median())
+    values, indices = _per_row(input, dim, keepdim, lambda row: _median_of_row(row, True), "median")
     return _picked(NanmedianBackward1, return_types.nanmedian, input, dim, keepdim, values, indices)
 
 
@@ -230,11 +231,7 @@ def mode(input, dim: int = -1, keepdim: bool = False):
     """The most frequent value along ``dim`` (the smallest of equally frequent ones) and an index of it."""
     rows, axis, outer = _rows(input, dim)
     if rows.shape[1] == 0:
-        shape = tuple(s for i, s in enumerate(input.shape) if i != axis or keepdim)
-        backend = input._backend
-        device = backend.device_of(input._data)
-        empty = backend.full(shape, 0, input.dtype, device), backend.full(shape, 0, _dtype.int64, device)
-        return _picked(ModeBackward0, return_types.mode, input, dim, keepdim, *empty)
+        raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
     picked = [_mode_of_row(row) for row in rows]
     values, indices = _reshaped(input, [p[0] for p in picked], [p[1] for p in picked], axis, outer, keepdim)
     return _picked(ModeBackward0, return_types.mode, input, dim, keepdim, values, indices)
