@@ -533,6 +533,8 @@ class Tensor:
                 alpha = 1
             result_dtype = _dtype.result_type((self, other) if other_is_tensor else (self,),
                                               () if other_is_tensor else (other,))
+            if op_name == "idiv" and not result_dtype.is_floating_point:  # true division of integers is float
+                result_dtype = _dtype.default_float
             inplace.check_castable(result_dtype, self.dtype)
         other_data = other._data if other_is_tensor else other
         if alpha != 1:

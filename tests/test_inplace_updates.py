@@ -57,3 +57,18 @@ def test_shape_error_without_torch():
                                                               r"tensor b \(4\) at non-singleton dimension 0"):
         p.sub_(gradviz.ones(4))
     assert scalar._version == 0 and p._version == 0
+
+
+@pytest.mark.parametrize("code", [
+    "x = torch.tensor([1, 2]); x /= 2",
+    "x = torch.tensor([1, 2]); x.div_(2)",
+    "x = torch.tensor([True]); x /= True",
+    "x = torch.tensor([1, 2], dtype=torch.uint8); x.div_(torch.tensor([1, 2]))",
+])
+def test_true_division_into_an_integer_tensor_is_refused_as_torch_does(code):
+    """True division of integers gives a float, which an integer tensor cannot hold (numpy's
+    UFuncTypeError came through for a number divisor)."""
+    pytest.importorskip("torch")
+    from parity import assert_same_error
+
+    assert_same_error(code)
