@@ -562,7 +562,9 @@ class Tensor:
     def mul_(self, other) -> Tensor:
         return self._in_place("imul", other, ops.mul)
 
-    def div_(self, other) -> Tensor:
+    def div_(self, other, *, rounding_mode=None) -> Tensor:
+        if rounding_mode is not None:  # floor or trunc division in place: through the general in-place driver
+            return ops.inplace.apply_(self, ops.div, other, rounding_mode=rounding_mode)
         return self._in_place("idiv", other, ops.div)
 
     # the in-place operators go straight to _in_place: ``p -= lr * p.grad`` runs for every

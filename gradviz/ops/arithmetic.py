@@ -865,7 +865,11 @@ def mul(input, other, *, out=None):
     return MulBackward0.apply(input, other)
 
 
-def div(input, other, *, out=None):
+def div(input, other, *, rounding_mode=None, out=None):
+    if rounding_mode is not None:  # floor or trunc division: a step function, DivBackward2 (ops/elementwise.py)
+        from gradviz.ops.binary_math import div_rounded
+
+        return div_rounded(input, other, rounding_mode, out)
     if type(other) is not float and type(other) is not int and not isinstance(other, Tensor):
         check_operands("div", input, other)
     if out is not None:

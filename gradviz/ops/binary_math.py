@@ -331,3 +331,25 @@ def dist(input, other, p=2):
     if isinstance(p, bool) or not isinstance(p, (int, float)):
         raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
     return DistBackward0.apply(input, other, p)
+
+
+def div_rounded(input, other, rounding_mode: str, out=None):
+    """``torch.div(a, b, rounding_mode='floor' or 'trunc')``: integer dtypes stay integers; a float
+    result records DivBackward2, whose gradients are 0 (a number ``b`` is saved as ``tensor(b)``)."""
+    from gradviz.ops.elementwise import DivBackward2
+
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    check_binary(f"div_{rounding_mode}_cpu", input, other, boolean=False)
+    _operands("div", input, other)  # torch's TypeError for what is not a tensor or a number; broadcasting
+    if not isinstance(input, Tensor):
+        from gradviz.ops.arithmetic import _wrapped
+
+        input = _wrapped(input)
+    result = DivBackward2.apply(input, other, rounding_mode)
+    if out is not None:
+        from gradviz.ops.arithmetic import write_out
+
+        return write_out("div", result, out)
+    return result

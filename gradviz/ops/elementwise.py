@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gradviz import _dtype
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import float_data, promote
@@ -425,11 +427,13 @@ class DivBackward2(OpFunction):
 
     inputs = ("self", "other")
     derivatives = {"self": ("zeros_like(grad)", "0"), "other": ("zeros_like(grad)", "0")}
+    wrapped_numbers = ("other",)  # ``x.div(2, rounding_mode=...)`` saves the number as tensor(2)
 
     def forward(ctx, self, other, rounding_mode):
         backend, a, b = _binary_operands(ctx, self, other)
-        ctx.save(other=other, rounding_mode=rounding_mode, self=self)
-        return getattr(backend, rounding_mode)(backend.div(a, b))
+        # as PyTorch's generated code: self is kept only for other's derivative (it shows None otherwise)
+        ctx.save(other=other, rounding_mode=rounding_mode, self=self if ctx.needs_input_grad[1:] == (True,) else None)
+        return rounded_quotient(backend, a, b, rounding_mode)
 
     def backward(ctx, grad):
         return _needed_grads(ctx, lambda: ctx.backend.zeros_like(grad), lambda: ctx.backend.zeros_like(grad))
@@ -439,6 +443,27 @@ class DivBackward2(OpFunction):
         from gradviz.ops.activation import _zeros_like
 
         return _graph_grads(ctx, lambda: _zeros_like(ctx, grad), lambda: _zeros_like(ctx, grad))
+
+
+def rounded_quotient(backend, a, b, rounding_mode: str):
+    """``a / b`` rounded as PyTorch's ``div_floor``/``div_trunc`` kernels round it: integers divided
+    exactly (a division by 0 raises, as PyTorch's does), floats floored as Python's ``//`` (numpy's
+    ``floor_divide`` is that algorithm) or truncated after a true division."""
+    a_values = a if isinstance(a, (int, float)) else np.asarray(backend.to_numpy(a))
+    b_values = b if isinstance(b, (int, float)) else np.asarray(backend.to_numpy(b))
+    dtype = (b_values if isinstance(a_values, (int, float)) else a_values).dtype  # (promoted already)
+    integral = dtype.kind in "iub"
+    if integral and np.any(np.asarray(b_values) == 0):
+        raise RuntimeError("ZeroDivisionError")
+    with np.errstate(all="ignore"):
+        quotient = np.floor_divide(a_values, b_values)
+        if rounding_mode == "trunc":
+            if integral:  # toward zero: one more where the floor went below a quotient with a remainder
+                quotient = quotient + ((np.remainder(a_values, b_values) != 0) & ((a_values < 0) != (b_values < 0)))
+            else:
+                quotient = np.trunc(np.true_divide(a_values, b_values))
+    like = b if isinstance(a, (int, float)) else a
+    return backend.array(np.asarray(quotient, dtype=dtype), _dtype.from_any(dtype), backend.device_of(like))
 
 
 # -- lerp, addcmul, hypot ---------------------------------------------------------------------------------------
