@@ -734,8 +734,13 @@ def lerp(input, end, weight):
     if not input.dtype.is_floating_point:
         raise _dtype.not_implemented("lerp_kernel_scalar", input.dtype)
     if isinstance(weight, Tensor):
-        raise NotImplementedError("gradviz's lerp takes a number weight; for a tensor weight write "
-                                  "input + weight * (end - input)")
+        if weight.dtype is not input.dtype:
+            names = _dtype.CPP_NAMES
+            raise RuntimeError(f"expected dtype {names[input.dtype.name]} for `weight` but got dtype "
+                               f"{names[weight.dtype.name]}")
+        from gradviz.ops.statistics_more import LerpBackward1
+
+        return LerpBackward1.apply(input, end, weight)
     return LerpBackward0.apply(input, end, weight)
 
 

@@ -58,6 +58,22 @@ class LerpBackward1(OpFunction):
             grads[2] = made(values * (stop - start))
         return tuple(None if g is None else to_input(backend, g, m) for g, m in zip(grads, ctx.metas))
 
+    def backward_graph(ctx, grad):
+        """The same formulas recorded (``torch.lerp`` with a tensor weight, differentiated twice)."""
+        from gradviz.ops._util import sum_to_tensor
+        from gradviz.ops.double_backward import _one_minus
+
+        needs = ctx.needs_input_grad
+        shapes = [m[0] for m in ctx.metas]
+        weight = ctx.saved_graph("weight")
+        grad_self = sum_to_tensor(grad * _one_minus(weight), shapes[0]) if needs[0] else None
+        grad_end = sum_to_tensor(grad * weight, shapes[1]) if needs[1] else None
+        grad_weight = None
+        if needs[2]:
+            start, stop = ctx.saved_graph("self", "end")
+            grad_weight = sum_to_tensor(grad * (stop - start), shapes[2])
+        return grad_self, grad_end, grad_weight
+
 
 # -- quantile, nanquantile ------------------------------------------------------------------------------------
 def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool):
