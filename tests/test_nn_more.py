@@ -465,3 +465,16 @@ print(net.apply(init) is net, visited)
 w = net[0].inner[0].weight
 last = net[2].weight
 """)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_batch_norm_in_training_on_either_backend_matches_torch(backend):
+    """The torch backend (CUDA's) trained batch norm too: ``x.size`` is a method on a torch tensor."""
+    assert_same("""
+torch.manual_seed(0)
+bn = torch.nn.BatchNorm2d(2)
+x = torch.randn(3, 2, 4, 4, requires_grad=True)
+y = bn(x)
+(y * y).sum().backward()
+running = bn.running_mean
+""", backend=backend)

@@ -7,6 +7,8 @@ of every slice (kept with size-1 dims, so they broadcast against the input).
 """
 from __future__ import annotations
 
+import math
+
 from gradviz.autograd.function import OpFunction
 from gradviz.tensor import Tensor
 
@@ -111,7 +113,7 @@ class NativeBatchNormBackward0(OpFunction):
         axes = (0,) + tuple(range(2, x.ndim))
         channel_shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
         if training:
-            count = x.size // x.shape[1]
+            count = math.prod(x.shape) // x.shape[1]  # (x.size is a method on the torch backend)
             mean = backend.div(backend.sum(x, axes, keepdims=False), count)
             centred = backend.sub(x, backend.reshape(mean, channel_shape))
             variance = backend.div(backend.sum(backend.mul(centred, centred), axes, keepdims=False), count)
@@ -150,7 +152,7 @@ class NativeBatchNormBackward0(OpFunction):
                 backend.mul(invstd_per_channel, backend.reshape(weight, channel_shape))
             centred_grad = grad
             if training:  # the batch's statistics depend on x too: remove the gradient's mean and projection
-                count = x.size // x.shape[1]
+                count = math.prod(x.shape) // x.shape[1]  # (x.size is a method on the torch backend)
                 mean_grad = backend.div(backend.sum(grad, axes, keepdims=True), count)
                 projection = backend.div(backend.sum(backend.mul(grad, normalized), axes, keepdims=True), count)
                 centred_grad = backend.sub(backend.sub(grad, mean_grad), backend.mul(normalized, projection))
