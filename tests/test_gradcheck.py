@@ -638,3 +638,11 @@ CASES.update({"LerpBackward1": (lambda a, b, w: LerpBackward1.apply(a, b, w), [v
 # more losses: the soft margin loss's one node
 CASES.update({"SoftMarginLossBackward0": (lambda a: F.soft_margin_loss(a, gv.tensor([[1.0, -1.0, 1.0], [-1.0, 1.0, 1.0]],
                                                                                     dtype=gv.float64)), [values(2, 3)])})
+
+
+def test_gradcheck_of_a_function_with_a_transposed_output():
+    """The seed of each output element is laid out flat, whatever the output's strides (a transposed
+    output made ``zeros_like(out).view(-1)`` fail)."""
+    x = gv.randn(3, 4, dtype=gv.float64, requires_grad=True)
+    assert gv.autograd.gradcheck(lambda t: t.t() * 2, (x,))
+    assert gv.autograd.gradgradcheck(lambda t: t.t() ** 3, (x,))

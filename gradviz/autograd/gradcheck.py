@@ -60,14 +60,14 @@ def _numerical(func, inputs, index: int, eps: float) -> list:
 def _analytical(outputs, inputs, index: int) -> list:
     """One Jacobian per output: rows are the input's elements, one ``autograd.grad`` call per output element."""
     from gradviz.autograd.engine import grad
-    from gradviz.tensor import zeros, zeros_like
+    from gradviz.tensor import zeros
 
     target = inputs[index]
     jacobians = []
     for out in outputs:
         columns = []
         for position in range(out.numel()):
-            seed = zeros_like(out).view(-1)
+            seed = zeros(out.numel(), dtype=out.dtype, device=out.device)  # (zeros_like keeps a transposed layout)
             seed[position] = 1
             if out.requires_grad:
                 found, = grad(out, target, seed.view(out.shape), retain_graph=True, allow_unused=True)
