@@ -174,3 +174,20 @@ def test_the_one_call_loss_of_bce_with_logits_has_the_general_paths_bits(values,
                                                  reduction=reduction)
     assert fast.dtype is general.dtype and fast.shape == general.shape
     assert fast._data.tobytes() == general._data.tobytes() or (fast.isnan().item() and general.isnan().item())
+
+
+def test_dir_of_a_node_lists_torchs_saved_names_and_no_others():
+    """A learner finds the saved values with ``[n for n in dir(y.grad_fn) if n.startswith('_saved')]``: gradviz
+    must list torch's names exactly, no helper of its own among them."""
+    torch = pytest.importorskip("torch")
+    import gradviz
+
+    names = []
+    for lib in (torch, gradviz):
+        a = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        b = lib.tensor([1.5, 2.0, -0.5])
+        made = [a * a, a.exp(), a.norm(), a.sum(), a.sigmoid(), a @ b, lib.nn.functional.pairwise_distance(a, b, 2),
+                a.tanh().mean(), lib.nn.functional.mse_loss(a, b), a.clamp(min=0), a.pow(3), a.div(b)]
+        names.append([(r.grad_fn.name(), sorted(n for n in dir(r.grad_fn) if n.startswith("_saved")),
+                       repr(getattr(r.grad_fn, "_saved_p", None))) for r in made])
+    assert names[1] == names[0]

@@ -195,7 +195,7 @@ class OpFunction(Node):
     def backward_graph(self, grad):
         """``create_graph=True`` for an op that declares no recorded form: right only when nothing the
         formula reads requires grad (then the gradient has no graph, as in PyTorch); else a clear error."""
-        if grad.requires_grad or self._saved_requires_grad():
+        if grad.requires_grad or self._any_saved_requires_grad():
             raise NotImplementedError(
                 f"create_graph=True: gradviz cannot yet record the backward pass of {self.name()} (its derivative "
                 "is computed on arrays only). Differentiate this graph once, or use ops whose backward is recorded.")
@@ -203,7 +203,7 @@ class OpFunction(Node):
         results = results if type(results) is tuple else (results,)
         return tuple(None if r is None else Tensor._make(r, backend=self.backend) for r in results)
 
-    def _saved_requires_grad(self) -> bool:
+    def _any_saved_requires_grad(self) -> bool:
         for entry in (self._packed or {}).values():
             items = entry if type(entry) is SavedTensors else (entry,)
             if any(type(item) is SavedTensor and (item.requires_grad or item.is_output) for item in items):

@@ -111,4 +111,4 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
 
     dim = max(x1.ndim, x2.ndim) - 1
     shifted = AddBackward1.apply(x1 - x2, eps)
-    return NormBackward1.apply(shifted, p, (dim if dim >= 0 else 0,), keepdim)
+    return NormBackward1.apply(shifted, float(p), (dim if dim >= 0 else 0,), keepdim)  # (a double in torch's C++)

@@ -271,7 +271,7 @@ class _NormBackwardOp(OpFunction):
     def backward_graph(ctx, *grads):
         """A third derivative: PyTorch records the ops of its double-backward formula; gradviz has that
         formula on arrays only, so this says so unless nothing it reads needs a gradient."""
-        if any(g is not None and g.requires_grad for g in grads) or ctx._saved_requires_grad():
+        if any(g is not None and g.requires_grad for g in grads) or ctx._any_saved_requires_grad():
             raise NotImplementedError(
                 f"create_graph=True: gradviz cannot yet record the backward pass of {ctx.name()} (its derivative "
                 "is computed on arrays only). Differentiate this graph once, or use ops whose backward is recorded.")
