@@ -373,3 +373,16 @@ def test_refreshed_text_keeps_the_boxes_and_recuts_new_values():
     (grad,) = [line for line in after["text"]["n3"] if line["cls"] == "gv-grad"]
     assert grad == {"text": "grad: -123.45\u2026", "cls": "gv-grad", "title": "grad: -123.4567", "max": 14}
     assert layout["text"]["n3"][-1]["text"] == "grad: None"  # the original is not changed
+
+
+def test_a_cut_preview_ends_with_one_ellipsis():
+    """A value preview has its own "…" between head and tail: cutting it must not add a second one
+    (lesson 13's box showed ``4.3574, ……``), nor leave ``…, …``."""
+    from gradviz.render.node_text import cut
+
+    preview = "[1.2214, -2.1129, 4.3574, …, 0.3110, 2.7023]"
+    assert cut(preview, 28) == "[1.2214, -2.1129, 4.3574, …"
+    assert cut(preview, 29) == "[1.2214, -2.1129, 4.3574, …"
+    assert cut(preview, 30) == "[1.2214, -2.1129, 4.3574, …"
+    assert cut("[0.0088, -0.0854, 0.0282, …, 0.5, 0.25]", 29) == "[0.0088, -0.0854, 0.0282, …"
+    assert cut("abcdefgh", 5) == "abcd…" and cut("abc", 5) == "abc"

@@ -111,7 +111,10 @@ def chars_fitting(width: float) -> int:
 
 def cut(text: str, limit: int) -> str:
     """``text`` shortened to ``limit`` characters, the last one an ellipsis, when it is longer."""
-    return text if len(text) <= limit else text[:max(1, limit - 1)] + ELLIPSIS
+    if len(text) <= limit:
+        return text
+    cut = text[:max(1, limit - 1)].rstrip(", ")  # a preview's own "…" is not doubled: "[1., 2., …" not "…, …"
+    return cut if cut.endswith(ELLIPSIS) else cut + ELLIPSIS
 
 
 def fitted_lines(node: GraphNode, width: float, lines: list | None = None) -> list[dict]:

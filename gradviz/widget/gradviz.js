@@ -109,10 +109,13 @@ function iconSvg(path) {
   return icon;
 }
 
-/** Cut text to `max` characters with an ellipsis (the same cut Python makes of node text). */
+/** Cut text to `max` characters with an ellipsis (the same cut Python makes of node text); a preview's own
+ * "…" is not doubled: "[1., 2., …" rather than "[1., 2., ……" or "…, …". */
 function fit(text, max) {
   const str = String(text);
-  return str.length <= max ? str : str.slice(0, Math.max(1, max - 1)) + "\u2026";
+  if (str.length <= max) return str;
+  const cut = str.slice(0, Math.max(1, max - 1)).replace(/[, ]+$/, "");
+  return cut.endsWith("\u2026") ? cut : cut + "\u2026";
 }
 
 /** "(2, 3)" for a tensor's shape; empty for a 0-d tensor (a plain number needs no shape). */
