@@ -7,6 +7,8 @@ table of the Tensor methods and operators that call them.
 """
 from __future__ import annotations
 
+import operator as _operator_module
+
 from gradviz.autograd.function import OpFunction, lean_apply
 from gradviz.ops import (activation, arithmetic, combine, comparison, conversion, double_backward, indexing, inplace,
                          linalg, loss, pieces, reduction, sampling, shape, unary)
@@ -72,12 +74,20 @@ def _operator(function):
     return operator
 
 
+# the operators ``scalar_pair_operator`` takes first (the Python operation, whether the op saves its operands)
+_SCALAR_PAIR = {arithmetic.AddBackward0: (_operator_module.add, False), arithmetic.SubBackward0: (_operator_module.sub, False),
+                arithmetic.MulBackward0: (_operator_module.mul, True)}
+
+
 def _arithmetic_operator(function, op_class):
     """``+ - * /`` (and the reflected ``+ *``): with a Tensor or a Python number on the other side,
     straight to the op's node, as ``function`` itself would go (these are most of the ops in a
     learner's code); anything else takes ``function``'s own checks. The operator is the op's lean
     apply itself (``autograd.function.lean_apply``), made with that check: one Python call per ``a * b``."""
     operator = lean_apply(op_class, checked=_operator(function))
+    if op_class in _SCALAR_PAIR:  # ``a + b``, ``a - b``, ``a * b``: a pair of 0-d float tensors in one frame
+        operation, saves_operands = _SCALAR_PAIR[op_class]
+        operator = arithmetic.scalar_pair_operator(op_class, operation, operator, saves_operands)
     operator.__name__ = function.__name__
     operator.__doc__ = function.__doc__
     return operator
