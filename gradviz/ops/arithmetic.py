@@ -161,12 +161,13 @@ def scalar_pair_operator(cls, operation, lean, saves_operands: bool):
     to PyTorch."""
 
     def operator(first, second):
-        if (type(second) is Tensor and type(first) is Tensor and _FORWARD_AD[0] is None and not _ordering
-                and not SAVED_TENSOR_HOOKS and not _inference_tensors and (not _grad_off or _grad_state.enabled)
-                and first._base is None and second._base is None and (first._requires_grad or second._requires_grad)):
+        if type(second) is Tensor and type(first) is Tensor:
             x = first._data
             y = second._data
-            if type(x) is _ndarray and type(y) is _ndarray and not x.ndim and not y.ndim:
+            if (type(x) is _ndarray and type(y) is _ndarray and not x.ndim and not y.ndim  # (arrays: lean at once)
+                    and _FORWARD_AD[0] is None and not _ordering and not SAVED_TENSOR_HOOKS and not _inference_tensors
+                    and (not _grad_off or _grad_state.enabled) and first._base is None and second._base is None
+                    and (first._requires_grad or second._requires_grad)):
                 dtype = x.dtype
                 if y.dtype is dtype and (dtype is _F32 or dtype is _F64):
                     value = operation(float(x), float(y))  # exact as in _scalar_result (+ - * cannot divide by 0)
