@@ -78,6 +78,20 @@ def test_the_operator_records_what_the_lean_apply_records(name, kinds, shape, dt
             run(lean, OPS[name], kinds, shape, dtype, values, mode_name)
 
 
+PLAIN = ("leaf", "live_leaf", "output", "data")  # the operands the one-frame path takes
+
+
+@settings(max_examples=400, deadline=None)
+@given(name=st.sampled_from(sorted(OPERATORS)), kinds=st.tuples(st.sampled_from(PLAIN), st.sampled_from(PLAIN)),
+       dtype=st.sampled_from([np.float32, np.float64]), values=st.tuples(ANY_FLOAT, ANY_FLOAT),
+       mode_name=st.sampled_from(["grad", "grad", "grad", "no_grad", "anomaly", "saved_hooks", "second_order"]))
+def test_plain_pairs_record_what_the_lean_apply_records(name, kinds, dtype, values, mode_name):
+    """The same comparison, drawn where the one-frame path applies (most draws above fall back at once)."""
+    with np.errstate(all="ignore"):
+        assert run(through_operator(name), OPS[name], kinds, (), dtype, values, mode_name) == \
+            run(lean, OPS[name], kinds, (), dtype, values, mode_name)
+
+
 @settings(max_examples=300, deadline=None)
 @given(name=st.sampled_from(["add", "sub", "mul"]), dtype=st.sampled_from(["float32", "float64"]),
        values=st.tuples(ANY_FLOAT, ANY_FLOAT), grads=st.tuples(st.booleans(), st.booleans()))
