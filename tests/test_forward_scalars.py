@@ -1,7 +1,7 @@
 """``a + b``, ``a - b`` and ``a * b`` on two plain 0-d float tensors record in one frame, exactly as before.
 
-``arithmetic.scalar_pair_operator`` is what ``Tensor.__add__``/``__sub__``/``__mul__`` (and the reflected
-``__radd__``/``__rmul__``) run first: for two plain 0-d float32/float64 tensors of one dtype, not views, at
+``arithmetic.scalar_pair_operator`` is what ``Tensor.__add__``/``__sub__``/``__mul__`` run first (the
+reflected ``__radd__``/``__rmul__``, whose other operand is never a Tensor, are the lean apply as before): for two plain 0-d float32/float64 tensors of one dtype, not views, at
 least one requiring grad, in plain grad mode, it makes the node and output itself; anything else goes to the
 op's lean apply. The lean apply is the reference here (``test_apply_lean.py`` holds it to the general apply):
 the same call runs through the operator and through ``cls.apply`` on freshly made inputs of every kind and in
@@ -44,6 +44,8 @@ def test_the_operators_take_the_one_frame_path_for_a_plain_pair(monkeypatch):
         raise AssertionError("the general path ran")
 
     for name, (method, cls) in OPERATORS.items():
+        if name.startswith("r"):
+            continue
         for dtype in (np.float32, np.float64):
             a = gradviz.tensor(np.asarray(1.5, dtype), requires_grad=True)
             b = gradviz.tensor(np.asarray(-0.75, dtype))

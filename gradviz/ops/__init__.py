@@ -74,20 +74,12 @@ def _operator(function):
     return operator
 
 
-# the operators ``scalar_pair_operator`` takes first (the Python operation, whether the op saves its operands)
-_SCALAR_PAIR = {arithmetic.AddBackward0: (_operator_module.add, False), arithmetic.SubBackward0: (_operator_module.sub, False),
-                arithmetic.MulBackward0: (_operator_module.mul, True)}
-
-
 def _arithmetic_operator(function, op_class):
     """``+ - * /`` (and the reflected ``+ *``): with a Tensor or a Python number on the other side,
     straight to the op's node, as ``function`` itself would go (these are most of the ops in a
     learner's code); anything else takes ``function``'s own checks. The operator is the op's lean
     apply itself (``autograd.function.lean_apply``), made with that check: one Python call per ``a * b``."""
     operator = lean_apply(op_class, checked=_operator(function))
-    if op_class in _SCALAR_PAIR:  # ``a + b``, ``a - b``, ``a * b``: a pair of 0-d float tensors in one frame
-        operation, saves_operands = _SCALAR_PAIR[op_class]
-        operator = arithmetic.scalar_pair_operator(op_class, operation, operator, saves_operands)
     operator.__name__ = function.__name__
     operator.__doc__ = function.__doc__
     return operator
@@ -168,6 +160,16 @@ TENSOR_METHODS.update({name: _arithmetic_operator(function, op_class) for name, 
     ("__add__", add, arithmetic.AddBackward0), ("__radd__", add, arithmetic.AddBackward0),
     ("__sub__", sub, arithmetic.SubBackward0), ("__mul__", mul, arithmetic.MulBackward0),
     ("__rmul__", mul, arithmetic.MulBackward0), ("__truediv__", div, arithmetic.DivBackward0))})
+# -- ``a + b``, ``a - b``, ``a * b`` of two plain 0-d float tensors: recorded in one frame (arithmetic.scalar_pair_operator),
+# in front of the lean apply (not the reflected forms: their other operand is never a Tensor)
+for _name, _op_class, _operation, _saves_operands in (
+        ("__add__", arithmetic.AddBackward0, _operator_module.add, False),
+        ("__sub__", arithmetic.SubBackward0, _operator_module.sub, False),
+        ("__mul__", arithmetic.MulBackward0, _operator_module.mul, True)):
+    _lean = TENSOR_METHODS[_name]
+    _pair = TENSOR_METHODS[_name] = arithmetic.scalar_pair_operator(_op_class, _operation, _lean, _saves_operands)
+    _pair.__name__, _pair.__doc__ = _lean.__name__, _lean.__doc__
+# -- end of the one-frame 0-d pairs
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in {
     "cos": cos, "sin": sin, "exp": exp, "log": log, "neg": neg, "abs": abs, "sqrt": sqrt, "tanh": tanh,
     "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clamp, "pow": pow, "reciprocal": reciprocal,
