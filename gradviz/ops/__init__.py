@@ -7,6 +7,8 @@ table of the Tensor methods and operators that call them.
 """
 from __future__ import annotations
 
+import operator as _operator_module
+
 from gradviz.autograd.function import OpFunction, lean_apply
 from gradviz.ops import (activation, arithmetic, combine, comparison, conversion, double_backward, indexing, inplace,
                          linalg, loss, pieces, reduction, sampling, shape, unary)
@@ -158,6 +160,16 @@ TENSOR_METHODS.update({name: _arithmetic_operator(function, op_class) for name, 
     ("__add__", add, arithmetic.AddBackward0), ("__radd__", add, arithmetic.AddBackward0),
     ("__sub__", sub, arithmetic.SubBackward0), ("__mul__", mul, arithmetic.MulBackward0),
     ("__rmul__", mul, arithmetic.MulBackward0), ("__truediv__", div, arithmetic.DivBackward0))})
+# -- ``a + b``, ``a - b``, ``a * b`` of two plain 0-d float tensors: recorded in one frame (arithmetic.scalar_pair_operator),
+# in front of the lean apply (not the reflected forms: their other operand is never a Tensor)
+for _name, _op_class, _operation, _saves_operands in (
+        ("__add__", arithmetic.AddBackward0, _operator_module.add, False),
+        ("__sub__", arithmetic.SubBackward0, _operator_module.sub, False),
+        ("__mul__", arithmetic.MulBackward0, _operator_module.mul, True)):
+    _lean = TENSOR_METHODS[_name]
+    _pair = TENSOR_METHODS[_name] = arithmetic.scalar_pair_operator(_op_class, _operation, _lean, _saves_operands)
+    _pair.__name__, _pair.__doc__ = _lean.__name__, _lean.__doc__
+# -- end of the one-frame 0-d pairs
 TENSOR_METHODS.update({f"{name}_": in_place(function, f"{name}_") for name, function in {
     "cos": cos, "sin": sin, "exp": exp, "log": log, "neg": neg, "abs": abs, "sqrt": sqrt, "tanh": tanh,
     "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clamp, "pow": pow, "reciprocal": reciprocal,

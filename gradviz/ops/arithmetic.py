@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import math
 import operator
+import weakref
 
 import numpy as np
 
 from gradviz import _dtype
 from gradviz.autograd.function import _NO_RECORD, OpFunction
-from gradviz.autograd.node import saved_input
+from gradviz.autograd.function import _BOTH, _FIRST_OF_TWO, _FORWARD_AD, _SECOND_OF_TWO, NO_EDGE  # (the lean apply's)
+from gradviz.autograd.node import SAVED_TENSOR_HOOKS, SavedTensor, _sequence, saved_input
+from gradviz.grad_mode import _state as _grad_state, grad_off as _grad_off, ordering as _ordering
 from gradviz.grad_mode import INFERENCE_SAVED, check_not_inference, inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
 from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
@@ -95,6 +98,8 @@ _add, _subtract, _multiply, _divide = operator.add, operator.sub, operator.mul, 
 # A Python number meets a float32 tensor as numpy rounds it (to float32 first): that case stays numpy's.
 _F32_MAX, _F64_MAX = float(np.finfo(np.float32).max), float(np.finfo(np.float64).max)
 _array = np.array
+_new_object = object.__new__
+_weakref = weakref.ref
 
 
 def _scalar_result(ctx, self, other, operation):
@@ -143,6 +148,117 @@ def _scalar_result(ctx, self, other, operation):
             _reset(token)
             return out.__array__()  # np.asarray(out), for a numpy scalar: one call less
     return None
+
+
+def scalar_pair_operator(cls, operation, lean, saves_operands: bool):
+    """The operator ``a + b``, ``a - b`` or ``a * b`` (``cls`` Add/Sub/MulBackward0, ``operation`` the Python
+    operator) recorded in one Python frame when both operands are plain 0-d float32/float64 numpy tensors of
+    one dtype that are not views, at least one requiring grad, and nothing else is going on (grad mode on, no
+    dual level, no create_graph pass or anomaly mode, no saved-tensor hooks, no inference tensors): the lean
+    apply (``lean``, which anything else takes), the op's ``forward`` and ``_scalar_result`` written out for
+    that case, with the same node, edges, ``needs_input_grad``, constants, sequence number, ``metas``, saved
+    entries (``saves_operands``: Mul's two saved inputs, else Add/Sub's ``alpha``) and output bits. A scalar
+    graph (micrograd-style network, cubic fit) is nearly all such ``w * v`` and ``total + product``; each
+    Python frame the general path spends on them (apply, forward, ``_scalar_result``) is a few percent of
+    its forward pass. A result outside the dtype's finite range goes to ``lean`` (numpy's scalar arithmetic
+    decides its bits), before anything is made. ``tests/test_forward_scalars.py`` holds it to ``lean`` and
+    to PyTorch."""
+
+    def operator(first, second):
+        if type(second) is Tensor and type(first) is Tensor:
+            x = first._data
+            y = second._data
+            if (type(x) is _ndarray and type(y) is _ndarray and not x.ndim and not y.ndim  # (arrays: lean at once)
+                    and _FORWARD_AD[0] is None and not _ordering and not SAVED_TENSOR_HOOKS and not _inference_tensors
+                    and (not _grad_off or _grad_state.enabled) and first._base is None and second._base is None
+                    and (first._requires_grad or second._requires_grad)):
+                dtype = x.dtype
+                if y.dtype is dtype and (dtype is _F32 or dtype is _F64):
+                    value = operation(float(x), float(y))  # exact as in _scalar_result (+ - * cannot divide by 0)
+                    limit = _F32_MAX if dtype is _F32 else _F64_MAX
+                    if -limit <= value <= limit:
+                        # the edges (gradient_edge, written out as in lean_apply for inputs that are not views)
+                        if first._requires_grad:
+                            grad_fn = first._grad_fn
+                            if grad_fn is not None:
+                                edge = (grad_fn, first._output_nr)
+                            else:
+                                accumulator = first._accumulator
+                                accumulator = accumulator() if accumulator is not None else None
+                                edge = (accumulator if accumulator is not None else first._grad_accumulator(), 0)
+                        else:
+                            edge = None
+                        if second._requires_grad:
+                            grad_fn = second._grad_fn
+                            if grad_fn is not None:
+                                other_edge = (grad_fn, second._output_nr)
+                            else:
+                                accumulator = second._accumulator
+                                accumulator = accumulator() if accumulator is not None else None
+                                other_edge = (accumulator if accumulator is not None else second._grad_accumulator(), 0)
+                        else:
+                            other_edge = None
+                        node = _new_object(cls)
+                        if edge is None:
+                            node._next_functions = (NO_EDGE, other_edge)
+                            node.needs_input_grad = needs = _SECOND_OF_TWO
+                            node._constants = (_weakref(first), None)
+                        elif other_edge is None:
+                            node._next_functions = (edge, NO_EDGE)
+                            node.needs_input_grad = needs = _FIRST_OF_TWO
+                            node._constants = (None, _weakref(second))
+                        else:
+                            node._next_functions = (edge, other_edge)
+                            node.needs_input_grad = needs = _BOTH
+                        node._sequence_nr = next(_sequence)
+                        # forward's notes, in its order: MulBackward0.forward, or Add/SubBackward0.forward
+                        if saves_operands:
+                            node.metas = _PAIR_32 if dtype is _F32 else _PAIR_64
+                            # ctx.save(other=second, self=first) for the inputs whose gradient needs them:
+                            # saved_input's slot copies, written out (a call each is about 5 % of a product)
+                            other_saved = self_saved = None
+                            if needs[0]:
+                                other_saved = _new_object(SavedTensor)
+                                other_saved.data = y
+                                version_counter = other_saved.version_counter = second._vc
+                                other_saved.saved_version = version_counter[0]
+                                other_saved.is_output = False
+                                other_saved._output_name = None
+                                other_saved.requires_grad = second._requires_grad
+                                other_saved.grad_fn_ref = second._grad_fn
+                                other_saved.tensor = second
+                                other_saved.hooks = None
+                            if needs[1]:
+                                self_saved = _new_object(SavedTensor)
+                                self_saved.data = x
+                                version_counter = self_saved.version_counter = first._vc
+                                self_saved.saved_version = version_counter[0]
+                                self_saved.is_output = False
+                                self_saved._output_name = None
+                                self_saved.requires_grad = first._requires_grad
+                                self_saved.grad_fn_ref = first._grad_fn
+                                self_saved.tensor = first
+                                self_saved.hooks = None
+                            node._packed = {"other": other_saved, "self": self_saved}
+                        else:
+                            node._packed = {"alpha": 1}
+                            node.metas = _PAIR_32 if dtype is _F32 else _PAIR_64
+                        out = _new_object(Tensor)  # Tensor._make, written out (as in lean_apply)
+                        out._data = _array(value, dtype)
+                        out._backend = numpy_backend
+                        out._requires_grad = True
+                        out._grad = None
+                        out._grad_fn = node
+                        out._vc = [0]
+                        out._output_nr = 0
+                        out._accumulator = None
+                        out._retains_grad = False
+                        out._base = None
+                        out._leaf_hooks = None
+                        return out
+        return lean(first, second)
+
+    return operator
 
 
 # numpy warns about 1 / 0 or an overflow in scalar arithmetic, where torch says nothing: the scalar paths
