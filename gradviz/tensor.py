@@ -459,12 +459,13 @@ class Tensor:
             # nothing to record and no promotion to check, so go straight to the backend. (Once
             # inference_mode has made a tensor, the general path checks each update against it.)
             data = self._data
-            if (type(other) is Tensor and alpha == 1 and type(data) is _ndarray and data.shape == ()
+            if (type(data) is _ndarray and not data.ndim and type(other) is Tensor and alpha == 1
                     and ((dtype := data.dtype) is _F32 or dtype is _F64) and type(value := other._data) is _ndarray
-                    and value.shape == () and value.dtype is dtype):
+                    and not value.ndim and value.dtype is dtype):
                 # a scalar parameter and a 0-d update of its dtype (``p -= lr * p.grad``): numpy's scalar
                 # arithmetic, the same IEEE operation as the ufunc on the two 0-d arrays below at a fraction of
-                # its cost (neither shape can mismatch, and nothing raises with numpy's warnings off)
+                # its cost (neither shape can mismatch, and nothing raises with numpy's warnings off). The
+                # dimension is asked first: an array parameter's update pays one attribute read for this.
                 token = _quiet_set(_QUIET)
                 data[()] = _UPDATE_OPERATORS[op_name](data[()], value[()])
                 _quiet_reset(token)
