@@ -355,28 +355,20 @@ for _name in ("floor_divide_", "__ifloordiv__"):
 from gradviz.autograd.post_accumulate import register_post_accumulate_grad_hook  # noqa: E402
 
 Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
-# -- integer and bit math, frexp, comparisons and logical ops in place, apply_/map_ (ops/integer_math.py) -------------
-from gradviz.ops import integer_math as _integer_math  # noqa: E402
+# -- the wider tensor API's methods, each module's table put on the Tensor (and listed in TENSOR_METHODS) ------------
+def _install(methods: dict) -> None:
+    TENSOR_METHODS.update(methods)
+    for name, method in methods.items():
+        setattr(Tensor, name, method)
 
-TENSOR_METHODS.update(_integer_math.tensor_methods())
-TENSOR_METHODS.update({name: _operator(function) for name, function in _integer_math.operators().items()})
-for _name in (*_integer_math.tensor_methods(), *_integer_math.operators()):
-    setattr(Tensor, _name, TENSOR_METHODS[_name])
-# -- shape helpers: tensor_split, split_with_sizes, rot90, diagflat, sum_to_size, byte/char/short, new, get_device --------
-from gradviz.ops import shape_helpers as _shape_helpers  # noqa: E402
 
-TENSOR_METHODS.update(_shape_helpers.tensor_methods())
-for _name in _shape_helpers.tensor_methods():
-    setattr(Tensor, _name, TENSOR_METHODS[_name])
-# -- statistics: quantile, nanquantile, cov, corrcoef, histogram (ops/statistics_more.py) --------------------------------
-from gradviz.ops import statistics_more as _statistics_more  # noqa: E402
+from gradviz.ops import integer_math as _integer_math  # noqa: E402  (gcd, shifts and << >>, frexp, ge_..., apply_)
+from gradviz.ops import losses_more as _losses_more  # noqa: E402  (x.hardshrink, x.prelu)
+from gradviz.ops import shape_helpers as _shape_helpers  # noqa: E402  (tensor_split, rot90, diagflat, new, byte...)
+from gradviz.ops import statistics_more as _statistics_more  # noqa: E402  (quantile, cov, corrcoef, histogram)
 
-TENSOR_METHODS.update(_statistics_more.tensor_methods())
-for _name in _statistics_more.tensor_methods():
-    setattr(Tensor, _name, TENSOR_METHODS[_name])
-# -- x.hardshrink, x.prelu (ops/losses_more.py) ------------------------------------------------------------------------
-from gradviz.ops import losses_more as _losses_more  # noqa: E402
-
-TENSOR_METHODS.update(_losses_more.tensor_methods())
-for _name in _losses_more.tensor_methods():
-    setattr(Tensor, _name, TENSOR_METHODS[_name])
+_install(_integer_math.tensor_methods())
+_install({name: _operator(function) for name, function in _integer_math.operators().items()})
+_install(_shape_helpers.tensor_methods())
+_install(_statistics_more.tensor_methods())
+_install(_losses_more.tensor_methods())
