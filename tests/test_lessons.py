@@ -8,6 +8,7 @@ self-check cells accept right answers, and one wrong answer to prove they reject
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pathlib
@@ -311,9 +312,9 @@ def test_13_loader_batches_and_shuffling(executed):
     assert "100 examples; item 0 is (tensor([-2.]), tensor([" in text(notebook, "l13-data")
     assert "one batch: (16, 1) (16, 1)" in text(notebook, "l13-data")
     assert "batch sizes in one epoch: [16, 16, 16, 16, 16, 16, 4]" in text(notebook, "l13-ex1-check")
-    epochs = [sorted(sum(eval(line.split(" ", 2)[2]), [])) for line in text(notebook, "l13-shuffle").splitlines()]
-    orders = text(notebook, "l13-shuffle").splitlines()
-    assert epochs == [list(range(10))] * 2 and orders[0].split(" ", 2)[2] != orders[1].split(" ", 2)[2]
+    batches = [ast.literal_eval(line.split(" ", 2)[2]) for line in text(notebook, "l13-shuffle").splitlines()]
+    assert [sorted(sum(epoch, [])) for epoch in batches] == [list(range(10))] * 2  # every index once per epoch
+    assert [len(b) for b in batches[0]] == [4, 4, 2] and batches[0] != batches[1]  # in a new order each epoch
     step = shipped_state(notebook, "l13-step")
     assert step["predict"] is True and {"MseLossBackward0", "AddmmBackward0"} <= {
         node["name"] for node in step["graph"]["nodes"]}
