@@ -24,7 +24,7 @@ from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
 from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
                                to_shape_and_dtype)
 from gradviz.tensor import Tensor, _is_operand
-from gradviz.ops.unary import _saved_scalar  # the scalar forms' reading of a saved 0-d tensor
+from gradviz.ops.unary import _saved_scalar, scalar_grads_as_arrays  # the scalar forms' shared readers
 
 
 def _saved_operand(ctx, value, carrier):
@@ -507,13 +507,9 @@ class MulBackward0(OpFunction):
                 and grad.dtype is metas[1]:
             # two 0-d tensors of one dtype (a scalar graph): the products on numpy scalars (scalar_backward),
             # made 0-d arrays; a saved tensor that does not unpack plainly takes the general path below
-            token = None if _get() is _IGNORE else _set(_IGNORE)
-            grads = MulBackward0.scalar_backward(ctx, grad[()])
-            if token is not None:
-                _reset(token)
+            grads = scalar_grads_as_arrays(ctx, grad)
             if grads is not None:
-                first, second = grads
-                return None if first is None else first.__array__(), None if second is None else second.__array__()
+                return grads
         backend = ctx.backend
         return _binary_grads(ctx, _times(backend, grad, ctx.saved("other")) if needs[0] else None,
                              _times(backend, grad, ctx.saved("self")) if needs[1] else None)
@@ -676,12 +672,9 @@ class PowBackward0(OpFunction):
 
     def backward(ctx, grad):
         if type(grad) is _ndarray and grad.shape == () and ((dtype := grad.dtype) is _F32 or dtype is _F64):
-            token = None if _get() is _IGNORE else _set(_IGNORE)
-            grads = PowBackward0.scalar_backward(ctx, grad[()])  # runs no user code: no hook to unpack
-            if token is not None:
-                _reset(token)
+            grads = scalar_grads_as_arrays(ctx, grad)
             if grads is not None:
-                return grads[0].__array__()
+                return grads[0]
         backend = ctx.backend
         self, exponent = ctx.saved("self", "exponent")
         if exponent == 0:

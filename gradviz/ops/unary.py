@@ -47,6 +47,19 @@ def _saved_scalar(ctx, name: str, grad):
     return None
 
 
+def scalar_grads_as_arrays(node, grad):
+    """``backward``'s 0-d path for a node with a scalar form: ``scalar_backward`` on the numpy scalar of a 0-d
+    gradient array, with numpy's warnings off (as the backend's formulas run); its gradients made 0-d arrays,
+    or None when the form declines (a saved tensor that does not unpack plainly)."""
+    token = None if _get() is _IGNORE else _set(_IGNORE)
+    grads = type(node).scalar_backward(node, grad[()])  # runs no user code: no hook to unpack
+    if token is not None:
+        _reset(token)
+    if grads is None:
+        return None
+    return tuple(None if g is None else g.__array__() for g in grads)
+
+
 def _on_scalar(ufunc, tensor, quiet: bool = False):
     """``ufunc`` of a 0-d float32/float64 numpy tensor, as a 0-d array, called on its numpy scalar; else
     None. A ufunc takes a numpy scalar by a shorter path than a 0-d array (about 60 % of the
@@ -161,12 +174,9 @@ class TanhBackward0(OpFunction):
 
     def backward(ctx, grad):
         if type(grad) is _ndarray and grad.shape == () and ((dtype := grad.dtype) is _F32 or dtype is _F64):
-            token = None if _get() is _IGNORE else _set(_IGNORE)
-            grads = TanhBackward0.scalar_backward(ctx, grad[()])  # runs no user code: no hook to unpack
-            if token is not None:
-                _reset(token)
+            grads = scalar_grads_as_arrays(ctx, grad)
             if grads is not None:
-                return grads[0].__array__()
+                return grads[0]
         return ctx.backend.tanh_backward(grad, ctx.saved("result"))
 
     def scalar_backward(ctx, grad):
