@@ -44,3 +44,8 @@ from gradviz.nn.modules import (GaussianNLLLoss, HingeEmbeddingLoss, MarginRanki
 
 __all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
             "TripletMarginLoss"]
+# -- more normalization layers ------------------------------------------------------------------------------------
+from gradviz.nn.modules import (BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,  # noqa: E402
+                                RMSNorm)
+
+__all__ += ["BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm"]

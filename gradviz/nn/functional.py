@@ -310,3 +310,25 @@ def _torch_batch_norm(input, weight, bias, running_mean, running_var, training: 
 for _name in ("margin_ranking_loss", "hinge_embedding_loss", "poisson_nll_loss", "triplet_margin_loss", "dropout",
               "dropout_", "layer_norm", "batch_norm"):
     globals()[f"_torch_{_name}"].__name__ = _name  # PyTorch's name, in help() and messages
+# -- group, instance and RMS normalization ------------------------------------------------------------------------
+from gradviz.ops.normalization import group_norm, instance_norm, rms_norm  # noqa: E402
+
+__all__ += ["group_norm", "instance_norm", "rms_norm"]
+
+
+def _torch_group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5, cudnn_enabled: bool = True):
+    from gradviz.ops.normalization import _group_norm
+
+    return _group_norm(input, weight, bias, num_groups, eps)  # (torch.group_norm skips F's size check)
+
+
+def _torch_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats: bool, momentum: float,
+                         eps: float, cudnn_enabled: bool):
+    from gradviz.ops.normalization import _instance_norm
+
+    return _instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
+
+
+_torch_rms_norm = rms_norm
+for _name in ("group_norm", "instance_norm"):
+    globals()[f"_torch_{_name}"].__name__ = _name

@@ -1994,3 +1994,134 @@ class TripletMarginLoss(_Loss):
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps,
                                      swap=self.swap, reduction=self.reduction)
+
+
+# -- more normalization layers: 3-d batch norm, instance, group and RMS norm -------------------------------------
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of ``(N, C, D, H, W)`` inputs, per channel C."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class _InstanceNorm(_BatchNorm):
+    """Normalizes each channel of each sample over its positions; the settings and buffers are batch
+    norm's, but nothing is learned unless ``affine=True`` and nothing is tracked unless
+    ``track_running_stats=True`` (then eval mode uses the running statistics)."""
+
+    no_batch_dim = 0  # the number of dims of an input without its batch dim
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device=None, dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        dims = (self.no_batch_dim, self.no_batch_dim + 1)
+        if input.dim() not in dims:
+            raise ValueError(f"expected {dims[0]}D or {dims[1]}D input (got {input.dim()}D input)")
+
+    def _apply(self, input: Tensor) -> Tensor:
+        return F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
+                               self.training or not self.track_running_stats,
+                               self.momentum if self.momentum is not None else 0.0, self.eps)
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        feature_dim = input.dim() - self.no_batch_dim
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.shape[feature_dim]}.")
+            import warnings
+
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You can silence this "
+                          "warning by not passing in num_features, which is not used because affine=False", UserWarning,
+                          stacklevel=3)
+        if input.dim() == self.no_batch_dim:  # one sample: as a batch of one
+            return self._apply(input.unsqueeze(0)).squeeze(0)
+        return self._apply(input)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of ``(N, C, L)`` or ``(C, L)`` inputs."""
+
+    no_batch_dim = 2
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of ``(N, C, H, W)`` or ``(C, H, W)`` inputs."""
+
+    no_batch_dim = 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` inputs."""
+
+    no_batch_dim = 4
+
+
+class GroupNorm(Module):
+    """Splits the channels into ``num_groups`` groups and normalizes each group of each sample, then
+    scales by ``weight`` (ones) and shifts by ``bias`` (zeros) per channel."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
+                 dtype=None, *, bias: bool = True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(empty((num_channels,), device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty((num_channels,), device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """Divides by the root mean square over the last dims (``normalized_shape``), then scales by
+    ``weight`` (ones), learned elementwise."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"

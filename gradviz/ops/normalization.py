@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 
-from gradviz.autograd.function import OpFunction
+from gradviz.autograd.function import _NO_RECORD, OpFunction
+from gradviz.autograd.node import SavedTensor
+from gradviz import _dtype
 from gradviz.tensor import Tensor
 
 
@@ -338,3 +340,247 @@ def _batch_norm_first(grad_out, input, weight, statistics, training, eps):
             - normalized * (grad_out * normalized).mean(axes, keepdim=True)
     grad_weight = None if weight is None else (grad_out * normalized).sum(axes)
     return centred_grad * scale, grad_weight, grad_out.sum(axes)
+
+
+# -- group normalization: one node, as PyTorch records it (NativeGroupNormBackward0) ----------------------------
+class NativeGroupNormBackward0(OpFunction):
+    """Group normalization: the channels (dim 1) of each sample are split into ``group`` groups, and each
+    group (its channels and every spatial position) is centred and scaled to unit variance with its own
+    statistics, ``x̂ = (x - μ) / √(σ² + eps)``; then each channel is scaled by ``weight`` and shifted by
+    ``bias``. The node saves what PyTorch saves: the input, weight, ``N``, ``C``, ``HxW``, ``group``,
+    ``eps`` and ``result1``/``result2``, the mean and ``1/√(σ² + eps)`` of every group, shaped ``(N, group)``."""
+
+    inputs = ("input", "weight", "bias")
+    derivatives = {
+        "input": ("native_group_norm_backward(grad, input, result1, result2, weight, N, C, HxW, group)",
+                  r"\tfrac{1}{\sigma}\,(\hat{g} - \overline{\hat{g}} - \hat{x}\,\overline{\hat{g}\,\hat{x}}),\ "
+                  r"\hat{g} = \bar{y}\,\gamma"),
+        "weight": ("native_group_norm_backward(...)[1]", r"\textstyle\sum_{\text{batch, space}} \bar{y}\,\hat{x}"),
+        "bias": ("native_group_norm_backward(...)[2]", r"\textstyle\sum_{\text{batch, space}} \bar{y}"),
+    }
+
+    def forward(ctx, input, weight, bias, N, C, HxW, group, eps):
+        backend = input._backend
+        x = input._data
+        grouped = backend.reshape(x, (N, group, -1)) if N * C else backend.reshape(x, (N, group, (C // group) * HxW))
+        count = grouped.shape[2]
+        mean = backend.div(backend.sum(grouped, (2,), keepdims=True), max(count, 1))
+        centred = backend.sub(grouped, mean)
+        variance = backend.div(backend.sum(backend.mul(centred, centred), (2,), keepdims=True), max(count, 1))
+        rstd = backend.reciprocal(backend.sqrt(backend.add(variance, eps)))
+        # the statistics are the node's outputs 1 and 2 in PyTorch (``_saved_result1.grad_fn`` is the node itself):
+        # saved as outputs, which hold their node weakly
+        statistics = {}
+        if ctx is not _NO_RECORD:
+            ctx._num_outputs = 3  # (the statistics' gradients arrive when a double-backward graph reads them)
+            for output_nr, name, value in ((1, "result1", mean), (2, "result2", rstd)):
+                output = Tensor._make(backend.reshape(value, (N, group)), True, ctx, backend)
+                output._output_nr = output_nr
+                statistics[name] = SavedTensor(output, is_output=True)
+        ctx.save(C=C, HxW=HxW, N=N, eps=eps, group=group, input=input, **statistics, weight=weight)
+        ctx.shapes = (N, C, HxW, group)
+        out = backend.reshape(backend.mul(centred, rstd), x.shape)
+        channel_shape = (1, C) + (1,) * (x.ndim - 2)
+        if weight is not None:
+            out = backend.mul(out, backend.reshape(weight._data, channel_shape))
+        if bias is not None:
+            out = backend.add(out, backend.reshape(bias._data, channel_shape))
+        return out
+
+    def backward(ctx, grad, grad_mean=None, grad_rstd=None):
+        backend = ctx.backend
+        x, mean, rstd, weight = ctx.saved("input", "result1", "result2", "weight")
+        N, C, HxW, group = ctx.shapes
+        statistics_only = grad is None  # only the statistics' gradients arrived (through a double-backward graph)
+        if statistics_only:
+            grad = backend.zeros_like(x)
+        per_group = C // group
+        # (N, group, channels of a group, positions): the statistics broadcast over the last two
+        blocks = (N, group, per_group, HxW)
+        x4 = backend.reshape(x, blocks)
+        grad4 = backend.reshape(grad, blocks)
+        mean4 = backend.reshape(mean, (N, group, 1, 1))
+        rstd4 = backend.reshape(rstd, (N, group, 1, 1))
+        normalized = backend.mul(backend.sub(x4, mean4), rstd4)
+        needs = ctx.needs_input_grad
+        if statistics_only:  # they depend on the input alone
+            needs = needs[:1]
+        grad_input = grad_weight = grad_bias = None
+        if needs[0]:
+            scaled = grad4 if weight is None else backend.mul(grad4, backend.reshape(weight, (1, group, per_group, 1)))
+            count = max(per_group * HxW, 1)
+            mean_scaled = backend.div(backend.sum(scaled, (2, 3), keepdims=True), count)
+            mean_projection = backend.div(backend.sum(backend.mul(scaled, normalized), (2, 3), keepdims=True), count)
+            grad_input = backend.mul(backend.sub(backend.sub(scaled, mean_scaled), backend.mul(normalized, mean_projection)),
+                                     rstd4)
+            # the statistics' own gradients: dμ/dx = 1/M, d(1/σ)/dx = -(x - μ)/(σ³ M) over a group of M values
+            if grad_mean is not None:
+                grad_input = backend.add(grad_input, backend.div(backend.reshape(grad_mean, (N, group, 1, 1)), count))
+            if grad_rstd is not None:
+                scale = backend.div(backend.mul(backend.reshape(grad_rstd, (N, group, 1, 1)), backend.mul(rstd4, rstd4)),
+                                    -count)
+                grad_input = backend.add(grad_input, backend.mul(normalized, scale))
+            grad_input = backend.reshape(grad_input, x.shape)
+        if needs[1:2] == (True,):
+            grad_weight = backend.reshape(backend.sum(backend.mul(grad4, normalized), (0, 3), keepdims=False), (C,))
+        if needs[2:3] == (True,):
+            grad_bias = backend.reshape(backend.sum(grad4, (0, 3), keepdims=False), (C,))
+        return grad_input, grad_weight, grad_bias
+
+    def backward_graph(ctx, grad, grad_mean=None, grad_rstd=None):
+        """The first derivative recorded (``create_graph=True``) as PyTorch records it: its composite
+        ``infinitely_differentiable_native_group_norm_backward``, op for op and in PyTorch's order of
+        creation (the order of a later backward's steps follows it). With ``D = C / group`` channels per
+        group and ``s = 1 / (D·HxW)``, on ``(N, group, D, HxW)`` views: ``ds = Σ dY·X``, ``db = Σ dY`` over
+        the positions, then ``dX = (rstd·γ)·dY + c2·X + c3`` with ``c2 = (Σ_D db·γ·μ - Σ_D ds·γ)·rstd³·s``
+        and ``c3 = -c2·μ - Σ_D db·γ·rstd·s``; ``dγ = Σ_N (ds - db·μ)·rstd``, ``dβ = Σ_N db``."""
+        if grad_mean is not None or grad_rstd is not None or grad is None:
+            raise NotImplementedError(
+                "create_graph=True: gradviz cannot yet record the backward pass of NativeGroupNormBackward0 when "
+                "gradients arrive for its mean and rstd (a third derivative). Differentiate this graph twice at most.")
+        from gradviz.ops.arithmetic import _scalar_mul
+
+        input, mean, rstd, weight = ctx.saved_graph("input", "result1", "result2", "weight")
+        mean._output_nr, rstd._output_nr = 1, 2  # the node's outputs 1 and 2 (saved_graph names the node only)
+        N, C, HxW, group = ctx.shapes
+        per_group = C // group
+        s = 1.0 / (per_group * HxW)
+        x = input.reshape(N, group, per_group, HxW)
+        mean_t, rstd_t = mean.reshape(N, group, 1, 1), rstd.reshape(N, group, 1, 1)
+        dy = grad.reshape(N, group, per_group, HxW)
+        ds = (dy * x).sum(3).unsqueeze_(-1)
+        db = dy.sum(3).unsqueeze_(-1)
+        needs = ctx.needs_input_grad
+        grad_input = grad_weight = grad_bias = None
+        if needs[0]:
+            gamma = weight.reshape(1, group, per_group, 1) if weight is not None else None
+            rstd_cubed = rstd_t * rstd_t * rstd_t
+            c1 = rstd_t * gamma if gamma is not None else rstd_t
+            ds_gamma = (ds * gamma if gamma is not None else ds).sum(2).unsqueeze_(-2)
+            db_gamma = (db * gamma if gamma is not None else db).sum(2).unsqueeze_(-2)
+            c2 = _scalar_mul((db_gamma * mean_t - ds_gamma) * rstd_cubed, s)
+            shift = _scalar_mul(db_gamma * rstd_t, s)  # (PyTorch makes the right-hand operands first here)
+            c3 = -c2 * mean_t - shift
+            scaled_x = c2 * x
+            grad_input = (c1 * dy + scaled_x + c3).reshape(input.shape)
+        if needs[1:2] == (True,) and weight is not None:
+            grad_weight = ((ds - db * mean_t) * rstd_t).sum(0).reshape(weight.shape)
+        if needs[2:3] == (True,):
+            grad_bias = db.sum(0).reshape(C)
+        return grad_input, grad_weight, grad_bias
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+    """Normalize each sample's channels in ``num_groups`` groups, then scale by ``weight`` and shift by
+    ``bias`` per channel (``F.group_norm``)."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    shape = list(input.shape)
+    values_per_group = shape[0] * shape[1] // num_groups  # (0 groups: Python's ZeroDivisionError, as in PyTorch)
+    for extent in shape[2:]:
+        values_per_group *= extent
+    if values_per_group == 1:  # PyTorch checks the batch it would normalize, [N * C // G, G, *spatial]
+        checked = [shape[0] * shape[1] // num_groups, num_groups] + shape[2:]
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {checked}")
+    return _group_norm(input, weight, bias, num_groups, eps)
+
+
+def _group_norm(input, weight, bias, group: int, eps: float):
+    """``torch.group_norm``'s checks (PyTorch's messages, the bias's one included: it shows the weight's shape,
+    or ``[0]`` without a weight), then the node."""
+    N, C = input.shape[0], input.shape[1]
+    if C % group:
+        raise RuntimeError("Expected number of channels in input to be divisible by num_groups, but got input of shape "
+                           f"{list(input.shape)} and num_groups={group}")
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is not None and (value.dim() != 1 or value.numel() != C):
+            shown = list(weight.shape) if weight is not None else [0]
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, but "
+                               f"got {name} of shape {shown} and input of shape {list(input.shape)}")
+    if any(value is not None and value.dtype != input.dtype for value in (weight, bias)):
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    HxW = 1
+    for extent in input.shape[2:]:
+        HxW *= extent
+    return NativeGroupNormBackward0.apply(input, weight, bias, N, C, HxW, group, eps)
+
+
+# -- instance and RMS normalization: PyTorch's composites, op for op ---------------------------------------------
+def _repeated(value, times: int):
+    """``value.repeat(times)`` (RepeatBackward0 when it requires grad), None stays None."""
+    return None if value is None else value.repeat(times)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5):
+    """Normalize each channel of each sample over its spatial positions (``F.instance_norm``). PyTorch
+    computes it as batch normalization of the input viewed as one sample of ``N·C`` channels, with weight,
+    bias and running statistics repeated ``N`` times; the running statistics then take the mean of the
+    repeated ones' update (one ``copy_``, one version bump each)."""
+    if use_input_stats:
+        spatial = 1
+        for extent in list(input.shape)[2:]:
+            spatial *= extent
+        if spatial == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    return _instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
+
+
+def _instance_norm(input, weight, bias, running_mean, running_var, use_input_stats: bool, momentum: float, eps: float):
+    """``torch.instance_norm``: the checks and the composite, after ``F.instance_norm``'s own check."""
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+    batch, channels = input.shape[0], input.shape[1]
+    shape = [1, batch * channels] + list(input.shape)[2:]
+    statistics = [_repeated(running_mean, batch), _repeated(running_var, batch)]
+    out = batch_norm(input.contiguous().view(shape), statistics[0], statistics[1], _repeated(weight, batch),
+                     _repeated(bias, batch), use_input_stats, momentum, eps)
+    if use_input_stats and running_mean is not None:  # the batch's update of the repeated statistics, averaged
+        from gradviz.grad_mode import no_grad
+
+        with no_grad():  # (PyTorch copies into an alias of each: no node, one version bump)
+            for running, repeated in zip((running_mean, running_var), statistics):
+                running.copy_(repeated.view(batch, channels).mean(0))
+    return out.view(input.shape)
+
+
+_REDUCED_FLOATS = (_dtype.float16,)  # computed in float32 by PyTorch (gradviz has no bfloat16)
+_MISMATCH_WARNED = [False]  # PyTorch warns once per process about a weight of another dtype than rms_norm's input
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Divide by the root mean square over the last dims (``normalized_shape``), then scale by ``weight``
+    (``F.rms_norm``), as PyTorch's CPU composite records it: ``x * (x.pow(2).mean(dims, keepdim=True) +
+    eps).rsqrt()``, times ``weight``, with ``dims`` from the last backwards; half inputs are
+    computed in float32 and cast back (ToCopyBackward0 at each end). ``eps`` defaults to float32's (or the
+    input's own, for float64) machine epsilon."""
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    count = len(normalized_shape)
+    if input.ndim < count or tuple(input.shape[input.ndim - count:]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}")
+    if weight is not None and tuple(weight.shape) != normalized_shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(normalized_shape)}")
+    if weight is not None and weight.dtype != input.dtype and not _MISMATCH_WARNED[0]:
+        import warnings
+
+        _MISMATCH_WARNED[0] = True
+        warnings.warn(f"Mismatch dtype between input and weight: input dtype = {_dtype.CPP_NAMES[input.dtype.name]}, weight "
+                      f"dtype = {_dtype.CPP_NAMES[weight.dtype.name]}, Cannot dispatch to fused implementation.", UserWarning,
+                      stacklevel=2)
+    compute = _dtype.float32 if input.dtype in _REDUCED_FLOATS else input.dtype
+    if eps is None:
+        from gradviz.ops.torch_functions import finfo
+
+        eps = float(finfo(compute).eps)
+    x = input.to(compute)
+    dims = [input.ndim - 1 - i for i in range(count)]
+    from gradviz.ops.arithmetic import AddBackward1  # add(Scalar), as the C++ composite calls it
+
+    result = x * AddBackward1.apply(x.pow(2).mean(dims, keepdim=True), eps).rsqrt()
+    if weight is not None:
+        result = result * weight
+    return result.type_as(input)

@@ -919,6 +919,41 @@ register("mean_batch")(lambda value: np.asarray(value, np.float64).mean(axis=_ba
 register("sum_batch")(lambda value: np.asarray(value, np.float64).sum(axis=_batch_axes(value)))
 
 
+@entry("NativeGroupNormBackward0", options=("group",), present=("input", "weight"))
+def _group_norm(o):
+    shape, group = tuple(o["input"]), o["group"]
+    mean = Call("per_group", (Var("result1", "μ"),), "", (shape,), "")
+    inv_std = Call("per_group", (Var("result2", "1/σ"),), "", (shape,), "")
+    x_hat = (Var("input", "x") - mean) * inv_std
+    scaled = g * Call("per_channel", (Var("weight", "γ"),), "", (len(shape),), "") if o["weight"] is not None else g
+
+    def average(expr):
+        return Call("mean_group", (expr,), "mean", (group,), "over each group")
+
+    note = (f"x̂ = (x − μ)/σ is the normalized input, μ and σ the mean and standard deviation of each of the "
+            f"{group} groups of channels of each sample")
+    return {"input": Rule(sent=inv_std * (scaled - average(scaled) - x_hat * average(scaled * x_hat)), note=note),
+            "weight": Rule(sent=Call("sum_batch", (g * x_hat,), "Σ", (), "over the batch and positions"), note=note,
+                           symbol="γ"),
+            "bias": Rule(sent=Call("sum_batch", (g,), "Σ", (), "over the batch and positions"), symbol="β",
+                         note="the bias is added to every element of its channel: its gradient is the sum of theirs")}
+
+
+@register("per_group")
+def _per_group(value, shape):
+    """A ``(N, group)`` statistic spread over the input's shape: each group's value on its channels."""
+    value = np.asarray(value, np.float64)
+    per_group = shape[1] // value.shape[1]
+    return np.repeat(value, per_group, axis=1).reshape(tuple(shape[:2]) + (1,) * (len(shape) - 2))
+
+
+@register("mean_group")
+def _mean_group(value, group):
+    value = np.asarray(value, np.float64)
+    grouped = value.reshape(value.shape[0], group, -1)
+    return np.broadcast_to(grouped.mean(axis=2, keepdims=True), grouped.shape).reshape(value.shape)
+
+
 @entry("ConstantPadNdBackward0", options=("pad",))
 def _constant_pad(o):
     pad = tuple(signed(p) for p in o["pad"])
