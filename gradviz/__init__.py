@@ -196,3 +196,6 @@ from gradviz.ops.pooling import (adaptive_avg_pool1d, avg_pool1d, max_pool1d, ma
 from gradviz.snapshot import window_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)
 # -- group, instance and RMS normalization's torch.* names (nn/functional.py) ----------------------------------------
 _LAZY.update({name: ("gradviz.nn.functional", f"_torch_{name}") for name in ("group_norm", "instance_norm", "rms_norm")})
+# -- resampling's torch.* names (ops/resampling.py) ---------------------------------------------------------------------
+from gradviz.ops.resampling import channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
+from gradviz.snapshot import resampling_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)

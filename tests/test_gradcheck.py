@@ -677,3 +677,21 @@ def test_gradcheck_of_a_function_with_a_transposed_output():
 # group normalization (ops/normalization.py)
 CASES.update({"NativeGroupNormBackward0": (lambda x, w, b: F.group_norm(x, 2, w, b),
                                            [values(2, 4, 3), values(4), values(4)])})
+# resampling (ops/resampling.py): every upsample node, its recorded gradient, the shuffles
+from gradviz.ops import resampling as _resampling  # noqa: E402
+
+_UPSAMPLE_SHAPES = {1: (1, 2, 3), 2: (1, 2, 3, 2), 3: (1, 1, 2, 3, 2)}
+_UPSAMPLE_SIZES = {1: (5,), 2: (4, 5), 3: (3, 4, 3)}
+for (_mode, _spatial), _cls in _resampling.UPSAMPLE_OPS.items():
+    _kwargs = {} if _mode.startswith("nearest") else {"align_corners": _spatial != 2}
+    CASES[_cls.__name__] = ((lambda mode, spatial, kwargs: lambda x: F.interpolate(
+        x, size=_UPSAMPLE_SIZES[spatial], mode=mode, **kwargs))(_mode, _spatial, _kwargs),
+        [values(*_UPSAMPLE_SHAPES[_spatial])])
+    CASES[_cls.double.__name__] = ((lambda mode, spatial, kwargs: lambda g, x: _first_derivative(F.interpolate(
+        x, size=_UPSAMPLE_SIZES[spatial], mode=mode, **kwargs), (x,), g))(_mode, _spatial, _kwargs),
+        [values(*_UPSAMPLE_SHAPES[_spatial][:2], *_UPSAMPLE_SIZES[_spatial]), values(*_UPSAMPLE_SHAPES[_spatial])])
+CASES.update({
+    "PixelShuffleBackward0": (lambda x: F.pixel_shuffle(x, 2), [values(1, 8, 2, 3)]),
+    "PixelUnshuffleBackward0": (lambda x: F.pixel_unshuffle(x, 2), [values(2, 4, 2)]),
+    "ChannelShuffleBackward0": (lambda x: F.channel_shuffle(x, 3), [values(2, 6, 2)]),
+})

@@ -49,3 +49,9 @@ from gradviz.nn.modules import (BatchNorm3d, GroupNorm, InstanceNorm1d, Instance
                                 RMSNorm)
 
 __all__ += ["BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm"]
+# -- resampling layers ----------------------------------------------------------------------------------------------
+from gradviz.nn.modules import (ChannelShuffle, PixelShuffle, PixelUnshuffle, Upsample,  # noqa: E402
+                                UpsamplingBilinear2d, UpsamplingNearest2d)
+
+__all__ += ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
+            "ChannelShuffle"]

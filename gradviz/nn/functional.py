@@ -332,3 +332,33 @@ def _torch_instance_norm(input, weight, bias, running_mean, running_var, use_inp
 _torch_rms_norm = rms_norm
 for _name in ("group_norm", "instance_norm"):
     globals()[f"_torch_{_name}"].__name__ = _name
+# -- resampling: interpolate (and its deprecated names), pixel and channel shuffles -------------------------------------
+from gradviz.ops.resampling import channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle  # noqa: E402
+
+
+def _deprecated_upsample(name: str) -> None:
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.", UserWarning,
+                  stacklevel=3)
+
+
+def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
+             recompute_scale_factor=None):
+    """``interpolate``'s old name (PyTorch warns that it is deprecated)."""
+    _deprecated_upsample("upsample")
+    return interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """``interpolate(mode='nearest')``'s old name (deprecated)."""
+    _deprecated_upsample("upsample_nearest")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """``interpolate(mode='bilinear', align_corners=True)``'s old name (deprecated)."""
+    _deprecated_upsample("upsample_bilinear")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+__all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
+            "channel_shuffle"]
