@@ -25,7 +25,7 @@ LESSONS = ROOT / "lessons"
 STEMS = ["01_computational_graph", "02_chain_rule", "03_accumulation", "04_no_grad",
          "05_dynamic_graphs", "06_devices", "07_real_pytorch", "08_hooks_and_saved_tensors",
          "09_training_a_network", "10_custom_functions", "11_higher_order", "12_forward_mode",
-         "13_mini_batches"]
+         "13_mini_batches", "15_convolutions"]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
 CELL_TIMEOUT = 60
@@ -54,6 +54,8 @@ ANSWERS = {
     "l12-ex3-prediction": "3",
     "l13-ex1-prediction": "7",
     "l13-ex2-prediction": "(2 * (prediction_b - yb)).mean()",
+    "l15-ex1-prediction": "[2.0, 4.0, 3.0]",
+    "l15-ex2-prediction": "[0.0, 1.0, 1.0, 0.0]",
 }
 PREDICTION_LINE = re.compile(r"^prediction = None\b.*$", re.MULTILINE)
 
@@ -159,7 +161,8 @@ PREDICT_VIEWS = {"01_computational_graph": ["l01-ex1-predict-view"],
                  "10_custom_functions": ["l10-ex1-view"],
                  "11_higher_order": ["l11-ex1-view"],
                  "12_forward_mode": ["l12-ex2-view"],
-                 "13_mini_batches": ["l13-step"]}
+                 "13_mini_batches": ["l13-step"],
+                 "15_convolutions": ["l15-view"]}
 
 
 @pytest.mark.parametrize("stem", sorted(PREDICT_VIEWS))
@@ -585,3 +588,31 @@ def test_self_check_rejects_a_wrong_prediction_kindly(tmp_path):
     notebook, _ = execute("06_devices", tmp_path, edit=_fill_predictions({"l06-ex1-prediction": "9.0"}))
     found = errors(notebook)
     assert len(found) == 1 and "AssertionError: Not quite: you predicted 9.0, autograd computed 6.0" in found[0]
+
+
+# -- lesson 15: convolution, one kernel at every position ------------------------------------------------------
+def test_15_convolution_by_hand_and_its_kernel_gradient(executed):
+    notebook = executed("15_convolutions")
+    conv = text(notebook, "l15-conv").splitlines()
+    assert conv[0].startswith("F.conv1d: tensor([-1.5000, -1.0000,  7.0000, -1.5000], grad_fn=<ViewBackward0>)")
+    assert conv[1].startswith("by hand : tensor([-1.5000, -1.0000,  7.0000, -1.5000], grad_fn=<StackBackward0>)")
+    step = shipped_state(notebook, "l15-view")
+    names = [node["name"] for node in step["graph"]["nodes"]]
+    assert "ConvolutionBackward0" in names and step["trace"], names
+    assert "by hand, w.grad = tensor([2., 4., 3.])" in text(notebook, "l15-by-hand")
+    hand = shipped_state(notebook, "l15-by-hand-view")
+    assert has_widget(notebook, "l15-by-hand-view") and len(hand["trace"]) > 5  # a multiply and a sum per position
+    pooled = text(notebook, "l15-pool")
+    assert "pooled = tensor([[[-1.,  7.]]], grad_fn=<SqueezeBackward1>)" in pooled
+
+
+def test_15_a_tiny_cnn_learns_the_bump(executed):
+    notebook = executed("15_convolutions")
+    trained = text(notebook, "l15-train")
+    first, last, accuracy = re.search(r"loss (\d\.\d+) -> (\d\.\d+); accuracy on new signals (\d+)%", trained).groups()
+    assert float(first) > 0.5 and float(last) < 0.05 and int(accuracy) >= 95, trained
+    assert has_image(notebook, "l15-curves")
+    kernels = [numbers(line) for line in text(notebook, "l15-kernels").splitlines()]
+    assert len(kernels) == 4 and all(len(row) == 3 for row in kernels)
+    assert any(row[1] > row[0] > 0.3 and row[1] > row[2] > 0.3 for row in kernels), kernels  # a bump-shaped kernel
+    assert "✅ One kernel, every position" in text(notebook, "l15-checks")
