@@ -1,5 +1,5 @@
-"""The part of ``torch.optim`` that tutorials use: the Optimizer base, SGD, Adam, AdamW, RMSprop and Adagrad,
-and the learning-rate schedulers of ``lr_scheduler``.
+"""The part of ``torch.optim`` that tutorials use: the Optimizer base, SGD, Adam, AdamW, RMSprop, Adagrad,
+Adadelta, Adamax, NAdam, RAdam, Rprop and ASGD, and the learning-rate schedulers of ``lr_scheduler``.
 
 Each ``step()`` follows PyTorch's single-tensor code (what it runs on the CPU) line for line.
 """
@@ -15,3 +15,8 @@ __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_schedu
 from gradviz.optim.adadelta_adamax import Adadelta, Adamax  # noqa: E402
 
 __all__ += ["Adadelta", "Adamax"]
+# -- NAdam, RAdam, Rprop and ASGD ---------------------------------------------------------------------------------------
+from gradviz.optim.nadam_radam import NAdam, RAdam  # noqa: E402
+from gradviz.optim.rprop_asgd import ASGD, Rprop  # noqa: E402
+
+__all__ += ["NAdam", "RAdam", "Rprop", "ASGD"]
