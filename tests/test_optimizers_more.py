@@ -198,3 +198,79 @@ def test_sequential_and_chained_schedulers_match_torch(kind):
 ])
 def test_scheduler_errors_match_torch(code):
     assert_same_error(code)
+
+
+# -- L-BFGS ---------------------------------------------------------------------------------------------------------------
+def _lbfgs(lib, dtype: str, steps: int = 4, **settings):
+    """A least-squares fit with a quartic term, minimized by ``steps`` calls of ``step(closure)``."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((6, 3)).astype(dtype), rng.standard_normal(6).astype(dtype)
+    w = lib.nn.Parameter(lib.tensor(np.zeros(3, dtype)))
+    c = lib.nn.Parameter(lib.tensor(np.ones(2, dtype)))
+    a, b = lib.tensor(a), lib.tensor(b)
+    optimizer = lib.optim.LBFGS([w, c], **settings)
+
+    def closure():
+        optimizer.zero_grad()
+        loss = ((a @ w - b) ** 2).sum() + ((c - 3) ** 4).sum() + 0.1 * (w ** 4).sum()
+        loss.backward()
+        return loss
+
+    losses = [optimizer.step(closure).item() for _ in range(steps)]
+    return losses, (w, c), optimizer
+
+
+LBFGS_CASES = [{}, {"line_search_fn": "strong_wolfe"}, {"history_size": 2, "max_iter": 5},
+               {"history_size": 2, "max_iter": 5, "line_search_fn": "strong_wolfe"}, {"lr": 0.5, "max_iter": 3},
+               {"max_iter": 4, "max_eval": 6, "tolerance_change": 1e-5}]
+
+
+@pytest.mark.parametrize("settings", LBFGS_CASES, ids=[str(s) for s in LBFGS_CASES])
+def test_lbfgs_matches_torch(settings):
+    (ours, our_params, our_optimizer), (theirs, their_params, their_optimizer) = (
+        _lbfgs(lib, "float64", **settings) for lib in (gv, torch))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+    for p, q in zip(our_params, their_params):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-9, atol=1e-11)
+    mine, their = our_optimizer.state[our_params[0]], their_optimizer.state[their_params[0]]
+    assert list(mine) == list(their)  # the state's entries, in PyTorch's order
+    for key in ("func_evals", "n_iter"):
+        assert mine[key] == their[key], key
+    assert len(mine["old_dirs"]) == len(their["old_dirs"]) and mine["prev_loss"] == pytest.approx(their["prev_loss"])
+    assert repr(our_optimizer) == repr(their_optimizer)
+
+
+def test_lbfgs_float32_close_to_torch():
+    ours, theirs = (_lbfgs(lib, "float32", line_search_fn="strong_wolfe")[0] for lib in (gv, torch))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+
+
+def test_lbfgs_fits_an_image_like_the_style_transfer_tutorial():
+    """The tutorial optimizes the input itself (``LBFGS([input_img])``), clamping it inside the closure."""
+    results = []
+    for lib in (gv, torch):
+        lib.manual_seed(0)
+        target = lib.rand(1, 3, 4, 4)
+        image = lib.rand(1, 3, 4, 4).requires_grad_(True)
+        optimizer = lib.optim.LBFGS([image])
+        for _ in range(3):
+            def closure():
+                with lib.no_grad():
+                    image.clamp_(0, 1)
+                optimizer.zero_grad()
+                loss = lib.nn.functional.mse_loss(image, target)
+                loss.backward()
+                return loss
+            optimizer.step(closure)
+        results.append(image.detach().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("code", [
+    "torch.optim.LBFGS([torch.nn.Parameter(torch.ones(1))], lr=-1.0)",
+    "torch.optim.LBFGS([{'params': [torch.nn.Parameter(torch.ones(1))]}, {'params': [torch.nn.Parameter(torch.ones(1))]}])",
+    "p = torch.nn.Parameter(torch.ones(2))\no = torch.optim.LBFGS([p], line_search_fn='backtracking')\n"
+    "def closure():\n    o.zero_grad()\n    loss = (p * p).sum()\n    loss.backward()\n    return loss\no.step(closure)",
+])
+def test_lbfgs_errors_match_torch(code):
+    assert_same_error(code)

@@ -1,5 +1,5 @@
 """The part of ``torch.optim`` that tutorials use: the Optimizer base, SGD, Adam, AdamW, RMSprop, Adagrad,
-Adadelta, Adamax, NAdam, RAdam, Rprop and ASGD, and the learning-rate schedulers of ``lr_scheduler``.
+Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD and LBFGS, and the learning-rate schedulers of ``lr_scheduler``.
 
 Each ``step()`` follows PyTorch's single-tensor code (what it runs on the CPU) line for line.
 """
@@ -20,3 +20,7 @@ from gradviz.optim.nadam_radam import NAdam, RAdam  # noqa: E402
 from gradviz.optim.rprop_asgd import ASGD, Rprop  # noqa: E402
 
 __all__ += ["NAdam", "RAdam", "Rprop", "ASGD"]
+# -- L-BFGS ---------------------------------------------------------------------------------------------------------------
+from gradviz.optim.lbfgs import LBFGS  # noqa: E402
+
+__all__ += ["LBFGS"]
