@@ -199,3 +199,8 @@ _LAZY.update({name: ("gradviz.nn.functional", f"_torch_{name}") for name in ("gr
 # -- resampling's torch.* names (ops/resampling.py) ---------------------------------------------------------------------
 from gradviz.ops.resampling import channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
 from gradviz.snapshot import resampling_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)
+# -- select/slice/diagonal_scatter, masked_scatter, renorm, pinverse (ops/scatter_views.py) ------------------------------
+from gradviz.ops import scatter_views as _scatter_views  # noqa: E402
+
+globals().update(_scatter_views.torch_functions())
+from gradviz.snapshot import scatter_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)

@@ -695,3 +695,12 @@ CASES.update({
     "PixelUnshuffleBackward0": (lambda x: F.pixel_unshuffle(x, 2), [values(2, 4, 2)]),
     "ChannelShuffleBackward0": (lambda x: F.channel_shuffle(x, 3), [values(2, 6, 2)]),
 })
+# the scatters into a copy, masked_scatter, renorm (ops/scatter_views.py)
+CASES.update({
+    "SelectScatterBackward0": (lambda a, s: gv.select_scatter(a, s, 1, -1), [values(2, 3, 2), values(2, 2)]),
+    "SliceScatterBackward0": (lambda a, s: gv.slice_scatter(a, s, -1, 1, None, 2), [values(2, 5), values(2, 2)]),
+    "DiagonalScatterBackward0": (lambda a, s: gv.diagonal_scatter(a, s, -1), [values(4, 3), values(3)]),
+    "MaskedScatterBackward0": (lambda a, s: a.masked_scatter(gv.tensor([[True, False, True], [False, True, True]]), s),
+                               [values(2, 3), values(5)]),
+    "RenormBackward0": (lambda a: a.renorm(3, 0, 1.2), [values(3, 4)]),
+})

@@ -372,3 +372,7 @@ _install({name: _operator(function) for name, function in _integer_math.operator
 _install(_shape_helpers.tensor_methods())
 _install(_statistics_more.tensor_methods())
 _install(_losses_more.tensor_methods())
+# -- the scatters into a copy, masked_scatter, renorm, fill_diagonal_, x.addmm, x.pinverse ---------------------------------
+from gradviz.ops import scatter_views as _scatter_views  # noqa: E402
+
+_install(_scatter_views.tensor_methods())
