@@ -44,3 +44,7 @@ from gradviz.nn.modules import (GaussianNLLLoss, HingeEmbeddingLoss, MarginRanki
 
 __all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
             "TripletMarginLoss"]
+# -- recurrent layers: RNN, GRU, LSTM and their cells ---------------------------------------------------------
+from gradviz.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
+
+__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
