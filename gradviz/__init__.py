@@ -194,3 +194,5 @@ from gradviz.ops.convolution import (conv1d, conv2d, conv3d, conv_transpose1d, c
 from gradviz.ops.pooling import (adaptive_avg_pool1d, avg_pool1d, max_pool1d, max_pool1d_with_indices,  # noqa: E402
                                  max_pool2d)
 from gradviz.snapshot import window_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)
+# -- recurrent layers: torch.unsafe_chunk, torch.unsafe_split (ops/recurrent.py) ---------------------------------------
+from gradviz.ops.recurrent import unsafe_chunk, unsafe_split  # noqa: E402,F401

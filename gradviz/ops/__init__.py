@@ -372,3 +372,7 @@ _install({name: _operator(function) for name, function in _integer_math.operator
 _install(_shape_helpers.tensor_methods())
 _install(_statistics_more.tensor_methods())
 _install(_losses_more.tensor_methods())
+# -- recurrent layers: unsafe_chunk and unsafe_split, the pieces an RNN cell cuts its gates into ----------------------
+from gradviz.ops import recurrent as _recurrent  # noqa: E402
+
+_install({"unsafe_chunk": _recurrent.unsafe_chunk, "unsafe_split": _recurrent.unsafe_split})
