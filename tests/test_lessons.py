@@ -585,3 +585,50 @@ def test_self_check_rejects_a_wrong_prediction_kindly(tmp_path):
     notebook, _ = execute("06_devices", tmp_path, edit=_fill_predictions({"l06-ex1-prediction": "9.0"}))
     found = errors(notebook)
     assert len(found) == 1 and "AssertionError: Not quite: you predicted 9.0, autograd computed 6.0" in found[0]
+
+
+# -- lesson 14: backpropagation through time (an RNN cell unrolled, shared weights, vanishing gradients) ----------
+STEMS.append("14_backprop_through_time")
+ANSWERS.update({"l14-ex1-prediction": "3",
+                "l14-ex2-prediction": "W_steps[0].grad + W_steps[1].grad + W_steps[2].grad"})
+
+
+def test_14_the_unrolled_cell_and_the_way_back_to_h0(executed):
+    notebook = executed("14_backprop_through_time")
+    assert "RNNCell(1, 2) [('weight_ih', (2, 1)), ('weight_hh', (2, 2))" in text(notebook, "l14-unroll")
+    assert "h3 = tensor([[" in text(notebook, "l14-unroll")
+    view = shipped_state(notebook, "l14-ex1-view")
+    assert has_widget(notebook, "l14-ex1-view") and view["predict"] is True and view["trace"]
+    names = [node["name"] for node in view["graph"]["nodes"]]
+    assert names.count("TanhBackward0") == 3 and names.count("AddmmBackward0") == 6  # one block of nodes per step
+    path = text(notebook, "l14-ex1-check").splitlines()[-1].split(" → ")
+    assert path[0] == "SumBackward0" and path[-1] == "h0" and path.count("TanhBackward0") == 3
+    assert path[1:-1] == ["TanhBackward0", "AddBackward0", "AddmmBackward0"] * 3
+
+
+def test_14_the_shared_weight_gets_the_sum_of_the_steps(executed):
+    notebook = executed("14_backprop_through_time")
+    copies = text(notebook, "l14-copies")
+    steps = [numbers(part) for part in copies.split("step ")[1:]]
+    assert [len(step) for step in steps] == [4, 4, 4] and steps[0] == [0.0] * 4  # step 1 multiplied h0 = 0
+    assert "h0.grad = tensor([[" in text(notebook, "l14-ex2-check")
+
+
+def test_14_vanishing_gradients_and_nn_rnn(executed):
+    notebook = executed("14_backprop_through_time")
+    norms = [float(line.split("= ")[1]) for line in text(notebook, "l14-vanishing").splitlines()]
+    assert len(norms) == 7 and norms == sorted(norms, reverse=True) and norms[-1] < 1e-3 * norms[0]
+    assert has_image(notebook, "l14-vanishing-plot")
+    shown = text(notebook, "l14-nn-rnn")
+    assert "output: (3, 1, 2)  h_n: (1, 1, 2)" in shown and "same hidden states as the loop: True" in shown
+    names = {node["name"] for node in shipped_state(notebook, "l14-nn-rnn")["graph"]["nodes"]}
+    assert {"UnbindBackward0", "StackBackward0", "AddmmBackward0", "TanhBackward0"} <= names
+    assert "✅ Unrolled, an RNN is an ordinary graph" in text(notebook, "l14-checks")
+    assert errors(notebook) == []
+
+
+def test_14_self_checks_accept_right_predictions(tmp_path):
+    answers = {key: value for key, value in ANSWERS.items() if key.startswith("l14-")}
+    notebook, _ = execute("14_backprop_through_time", tmp_path, edit=_fill_predictions(answers))
+    outputs = "".join(text(notebook, c.id) for c in notebook.cells if c.cell_type == "code")
+    assert errors(notebook) == [] and outputs.count("✅ Correct! autograd agrees") == 2
