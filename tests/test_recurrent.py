@@ -208,14 +208,32 @@ y2, (h2, c2) = m(torch.randn(5, 2, 3))
     assert_same(code)
 
 
-@pytest.mark.parametrize("name", ["rnn_bidirectional_no_bias", "gru_bidirectional_batch_first", "lstm_projection",
-                                  "gru_cell_hx", "lstm_cell_hx"])
-def test_backward_runs_the_nodes_in_torchs_order(name):
-    code = _before_backward(_program(name, "float64"))
+@pytest.mark.parametrize("name, dtype", [(name, "float64") for name in (
+    "rnn_bidirectional_no_bias", "gru_bidirectional_batch_first", "lstm_projection", "gru_cell_hx", "lstm_cell_hx",
+    "rnn_dropout")] + [(name, "float32") for name in (
+    "lstm", "lstm_bidirectional_batch_first", "lstm_dropout", "lstm_unbatched_no_bias")])
+def test_backward_runs_the_nodes_in_torchs_order(name, dtype):
+    code = _before_backward(_program(name, dtype))
     (scope_t, _), (scope_g, _) = run_both(code)
     expected = torch_order(scope_t["loss"])
     observed = [step.name for step in gv.autograd.backward_steps(scope_g["loss"])]
     assert observed == expected
+
+
+@pytest.mark.parametrize("name", ["rnn_batch_first_h0", "gru_bidirectional_batch_first", "lstm_cell_hx",
+                                  "lstm_projection", "gru_cell_unbatched_no_bias"])
+def test_torch_backend_matches_torch(name):
+    assert_same(_program(name, "float64"), backend="torch")
+
+
+def test_torch_backend_runs_the_onednn_layer():
+    code = _program("lstm_bidirectional_batch_first", "float32")
+    (scope_t, _), (scope_g, _) = run_both(_before_backward(code), "torch")
+    for t_out, g_out in zip(scope_t["flat"], scope_g["flat"]):
+        assert_structure(t_out.grad_fn, g_out.grad_fn)
+    (scope_t, _), (scope_g, _) = run_both(code, "torch")
+    for index, (t_param, g_param) in enumerate(zip(scope_t["params"], scope_g["params"])):
+        assert_values(t_param.grad, g_param.grad, f"params[{index}].grad", rtol=1e-4, atol=1e-5)
 
 
 def test_parameters_and_printing():

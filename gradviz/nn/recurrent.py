@@ -229,8 +229,8 @@ def _lstm_onednn(input, hx, weights, has_biases, num_layers, dropout_p, train, b
         layer_input = outputs[0] if directions == 1 else cat(outputs, -1)
         if dropout_p != 0 and train and layer < num_layers - 1:
             layer_input = F.dropout(layer_input, dropout_p, True)
-    output = layer_input.transpose(0, 1) if batch_first else layer_input
-    return output, stack(hy, 0), stack(cy, 0)
+    hy, cy = stack(hy, 0), stack(cy, 0)
+    return (layer_input.transpose(0, 1) if batch_first else layer_input), hy, cy  # transposed after the stacks
 
 
 # -- the cells' functions (torch's _VF.rnn_tanh_cell, ...) -------------------------------------------------------

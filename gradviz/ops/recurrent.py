@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz import _dtype
 from gradviz.autograd.function import OpFunction, node_for_inputs, outputs_of
+from gradviz.backends import numpy_backend
 from gradviz.autograd.node import SavedTensor
 from gradviz.ops._util import saved_dim, wrap_dim
 from gradviz.tensor import Tensor
@@ -78,6 +80,15 @@ def unsafe_chunk(input, chunks: int, dim: int = 0) -> tuple:
 
 
 # -- one LSTM layer over a whole sequence, as oneDNN records it -------------------------------------------------
+def _numpy(backend, data):
+    return np.asarray(backend.to_numpy(data))
+
+
+def _on(backend, array, device):
+    """A numpy result on the op's backend (numpy's: the array itself)."""
+    return array if backend is numpy_backend else backend.array(array, _dtype.from_any(array.dtype), device)
+
+
 def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
@@ -152,12 +163,14 @@ class MkldnnRnnLayerBackward0(OpFunction):
               has_biases, bidirectional, batch_first, train):
         graph_inputs = (input, weight0, weight1, weight2, weight3, hx_, cx_)
         record, node = node_for_inputs(cls, *graph_inputs)
-        arrays = [np.asarray(t._data) for t in graph_inputs]
+        backend = input._backend
+        arrays = [_numpy(backend, t._data) for t in graph_inputs]
         if not has_biases:  # weight2 and weight3 are zeros shaped like the weights then, never read
             arrays[3] = arrays[4] = np.zeros(arrays[1].shape[0], arrays[1].dtype)
         output, hy, cy, gates, cells = lstm_layer_forward(*arrays, reverse)
         workspace = np.frombuffer(np.concatenate([gates.reshape(-1), cells.reshape(-1)]).tobytes(), np.uint8).copy()
-        outputs = outputs_of(node, record, (output, hy, cy, workspace), input._backend)
+        device = backend.device_of(input._data)
+        outputs = outputs_of(node, record, tuple(_on(backend, a, device) for a in (output, hy, cy, workspace)), backend)
         if record:
             node.save(input=input, weight0=weight0, weight1=weight1, weight2=weight2, weight3=weight3, hx_=hx_,
                       cx_=cx_, reverse=reverse, batch_sizes=(), mode=2, hidden_size=hidden_size,
@@ -171,9 +184,11 @@ class MkldnnRnnLayerBackward0(OpFunction):
         return tuple(outputs)
 
     def backward(ctx, grad_output=None, grad_hy=None, grad_cy=None, grad_workspace=None):
-        x, w_ih, w_hh, h0, c0, output, workspace, reverse = ctx.saved(
-            "input", "weight0", "weight1", "hx_", "cx_", "result0", "result3", "reverse")
-        grads = [np.zeros(shape, x.dtype) if g is None else np.asarray(g)
+        backend = ctx.backend
+        *arrays, reverse = ctx.saved("input", "weight0", "weight1", "hx_", "cx_", "result0", "result3", "reverse")
+        device = backend.device_of(arrays[0])
+        x, w_ih, w_hh, h0, c0, output, workspace = (_numpy(backend, a) for a in arrays)
+        grads = [np.zeros(shape, x.dtype) if g is None else _numpy(backend, g)
                  for g, (shape, _, _) in zip((grad_output, grad_hy, grad_cy), ctx.output_meta)]
         steps, batch, hidden = output.shape
         flat = np.frombuffer(np.asarray(workspace).tobytes(), x.dtype)
@@ -181,4 +196,5 @@ class MkldnnRnnLayerBackward0(OpFunction):
         cells = flat[steps * batch * 4 * hidden:].reshape(steps, batch, hidden)
         grad_x, grad_w_ih, grad_w_hh, grad_bias, grad_h0, grad_c0 = lstm_layer_backward(
             x, w_ih, w_hh, h0, c0, output, gates, cells, *grads, reverse)
-        return grad_x, grad_w_ih, grad_w_hh, grad_bias, grad_bias.copy(), grad_h0, grad_c0
+        return tuple(_on(backend, a, device) for a in (grad_x, grad_w_ih, grad_w_hh, grad_bias, grad_bias.copy(),
+                                                       grad_h0, grad_c0))
