@@ -356,3 +356,36 @@ final = [p.detach() for p in params]
     assert scope_g["losses"][-1] < scope_g["losses"][0]
     for t_param, g_param in zip(scope_t["final"], scope_g["final"]):
         assert_values(t_param, g_param, "parameter after training", rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("module, args", [("LSTM", "3, 4, 2, bidirectional=True"), ("GRU", "3, 4"),
+                                          ("LSTMCell", "3, 4")])
+def test_learner_formulas_reproduce_what_torch_sent(module, args):
+    """Every node of torch's own recurrent graph (oneDNN's fused layer included, in float32) has a learner formula
+    that evaluates to the gradient torch's engine sent."""
+    from gradviz.autograd.engine import backward_steps
+    from gradviz.snapshot.formula_table import TABLE
+    from gradviz.snapshot.formulas import gradient_sent
+    from gradviz.snapshot.model import to_numpy
+
+    torch.manual_seed(0)
+    layer = getattr(torch.nn, module)(*(int(a) for a in args.split(", ")[:2]),
+                                      **({"num_layers": 2, "bidirectional": True} if "bidirectional" in args else {}))
+    x = torch.randn(*((4, 2, 3) if "Cell" not in module else (2, 3)), requires_grad=True)
+    out = layer(x)
+    flat = [t for o in (out if isinstance(out, tuple) else (out,)) for t in (o if isinstance(o, tuple) else (o,))]
+    loss = sum((t * torch.arange(1.0, t.numel() + 1.0).reshape(t.shape)).sum() for t in flat)
+    checked = set()
+    for step in backward_steps(loss, retain_graph=True, dry_run=True):
+        if step.is_accumulate:
+            continue
+        assert step.name in TABLE, step.name
+        arriving = [None if g is None else to_numpy(g) for g in step.grad_outputs]
+        shapes = tuple(None if g is None else tuple(g.shape) for g in step.grad_inputs)
+        for slot, sent in enumerate(step.grad_inputs):
+            if sent is not None:
+                np.testing.assert_allclose(gradient_sent(step.node, slot, arriving, shapes), to_numpy(sent),
+                                           rtol=1e-4, atol=1e-5, err_msg=f"{step.name}, input {slot}")
+        checked.add(step.name)
+    assert ("MkldnnRnnLayerBackward0" in checked) == (module == "LSTM")
+    assert "UnsafeSplitBackward0" in checked or module == "LSTM"
