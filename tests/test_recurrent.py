@@ -389,3 +389,18 @@ def test_learner_formulas_reproduce_what_torch_sent(module, args):
         checked.add(step.name)
     assert ("MkldnnRnnLayerBackward0" in checked) == (module == "LSTM")
     assert "UnsafeSplitBackward0" in checked or module == "LSTM"
+
+
+def test_unsafe_chunk_and_unsafe_split_match_torch():
+    code = """
+x = torch.arange(14.0, dtype=torch.float64).reshape(2, 7).requires_grad_()
+a, b, c = x.unsafe_chunk(3, 1)
+d, e = torch.unsafe_split(x, 5, -1)
+f, = torch.unsafe_chunk(x * 2, 1, 0)
+y = a.sum() + (b * c).sum() + (e ** 2).sum() + f.sum()
+y.backward()
+print(a, b, c, d, e)
+"""
+    assert_same(code)
+    assert_same_error("torch.unsafe_chunk(torch.ones(3), 0)")
+    assert_same_error("torch.unsafe_split(torch.ones(3), 0)")

@@ -24,7 +24,7 @@ from gradviz.ops.linalg import addmm, matmul
 from gradviz.ops.recurrent import MkldnnRnnLayerBackward0, unsafe_chunk
 from gradviz.ops.shape import reshape, t, view
 from gradviz.ops.unary import relu, tanh
-from gradviz.tensor import Tensor, empty, zeros
+from gradviz.tensor import empty, zeros
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -406,7 +406,7 @@ class RNNBase(Module):
             s += f", bidirectional={self.bidirectional}"
         return s
 
-    def _batched(self, input, hx, name: str):
+    def _batched(self, input, name: str):
         """The input made 3-D (an unbatched 2-D input gets a batch dimension), and whether it was batched."""
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
@@ -420,7 +420,7 @@ class RNNBase(Module):
     def _one_hidden_forward(self, input, hx, name: str, cell):
         """RNN's and GRU's forward: one hidden state."""
         num_directions = 2 if self.bidirectional else 1
-        input, is_batched, batch_dim = self._batched(input, hx, name)
+        input, is_batched, batch_dim = self._batched(input, name)
         if not is_batched:
             if hx is not None:
                 if hx.dim() != 2:
@@ -498,7 +498,7 @@ class LSTM(RNNBase):
     def forward(self, input, hx=None):
         num_directions = 2 if self.bidirectional else 1
         real_hidden_size = self.proj_size if self.proj_size > 0 else self.hidden_size
-        input, is_batched, batch_dim = self._batched(input, hx, "LSTM")
+        input, is_batched, batch_dim = self._batched(input, "LSTM")
         max_batch_size = input.size(0) if self.batch_first else input.size(1)
         if hx is None:
             h_zeros = zeros(self.num_layers * num_directions, max_batch_size, real_hidden_size, dtype=input.dtype,
@@ -558,11 +558,12 @@ class RNNCellBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
-    def _batched(self, input, name: str, hidden_word: str, hx):
+    def _batched(self, input, name: str, hx):
+        """RNNCell's and GRUCell's checks; the input made 2-D, and whether it was batched."""
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
         if hx is not None and hx.dim() not in (1, 2):
-            raise ValueError(f"{name}: Expected {hidden_word} to be 1D or 2D, got {hx.dim()}D instead")
+            raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {hx.dim()}D instead")
         is_batched = input.dim() == 2
         return (input if is_batched else input.unsqueeze(0)), is_batched
 
@@ -579,7 +580,7 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
-        input, is_batched = self._batched(input, "RNNCell", "hidden", hx)
+        input, is_batched = self._batched(input, "RNNCell", hx)
         hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
         if self.nonlinearity == "tanh":
             ret = rnn_tanh_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
@@ -597,7 +598,7 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
 
     def forward(self, input, hx=None):
-        input, is_batched = self._batched(input, "GRUCell", "hidden", hx)
+        input, is_batched = self._batched(input, "GRUCell", hx)
         hx = self._zeros(input) if hx is None else (hx if is_batched else hx.unsqueeze(0))
         ret = gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return ret if is_batched else ret.squeeze(0)
