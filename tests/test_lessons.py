@@ -588,7 +588,7 @@ def test_self_check_rejects_a_wrong_prediction_kindly(tmp_path):
 
 
 # -- lesson 14: backpropagation through time (an RNN cell unrolled, shared weights, vanishing gradients) ----------
-STEMS.append("14_backprop_through_time")
+STEMS[:] = sorted(STEMS + ["14_backprop_through_time"])  # in order, whichever lessons come after it
 ANSWERS.update({"l14-ex1-prediction": "3",
                 "l14-ex2-prediction": "W_steps[0].grad + W_steps[1].grad + W_steps[2].grad"})
 
