@@ -7,7 +7,8 @@ Each namespace is read from torch 2.13 itself (``dir()``, public names only: no 
 compared with gradviz's counterpart. ``torch.nn`` counts its Module subclasses only (the layers); ``torch``
 counts functions, classes and dtypes but not submodules. Names that have no meaning on a CPU-only autograd
 engine that draws graphs (sparse/quantized/distributed/compiler/CUDA internals, ``_foreach``) are listed under
-"out of scope" and not counted as missing.
+"out of scope" and not counted as missing. The recurrent layers' internal ``torch.lstm``, ``torch.gru``,
+``torch.rnn_tanh_cell``... are out of scope (lower case only: ``nn.LSTM``, ``nn.GRUCell``... count).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ OUT_OF_SCOPE = re.compile(
     r"sparse|quantiz|^q_|qint|quint|mkldnn|fbgemm|cudnn|miopen|_foreach|compile|dynamo|export|fx|jit|onnx|"
     r"distributed|rpc|mps|xpu|hpu|mtia|ipu|vulkan|nested|named_|rename|refine_names|align_|unflatten_dense|"
     r"storage|pin_memory|share_memory|is_shared|data_ptr|untyped|vmap_|_nnpack|fake_|functionalize|"
-    r"^is_inference$|^lstm|^gru|^rnn_|^quantized|^fused_|^native_|^batch_norm_|^cudnn|^miopen|^conv_tbc|"
+    r"^is_inference$|(?-i:^lstm|^gru|^rnn_)|^quantized|^fused_|^native_|^batch_norm_|^cudnn|^miopen|^conv_tbc|"
     r"^set_flush_denormal|^dsplit|^hsplit|^vsplit|^chalf|^cfloat|^cdouble|complex|^conj_physical|^resolve_|"
     r"^is_conj|^is_neg|^view_as_real|^view_as_complex|^polar|^angle|^imag|^real|^bfloat16|^float8|"
     r"^use_deterministic|^are_deterministic|^get_device_module|^set_warn_always|^is_warn_always|"

@@ -204,3 +204,5 @@ from gradviz.ops import scatter_views as _scatter_views  # noqa: E402
 
 globals().update(_scatter_views.torch_functions())
 from gradviz.snapshot import scatter_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)
+# -- recurrent layers: torch.unsafe_chunk, torch.unsafe_split (ops/recurrent.py) ---------------------------------------
+from gradviz.ops.recurrent import unsafe_chunk, unsafe_split  # noqa: E402,F401

@@ -704,3 +704,29 @@ CASES.update({
                                [values(2, 3), values(5)]),
     "RenormBackward0": (lambda a: a.renorm(3, 0, 1.2), [values(3, 4)]),
 })
+# recurrent layers: unsafe_chunk's pieces, and one whole LSTM layer as oneDNN records it (called directly: in
+# float64 torch records the decomposed cells instead)
+from gradviz.ops.recurrent import MkldnnRnnLayerBackward0, unsafe_chunk  # noqa: E402
+
+
+def _lstm_layer(reverse):
+    def layer(x, w_ih, w_hh, b_ih, b_hh, h, c):
+        output, hy, cy, _ = MkldnnRnnLayerBackward0.apply(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse=reverse,
+                                                          hidden_size=2, num_layers=1, has_biases=True,
+                                                          bidirectional=False, batch_first=False, train=True)
+        return gv.cat([output.reshape(-1), hy.reshape(-1) * 2, cy.reshape(-1) * 3])
+    return layer
+
+
+CASES.update({
+    "UnsafeSplitBackward0": (lambda x: gv.cat([p * (i + 1) for i, p in enumerate(unsafe_chunk(x, 3, 1))], 1),
+                             [values(2, 7)]),
+    "MkldnnRnnLayerBackward0": (_lstm_layer(False), [values(3, 2, 3), values(8, 3), values(8, 2), values(8), values(8),
+                                                     values(2, 2), values(2, 2)]),
+})
+
+
+def test_gradient_of_a_reverse_lstm_layer_matches_central_differences():
+    function, arrays = _lstm_layer(True), CASES["MkldnnRnnLayerBackward0"][1]
+    inputs = [gv.tensor(a, dtype=gv.float64, requires_grad=True) for a in arrays]
+    assert gv.autograd.gradcheck(function, inputs)

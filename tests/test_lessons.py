@@ -25,7 +25,7 @@ LESSONS = ROOT / "lessons"
 STEMS = ["01_computational_graph", "02_chain_rule", "03_accumulation", "04_no_grad",
          "05_dynamic_graphs", "06_devices", "07_real_pytorch", "08_hooks_and_saved_tensors",
          "09_training_a_network", "10_custom_functions", "11_higher_order", "12_forward_mode",
-         "13_mini_batches", "15_convolutions"]
+         "13_mini_batches", "14_backprop_through_time", "15_convolutions"]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
 CELL_TIMEOUT = 60
@@ -616,3 +616,47 @@ def test_15_a_tiny_cnn_learns_the_bump(executed):
     assert len(kernels) == 4 and all(len(row) == 3 for row in kernels)
     assert any(row[1] > row[0] > 0.3 and row[1] > row[2] > 0.3 for row in kernels), kernels  # a bump-shaped kernel
     assert "✅ One kernel, every position" in text(notebook, "l15-checks")
+# -- lesson 14: backpropagation through time (an RNN cell unrolled, shared weights, vanishing gradients) ----------
+ANSWERS.update({"l14-ex1-prediction": "3",
+                "l14-ex2-prediction": "W_steps[0].grad + W_steps[1].grad + W_steps[2].grad"})
+
+
+def test_14_the_unrolled_cell_and_the_way_back_to_h0(executed):
+    notebook = executed("14_backprop_through_time")
+    assert "RNNCell(1, 2) [('weight_ih', (2, 1)), ('weight_hh', (2, 2))" in text(notebook, "l14-unroll")
+    assert "h3 = tensor([[" in text(notebook, "l14-unroll")
+    view = shipped_state(notebook, "l14-ex1-view")
+    assert has_widget(notebook, "l14-ex1-view") and view["predict"] is True and view["trace"]
+    names = [node["name"] for node in view["graph"]["nodes"]]
+    assert names.count("TanhBackward0") == 3 and names.count("AddmmBackward0") == 6  # one block of nodes per step
+    path = text(notebook, "l14-ex1-check").splitlines()[-1].split(" → ")
+    assert path[0] == "SumBackward0" and path[-1] == "h0" and path.count("TanhBackward0") == 3
+    assert path[1:-1] == ["TanhBackward0", "AddBackward0", "AddmmBackward0"] * 3
+
+
+def test_14_the_shared_weight_gets_the_sum_of_the_steps(executed):
+    notebook = executed("14_backprop_through_time")
+    copies = text(notebook, "l14-copies")
+    steps = [numbers(part) for part in copies.split("step ")[1:]]
+    assert [len(step) for step in steps] == [4, 4, 4] and steps[0] == [0.0] * 4  # step 1 multiplied h0 = 0
+    assert "h0.grad = tensor([[" in text(notebook, "l14-ex2-check")
+
+
+def test_14_vanishing_gradients_and_nn_rnn(executed):
+    notebook = executed("14_backprop_through_time")
+    norms = [float(line.split("= ")[1]) for line in text(notebook, "l14-vanishing").splitlines()]
+    assert len(norms) == 7 and norms == sorted(norms, reverse=True) and norms[-1] < 1e-3 * norms[0]
+    assert has_image(notebook, "l14-vanishing-plot")
+    shown = text(notebook, "l14-nn-rnn")
+    assert "output: (3, 1, 2)  h_n: (1, 1, 2)" in shown and "same hidden states as the loop: True" in shown
+    names = {node["name"] for node in shipped_state(notebook, "l14-nn-rnn")["graph"]["nodes"]}
+    assert {"UnbindBackward0", "StackBackward0", "AddmmBackward0", "TanhBackward0"} <= names
+    assert "✅ Unrolled, an RNN is an ordinary graph" in text(notebook, "l14-checks")
+    assert errors(notebook) == []
+
+
+def test_14_self_checks_accept_right_predictions(tmp_path):
+    answers = {key: value for key, value in ANSWERS.items() if key.startswith("l14-")}
+    notebook, _ = execute("14_backprop_through_time", tmp_path, edit=_fill_predictions(answers))
+    outputs = "".join(text(notebook, c.id) for c in notebook.cells if c.cell_type == "code")
+    assert errors(notebook) == [] and outputs.count("✅ Correct! autograd agrees") == 2

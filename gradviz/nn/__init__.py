@@ -55,3 +55,7 @@ from gradviz.nn.modules import (ChannelShuffle, PixelShuffle, PixelUnshuffle, Up
 
 __all__ += ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
             "ChannelShuffle"]
+# -- recurrent layers: RNN, GRU, LSTM and their cells ---------------------------------------------------------
+from gradviz.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
+
+__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]

@@ -376,3 +376,7 @@ _install(_losses_more.tensor_methods())
 from gradviz.ops import scatter_views as _scatter_views  # noqa: E402
 
 _install(_scatter_views.tensor_methods())
+# -- recurrent layers: unsafe_chunk and unsafe_split, the pieces an RNN cell cuts its gates into ----------------------
+from gradviz.ops import recurrent as _recurrent  # noqa: E402
+
+_install({"unsafe_chunk": _recurrent.unsafe_chunk, "unsafe_split": _recurrent.unsafe_split})

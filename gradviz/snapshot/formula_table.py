@@ -2643,3 +2643,34 @@ entry("SoftMarginLossBackward0", options=("reduction",))(lambda o: only(Rule(
 register("soft_margin_local")(lambda a, b: -np.asarray(b, np.float64) / (1 + np.exp(np.asarray(a, np.float64)
                                                                                        * np.asarray(b, np.float64))))
 register("element_count")(lambda a: float(np.asarray(a).size))
+# -- recurrent layers (ops/recurrent.py): unsafe_chunk's pieces, oneDNN's whole LSTM layer ----------------------------
+TABLE.setdefault("UnsafeSplitBackward0", TABLE["SplitBackward0"])  # a split whose pieces are copies: same gradient
+_LSTM_INPUTS = (("input", "x"), ("weight0", "W_ih"), ("weight1", "W_hh"), ("weight2", "b_ih"), ("weight3", "b_hh"),
+                ("hx_", "h₀"), ("cx_", "c₀"))
+
+
+@entry("MkldnnRnnLayerBackward0", options=("reverse", "has_biases"))
+def _lstm_layer(o):
+    """Backpropagation through time: the layer is run again from its saved inputs and the gradients of the
+    outputs (every step's h, the last h, the last c) are carried back step by step."""
+    operands = (Grads(),) + tuple(Var(name, symbol) for name, symbol in _LSTM_INPUTS)
+    order = "last step to first" if not o["reverse"] else "first step to last (a reverse layer)"
+    return {name: Rule(sent=Call("lstm_bptt", operands, "BPTT", (slot, bool(o["reverse"]), bool(o["has_biases"])),
+                                 "through every step"), symbol=symbol,
+                       note=f"the gradient of every step's gates z_t is carried back from the {order}; "
+                            "each step adds its share (a shared weight's gradient is a sum over the steps)")
+            for slot, (name, symbol) in enumerate(_LSTM_INPUTS)}
+
+
+@register("lstm_bptt")
+def _lstm_bptt(grads, x, w_ih, w_hh, b_ih, b_hh, h0, c0, slot, reverse, has_biases):
+    from gradviz.ops.recurrent import lstm_layer_backward, lstm_layer_forward
+
+    x, w_ih, w_hh, h0, c0 = (np.asarray(a, np.float64) for a in (x, w_ih, w_hh, h0, c0))
+    bias_ih, bias_hh = ((np.asarray(b_ih, np.float64), np.asarray(b_hh, np.float64)) if has_biases
+                        else (np.zeros(w_ih.shape[0]), np.zeros(w_ih.shape[0])))
+    output, _, _, gates, cells = lstm_layer_forward(x, w_ih, w_hh, bias_ih, bias_hh, h0, c0, reverse)
+    shapes = (output.shape, h0.shape, c0.shape)
+    arriving = [np.zeros(shape) if g is None else np.asarray(g, np.float64) for g, shape in zip(grads, shapes)]
+    sent = lstm_layer_backward(x, w_ih, w_hh, h0, c0, output, gates, cells, *arriving, reverse)
+    return sent[min(slot, 3)] if slot < 5 else sent[slot - 1]
