@@ -92,8 +92,11 @@ class Picture:
         return self.summary
 
 
-def plot_losses(curves: Mapping[str, Sequence[float]], title: str = "Loss per training step") -> Picture:
+def plot_losses(curves: Mapping[str, Sequence[float]], title: str = "Loss per training step", *,
+                xlabel: str = "training step", ylabel: str = "loss", log: bool = False) -> Picture:
     """A loss curve per entry of ``curves`` (``{"label": [loss at step 1, 2, ...]}``) on one plot.
+    ``xlabel``/``ylabel`` name the axes when the curve is not a loss per step; ``log`` puts the values on a
+    logarithmic axis (a quantity that shrinks by orders of magnitude).
 
     Returned as a ``Picture``: a cell that ends with it shows the plot. The figure is drawn with
     matplotlib's object API (no pyplot state, no GUI backend) on a white background, which reads
@@ -106,14 +109,16 @@ def plot_losses(curves: Mapping[str, Sequence[float]], title: str = "Loss per tr
     axes = figure.add_subplot()
     for label, losses in curves.items():
         axes.plot(range(1, len(losses) + 1), list(losses), marker="o", markersize=3, linewidth=1.6, label=label)
-    axes.set(title=title, xlabel="training step", ylabel="loss")
+    axes.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    if log:
+        axes.set_yscale("log")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.grid(alpha=0.3)
     if len(curves) > 1:
         axes.legend()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
-    summary = "; ".join(f"{label}: {len(losses)} steps, loss {losses[0]:.4g} → {losses[-1]:.4g}"
+    summary = "; ".join(f"{label}: {len(losses)} steps, {ylabel} {losses[0]:.4g} → {losses[-1]:.4g}"
                         for label, losses in curves.items() if len(losses))
     return Picture(buffer.getvalue(), f"<loss curve: {summary}>")
 

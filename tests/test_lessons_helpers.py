@@ -78,6 +78,21 @@ def test_plot_losses_draws_a_png_with_a_text_summary():
                              "without: 3 steps, loss 2.5 → 1.5>")
 
 
+def test_plot_losses_names_its_axes_and_takes_a_log_scale():
+    pytest.importorskip("matplotlib")
+    from unittest import mock
+
+    from matplotlib.axes import Axes
+
+    with mock.patch.object(Axes, "set_yscale", autospec=True) as scale, \
+            mock.patch.object(Axes, "set", autospec=True, wraps=Axes.set) as named:
+        picture = plot_losses({"|dL/dh_t|": [1.0, 0.1, 0.001]}, title="shrinking", xlabel="time step t",
+                              ylabel="|dL/dh_t|", log=True)
+    assert scale.call_args.args[1] == "log"
+    assert named.call_args.kwargs == {"title": "shrinking", "xlabel": "time step t", "ylabel": "|dL/dh_t|"}
+    assert repr(picture) == "<loss curve: |dL/dh_t|: 3 steps, |dL/dh_t| 1 → 0.001>"
+
+
 def test_plot_decision_boundary_draws_the_plane_and_counts_right_predictions():
     pytest.importorskip("matplotlib")
     points = gv.tensor([[-1.0, 0.0], [-0.5, 1.0], [1.0, 0.0], [0.5, -1.0]])
