@@ -646,3 +646,13 @@ def test_gradcheck_of_a_function_with_a_transposed_output():
     x = gv.randn(3, 4, dtype=gv.float64, requires_grad=True)
     assert gv.autograd.gradcheck(lambda t: t.t() * 2, (x,))
     assert gv.autograd.gradgradcheck(lambda t: t.t() ** 3, (x,))
+# attention: the fused CPU node (mask and causal forms) and the math path's safe softmax
+from gradviz.ops.attention import SafeSoftmaxBackward0  # noqa: E402
+
+CASES.update({
+    "ScaledDotProductFlashAttentionForCpuBackward0": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=gv.tensor([[0.0, -1.0, 0.5]], dtype=gv.float64))
+        + F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.7),
+        [values(1, 2, 2, 3), values(1, 2, 3, 3), values(1, 2, 3, 3)]),
+    "SafeSoftmaxBackward0": (lambda x: SafeSoftmaxBackward0.apply(x, -1), [values(2, 3)]),
+})

@@ -310,3 +310,9 @@ def _torch_batch_norm(input, weight, bias, running_mean, running_var, training: 
 for _name in ("margin_ranking_loss", "hinge_embedding_loss", "poisson_nll_loss", "triplet_margin_loss", "dropout",
               "dropout_", "layer_norm", "batch_norm"):
     globals()[f"_torch_{_name}"].__name__ = _name  # PyTorch's name, in help() and messages
+
+
+# -- attention: scaled dot-product attention (ops/attention.py) and multi-head attention (nn/attention.py) -----------
+from gradviz.ops.attention import scaled_dot_product_attention  # noqa: E402
+
+__all__ += ["scaled_dot_product_attention"]

@@ -1,0 +1,252 @@
+"""Scaled dot-product attention, ``softmax(Q Kᵀ · scale + mask) V``, recorded as PyTorch 2.13 records it on the CPU.
+
+PyTorch picks one of two paths, and so does ``scaled_dot_product_attention`` here:
+
+* the fused path (``_scaled_dot_product_flash_attention_for_cpu``): one node,
+  ``ScaledDotProductFlashAttentionForCpuBackward0``, with edges to query, key and value. PyTorch takes it for
+  4-D query/key/value of one floating dtype, the same batch size, the same head size in all three, a unit
+  last stride, non-empty sequences, no dropout and a mask (if any) that needs no gradient. The node saves
+  what PyTorch's does: ``query``, ``key``, ``value``, ``output``, ``logsumexp`` (of each row of scores, laid
+  out as PyTorch lays it out), ``attn_mask`` (a boolean mask converted to 0/-inf), ``dropout_p``,
+  ``is_causal`` and ``scale``. Its gradient is computed here in numpy from those (the scores recomputed,
+  ``P = exp(S - logsumexp)``); PyTorch has no derivative of that backward, so a second order records a
+  ``NotImplemented`` node, as PyTorch's does.
+* the math path (``_scaled_dot_product_attention_math``) for everything else: PyTorch's composite, node for
+  node: ``q · √scale`` and ``kᵀ · √scale`` (MulBackward1), ``matmul``, the mask added in place
+  (AddBackward0), ``_safe_softmax`` (SafeSoftmaxBackward0: a row with no key left gives zeros, not NaN),
+  dropout (MulBackward0 by a mask drawn as ``F.dropout`` draws it), ``matmul`` with value.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gradviz import _dtype
+from gradviz.autograd.function import OpFunction
+from gradviz.ops.activation import SoftmaxBackward0, _softmax_of
+from gradviz.ops.no_derivative import NotImplemented, without_derivative
+from gradviz.ops._util import saved_dim, wrap_dim
+from gradviz.tensor import Tensor
+
+
+class SafeSoftmaxBackward0(SoftmaxBackward0):
+    """``softmax`` along ``dim``, but a row whose every entry is ``-inf`` gives zeros (``_safe_softmax``)."""
+
+    derivatives = {"self": ("_softmax_backward_data(grad, result, dim, self.scalar_type())",
+                            r"y \odot (\bar{y} - \textstyle\sum_j \bar{y}_j y_j)")}
+
+    def forward(ctx, self, dim):
+        axis = ctx.axis = wrap_dim(dim, self.ndim)
+        ctx.save(dim=saved_dim(dim))
+        out = _softmax_of(self, axis, log=False)
+        masked = np.all(np.isneginf(np.asarray(self._data)), axis=axis if self.ndim else None, keepdims=True)
+        return np.where(masked, np.zeros((), out.dtype), out) if masked.any() else out
+
+
+def _safe_softmax(input, dim):
+    return SafeSoftmaxBackward0.apply(input, dim)
+
+
+# -- the fused node --------------------------------------------------------------------------------------------------
+def _compute_dtype(dtype):
+    """Half precision is computed in float32, as PyTorch's CPU kernel accumulates it."""
+    return np.float64 if dtype is _dtype.float64 else np.float32
+
+
+def _scores(q, k, mask, scale: float, is_causal: bool):
+    """``q kᵀ · scale``, the mask added (or the causal mask's ``-inf`` above the diagonal)."""
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(scale)
+    if mask is not None:
+        scores = scores + mask.astype(scores.dtype)
+    if is_causal:
+        rows, columns = scores.shape[-2:]
+        scores = np.where(np.tril(np.ones((rows, columns), bool)), scores, -np.inf)
+    return scores
+
+
+def _repeat_heads(array, heads: int):
+    """Key or value repeated along the head dim to ``heads`` heads (grouped-query attention)."""
+    return array if array.shape[-3] == heads else np.repeat(array, heads // array.shape[-3], axis=-3)
+
+
+def _sum_groups(grad, heads: int):
+    """The gradient of ``_repeat_heads`` back to ``heads`` heads: each group's repeats summed into its one head."""
+    if grad.shape[-3] == heads:
+        return grad
+    return grad.reshape(grad.shape[:-3] + (heads, grad.shape[-3] // heads) + grad.shape[-2:]).sum(axis=-3)
+
+
+def _scale_of(scale, head_size: int) -> float:
+    return scale if scale is not None else 1.0 / math.sqrt(head_size)
+
+
+def _as(array, dtype):
+    return np.ascontiguousarray(array, dtype=dtype.numpy)
+
+
+def attention_forward(q, k, v, mask, scale: float, is_causal: bool):
+    """(output, logsumexp) of ``softmax(q kᵀ · scale + mask) v`` in the compute dtype; a row with no key
+    left (all masked) has logsumexp ``-inf`` and output 0."""
+    heads = q.shape[-3]
+    scores = _scores(q, _repeat_heads(k, heads), mask, scale, is_causal)
+    peak = scores.max(axis=-1, keepdims=True)
+    peak = np.where(np.isneginf(peak), 0, peak)
+    weights = np.exp(scores - peak)
+    total = weights.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logsumexp = (peak + np.log(total))[..., 0]
+        probabilities = np.where(total > 0, weights / total, 0)
+    return np.matmul(probabilities, _repeat_heads(v, heads)), logsumexp
+
+
+def attention_backward(grad, q, k, v, output, logsumexp, mask, scale: float, is_causal: bool):
+    """(dq, dk, dv) of ``softmax(q kᵀ · scale + mask) v``: with ``P = exp(S - logsumexp)``,
+    ``dV = Pᵀ dO``, ``dS = P ⊙ (dO Vᵀ - rowsum(dO ⊙ O))``, ``dQ = dS K · scale``, ``dK = dSᵀ Q · scale``."""
+    heads = q.shape[-3]
+    keys, values = _repeat_heads(k, heads), _repeat_heads(v, heads)
+    scores = _scores(q, keys, mask, scale, is_causal)
+    with np.errstate(invalid="ignore"):
+        probabilities = np.where(np.isneginf(logsumexp)[..., None], 0, np.exp(scores - logsumexp[..., None]))
+    grad_value = np.matmul(np.swapaxes(probabilities, -1, -2), grad)
+    grad_weights = np.matmul(grad, np.swapaxes(values, -1, -2))
+    grad_scores = probabilities * (grad_weights - (grad * output).sum(axis=-1, keepdims=True))
+    factor = q.dtype.type(scale)
+    grad_query = np.matmul(grad_scores, keys) * factor
+    grad_key = np.matmul(np.swapaxes(grad_scores, -1, -2), q) * factor
+    return grad_query, _sum_groups(grad_key, k.shape[-3]), _sum_groups(grad_value, v.shape[-3])
+
+
+class ScaledDotProductFlashAttentionForCpuBackward0(OpFunction):
+    _result_name = "output"  # saves its output (ctx.save_result(), declared once for the class)
+    inputs = ("query", "key", "value")
+    derivatives = {
+        "query": ("_scaled_dot_product_flash_attention_for_cpu_backward(grad, query, key, value, output, logsumexp, "
+                  "dropout_p, is_causal, attn_mask, scale)[0]", r"\mathrm{d}S\,K\cdot s"),
+        "key": ("..._backward(...)[1]", r"\mathrm{d}S^{\top} Q\cdot s"),
+        "value": ("..._backward(...)[2]", r"P^{\top}\bar{y}"),
+    }
+
+    def forward(ctx, query, key, value, attn_mask, is_causal, scale):
+        compute = _compute_dtype(query.dtype)
+        q, k, v = (np.asarray(t._data, dtype=compute) for t in (query, key, value))
+        mask = None if attn_mask is None else np.asarray(attn_mask._data)
+        out, logsumexp = attention_forward(q, k, v, mask, _scale_of(scale, q.shape[-1]), is_causal)
+        # PyTorch's kernel writes logsumexp as (batch, query, head) and hands it back transposed
+        lse_dtype = _dtype.float64 if query.dtype is _dtype.float64 else _dtype.float32
+        laid_out = np.ascontiguousarray(np.swapaxes(logsumexp, -1, -2), dtype=lse_dtype.numpy)
+        ctx.save(attn_mask=attn_mask, dropout_p=0.0, is_causal=bool(is_causal), key=key,
+                 logsumexp=Tensor._make(np.swapaxes(laid_out, -1, -2), backend=query._backend), query=query,
+                 scale=scale, value=value)
+        ctx.dtype = query.dtype
+        return _as(out, query.dtype)
+
+    def backward(ctx, grad):
+        query, key, value, output, logsumexp, mask = ctx.saved("query", "key", "value", "output", "logsumexp",
+                                                               "attn_mask")
+        compute = _compute_dtype(ctx.dtype)
+        q, k, v, o, g = (np.asarray(a, dtype=compute) for a in (query, key, value, output, grad))
+        grads = attention_backward(g, q, k, v, o, np.asarray(logsumexp, dtype=compute), mask,
+                                   _scale_of(ctx.saved("scale"), q.shape[-1]), ctx.saved("is_causal"))
+        return tuple(_as(gradient, ctx.dtype) if needed else None
+                     for gradient, needed in zip(grads, ctx.needs_input_grad))
+
+    def backward_graph(ctx, grad):
+        """PyTorch has no derivative of this backward: the gradients hang from a ``NotImplemented`` node."""
+        grads = ctx.backward(grad._data)
+        inputs = (grad,) + tuple(ctx.saved_graph("query", "key", "value", "output"))
+        return tuple(None if gradient is None else
+                     without_derivative(NotImplemented, gradient, inputs,
+                                        "_scaled_dot_product_flash_attention_for_cpu_backward")
+                     for gradient in grads)
+
+
+# -- the function ------------------------------------------------------------------------------------------------
+def _type_name(dtype) -> str:
+    return _dtype.CPP_NAMES.get(dtype.name, dtype.name)
+
+
+def _check(query, key, value, attn_mask, dropout_p, is_causal):
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+                           f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")
+    if not (query.dtype is key.dtype is value.dtype):
+        raise RuntimeError("Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{_type_name(query.dtype)} key.dtype: {_type_name(key.dtype)} and value.dtype: "
+                           f"{_type_name(value.dtype)} instead.")
+    if attn_mask is not None and attn_mask.dtype is not _dtype.bool and attn_mask.dtype is not query.dtype:
+        raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {_type_name(attn_mask.dtype)} and  query.dtype: "
+                           f"{_type_name(query.dtype)} instead.")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+
+
+def _takes_fused_path(query, key, value, attn_mask, dropout_p, enable_gqa) -> bool:
+    """Whether PyTorch's CPU dispatcher picks the fused kernel (sdp_utils_cpp's checks, as a probe of 2.13 sees them)."""
+    tensors = (query, key, value)
+    if dropout_p != 0.0 or any(t.ndim != 4 for t in tensors):
+        return False
+    if not query.dtype.is_floating_point:
+        return False
+    if attn_mask is not None and attn_mask.requires_grad:
+        return False
+    if not (query.shape[0] == key.shape[0] == value.shape[0]):
+        return False
+    heads, key_heads = query.shape[1], key.shape[1]
+    if key.shape[1] != value.shape[1]:
+        return False
+    if heads != key_heads and not (enable_gqa and key_heads and heads % key_heads == 0):
+        return False
+    if not (query.shape[-1] == key.shape[-1] == value.shape[-1]):
+        return False
+    if query.shape[-2] == 0 or key.shape[-2] == 0 or query.shape[-1] == 0:
+        return False
+    return all(t.shape[-1] == 1 or t.stride()[-1] == 1 for t in tensors)
+
+
+def _float_mask(mask, dtype):
+    """A boolean mask as the 0/-inf float mask PyTorch adds (``convert_boolean_attn_mask``); a float one as is."""
+    if mask is None or mask.dtype is not _dtype.bool:
+        return mask
+    data = np.where(np.asarray(mask._data), np.zeros((), dtype.numpy), np.array(-np.inf, dtype.numpy))
+    return Tensor._make(data, backend=mask._backend)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale=None, enable_gqa: bool = False):
+    """``softmax(query keyᵀ · scale + attn_mask) value`` (``scale`` defaults to ``1/√E``); see the module's notes
+    for the node(s) recorded."""
+    _check(query, key, value, attn_mask, dropout_p, is_causal)
+    if _takes_fused_path(query, key, value, attn_mask, dropout_p, enable_gqa):
+        mask = _float_mask(attn_mask, query.dtype)
+        if mask is not None:
+            mask = Tensor._make(np.broadcast_to(np.asarray(mask._data), mask.shape), backend=mask._backend)
+        return ScaledDotProductFlashAttentionForCpuBackward0.apply(query, key, value, mask, is_causal, scale)
+    return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """PyTorch's composite (``_scaled_dot_product_attention_math``), node for node."""
+    from gradviz.ops.arithmetic import MulBackward1
+    from gradviz.ops.linalg import matmul
+    from gradviz.nn.functional import dropout
+    from gradviz.tensor import ones
+
+    negative = scale is not None and scale < 0
+    factor = math.sqrt(_scale_of(abs(scale) if negative else scale, query.shape[-1]))
+    query = MulBackward1.apply(query, -factor if negative else factor)
+    if is_causal:
+        rows, columns = query.shape[-2], key.shape[-2]
+        attn_mask = ones((rows, columns), dtype=_dtype.bool).tril()
+    attn_mask = _float_mask(attn_mask, query.dtype)
+    if enable_gqa and key.ndim >= 3 and query.shape[-3] != key.shape[-3]:
+        key = key.repeat_interleave(query.shape[-3] // key.shape[-3], -3)
+        value = value.repeat_interleave(query.shape[-3] // value.shape[-3], -3)
+    scores = matmul(query, MulBackward1.apply(key.transpose(-2, -1), factor))
+    if attn_mask is not None:
+        scores.add_(attn_mask)
+    weights = _safe_softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return matmul(weights, value)
