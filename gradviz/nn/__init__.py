@@ -44,3 +44,7 @@ from gradviz.nn.modules import (GaussianNLLLoss, HingeEmbeddingLoss, MarginRanki
 
 __all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
             "TripletMarginLoss"]
+# -- attention: multi-head attention (nn/attention.py) ------------------------------------------------------------
+from gradviz.nn.attention import MultiheadAttention  # noqa: E402
+
+__all__ += ["MultiheadAttention"]

@@ -139,7 +139,9 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpFunction):
                  logsumexp=Tensor._make(np.swapaxes(laid_out, -1, -2), backend=query._backend), query=query,
                  scale=scale, value=value)
         ctx.dtype = query.dtype
-        return _as(out, query.dtype)
+        laid_out = np.empty_like(np.asarray(query._data), dtype=query.dtype.numpy)  # the query's layout, as PyTorch's
+        laid_out[...] = out
+        return laid_out
 
     def backward(ctx, grad):
         query, key, value, output, logsumexp, mask = ctx.saved("query", "key", "value", "output", "logsumexp",

@@ -1,0 +1,348 @@
+"""Multi-head attention: ``F.multi_head_attention_forward`` and ``nn.MultiheadAttention``, as PyTorch 2.13 writes them.
+
+The function is PyTorch's composite, op for op, so the graph is PyTorch's node for node: the packed in-projection
+(one ``linear`` for self-attention, split into three (or two) otherwise), the heads folded into the batch
+(``view``/``transpose``), then either
+
+* ``need_weights=True``: ``baddbmm(mask, q·√(1/E), kᵀ)`` (``bmm`` without a mask), ``softmax``, dropout, ``bmm`` with
+  v, and the weights handed back (averaged over the heads unless ``average_attn_weights=False``), or
+* ``need_weights=False``: ``F.scaled_dot_product_attention`` on ``(batch, heads, length, head size)`` views, which
+  records PyTorch's one fused node where PyTorch's dispatcher takes it,
+
+and ``out_proj`` as a ``linear`` on the rows. Boolean masks become float masks with ``-inf`` where True
+(``_canonical_mask``). The module initialises as PyTorch's under the same seed: ``out_proj`` (a Linear, drawn
+first), ``xavier_uniform_`` of the in-projection, zero biases, ``xavier_normal_`` of ``bias_k``/``bias_v``.
+
+PyTorch's inference fast path (``_native_multi_head_attention``, taken in eval mode with no gradient wanted)
+is not copied: the composite computes the same values (to float rounding).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+from gradviz import _dtype
+from gradviz.nn import functional as F, init
+from gradviz.nn.modules import Linear, Module, Parameter
+from gradviz.ops.attention import scaled_dot_product_attention
+from gradviz.ops.combine import cat
+from gradviz.ops.linalg import bmm
+from gradviz.ops.products import baddbmm
+from gradviz.tensor import Tensor, empty, zeros, zeros_like
+
+
+def _none_or_dtype(input):
+    if input is None:
+        return None
+    if isinstance(input, Tensor):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
+
+
+def _canonical_mask(mask, mask_name: str, other_type, other_name: str, target_type, check_other: bool = True):
+    """A boolean mask as a float mask of ``target_type`` (``-inf`` where True); a float mask as it is."""
+    if mask is None:
+        return None
+    mask_dtype = mask.dtype
+    if mask_dtype is not _dtype.bool and not mask_dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask_dtype is not other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both "
+                      "instead.")
+    if mask_dtype is _dtype.bool:
+        mask = zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
+    return mask
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads: int) -> bool:
+    """Whether the input is batched (3-D) or not (2-D), with PyTorch's assertions on the other shapes."""
+    if query.dim() == 3:
+        if not (key.dim() == 3 and value.dim() == 3):
+            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                                 f"found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                                 f"found {attn_mask.dim()}-D tensor instead")
+        return True
+    if query.dim() == 2:
+        if not (key.dim() == 2 and value.dim() == 2):
+            raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D but "
+                                 f"found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                                     f"but found {attn_mask.dim()}-D tensor instead")
+            if attn_mask.dim() == 3:
+                expected = (num_heads, query.shape[0], key.shape[0])
+                if tuple(attn_mask.shape) != expected:
+                    raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                         f"{attn_mask.shape}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D query tensor")
+
+
+def _in_projection_packed(q, k, v, w, b=None):
+    """q, k and v projected by the packed ``(3E, E)`` weight: one ``linear`` when all three are one tensor
+    (self-attention), one for q and one for k and v when only those two are, else three."""
+    E = q.size(-1)
+    if k is v:
+        if q is k:
+            proj = F.linear(q, w, b)
+            # (..., 3, E) brought to the front as PyTorch does it, then made contiguous: proj[0], [1], [2]
+            proj = proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+            return proj[0], proj[1], proj[2]
+        w_q, w_kv = w.split([E, E * 2])
+        b_q, b_kv = (None, None) if b is None else b.split([E, E * 2])
+        q_proj = F.linear(q, w_q, b_q)
+        kv_proj = F.linear(k, w_kv, b_kv)
+        kv_proj = kv_proj.unflatten(-1, (2, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        return q_proj, kv_proj[0], kv_proj[1]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
+def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    """q, k and v projected by three separate weights (``kdim``/``vdim`` differ from ``embed_dim``)."""
+    Eq, Ek, Ev = q.size(-1), k.size(-1), v.size(-1)
+    checks = ((w_q, (Eq, Eq), "query"), (w_k, (Eq, Ek), "key"), (w_v, (Eq, Ev), "value"))
+    for weight, shape, name in checks:
+        if tuple(weight.shape) != shape:
+            raise AssertionError(f"expecting {name} weights shape of {shape}, but got {weight.shape}")
+    for bias, name in ((b_q, "query"), (b_k, "key"), (b_v, "value")):
+        if bias is not None and tuple(bias.shape) != (Eq,):
+            raise AssertionError(f"expecting {name} bias shape of {(Eq,)}, but got {bias.shape}")
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight,
+                                 in_proj_bias, bias_k, bias_v, add_zero_attn: bool, dropout_p: float, out_proj_weight,
+                                 out_proj_bias, training: bool = True, key_padding_mask=None, need_weights: bool = True,
+                                 attn_mask=None, use_separate_proj_weight: bool = False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None, static_v=None,
+                                 average_attn_weights: bool = True, is_causal: bool = False):
+    """Attention of ``query`` (L, N, E) over ``key``/``value`` (S, N, ·) with ``num_heads`` heads, sequence first
+    (or unbatched: (L, E)); returns ``(output, weights or None)``. PyTorch's composite, op for op."""
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask",
+                                       query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module method "
+                           "`generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the fused kernel makes the causal mask itself
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False  # the merged mask is not causal any more
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
+                                 f"{tuple(value.shape[:2])}")
+    elif tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
+
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
+                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key." if static_k is not None
+                                 else "bias cannot be added to static value.")
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+
+    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else static_k
+    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else static_v
+
+    if add_zero_attn:
+        zero_attn_shape = (bsz * num_heads, 1, head_dim)
+        k = cat([k, zeros(zero_attn_shape, dtype=k.dtype, device=k.device)], dim=1)
+        v = cat([v, zeros(zero_attn_shape, dtype=v.dtype, device=v.device)], dim=1)
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+    src_len = k.size(1)
+
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{key_padding_mask.shape}")
+        key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1).reshape(
+            bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        _, _, E = q.shape
+        q_scaled = q * math.sqrt(1.0 / float(E))
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        if attn_mask is not None:
+            weights = baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+        else:
+            weights = bmm(q_scaled, k.transpose(-2, -1))
+        weights = F.softmax(weights, dim=-1)
+        if dropout_p > 0.0:
+            weights = F.dropout(weights, p=dropout_p)
+        attn_output = bmm(weights, v)
+        attn_output = attn_output.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
+        attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            attn_output, weights = attn_output.squeeze(1), weights.squeeze(0)
+        return attn_output, weights
+
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    attn_output = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    attn_output = attn_output.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
+    attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
+    if not is_batched:
+        attn_output = attn_output.squeeze(1)
+    return attn_output, None
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The Linear PyTorch gives ``MultiheadAttention.out_proj`` (a Linear under another name, for quantization)."""
+
+
+class MultiheadAttention(Module):
+    """Attention with ``num_heads`` heads over ``embed_dim`` features (PyTorch's ``nn.MultiheadAttention``)."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim=None, vdim=None, batch_first: bool = False,
+                 device=None, dtype=None):
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads} instead")
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != self.embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        options = dict(device=device, dtype=dtype)
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), **options))
+            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), **options))
+            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), **options))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), **options))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty((3 * embed_dim,), **options))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **options)
+        if add_bias_kv:
+            self.bias_k = Parameter(empty((1, 1, embed_dim), **options))
+            self.bias_v = Parameter(empty((1, 1, embed_dim), **options))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
+                average_attn_weights: bool = True, is_causal: bool = False):
+        is_batched = query.dim() == 3
+        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask",
+                                           query.dtype)
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        if self.batch_first and is_batched:
+            # transposed once per distinct tensor, so that "query is key is value" still holds after
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (x.transpose(1, 0) for x in (query, key))
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        separate = not self._qkv_same_embed_dim
+        attn_output, weights = multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
+            self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=separate, q_proj_weight=self.q_proj_weight if separate else None,
+            k_proj_weight=self.k_proj_weight if separate else None, v_proj_weight=self.v_proj_weight if separate else None,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if self.batch_first and is_batched:
+            return attn_output.transpose(1, 0), weights
+        return attn_output, weights
