@@ -44,7 +44,10 @@ from gradviz.nn.modules import (GaussianNLLLoss, HingeEmbeddingLoss, MarginRanki
 
 __all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
             "TripletMarginLoss"]
-# -- attention: multi-head attention (nn/attention.py) ------------------------------------------------------------
+# -- attention: multi-head attention (nn/attention.py) and the transformer layers (nn/transformer.py) ------------
 from gradviz.nn.attention import MultiheadAttention  # noqa: E402
+from gradviz.nn.transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: E402
+                                    TransformerEncoder, TransformerEncoderLayer)
 
-__all__ += ["MultiheadAttention"]
+__all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerEncoderLayer", "TransformerDecoder",
+            "TransformerDecoderLayer"]
