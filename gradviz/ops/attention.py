@@ -180,8 +180,6 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal):
         raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {_type_name(attn_mask.dtype)} and  query.dtype: "
                            f"{_type_name(query.dtype)} instead.")
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
 
 
 def _takes_fused_path(query, key, value, attn_mask, dropout_p, enable_gqa) -> bool:
@@ -235,6 +233,8 @@ def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, e
     from gradviz.nn.functional import dropout
     from gradviz.tensor import ones
 
+    if is_causal and attn_mask is not None:  # (the fused kernel applies both)
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     negative = scale is not None and scale < 0
     factor = math.sqrt(_scale_of(abs(scale) if negative else scale, query.shape[-1]))
     query = MulBackward1.apply(query, -factor if negative else factor)

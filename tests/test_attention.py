@@ -1,0 +1,246 @@
+"""Scaled dot-product attention and multi-head attention against PyTorch 2.13.
+
+Every snippet runs in both libraries (``parity.assert_same``): values, gradients of the inputs and of every
+parameter bound to a name, the whole ``grad_fn`` graph (names, edges, ``_saved_*`` values) and the printed
+text. Which path PyTorch takes (its fused CPU node or the math composite) is not written down: the graph
+comparison finds out. Gradients are also checked against central differences, and hypothesis draws shapes,
+heads and masks.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+import torch  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+import gradviz as gv  # noqa: E402
+import gradviz.nn.functional as F  # noqa: E402
+from parity import assert_same, assert_same_error, assert_graph, assert_values  # noqa: E402
+
+
+def qkv(q, k, v, dtype="torch.float32", grad=True):
+    """Lines making seeded query, key and value of the given shapes."""
+    return "".join(f"torch.manual_seed({seed})\n{name} = torch.randn({shape}, dtype={dtype}, requires_grad={grad})\n"
+                   for seed, (name, shape) in enumerate((("q", q), ("k", k), ("v", v))))
+
+
+def backward(call: str) -> str:
+    return (f"y = {call}\ntorch.manual_seed(9)\nweights = torch.randn(y.shape, dtype=y.dtype)\n"
+            "(y * weights).sum().backward(retain_graph=True)\n")
+
+
+SDPA_CASES = {
+    # the fused CPU node
+    "fused": qkv("(2, 3, 4, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 5)") + backward("F.scaled_dot_product_attention(q, k, v)"),
+    "fused_float64": qkv("(2, 3, 4, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 5)", "torch.float64")
+    + backward("F.scaled_dot_product_attention(q, k, v)"),
+    "fused_causal": qkv("(1, 2, 5, 4)", "(1, 2, 5, 4)", "(1, 2, 5, 4)") + backward(
+        "F.scaled_dot_product_attention(q, k, v, is_causal=True)"),
+    "fused_causal_longer_query": qkv("(1, 2, 6, 4)", "(1, 2, 3, 4)", "(1, 2, 3, 4)") + backward(
+        "F.scaled_dot_product_attention(q, k, v, is_causal=True)"),
+    "fused_float_mask": qkv("(2, 3, 4, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 5)")
+    + "m = torch.linspace(-2, 2, 24).reshape(4, 6)\n" + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m)"),
+    "fused_bool_mask": qkv("(2, 3, 4, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 5)")
+    + "m = torch.tensor([[True, False, True, True, False, True]] * 4)\n"
+    + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m)"),
+    "fused_full_mask": qkv("(2, 1, 3, 4)", "(2, 1, 3, 4)", "(2, 1, 3, 4)")
+    + "m = torch.linspace(-1, 1, 18).reshape(2, 1, 3, 3)\n"
+    + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m)"),
+    "fused_mask_and_causal": qkv("(1, 1, 3, 4)", "(1, 1, 3, 4)", "(1, 1, 3, 4)")
+    + "m = torch.linspace(-1, 1, 9).reshape(3, 3)\n"
+    + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True)"),
+    "fused_scale": qkv("(1, 2, 3, 4)", "(1, 2, 3, 4)", "(1, 2, 3, 4)") + backward(
+        "F.scaled_dot_product_attention(q, k, v, scale=-0.3)"),
+    "fused_gqa": qkv("(2, 4, 3, 5)", "(2, 2, 4, 5)", "(2, 2, 4, 5)") + backward(
+        "F.scaled_dot_product_attention(q, k, v, enable_gqa=True)"),
+    "fused_transposed_query": qkv("(2, 4, 3, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 5)") + backward(
+        "F.scaled_dot_product_attention(q.transpose(1, 2), k, v)") + "print(y.stride(), y.grad_fn._saved_logsumexp.stride())\n",
+    "fused_some_inputs": qkv("(1, 2, 3, 4)", "(1, 2, 3, 4)", "(1, 2, 3, 4)") + backward(
+        "F.scaled_dot_product_attention(q.detach(), k, v)"),
+    # PyTorch's math composite
+    "math_3d": qkv("(3, 4, 5)", "(3, 6, 5)", "(3, 6, 7)") + backward("F.scaled_dot_product_attention(q, k, v)"),
+    "math_2d_causal": qkv("(4, 5)", "(6, 5)", "(6, 5)") + backward(
+        "F.scaled_dot_product_attention(q, k, v, is_causal=True)"),
+    "math_value_size": qkv("(2, 3, 4, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 7)") + backward(
+        "F.scaled_dot_product_attention(q, k, v, scale=0.25)"),
+    "math_bool_mask": qkv("(3, 4, 5)", "(3, 6, 5)", "(3, 6, 5)")
+    + "m = torch.tensor([[True, False, True, True, False, True]] * 4)\n"
+    + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m)"),
+    "math_fully_masked_row": qkv("(3, 2, 5)", "(3, 3, 5)", "(3, 3, 5)")
+    + "m = torch.tensor([[False, False, False], [True, False, True]])\n"
+    + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m)"),
+    "math_mask_with_grad": qkv("(2, 3, 4, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 5)")
+    + "m = torch.linspace(-2, 2, 24).reshape(4, 6).requires_grad_()\n"
+    + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m)"),
+    "math_broadcast_batch": qkv("(2, 3, 4, 5)", "(1, 3, 6, 5)", "(1, 3, 6, 5)") + backward(
+        "F.scaled_dot_product_attention(q, k, v)"),
+    "math_gqa": qkv("(2, 4, 3, 5)", "(2, 2, 4, 5)", "(2, 2, 4, 7)") + backward(
+        "F.scaled_dot_product_attention(q, k, v, enable_gqa=True)"),
+    "math_dropout": qkv("(2, 3, 4, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 5)") + "torch.manual_seed(5)\n" + backward(
+        "F.scaled_dot_product_attention(q, k, v, dropout_p=0.4)"),
+    "no_grad": qkv("(2, 3, 4, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 5)")
+    + "with torch.no_grad():\n    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)\nprint(y.grad_fn)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SDPA_CASES))
+def test_scaled_dot_product_attention_as_torch(name):
+    assert_same(SDPA_CASES[name])
+
+
+def test_which_path_torch_takes_is_recorded():
+    """The two node names a learner sees, for the record: PyTorch's fused CPU node for plain 4-D inputs, its
+    math composite (ending in a matmul) for 3-D ones."""
+    scope = {}
+    for dims, name in ((4, "ScaledDotProductFlashAttentionForCpuBackward0"), (3, "UnsafeViewBackward0")):
+        q = gv.randn(*(2,) * (dims - 2), 3, 4, requires_grad=True)
+        scope[dims] = F.scaled_dot_product_attention(q, q, q).grad_fn.name()
+        assert scope[dims] == name
+
+
+SDPA_ERRORS = {
+    "one_dim": "q = torch.ones(5)\nF.scaled_dot_product_attention(q, q, q)\n",
+    "dtypes": "q = torch.ones(1, 1, 2, 3)\nF.scaled_dot_product_attention(q, q.double(), q)\n",
+    "mask_dtype": "q = torch.ones(1, 1, 2, 3)\nF.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(2, 2).double())\n",
+    "mask_and_causal": "q = torch.ones(1, 2, 3)\nF.scaled_dot_product_attention(q, q, q, torch.ones(2, 2), is_causal=True)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SDPA_ERRORS))
+def test_scaled_dot_product_attention_errors_as_torch(name):
+    assert_same_error(SDPA_ERRORS[name])
+
+
+def _inputs(*shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [gv.tensor(rng.standard_normal(shape), requires_grad=True) for shape in shapes]
+
+
+@pytest.mark.parametrize("options", [{}, {"is_causal": True}, {"scale": 0.3}, {"enable_gqa": True}, {"mask": True}])
+@pytest.mark.parametrize("dims", [4, 3])
+def test_gradients_match_central_differences(options, dims):
+    options = dict(options)
+    heads = (4, 2) if options.get("enable_gqa") else (2, 2)
+    lead = (1,) if dims == 4 else ()
+    q, k, v = _inputs(lead + (heads[0], 3, 4), lead + (heads[1], 3, 4), lead + (heads[1], 3, 4))
+    if options.pop("mask", False):
+        options["attn_mask"] = gv.tensor([[0.0, -0.5, 1.0], [0.3, 0.0, -1.0], [0.0, 0.0, 0.0]], dtype=gv.float64)
+    function = lambda a, b, c: F.scaled_dot_product_attention(a, b, c, **options)  # noqa: E731
+    assert gv.autograd.gradcheck(function, (q, k, v))
+    if dims == 3:  # the math path is ordinary ops: PyTorch differentiates it twice, so does gradviz
+        assert gv.autograd.gradgradcheck(function, (q, k, v))
+
+
+def test_the_fused_node_has_no_second_derivative_as_in_torch():
+    code = (qkv("(1, 2, 3, 4)", "(1, 2, 3, 4)", "(1, 2, 3, 4)", "torch.float64")
+            + "y = F.scaled_dot_product_attention(q, k, v)\n"
+            + "g, = torch.autograd.grad(y.sum(), q, create_graph=True)\nprint(type(g.grad_fn).__name__)\n"
+            + "g.sum().backward()\n")
+    assert_same_error(code)
+
+
+@settings(max_examples=25, deadline=None)
+@given(batch=st.integers(1, 2), heads=st.sampled_from([(1, 1), (2, 2), (4, 2), (3, 1)]), length=st.integers(1, 5),
+       source=st.integers(1, 5), size=st.integers(1, 6), value_size=st.sampled_from([None, 3]), dims=st.sampled_from([3, 4]),
+       mask=st.sampled_from([None, "bool", "float", "causal"]), seed=st.integers(0, 2**16))
+def test_hypothesis_shapes_heads_masks(batch, heads, length, source, size, value_size, dims, mask, seed):
+    rng = np.random.default_rng(seed)
+    gqa = heads[0] != heads[1]
+    lead = (batch, heads[0]) if dims == 4 else (batch * heads[0],)
+    lead_kv = (batch, heads[1]) if dims == 4 else (batch * heads[0],)
+    arrays = [rng.standard_normal(lead + (length, size)), rng.standard_normal(lead_kv + (source, size)),
+              rng.standard_normal(lead_kv + (source, value_size or size))]
+    mask_array = None
+    if mask == "bool":
+        mask_array = rng.random((length, source)) < 0.7
+    elif mask == "float":
+        mask_array = rng.standard_normal((length, source))
+    causal = mask == "causal"
+    grad = None
+    results = []
+    for lib in (torch, gv):
+        inputs = [lib.tensor(a, requires_grad=True) for a in arrays]
+        attn_mask = None if mask_array is None else lib.tensor(mask_array)
+        out = lib.nn.functional.scaled_dot_product_attention(*inputs, attn_mask=attn_mask, is_causal=causal,
+                                                             enable_gqa=gqa and dims == 4)
+        if grad is None:
+            grad = rng.standard_normal(tuple(out.shape))
+        out.backward(lib.tensor(grad))
+        results.append((out, inputs))
+    (out_t, inputs_t), (out_g, inputs_g) = results
+    assert_values(out_t.detach(), out_g.detach(), "output", rtol=1e-10, atol=1e-12)
+    assert_graph(out_t.grad_fn, out_g.grad_fn)
+    for name, a, b in zip("qkv", inputs_t, inputs_g):
+        assert_values(a.grad, b.grad, f"{name}.grad", rtol=1e-9, atol=1e-11)
+
+
+# -- multi-head attention -----------------------------------------------------------------------------------------
+def mha(options: str, call: str, shapes: list, dtype="torch.float32") -> str:
+    """Lines making a seeded MultiheadAttention and inputs, calling it, and backward from both outputs."""
+    names = "xyz"[:len(shapes)]
+    lines = "".join(f"torch.manual_seed({10 + i})\n{n} = torch.randn{s}.to({dtype}).requires_grad_()\n"
+                    for i, (n, s) in enumerate(zip(names, shapes)))
+    return ("torch.manual_seed(0)\n" f"m = torch.nn.MultiheadAttention({options}).to({dtype})\nprint(m)\n"
+            "print([(n, tuple(p.shape)) for n, p in m.named_parameters()])\n" + lines
+            + f"torch.manual_seed(3)\nout, weights = m({call})\n"
+            "torch.manual_seed(4)\nloss = (out * torch.randn(out.shape, dtype=out.dtype)).sum()\n"
+            "loss = loss if weights is None else loss + (weights * weights).sum()\nloss.backward()\n"
+            "params = [p for n, p in m.named_parameters()]\ngrads = [p.grad for p in params]\n")
+
+
+MHA_CASES = {
+    "self_weights": mha("8, 2", "x, x, x", [(5, 3, 8)]),
+    "self_no_weights": mha("8, 2", "x, x, x, need_weights=False", [(5, 3, 8)]),
+    "batch_first_cross": mha("8, 2, batch_first=True", "x, y, y, need_weights=False", [(3, 5, 8), (3, 4, 8)]),
+    "batch_first_three": mha("8, 4, batch_first=True, bias=False", "x, y, z, average_attn_weights=False",
+                             [(3, 5, 8), (3, 4, 8), (3, 4, 8)]),
+    "kdim_vdim_bias_kv_zero_attn": mha("8, 2, kdim=3, vdim=5, add_bias_kv=True, add_zero_attn=True",
+                                       "x, y, z, key_padding_mask=torch.tensor([[False, False, True, False]] * 3)",
+                                       [(5, 3, 8), (4, 3, 3), (4, 3, 5)]),
+    "causal_no_weights": mha("8, 2", "x, x, x, attn_mask=torch.ones(5, 5, dtype=torch.bool).triu(1), is_causal=True, "
+                                     "need_weights=False", [(5, 3, 8)]),
+    "unbatched_mask": mha("8, 2", "x, x, x, attn_mask=torch.ones(5, 5, dtype=torch.bool).triu(1)", [(5, 8)]),
+    "float_3d_mask": mha("6, 3", "x, x, x, attn_mask=torch.linspace(-1, 1, 75).reshape(3, 5, 5)", [(5, 1, 6)]),
+    "padding_dropout_no_weights": mha("8, 2, dropout=0.3", "x, x, x, key_padding_mask=torch.tensor([[False, False, "
+                                      "True, False, False]] * 3), need_weights=False", [(5, 3, 8)]),
+    "dropout_weights": mha("8, 2, dropout=0.3", "x, x, x", [(5, 3, 8)]),
+    "float64_eval": mha("8, 2, dropout=0.3", "x, x, x", [(5, 3, 8)], "torch.float64").replace(
+        "print(m)\n", "print(m)\nm.eval()\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MHA_CASES))
+def test_multihead_attention_as_torch(name):
+    assert_same(MHA_CASES[name])
+
+
+def test_multi_head_attention_forward_as_torch():
+    code = ("torch.set_default_dtype(torch.float64)\ntorch.manual_seed(0)\nw = torch.randn(12, 4, requires_grad=True)\n"
+            "b = torch.randn(12, requires_grad=True)\n"
+            "ow = torch.randn(4, 4, requires_grad=True)\nx = torch.randn(3, 2, 4, requires_grad=True)\n"
+            "out, weights = F.multi_head_attention_forward(x, x, x, 4, 2, w, b, None, None, False, 0.0, ow, None, "
+            "key_padding_mask=torch.tensor([[False, False, True], [False, False, False]]))\n"
+            "(out.sum() + weights.pow(2).sum()).backward()\ntorch.set_default_dtype(torch.float32)\n")
+    try:
+        assert_same(code)
+    finally:
+        torch.set_default_dtype(torch.float32)
+        gv.set_default_dtype(gv.float32)
+
+
+MHA_ERRORS = {
+    "heads_do_not_divide": "torch.nn.MultiheadAttention(6, 4)\n",
+    "no_heads": "torch.nn.MultiheadAttention(6, 0)\n",
+    "four_dim_query": "m = torch.nn.MultiheadAttention(4, 2)\nx = torch.ones(1, 2, 3, 4)\nm(x, x, x)\n",
+    "mask_shape": "m = torch.nn.MultiheadAttention(4, 2)\nx = torch.ones(3, 2, 4)\nm(x, x, x, attn_mask=torch.zeros(2, 3))\n",
+    "int_mask": "m = torch.nn.MultiheadAttention(4, 2)\nx = torch.ones(3, 2, 4)\nm(x, x, x, attn_mask=torch.zeros(3, 3, dtype=torch.long))\n",
+    "causal_without_mask": "m = torch.nn.MultiheadAttention(4, 2)\nx = torch.ones(3, 2, 4)\nm(x, x, x, is_causal=True)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MHA_ERRORS))
+def test_multihead_attention_errors_as_torch(name):
+    assert_same_error(MHA_ERRORS[name])
