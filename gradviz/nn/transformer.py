@@ -10,16 +10,18 @@ layer starts with the same numbers, as in PyTorch; ``Transformer`` then redraws 
 PyTorch's.
 
 PyTorch's inference fast path (eval mode, no gradient wanted: ``_transformer_encoder_layer_fwd`` and nested
-tensors) is not copied; the composite path computes the same values to float rounding, except that with a
-``src_key_padding_mask`` PyTorch's nested-tensor path writes 0 at the padded positions of the output
-(``TransformerEncoder`` with ``enable_nested_tensor``), which this composite does not.
+tensors) is not copied: the composite path computes the same values to float rounding. What the nested path
+changes is kept: ``TransformerEncoder`` then hands back 0 at the padded positions.
 """
 from __future__ import annotations
 
 import copy
 import warnings
 
+import numpy as np
+
 from gradviz import _dtype
+from gradviz.grad_mode import is_grad_enabled
 from gradviz.nn import functional as F
 from gradviz.nn.attention import MultiheadAttention, _canonical_mask, _none_or_dtype
 from gradviz.nn.init import xavier_uniform_
@@ -141,9 +143,25 @@ class TransformerEncoder(Module):
         is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
         for layer in self.layers:
             output = layer(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        if self._takes_nested_path(src, mask, src_key_padding_mask):
+            # PyTorch runs the layers on a nested tensor of the kept positions and pads it back with zeros
+            output = output.masked_fill(src_key_padding_mask.isneginf().unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+    def _takes_nested_path(self, src, mask, src_key_padding_mask) -> bool:
+        """Whether PyTorch's encoder would run on nested tensors (inference only: eval mode, no gradient
+        wanted, a left-aligned padding mask and no attention mask)."""
+        if not (self.use_nested_tensor and not self.layers[0].training and src.dim() == 3
+                and src_key_padding_mask is not None and mask is None):
+            return False
+        kept = np.asarray(src_key_padding_mask.detach().numpy()) == 0
+        if self.mask_check and not (kept[:, :1].all() and (kept[:, 1:] <= kept[:, :-1]).all()):
+            return False  # not left-aligned
+        tensors = [src] + list(self.layers[0].parameters())
+        return not (is_grad_enabled() and any(t.requires_grad for t in tensors))
 
 
 def _why_not_sparsity_fast_path(layer) -> str:
