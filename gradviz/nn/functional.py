@@ -315,7 +315,14 @@ for _name in ("margin_ranking_loss", "hinge_embedding_loss", "poisson_nll_loss",
 
 
 # -- attention: scaled dot-product attention (ops/attention.py) and multi-head attention (nn/attention.py) -----------
-from gradviz.ops.attention import scaled_dot_product_attention  # noqa: E402
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale=None, enable_gqa: bool = False):
+    """``softmax(query keyᵀ · scale + attn_mask) value``: PyTorch's fused CPU node or its math composite, as
+    PyTorch picks (nn/attention.py)."""
+    from gradviz.nn.attention import scaled_dot_product_attention as attention
+
+    return attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
 
 __all__ += ["scaled_dot_product_attention"]
 

@@ -1,6 +1,7 @@
 """Scaled dot-product attention, ``softmax(Q Kᵀ · scale + mask) V``, recorded as PyTorch 2.13 records it on the CPU.
 
-PyTorch picks one of two paths, and so does ``scaled_dot_product_attention`` here:
+PyTorch picks one of two paths, and so does ``F.scaled_dot_product_attention`` (``nn/attention.py``, which
+decides; the nodes and the numpy kernels are here):
 
 * the fused path (``_scaled_dot_product_flash_attention_for_cpu``): one node,
   ``ScaledDotProductFlashAttentionForCpuBackward0``, with edges to query, key and value. PyTorch takes it for
@@ -42,10 +43,6 @@ class SafeSoftmaxBackward0(SoftmaxBackward0):
         out = _softmax_of(self, axis, log=False)
         masked = np.all(np.isneginf(np.asarray(self._data)), axis=axis if self.ndim else None, keepdims=True)
         return np.where(masked, np.zeros((), out.dtype), out) if masked.any() else out
-
-
-def _safe_softmax(input, dim):
-    return SafeSoftmaxBackward0.apply(input, dim)
 
 
 # -- the fused node --------------------------------------------------------------------------------------------------
@@ -161,94 +158,3 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpFunction):
                      without_derivative(NotImplemented, gradient, inputs,
                                         "_scaled_dot_product_flash_attention_for_cpu_backward")
                      for gradient in grads)
-
-
-# -- the function ------------------------------------------------------------------------------------------------
-def _type_name(dtype) -> str:
-    return _dtype.CPP_NAMES.get(dtype.name, dtype.name)
-
-
-def _check(query, key, value, attn_mask, dropout_p, is_causal):
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
-        raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
-                           f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")
-    if not (query.dtype is key.dtype is value.dtype):
-        raise RuntimeError("Expected query, key, and value to have the same dtype, but got query.dtype: "
-                           f"{_type_name(query.dtype)} key.dtype: {_type_name(key.dtype)} and value.dtype: "
-                           f"{_type_name(value.dtype)} instead.")
-    if attn_mask is not None and attn_mask.dtype is not _dtype.bool and attn_mask.dtype is not query.dtype:
-        raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
-                           f"attn_mask.dtype: {_type_name(attn_mask.dtype)} and  query.dtype: "
-                           f"{_type_name(query.dtype)} instead.")
-
-
-def _takes_fused_path(query, key, value, attn_mask, dropout_p, enable_gqa) -> bool:
-    """Whether PyTorch's CPU dispatcher picks the fused kernel (sdp_utils_cpp's checks, as a probe of 2.13 sees them)."""
-    tensors = (query, key, value)
-    if dropout_p != 0.0 or any(t.ndim != 4 for t in tensors):
-        return False
-    if not query.dtype.is_floating_point:
-        return False
-    if attn_mask is not None and attn_mask.requires_grad:
-        return False
-    if not (query.shape[0] == key.shape[0] == value.shape[0]):
-        return False
-    heads, key_heads = query.shape[1], key.shape[1]
-    if key.shape[1] != value.shape[1]:
-        return False
-    if heads != key_heads and not (enable_gqa and key_heads and heads % key_heads == 0):
-        return False
-    if not (query.shape[-1] == key.shape[-1] == value.shape[-1]):
-        return False
-    if query.shape[-2] == 0 or key.shape[-2] == 0 or query.shape[-1] == 0:
-        return False
-    return all(t.shape[-1] == 1 or t.stride()[-1] == 1 for t in tensors)
-
-
-def _float_mask(mask, dtype):
-    """A boolean mask as the 0/-inf float mask PyTorch adds (``convert_boolean_attn_mask``); a float one as is."""
-    if mask is None or mask.dtype is not _dtype.bool:
-        return mask
-    data = np.where(np.asarray(mask._data), np.zeros((), dtype.numpy), np.array(-np.inf, dtype.numpy))
-    return Tensor._make(data, backend=mask._backend)
-
-
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale=None, enable_gqa: bool = False):
-    """``softmax(query keyᵀ · scale + attn_mask) value`` (``scale`` defaults to ``1/√E``); see the module's notes
-    for the node(s) recorded."""
-    _check(query, key, value, attn_mask, dropout_p, is_causal)
-    if _takes_fused_path(query, key, value, attn_mask, dropout_p, enable_gqa):
-        mask = _float_mask(attn_mask, query.dtype)
-        if mask is not None:
-            mask = Tensor._make(np.broadcast_to(np.asarray(mask._data), mask.shape), backend=mask._backend)
-        return ScaledDotProductFlashAttentionForCpuBackward0.apply(query, key, value, mask, is_causal, scale)
-    return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-
-
-def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
-    """PyTorch's composite (``_scaled_dot_product_attention_math``), node for node."""
-    from gradviz.ops.arithmetic import MulBackward1
-    from gradviz.ops.linalg import matmul
-    from gradviz.nn.functional import dropout
-    from gradviz.tensor import ones
-
-    if is_causal and attn_mask is not None:  # (the fused kernel applies both)
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
-    negative = scale is not None and scale < 0
-    factor = math.sqrt(_scale_of(abs(scale) if negative else scale, query.shape[-1]))
-    query = MulBackward1.apply(query, -factor if negative else factor)
-    if is_causal:
-        rows, columns = query.shape[-2], key.shape[-2]
-        attn_mask = ones((rows, columns), dtype=_dtype.bool).tril()
-    attn_mask = _float_mask(attn_mask, query.dtype)
-    if enable_gqa and key.ndim >= 3 and query.shape[-3] != key.shape[-3]:
-        key = key.repeat_interleave(query.shape[-3] // key.shape[-3], -3)
-        value = value.repeat_interleave(query.shape[-3] // value.shape[-3], -3)
-    scores = matmul(query, MulBackward1.apply(key.transpose(-2, -1), factor))
-    if attn_mask is not None:
-        scores.add_(attn_mask)
-    weights = _safe_softmax(scores, -1)
-    if dropout_p > 0.0:
-        weights = dropout(weights, dropout_p, True)
-    return matmul(weights, value)
