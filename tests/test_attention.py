@@ -86,9 +86,10 @@ SDPA_CASES = {
 }
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize("name", sorted(SDPA_CASES))
-def test_scaled_dot_product_attention_as_torch(name):
-    assert_same(SDPA_CASES[name])
+def test_scaled_dot_product_attention_as_torch(name, backend):
+    assert_same(SDPA_CASES[name], backend)
 
 
 def test_which_path_torch_takes_is_recorded():
@@ -212,9 +213,10 @@ MHA_CASES = {
 }
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize("name", sorted(MHA_CASES))
-def test_multihead_attention_as_torch(name):
-    assert_same(MHA_CASES[name])
+def test_multihead_attention_as_torch(name, backend):
+    assert_same(MHA_CASES[name], backend)
 
 
 def test_multi_head_attention_forward_as_torch():

@@ -75,6 +75,13 @@ def test_transformer_layers_as_torch(name):
     assert_same(CASES[name])
 
 
+def test_a_transformer_on_the_torch_backend_as_torch():
+    pytest.importorskip("torch")
+    from parity import assert_same
+
+    assert_same(CASES["transformer_batch_first_padding"], "torch")
+
+
 def test_encoder_warns_as_torch_about_nested_tensors():
     torch = pytest.importorskip("torch")
     for lib in (torch, gv):

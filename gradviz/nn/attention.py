@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 from gradviz import _dtype
 from gradviz.nn import functional as F, init
 from gradviz.nn.modules import Linear, Module, Parameter
@@ -80,8 +78,9 @@ def _float_mask(mask, dtype):
     """A boolean mask as the 0/-inf float mask PyTorch adds (``convert_boolean_attn_mask``); a float one as is."""
     if mask is None or mask.dtype is not _dtype.bool:
         return mask
-    data = np.where(np.asarray(mask._data), np.zeros((), dtype.numpy), np.array(-np.inf, dtype.numpy))
-    return Tensor._make(data, backend=mask._backend)
+    backend = mask._backend
+    data = backend.where(mask._data, backend.full((), 0.0, dtype), backend.full((), float("-inf"), dtype))
+    return Tensor._make(data, backend=backend)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
@@ -91,8 +90,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     _check(query, key, value, attn_mask, dropout_p, is_causal)
     if _takes_fused_path(query, key, value, attn_mask, dropout_p, enable_gqa):
         mask = _float_mask(attn_mask, query.dtype)
-        if mask is not None:
-            mask = Tensor._make(np.broadcast_to(np.asarray(mask._data), mask.shape), backend=mask._backend)
         return ScaledDotProductFlashAttentionForCpuBackward0.apply(query, key, value, mask, is_causal, scale)
     return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 import copy
 import warnings
 
-import numpy as np
-
 from gradviz import _dtype
 from gradviz.grad_mode import is_grad_enabled
 from gradviz.nn import functional as F
@@ -157,9 +155,9 @@ class TransformerEncoder(Module):
         if not (self.use_nested_tensor and not self.layers[0].training and src.dim() == 3
                 and src_key_padding_mask is not None and mask is None):
             return False
-        kept = np.asarray(src_key_padding_mask.detach().numpy()) == 0
-        if self.mask_check and not (kept[:, :1].all() and (kept[:, 1:] <= kept[:, :-1]).all()):
-            return False  # not left-aligned
+        kept = (src_key_padding_mask == 0).tolist()
+        if self.mask_check and not all(row[0] and row == sorted(row, reverse=True) for row in kept):
+            return False  # not left-aligned: kept positions first, padding after
         tensors = [src] + list(self.layers[0].parameters())
         return not (is_grad_enabled() and any(t.requires_grad for t in tensors))
 

@@ -41,8 +41,9 @@ class SafeSoftmaxBackward0(SoftmaxBackward0):
         axis = ctx.axis = wrap_dim(dim, self.ndim)
         ctx.save(dim=saved_dim(dim))
         out = _softmax_of(self, axis, log=False)
-        masked = np.all(np.isneginf(np.asarray(self._data)), axis=axis if self.ndim else None, keepdims=True)
-        return np.where(masked, np.zeros((), out.dtype), out) if masked.any() else out
+        backend = self._backend
+        masked = backend.all_along(backend.eq(self._data, float("-inf")), axis if self.ndim else None, keepdims=True)
+        return backend.where(masked, backend.zeros_like(out), out) if backend.any(masked) else out
 
 
 # -- the fused node --------------------------------------------------------------------------------------------------
@@ -78,8 +79,23 @@ def _scale_of(scale, head_size: int) -> float:
     return scale if scale is not None else 1.0 / math.sqrt(head_size)
 
 
-def _as(array, dtype):
-    return np.ascontiguousarray(array, dtype=dtype.numpy)
+def _to_numpy(backend, data, dtype):
+    """Backend data as a numpy array of ``dtype`` (the kernels below are numpy's, as convolution's are)."""
+    return np.asarray(backend.to_numpy(data), dtype=dtype)
+
+
+def _swap_last(backend, data):
+    """``data`` with its last two dims swapped (a view)."""
+    axes = list(range(data.ndim))
+    axes[-2:] = axes[-1], axes[-2]
+    return backend.permute(data, tuple(axes))
+
+
+def _from_numpy(array, dtype, backend, like=None):
+    """A numpy result as ``backend`` data of ``dtype``; laid out in memory as ``like`` is, when given."""
+    array = np.ascontiguousarray(array, dtype.numpy)
+    data = array if backend.name == "numpy" else backend.array(array, dtype)
+    return data if like is None else backend.copy_as(data, like)
 
 
 def attention_forward(q, k, v, mask, scale: float, is_causal: bool):
@@ -125,29 +141,28 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpFunction):
     }
 
     def forward(ctx, query, key, value, attn_mask, is_causal, scale):
-        compute = _compute_dtype(query.dtype)
-        q, k, v = (np.asarray(t._data, dtype=compute) for t in (query, key, value))
-        mask = None if attn_mask is None else np.asarray(attn_mask._data)
+        backend, compute = query._backend, _compute_dtype(query.dtype)
+        q, k, v = (_to_numpy(backend, t._data, compute) for t in (query, key, value))
+        mask = None if attn_mask is None else _to_numpy(backend, attn_mask._data, compute)
         out, logsumexp = attention_forward(q, k, v, mask, _scale_of(scale, q.shape[-1]), is_causal)
         # PyTorch's kernel writes logsumexp as (batch, query, head) and hands it back transposed
         lse_dtype = _dtype.float64 if query.dtype is _dtype.float64 else _dtype.float32
-        laid_out = np.ascontiguousarray(np.swapaxes(logsumexp, -1, -2), dtype=lse_dtype.numpy)
+        lse = _from_numpy(np.swapaxes(logsumexp, -1, -2), lse_dtype, backend)
         ctx.save(attn_mask=attn_mask, dropout_p=0.0, is_causal=bool(is_causal), key=key,
-                 logsumexp=Tensor._make(np.swapaxes(laid_out, -1, -2), backend=query._backend), query=query,
-                 scale=scale, value=value)
+                 logsumexp=Tensor._make(_swap_last(backend, lse), backend=backend),
+                 query=query, scale=scale, value=value)
         ctx.dtype = query.dtype
-        laid_out = np.empty_like(np.asarray(query._data), dtype=query.dtype.numpy)  # the query's layout, as PyTorch's
-        laid_out[...] = out
-        return laid_out
+        return _from_numpy(out, query.dtype, backend, like=query._data)  # the query's layout, as PyTorch's
 
     def backward(ctx, grad):
         query, key, value, output, logsumexp, mask = ctx.saved("query", "key", "value", "output", "logsumexp",
                                                                "attn_mask")
-        compute = _compute_dtype(ctx.dtype)
-        q, k, v, o, g = (np.asarray(a, dtype=compute) for a in (query, key, value, output, grad))
-        grads = attention_backward(g, q, k, v, o, np.asarray(logsumexp, dtype=compute), mask,
-                                   _scale_of(ctx.saved("scale"), q.shape[-1]), ctx.saved("is_causal"))
-        return tuple(_as(gradient, ctx.dtype) if needed else None
+        backend, compute = ctx.backend, _compute_dtype(ctx.dtype)
+        q, k, v, o, g, lse = (_to_numpy(backend, a, compute) for a in (query, key, value, output, grad, logsumexp))
+        mask = None if mask is None else _to_numpy(backend, mask, compute)
+        grads = attention_backward(g, q, k, v, o, lse, mask, _scale_of(ctx.saved("scale"), q.shape[-1]),
+                                   ctx.saved("is_causal"))
+        return tuple(_from_numpy(gradient, ctx.dtype, backend) if needed else None
                      for gradient, needed in zip(grads, ctx.needs_input_grad))
 
     def backward_graph(ctx, grad):
