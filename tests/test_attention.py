@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 
 import gradviz as gv  # noqa: E402
 import gradviz.nn.functional as F  # noqa: E402
-from parity import assert_same, assert_same_error, assert_graph, assert_values  # noqa: E402
+from parity import assert_graph, assert_same, assert_same_error, assert_values, run_both  # noqa: E402
 
 
 def qkv(q, k, v, dtype="torch.float32", grad=True):
@@ -81,6 +81,16 @@ SDPA_CASES = {
         "F.scaled_dot_product_attention(q, k, v, enable_gqa=True)"),
     "math_dropout": qkv("(2, 3, 4, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 5)") + "torch.manual_seed(5)\n" + backward(
         "F.scaled_dot_product_attention(q, k, v, dropout_p=0.4)"),
+    "math_gqa_mixed_heads": qkv("(1, 4, 3, 5)", "(1, 2, 4, 5)", "(1, 4, 4, 5)") + backward(
+        "F.scaled_dot_product_attention(q, k, v, enable_gqa=True)"),
+    "math_3d_mask_on_4d": qkv("(2, 2, 3, 4)", "(2, 2, 3, 4)", "(2, 2, 3, 4)")
+    + "m = torch.linspace(-1, 1, 18).reshape(2, 3, 3)\n" + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m)"),
+    "math_half": qkv("(2, 3, 4)", "(2, 3, 4)", "(2, 3, 4)", "torch.float16")
+    + "m = torch.tensor([[True, False, True]] * 3)\n" + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m)"),
+    "empty_query": qkv("(1, 2, 0, 3)", "(1, 2, 4, 3)", "(1, 2, 4, 3)") + backward(
+        "F.scaled_dot_product_attention(q, k, v)"),
+    "empty_keys": qkv("(1, 2, 3, 3)", "(1, 2, 0, 3)", "(1, 2, 0, 5)") + backward(
+        "F.scaled_dot_product_attention(q, k, v)"),
     "no_grad": qkv("(2, 3, 4, 5)", "(2, 3, 6, 5)", "(2, 3, 6, 5)")
     + "with torch.no_grad():\n    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)\nprint(y.grad_fn)\n",
 }
@@ -90,6 +100,18 @@ SDPA_CASES = {
 @pytest.mark.parametrize("name", sorted(SDPA_CASES))
 def test_scaled_dot_product_attention_as_torch(name, backend):
     assert_same(SDPA_CASES[name], backend)
+
+
+def test_half_precision_on_the_fused_path():
+    """float16 is computed in float32 with PyTorch's roundings to half (the weights before they meet v, and in the
+    backward P and dS): outputs agree bit for bit here, gradients to about an ulp (the summation order differs)."""
+    code = qkv("(1, 2, 3, 4)", "(1, 2, 3, 4)", "(1, 2, 3, 4)", "torch.float16") + backward(
+        "F.scaled_dot_product_attention(q, k, v)")
+    (scope_t, _), (scope_g, _) = run_both(code)
+    assert_graph(scope_t["y"].grad_fn, scope_g["y"].grad_fn)  # saved values too: output and logsumexp (float32)
+    assert_values(scope_t["y"].detach(), scope_g["y"].detach(), "y", rtol=0, atol=0)
+    for name in "qkv":
+        assert_values(scope_t[name].grad, scope_g[name].grad, f"{name}.grad", rtol=2e-3, atol=1e-4)
 
 
 def test_which_path_torch_takes_is_recorded():
@@ -106,6 +128,15 @@ SDPA_ERRORS = {
     "one_dim": "q = torch.ones(5)\nF.scaled_dot_product_attention(q, q, q)\n",
     "dtypes": "q = torch.ones(1, 1, 2, 3)\nF.scaled_dot_product_attention(q, q.double(), q)\n",
     "mask_dtype": "q = torch.ones(1, 1, 2, 3)\nF.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(2, 2).double())\n",
+    "gqa_indivisible": "q = torch.ones(1, 3, 2, 3)\nk = torch.ones(1, 2, 2, 3)\n"
+                       "F.scaled_dot_product_attention(q, k, k, enable_gqa=True)\n",
+    "heads_without_gqa": "q = torch.ones(1, 4, 2, 3)\nk = torch.ones(1, 2, 2, 3)\nF.scaled_dot_product_attention(q, k, k)\n",
+    "head_sizes": "q = torch.ones(1, 2, 2, 3)\nk = torch.ones(1, 2, 2, 4)\nF.scaled_dot_product_attention(q, k, k)\n",
+    "mask_shape": "q = torch.ones(1, 2, 2, 3)\nF.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(3, 3))\n",
+    "one_dim_mask": "q = torch.ones(1, 2, 2, 3)\nF.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(2))\n",
+    "integers": "q = torch.ones(1, 2, 2, 3, dtype=torch.long)\nF.scaled_dot_product_attention(q, q, q)\n",
+    "negative_dropout": "q = torch.ones(1, 2, 2, 3)\nF.scaled_dot_product_attention(q, q, q, dropout_p=-0.5)\n",
+    "dropout_above_one": "q = torch.ones(1, 2, 2, 3)\nF.scaled_dot_product_attention(q, q, q, dropout_p=1.5)\n",
     "mask_and_causal": "q = torch.ones(1, 2, 3)\nF.scaled_dot_product_attention(q, q, q, torch.ones(2, 2), is_causal=True)\n",
 }
 

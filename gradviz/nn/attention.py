@@ -52,13 +52,9 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal):
 
 
 def _takes_fused_path(query, key, value, attn_mask, dropout_p, enable_gqa) -> bool:
-    """Whether PyTorch's CPU dispatcher picks the fused kernel (sdp_utils_cpp's checks, as a probe of 2.13 sees them)."""
+    """Whether PyTorch's CPU dispatcher picks the fused kernel (``use_flash_attention_cpp``'s checks, in order)."""
     tensors = (query, key, value)
-    if dropout_p != 0.0 or any(t.ndim != 4 for t in tensors):
-        return False
-    if not query.dtype.is_floating_point:
-        return False
-    if attn_mask is not None and attn_mask.requires_grad:
+    if dropout_p > 0.0 or any(t.ndim != 4 for t in tensors) or not query.dtype.is_floating_point:
         return False
     if not (query.shape[0] == key.shape[0] == value.shape[0]):
         return False
@@ -67,11 +63,26 @@ def _takes_fused_path(query, key, value, attn_mask, dropout_p, enable_gqa) -> bo
         return False
     if heads != key_heads and not (enable_gqa and key_heads and heads % key_heads == 0):
         return False
+    if attn_mask is not None and not _mask_fits(attn_mask, query, key):
+        return False
     if not (query.shape[-1] == key.shape[-1] == value.shape[-1]):
         return False
-    if query.shape[-2] == 0 or key.shape[-2] == 0 or query.shape[-1] == 0:
+    if query.shape[-2] == 0 or key.shape[-2] == 0:
         return False
     return all(t.shape[-1] == 1 or t.stride()[-1] == 1 for t in tensors)
+
+
+def _mask_fits(mask, query, key) -> bool:
+    """``check_attn_mask_shape``: a mask without grad, 2-D or 4-D, each dim its target's size or 1."""
+    if mask.requires_grad:
+        return False
+    if mask.ndim < 2:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+    if mask.shape[-2] not in (query.shape[2], 1) or mask.shape[-1] not in (key.shape[2], 1):
+        return False
+    if mask.ndim == 2:
+        return True
+    return mask.ndim == 4 and mask.shape[0] in (1, query.shape[0]) and mask.shape[1] in (1, query.shape[1])
 
 
 def _float_mask(mask, dtype):
@@ -88,16 +99,34 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     """``softmax(query keyᵀ · scale + attn_mask) value`` (``scale`` defaults to ``1/√E``); see the module's notes
     for the node(s) recorded."""
     _check(query, key, value, attn_mask, dropout_p, is_causal)
+    if query.numel() == 0 or key.numel() == 0 or value.numel() == 0:
+        return _empty_attention(query, key, value)
     if _takes_fused_path(query, key, value, attn_mask, dropout_p, enable_gqa):
+        if dropout_p != 0.0:  # a negative probability gets this far: the kernel's own check
+            raise RuntimeError("scaled_dot_product_attention_flash_attention: Currently do not support dropout > 0")
         mask = _float_mask(attn_mask, query.dtype)
         return ScaledDotProductFlashAttentionForCpuBackward0.apply(query, key, value, mask, is_causal, scale)
     return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _empty_attention(query, key, value):
+    """An empty input: zeros of the output's shape, joined to the inputs by ``(Σq + Σk + Σv)·0`` as PyTorch
+    joins them (so each input still gets a gradient, of zeros)."""
+    shape = tuple(query.shape[:-1]) + (value.shape[-1],)
+    joined = MulBackward1.apply(query.sum() + key.sum() + value.sum(), 0)
+    return zeros(shape, dtype=query.dtype, device=query.device) + joined
 
 
 def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     """PyTorch's composite (``_scaled_dot_product_attention_math``), node for node."""
     if is_causal and attn_mask is not None:  # (the fused kernel applies both)
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if not query.dtype.is_floating_point:  # what the first matmul says of the float-scaled query and the key
+        raise RuntimeError(f"expected scalar type {_dtype.SCALAR_TYPE_NAMES[_dtype.get_default_dtype().name]} but "
+                           f"found {_dtype.SCALAR_TYPE_NAMES[key.dtype.name]}")
+    half = query.dtype is _dtype.float16
+    if half:  # PyTorch's CPU math path computes half precision in float32 and rounds the result once
+        query, key, value = (t.to(_dtype.float32) for t in (query, key, value))
     negative = scale is not None and scale < 0
     factor = math.sqrt(_scale_of(abs(scale) if negative else scale, query.shape[-1]))
     query = MulBackward1.apply(query, -factor if negative else factor)
@@ -105,16 +134,28 @@ def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, e
         rows, columns = query.shape[-2], key.shape[-2]
         attn_mask = ones((rows, columns), dtype=_dtype.bool).tril()
     attn_mask = _float_mask(attn_mask, query.dtype)
-    if enable_gqa and key.ndim >= 3 and query.shape[-3] != key.shape[-3]:
-        key = key.repeat_interleave(query.shape[-3] // key.shape[-3], -3)
-        value = value.repeat_interleave(query.shape[-3] // value.shape[-3], -3)
+    if enable_gqa:
+        key, value = _repeat_for_groups(query, key, value)
     scores = matmul(query, MulBackward1.apply(key.transpose(-2, -1), factor))
     if attn_mask is not None:
         scores.add_(attn_mask)
     weights = SafeSoftmaxBackward0.apply(scores, -1)
     if dropout_p > 0.0:
+        if dropout_p > 1.0:  # ATen's dropout raises RuntimeError where F.dropout raises ValueError
+            raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
         weights = F.dropout(weights, dropout_p, True)
-    return matmul(weights, value)
+    out = matmul(weights, value)
+    return out.to(_dtype.float16) if half else out
+
+
+def _repeat_for_groups(query, key, value):
+    """Grouped-query attention: key and value heads repeated to the query's (``repeat_interleave`` on dim -3)."""
+    heads, key_heads, value_heads = query.shape[-3], key.shape[-3], value.shape[-3]
+    if heads == key_heads == value_heads:
+        return key, value
+    if heads % key_heads or heads % value_heads:
+        raise RuntimeError("Number of heads in key and value must divide the number of heads in ")
+    return key.repeat_interleave(heads // key_heads, -3), value.repeat_interleave(heads // value_heads, -3)
 
 
 def _none_or_dtype(input):

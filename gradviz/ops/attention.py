@@ -98,9 +98,10 @@ def _from_numpy(array, dtype, backend, like=None):
     return data if like is None else backend.copy_as(data, like)
 
 
-def attention_forward(q, k, v, mask, scale: float, is_causal: bool):
+def attention_forward(q, k, v, mask, scale: float, is_causal: bool, half: bool = False):
     """(output, logsumexp) of ``softmax(q kᵀ · scale + mask) v`` in the compute dtype; a row with no key
-    left (all masked) has logsumexp ``-inf`` and output 0."""
+    left (all masked) has logsumexp ``-inf`` and output 0. With ``half``, the unnormalised weights are rounded
+    to float16 before they meet v and the sum divides after, as PyTorch's kernel does for half inputs."""
     heads = q.shape[-3]
     scores = _scores(q, _repeat_heads(k, heads), mask, scale, is_causal)
     peak = scores.max(axis=-1, keepdims=True)
@@ -109,21 +110,26 @@ def attention_forward(q, k, v, mask, scale: float, is_causal: bool):
     total = weights.sum(axis=-1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         logsumexp = (peak + np.log(total))[..., 0]
+        if half:
+            out = np.matmul(weights.astype(np.float16).astype(q.dtype), _repeat_heads(v, heads)) / total
+            return np.where(total > 0, out, 0), logsumexp
         probabilities = np.where(total > 0, weights / total, 0)
     return np.matmul(probabilities, _repeat_heads(v, heads)), logsumexp
 
 
-def attention_backward(grad, q, k, v, output, logsumexp, mask, scale: float, is_causal: bool):
+def attention_backward(grad, q, k, v, output, logsumexp, mask, scale: float, is_causal: bool, half: bool = False):
     """(dq, dk, dv) of ``softmax(q kᵀ · scale + mask) v``: with ``P = exp(S - logsumexp)``,
-    ``dV = Pᵀ dO``, ``dS = P ⊙ (dO Vᵀ - rowsum(dO ⊙ O))``, ``dQ = dS K · scale``, ``dK = dSᵀ Q · scale``."""
+    ``dV = Pᵀ dO``, ``dS = P ⊙ (dO Vᵀ - rowsum(dO ⊙ O))``, ``dQ = dS K · scale``, ``dK = dSᵀ Q · scale``.
+    With ``half``, P and dS are rounded to float16 before their products, as PyTorch's kernel does."""
+    rounded = (lambda a: a.astype(np.float16).astype(a.dtype)) if half else (lambda a: a)
     heads = q.shape[-3]
     keys, values = _repeat_heads(k, heads), _repeat_heads(v, heads)
     scores = _scores(q, keys, mask, scale, is_causal)
     with np.errstate(invalid="ignore"):
         probabilities = np.where(np.isneginf(logsumexp)[..., None], 0, np.exp(scores - logsumexp[..., None]))
-    grad_value = np.matmul(np.swapaxes(probabilities, -1, -2), grad)
+    grad_value = np.matmul(np.swapaxes(rounded(probabilities), -1, -2), grad)
     grad_weights = np.matmul(grad, np.swapaxes(values, -1, -2))
-    grad_scores = probabilities * (grad_weights - (grad * output).sum(axis=-1, keepdims=True))
+    grad_scores = rounded(probabilities * (grad_weights - (grad * output).sum(axis=-1, keepdims=True)))
     factor = q.dtype.type(scale)
     grad_query = np.matmul(grad_scores, keys) * factor
     grad_key = np.matmul(np.swapaxes(grad_scores, -1, -2), q) * factor
@@ -144,7 +150,8 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpFunction):
         backend, compute = query._backend, _compute_dtype(query.dtype)
         q, k, v = (_to_numpy(backend, t._data, compute) for t in (query, key, value))
         mask = None if attn_mask is None else _to_numpy(backend, attn_mask._data, compute)
-        out, logsumexp = attention_forward(q, k, v, mask, _scale_of(scale, q.shape[-1]), is_causal)
+        out, logsumexp = attention_forward(q, k, v, mask, _scale_of(scale, q.shape[-1]), is_causal,
+                                            half=query.dtype is _dtype.float16)
         # PyTorch's kernel writes logsumexp as (batch, query, head) and hands it back transposed
         lse_dtype = _dtype.float64 if query.dtype is _dtype.float64 else _dtype.float32
         lse = _from_numpy(np.swapaxes(logsumexp, -1, -2), lse_dtype, backend)
@@ -161,7 +168,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpFunction):
         q, k, v, o, g, lse = (_to_numpy(backend, a, compute) for a in (query, key, value, output, grad, logsumexp))
         mask = None if mask is None else _to_numpy(backend, mask, compute)
         grads = attention_backward(g, q, k, v, o, lse, mask, _scale_of(ctx.saved("scale"), q.shape[-1]),
-                                   ctx.saved("is_causal"))
+                                   ctx.saved("is_causal"), half=ctx.dtype is _dtype.float16)
         return tuple(_from_numpy(gradient, ctx.dtype, backend) if needed else None
                      for gradient, needed in zip(grads, ctx.needs_input_grad))
 
