@@ -277,3 +277,42 @@ MHA_ERRORS = {
 @pytest.mark.parametrize("name", sorted(MHA_ERRORS))
 def test_multihead_attention_errors_as_torch(name):
     assert_same_error(MHA_ERRORS[name])
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask and attn_mask")
+@settings(max_examples=20, deadline=None)
+@given(heads=st.integers(1, 3), head_dim=st.integers(1, 3), length=st.integers(1, 4), source=st.integers(1, 4),
+       batch=st.integers(1, 2), batch_first=st.booleans(), need_weights=st.booleans(), self_attention=st.booleans(),
+       mask=st.sampled_from([None, "bool", "float"]), padding=st.booleans(), seed=st.integers(0, 2**16))
+def test_hypothesis_multihead_attention(heads, head_dim, length, source, batch, batch_first, need_weights,
+                                        self_attention, mask, padding, seed):
+    rng = np.random.default_rng(seed)
+    embed = heads * head_dim
+    source = length if self_attention else source
+    shape = lambda n: (batch, n, embed) if batch_first else (n, batch, embed)  # noqa: E731
+    arrays = [rng.standard_normal(shape(length)), rng.standard_normal(shape(source))]
+    mask_array = None if mask is None else (rng.random((length, source)) < 0.3 if mask == "bool"
+                                            else rng.standard_normal((length, source)))
+    padding_array = None
+    if padding:
+        padding_array = np.zeros((batch, source), bool)
+        padding_array[:, -1] = source > 1  # never every key of a row
+    results = []
+    for lib in (torch, gv):
+        lib.manual_seed(0)
+        module = lib.nn.MultiheadAttention(embed, heads, batch_first=batch_first, dtype=lib.float64)
+        query = lib.tensor(arrays[0], requires_grad=True)
+        key = query if self_attention else lib.tensor(arrays[1], requires_grad=True)
+        out, weights = module(query, key, key, need_weights=need_weights,
+                              attn_mask=None if mask_array is None else lib.tensor(mask_array),
+                              key_padding_mask=None if padding_array is None else lib.tensor(padding_array))
+        loss = (out * lib.tensor(np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape)))).sum()
+        (loss if weights is None else loss + (weights * weights).sum()).backward()
+        results.append((out, weights, query, key, list(module.parameters())))
+    (out_t, weights_t, *rest_t), (out_g, weights_g, *rest_g) = results
+    assert_values(out_t.detach(), out_g.detach(), "out", rtol=1e-10, atol=1e-12)
+    assert_graph(out_t.grad_fn, out_g.grad_fn)
+    if weights_t is not None:
+        assert_values(weights_t.detach(), weights_g.detach(), "weights", rtol=1e-10, atol=1e-12)
+    for tensor_t, tensor_g in zip([rest_t[0], rest_t[1]] + rest_t[2], [rest_g[0], rest_g[1]] + rest_g[2]):
+        assert_values(tensor_t.grad, tensor_g.grad, "grad", rtol=1e-9, atol=1e-11)

@@ -28,7 +28,7 @@ from gradviz.autograd.function import OpFunction
 from gradviz.ops.activation import SoftmaxBackward0, _softmax_of
 from gradviz.ops.no_derivative import NotImplemented, without_derivative
 from gradviz.ops._util import saved_dim, wrap_dim
-from gradviz.tensor import Tensor
+from gradviz.tensor import Tensor, zeros_like
 
 
 class SafeSoftmaxBackward0(SoftmaxBackward0):
@@ -92,10 +92,15 @@ def _swap_last(backend, data):
 
 
 def _from_numpy(array, dtype, backend, like=None):
-    """A numpy result as ``backend`` data of ``dtype``; laid out in memory as ``like`` is, when given."""
+    """A numpy result as ``backend`` data of ``dtype``; laid out in memory as the tensor ``like`` is, when given
+    (PyTorch's ``empty_like``: a dense tensor's strides exactly, size-1 dims' too)."""
     array = np.ascontiguousarray(array, dtype.numpy)
     data = array if backend.name == "numpy" else backend.array(array, dtype)
-    return data if like is None else backend.copy_as(data, like)
+    if like is None:
+        return data
+    laid_out = zeros_like(like, dtype=dtype)._data
+    backend.assign(laid_out, data)
+    return laid_out
 
 
 def attention_forward(q, k, v, mask, scale: float, is_causal: bool, half: bool = False):
@@ -159,7 +164,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpFunction):
                  logsumexp=Tensor._make(_swap_last(backend, lse), backend=backend),
                  query=query, scale=scale, value=value)
         ctx.dtype = query.dtype
-        return _from_numpy(out, query.dtype, backend, like=query._data)  # the query's layout, as PyTorch's
+        return _from_numpy(out, query.dtype, backend, like=query)  # the query's layout, as PyTorch's
 
     def backward(ctx, grad):
         query, key, value, output, logsumexp, mask = ctx.saved("query", "key", "value", "output", "logsumexp",
