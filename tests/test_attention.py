@@ -316,3 +316,12 @@ def test_hypothesis_multihead_attention(heads, head_dim, length, source, batch, 
         assert_values(weights_t.detach(), weights_g.detach(), "weights", rtol=1e-10, atol=1e-12)
     for tensor_t, tensor_g in zip([rest_t[0], rest_t[1]] + rest_t[2], [rest_g[0], rest_g[1]] + rest_g[2]):
         assert_values(tensor_t.grad, tensor_g.grad, "grad", rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("make", ["torch.randn(2, 3, 2).transpose(1, 2)", "torch.randn(2, 2, 2, 3)", "torch.randn(3)",
+                                  "torch.randn(4, 3).t().t()", "torch.randn(3, 2, 2).permute(2, 1, 0)"])
+def test_linear_flattens_only_contiguous_inputs_as_torch(make):
+    """``F.linear`` with a bias: PyTorch flattens a contiguous input around addmm (ViewBackward0s) and records
+    ``matmul(input, wᵀ).add_(bias)`` for any other (a batch-first key transposed by multi-head attention)."""
+    assert_same(f"torch.manual_seed(0)\nx = {make}.requires_grad_()\nw = torch.randn(2, 3, requires_grad=True)\n"
+                "b = torch.randn(2, requires_grad=True)\n" + backward("F.linear(x, w, b)"))

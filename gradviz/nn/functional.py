@@ -1,7 +1,7 @@
 """``gradviz.nn.functional``: the functions tutorials call as ``F.<name>``, recorded as PyTorch records them.
 
 ``linear`` is one composite: PyTorch records ``F.linear`` as ``addmm(bias, input, weight.t())``
-for a 2-D input with a bias (flattening a contiguous 3-D input to 2-D around it; any other input is
+for a 2-D input with a bias (flattening any other contiguous input to 2-D around it; a non-contiguous one is
 ``matmul(input, weight.t()).add_(bias)``), and as ``matmul(input, weight.t())`` without one, so the graph shows AddmmBackward0 or MmBackward0 over TBackward0.
 ``dropout`` is another: ``input * mask`` (MulBackward0), the mask drawn with ``bernoulli_(1 - p)``
 from the same generator as ``torch.rand``, so a seeded run drops the same elements as PyTorch's.
@@ -39,7 +39,7 @@ def linear(input, weight, bias=None):
         return matmul(input, t(weight))
     if input.ndim == 2:
         return addmm(bias, input, t(weight))
-    if input.ndim != 3 or not input.is_contiguous():  # PyTorch flattens only a contiguous 3-D input
+    if not input.is_contiguous():  # PyTorch flattens only a contiguous input around addmm
         return matmul(input, t(weight)).add_(bias)
     rows = reshape(input, (-1, input.shape[-1]))
     return reshape(addmm(bias, rows, t(weight)), tuple(input.shape[:-1]) + (weight.shape[0],))
