@@ -2613,8 +2613,8 @@ register("element_count")(lambda a: float(np.asarray(a).size))
 TABLE.setdefault("SafeSoftmaxBackward0", TABLE["SoftmaxBackward0"])
 _ATTENTION_NOTE = ("P = exp(Q Kᵀ·s + M - ℓ) = softmax(Q Kᵀ·s + M) (ℓ, the saved logsumexp of each row; M the mask, "
                    "causal: -∞ above the diagonal), dS = P ⊙ (ȳ Vᵀ - Σⱼ ȳ ⊙ O) (O, the output); ")
-_ATTENTION_SENT = {"query": ("s · dS K", "dQ = s · dS K"), "key": ("s · dSᵀ Q", "dK = s · dSᵀ Q"),
-                   "value": ("Pᵀ ȳ", "dV = Pᵀ ȳ")}
+_ATTENTION_SENT = {"query": ("attention_dQ", "dQ = s · dS K"), "key": ("attention_dK", "dK = s · dSᵀ Q"),
+                   "value": ("attention_dV", "dV = Pᵀ ȳ")}
 
 
 @entry("ScaledDotProductFlashAttentionForCpuBackward0", options=("scale", "is_causal"), present=("attn_mask",))
