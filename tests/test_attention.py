@@ -244,6 +244,21 @@ def test_multi_head_attention_forward_as_torch():
         gv.set_default_dtype(gv.float32)
 
 
+def test_multi_head_attention_forward_with_static_keys_as_torch():
+    code = ("torch.set_default_dtype(torch.float64)\ntorch.manual_seed(0)\nw = torch.randn(12, 4, requires_grad=True)\n"
+            "ow = torch.randn(4, 4, requires_grad=True)\nx = torch.randn(3, 2, 4, requires_grad=True)\n"
+            "sk = torch.randn(4, 5, 2, requires_grad=True)\nsv = torch.randn(4, 5, 2, requires_grad=True)\n"
+            "out, weights = F.multi_head_attention_forward(x, x, x, 4, 2, w, None, None, None, True, 0.0, ow, None, "
+            "static_k=sk, static_v=sv)\n(out.sum() + weights.pow(2).sum()).backward()\n"
+            "torch.set_default_dtype(torch.float32)\n")
+    try:
+        assert_same(code)
+        assert_same_error(code.replace("torch.randn(4, 5, 2, requires_grad=True)\nsv", "torch.randn(3, 5, 2)\nsv"))
+    finally:
+        torch.set_default_dtype(torch.float32)
+        gv.set_default_dtype(gv.float32)
+
+
 MHA_ERRORS = {
     "heads_do_not_divide": "torch.nn.MultiheadAttention(6, 4)\n",
     "no_heads": "torch.nn.MultiheadAttention(6, 0)\n",

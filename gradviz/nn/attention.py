@@ -319,8 +319,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
             key_padding_mask = F.pad(key_padding_mask, (0, 1))
 
     q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else static_k
-    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else static_v
+    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else \
+        _static(static_k, "static_k", bsz * num_heads, head_dim)
+    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else \
+        _static(static_v, "static_v", bsz * num_heads, head_dim)
 
     if add_zero_attn:
         zero_attn_shape = (bsz * num_heads, 1, head_dim)
@@ -381,6 +383,15 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     if not is_batched:
         attn_output = attn_output.squeeze(1)
     return attn_output, None
+
+
+def _static(tensor, name: str, batch_heads: int, head_dim: int):
+    """A precomputed key or value, ``(N·heads, S, head_dim)``, used in place of the projected one."""
+    if tensor.size(0) != batch_heads:
+        raise AssertionError(f"expecting {name}.size(0) of {batch_heads}, but got {tensor.size(0)}")
+    if tensor.size(2) != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {tensor.size(2)}")
+    return tensor
 
 
 class NonDynamicallyQuantizableLinear(Linear):
