@@ -52,6 +52,9 @@ SDPA_CASES = {
     "fused_mask_and_causal": qkv("(1, 1, 3, 4)", "(1, 1, 3, 4)", "(1, 1, 3, 4)")
     + "m = torch.linspace(-1, 1, 9).reshape(3, 3)\n"
     + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True)"),
+    "fused_fully_masked_rows": qkv("(2, 2, 4, 5)", "(2, 2, 6, 5)", "(2, 2, 6, 5)")
+    + "m = torch.tensor([[True, False] * 3, [False] * 6, [False, True] * 3, [False] * 6])\n"
+    + backward("F.scaled_dot_product_attention(q, k, v, attn_mask=m)"),
     "fused_scale": qkv("(1, 2, 3, 4)", "(1, 2, 3, 4)", "(1, 2, 3, 4)") + backward(
         "F.scaled_dot_product_attention(q, k, v, scale=-0.3)"),
     "fused_gqa": qkv("(2, 4, 3, 5)", "(2, 2, 4, 5)", "(2, 2, 4, 5)") + backward(

@@ -6,7 +6,8 @@ decides; the nodes and the numpy kernels are here):
 * the fused path (``_scaled_dot_product_flash_attention_for_cpu``): one node,
   ``ScaledDotProductFlashAttentionForCpuBackward0``, with edges to query, key and value. PyTorch takes it for
   4-D query/key/value of one floating dtype, the same batch size, the same head size in all three, a unit
-  last stride, non-empty sequences, no dropout and a mask (if any) that needs no gradient. The node saves
+  last stride, non-empty sequences, no dropout and a 2-D or 4-D mask (if any) that needs no gradient; a mask
+  and ``is_causal`` are then applied together. The node saves
   what PyTorch's does: ``query``, ``key``, ``value``, ``output``, ``logsumexp`` (of each row of scores, laid
   out as PyTorch lays it out), ``attn_mask`` (a boolean mask converted to 0/-inf), ``dropout_p``,
   ``is_causal`` and ``scale``. Its gradient is computed here in numpy from those (the scores recomputed,
@@ -53,7 +54,7 @@ def _compute_dtype(dtype):
 
 
 def _scores(q, k, mask, scale: float, is_causal: bool):
-    """``q kᵀ · scale``, the mask added (or the causal mask's ``-inf`` above the diagonal)."""
+    """``q kᵀ · scale``, the mask added and, if causal, ``-inf`` above the diagonal (top-left aligned)."""
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(scale)
     if mask is not None:
         scores = scores + mask.astype(scores.dtype)
@@ -105,7 +106,7 @@ def _from_numpy(array, dtype, backend, like=None):
 
 def attention_forward(q, k, v, mask, scale: float, is_causal: bool, half: bool = False):
     """(output, logsumexp) of ``softmax(q kᵀ · scale + mask) v`` in the compute dtype; a row with no key
-    left (all masked) has logsumexp ``-inf`` and output 0. With ``half``, the unnormalised weights are rounded
+    left (all masked) has output 0 and logsumexp 0, as PyTorch's kernel leaves them. With ``half``, the unnormalised weights are rounded
     to float16 before they meet v and the sum divides after, as PyTorch's kernel does for half inputs."""
     heads = q.shape[-3]
     scores = _scores(q, _repeat_heads(k, heads), mask, scale, is_causal)
@@ -114,7 +115,7 @@ def attention_forward(q, k, v, mask, scale: float, is_causal: bool, half: bool =
     weights = np.exp(scores - peak)
     total = weights.sum(axis=-1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
-        logsumexp = (peak + np.log(total))[..., 0]
+        logsumexp = np.where(total > 0, peak + np.log(total), 0)[..., 0]
         if half:
             out = np.matmul(weights.astype(np.float16).astype(q.dtype), _repeat_heads(v, heads)) / total
             return np.where(total > 0, out, 0), logsumexp
@@ -130,8 +131,7 @@ def attention_backward(grad, q, k, v, output, logsumexp, mask, scale: float, is_
     heads = q.shape[-3]
     keys, values = _repeat_heads(k, heads), _repeat_heads(v, heads)
     scores = _scores(q, keys, mask, scale, is_causal)
-    with np.errstate(invalid="ignore"):
-        probabilities = np.where(np.isneginf(logsumexp)[..., None], 0, np.exp(scores - logsumexp[..., None]))
+    probabilities = np.exp(scores - logsumexp[..., None])  # 0 wherever the score is -inf
     grad_value = np.matmul(np.swapaxes(rounded(probabilities), -1, -2), grad)
     grad_weights = np.matmul(grad, np.swapaxes(values, -1, -2))
     grad_scores = rounded(probabilities * (grad_weights - (grad * output).sum(axis=-1, keepdims=True)))
