@@ -323,3 +323,14 @@ def test_linear_flattens_only_contiguous_inputs_as_torch(make):
     ``matmul(input, wᵀ).add_(bias)`` for any other (a batch-first key transposed by multi-head attention)."""
     assert_same(f"torch.manual_seed(0)\nx = {make}.requires_grad_()\nw = torch.randn(2, 3, requires_grad=True)\n"
                 "b = torch.randn(2, requires_grad=True)\n" + backward("F.linear(x, w, b)"))
+
+
+def test_mismatched_mask_types_warn_as_torch():
+    messages = []
+    for lib in (torch, gv):
+        module = lib.nn.MultiheadAttention(4, 2)
+        x = lib.ones(3, 2, 4)
+        with pytest.warns(UserWarning) as record:
+            module(x, x, x, key_padding_mask=lib.zeros(2, 3, dtype=lib.bool), attn_mask=lib.zeros(3, 3))
+        messages.append([str(w.message) for w in record])
+    assert messages[0] == messages[1] and messages[0]
