@@ -1,6 +1,8 @@
-"""Multi-head attention: ``F.multi_head_attention_forward`` and ``nn.MultiheadAttention``, as PyTorch 2.13 writes them.
+"""Attention as PyTorch 2.13 writes it: ``F.scaled_dot_product_attention`` (which of PyTorch's two CPU paths it
+takes, and the math path's composite; the fused node and its kernels are in ``ops/attention.py``), then
+``F.multi_head_attention_forward`` and ``nn.MultiheadAttention``.
 
-The function is PyTorch's composite, op for op, so the graph is PyTorch's node for node: the packed in-projection
+The multi-head function is PyTorch's composite, op for op, so the graph is PyTorch's node for node: the packed in-projection
 (one ``linear`` for self-attention, split into three (or two) otherwise), the heads folded into the batch
 (``view``/``transpose``), then either
 
@@ -132,7 +134,7 @@ def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, e
     query = MulBackward1.apply(query, -factor if negative else factor)
     if is_causal:
         rows, columns = query.shape[-2], key.shape[-2]
-        attn_mask = ones((rows, columns), dtype=_dtype.bool).tril()
+        attn_mask = ones((rows, columns), dtype=_dtype.bool, device=query.device).tril()
     attn_mask = _float_mask(attn_mask, query.dtype)
     if enable_gqa:
         key, value = _repeat_for_groups(query, key, value)
