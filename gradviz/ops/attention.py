@@ -92,11 +92,11 @@ def _swap_last(backend, data):
     return backend.permute(data, tuple(axes))
 
 
-def _from_numpy(array, dtype, backend, like=None):
+def _from_numpy(array, dtype, backend, device, like=None):
     """A numpy result as ``backend`` data of ``dtype``; laid out in memory as the tensor ``like`` is, when given
     (PyTorch's ``empty_like``: a dense tensor's strides exactly, size-1 dims' too)."""
     array = np.ascontiguousarray(array, dtype.numpy)
-    data = array if backend.name == "numpy" else backend.array(array, dtype)
+    data = array if backend.name == "numpy" else backend.array(array, dtype, device)
     if like is None:
         return data
     laid_out = zeros_like(like, dtype=dtype)._data
@@ -159,12 +159,12 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpFunction):
                                             half=query.dtype is _dtype.float16)
         # PyTorch's kernel writes logsumexp as (batch, query, head) and hands it back transposed
         lse_dtype = _dtype.float64 if query.dtype is _dtype.float64 else _dtype.float32
-        lse = _from_numpy(np.swapaxes(logsumexp, -1, -2), lse_dtype, backend)
+        lse = _from_numpy(np.swapaxes(logsumexp, -1, -2), lse_dtype, backend, query.device)
         ctx.save(attn_mask=attn_mask, dropout_p=0.0, is_causal=bool(is_causal), key=key,
                  logsumexp=Tensor._make(_swap_last(backend, lse), backend=backend),
                  query=query, scale=scale, value=value)
-        ctx.dtype = query.dtype
-        return _from_numpy(out, query.dtype, backend, like=query)  # the query's layout, as PyTorch's
+        ctx.dtype, ctx.device = query.dtype, query.device
+        return _from_numpy(out, query.dtype, backend, query.device, like=query)  # the query's layout, as PyTorch's
 
     def backward(ctx, grad):
         query, key, value, output, logsumexp, mask = ctx.saved("query", "key", "value", "output", "logsumexp",
@@ -174,7 +174,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpFunction):
         mask = None if mask is None else _to_numpy(backend, mask, compute)
         grads = attention_backward(g, q, k, v, o, lse, mask, _scale_of(ctx.saved("scale"), q.shape[-1]),
                                    ctx.saved("is_causal"), half=ctx.dtype is _dtype.float16)
-        return tuple(_from_numpy(gradient, ctx.dtype, backend) if needed else None
+        return tuple(_from_numpy(gradient, ctx.dtype, backend, ctx.device) if needed else None
                      for gradient, needed in zip(grads, ctx.needs_input_grad))
 
     def backward_graph(ctx, grad):
