@@ -730,3 +730,13 @@ def test_gradient_of_a_reverse_lstm_layer_matches_central_differences():
     function, arrays = _lstm_layer(True), CASES["MkldnnRnnLayerBackward0"][1]
     inputs = [gv.tensor(a, dtype=gv.float64, requires_grad=True) for a in arrays]
     assert gv.autograd.gradcheck(function, inputs)
+# attention: the fused CPU node (mask and causal forms) and the math path's safe softmax
+from gradviz.ops.attention import SafeSoftmaxBackward0  # noqa: E402
+
+CASES.update({
+    "ScaledDotProductFlashAttentionForCpuBackward0": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=gv.tensor([[0.0, -1.0, 0.5]], dtype=gv.float64))
+        + F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.7),
+        [values(1, 2, 2, 3), values(1, 2, 3, 3), values(1, 2, 3, 3)]),
+    "SafeSoftmaxBackward0": (lambda x: SafeSoftmaxBackward0.apply(x, -1), [values(2, 3)]),
+})

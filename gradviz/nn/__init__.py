@@ -59,3 +59,10 @@ __all__ += ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShu
 from gradviz.nn.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+# -- attention: multi-head attention (nn/attention.py) and the transformer layers (nn/transformer.py) ------------
+from gradviz.nn.attention import MultiheadAttention  # noqa: E402
+from gradviz.nn.transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: E402
+                                    TransformerEncoder, TransformerEncoderLayer)
+
+__all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerEncoderLayer", "TransformerDecoder",
+            "TransformerDecoderLayer"]

@@ -1,8 +1,8 @@
 """``gradviz.nn.functional``: the functions tutorials call as ``F.<name>``, recorded as PyTorch records them.
 
 ``linear`` is one composite: PyTorch records ``F.linear`` as ``addmm(bias, input, weight.t())``
-for a 2-D input with a bias (flattening other inputs to 2-D around it), and as ``matmul(input,
-weight.t())`` without one, so the graph shows AddmmBackward0 or MmBackward0 over TBackward0.
+for a 2-D input with a bias (flattening any other contiguous input to 2-D around it; a non-contiguous one is
+``matmul(input, weight.t()).add_(bias)``), and as ``matmul(input, weight.t())`` without one, so the graph shows AddmmBackward0 or MmBackward0 over TBackward0.
 ``dropout`` is another: ``input * mask`` (MulBackward0), the mask drawn with ``bernoulli_(1 - p)``
 from the same generator as ``torch.rand``, so a seeded run drops the same elements as PyTorch's.
 """
@@ -39,6 +39,8 @@ def linear(input, weight, bias=None):
         return matmul(input, t(weight))
     if input.ndim == 2:
         return addmm(bias, input, t(weight))
+    if not input.is_contiguous():  # PyTorch flattens only a contiguous input around addmm
+        return matmul(input, t(weight)).add_(bias)
     rows = reshape(input, (-1, input.shape[-1]))
     return reshape(addmm(bias, rows, t(weight)), tuple(input.shape[:-1]) + (weight.shape[0],))
 
@@ -362,3 +364,26 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
             "channel_shuffle"]
+
+
+# -- attention: scaled dot-product attention (ops/attention.py) and multi-head attention (nn/attention.py) -----------
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale=None, enable_gqa: bool = False):
+    """``softmax(query keyᵀ · scale + attn_mask) value``: PyTorch's fused CPU node or its math composite, as
+    PyTorch picks (nn/attention.py)."""
+    from gradviz.nn.attention import scaled_dot_product_attention as attention
+
+    return attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+__all__ += ["scaled_dot_product_attention"]
+
+
+def multi_head_attention_forward(*args, **kwargs):
+    """PyTorch's multi-head attention as a function (nn/attention.py)."""
+    from gradviz.nn.attention import multi_head_attention_forward as forward
+
+    return forward(*args, **kwargs)
+
+
+__all__ += ["multi_head_attention_forward"]

@@ -2674,3 +2674,32 @@ def _lstm_bptt(grads, x, w_ih, w_hh, b_ih, b_hh, h0, c0, slot, reverse, has_bias
     arriving = [np.zeros(shape) if g is None else np.asarray(g, np.float64) for g, shape in zip(grads, shapes)]
     sent = lstm_layer_backward(x, w_ih, w_hh, h0, c0, output, gates, cells, *arriving, reverse)
     return sent[min(slot, 3)] if slot < 5 else sent[slot - 1]
+# -- attention (ops/attention.py): the safe softmax is softmax's formula; the fused CPU node's gradients, with
+# -- P = softmax(Q Kᵀ·s + M) rebuilt from the saved logsumexp ℓ, are written as one call per input -----------------
+TABLE.setdefault("SafeSoftmaxBackward0", TABLE["SoftmaxBackward0"])
+_ATTENTION_NOTE = ("P = exp(Q Kᵀ·s + M - ℓ) = softmax(Q Kᵀ·s + M) (ℓ, the saved logsumexp of each row; M the mask, "
+                   "causal: -∞ above the diagonal), dS = P ⊙ (ȳ Vᵀ - Σⱼ ȳ ⊙ O) (O, the output); ")
+_ATTENTION_SENT = {"query": ("attention_dQ", "dQ = s · dS K"), "key": ("attention_dK", "dK = s · dSᵀ Q"),
+                   "value": ("attention_dV", "dV = Pᵀ ȳ")}
+
+
+@entry("ScaledDotProductFlashAttentionForCpuBackward0", options=("scale", "is_causal"), present=("attn_mask",))
+def _attention(o):
+    operands = (g, Var("query", "Q"), Var("key", "K"), Var("value", "V"), Var("output", "O"), Var("logsumexp", "ℓ"))
+    if o["attn_mask"] is not None:
+        operands += (Var("attn_mask", "M"),)
+    rules = {}
+    for slot, (name, (shown, note)) in enumerate(_ATTENTION_SENT.items()):
+        rules[name] = Rule(sent=Call("attention_grad", operands, shown, (slot, o["scale"], bool(o["is_causal"]))),
+                           note=_ATTENTION_NOTE + note + ("; s = 1/√E" if o["scale"] is None else ""), symbol=name[0].upper())
+    return rules
+
+
+@register("attention_grad")
+def _attention_grad(grad, query, key, value, output, logsumexp, *rest):
+    from gradviz.ops.attention import attention_backward
+
+    mask, (slot, scale, is_causal) = (rest[0] if len(rest) == 4 else None), rest[-3:]
+    arrays = [np.asarray(a, dtype=np.float64) for a in (grad, query, key, value, output, logsumexp)]
+    scale = scale if scale is not None else 1.0 / math.sqrt(arrays[1].shape[-1])
+    return attention_backward(*arrays, None if mask is None else np.asarray(mask, np.float64), scale, is_causal)[slot]
