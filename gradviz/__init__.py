@@ -196,3 +196,6 @@ from gradviz.ops.pooling import (adaptive_avg_pool1d, avg_pool1d, max_pool1d, ma
 from gradviz.snapshot import window_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)
 # -- group, instance and RMS normalization's torch.* names (nn/functional.py) ----------------------------------------
 _LAZY.update({name: ("gradviz.nn.functional", f"_torch_{name}") for name in ("group_norm", "instance_norm", "rms_norm")})
+# -- the rest of pooling's torch.* names (ops/pooling.py) -------------------------------------------------------------
+from gradviz.ops.pooling import adaptive_max_pool1d_with_indices as adaptive_max_pool1d  # noqa: E402
+from gradviz.ops.pooling import max_pool3d  # noqa: E402,F401

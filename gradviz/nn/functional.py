@@ -332,3 +332,15 @@ def _torch_instance_norm(input, weight, bias, running_mean, running_var, use_inp
 _torch_rms_norm = rms_norm
 for _name in ("group_norm", "instance_norm"):
     globals()[f"_torch_{_name}"].__name__ = _name
+# -- the rest of pooling, fold/unfold and local response normalization (ops/pooling.py, ops/fold.py) ----------------
+from gradviz.ops.fold import fold, unfold  # noqa: E402
+from gradviz.ops.pooling import (adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool1d_with_indices,  # noqa: E402
+                                 adaptive_max_pool2d, adaptive_max_pool2d_with_indices, adaptive_max_pool3d,
+                                 adaptive_max_pool3d_with_indices, avg_pool3d, local_response_norm, lp_pool1d,
+                                 lp_pool2d, lp_pool3d, max_pool3d, max_pool3d_with_indices, max_unpool1d, max_unpool2d,
+                                 max_unpool3d)
+
+__all__ += ["max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+            "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
+            "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d",
+            "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "fold", "unfold", "local_response_norm"]

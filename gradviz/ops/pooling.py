@@ -29,11 +29,12 @@ from gradviz.tensor import Tensor
 
 
 # -- sizes ---------------------------------------------------------------------------------------------------
-def _pair(value) -> tuple:
-    """How PyTorch's argument parser shows an ``int[2]`` argument: an int repeated, a sequence kept, None empty."""
+def _pair(value, dims: int = 2) -> tuple:
+    """How PyTorch's argument parser shows an ``int[2]`` (``int[dims]``) argument: an int repeated, a sequence
+    kept, None empty."""
     if value is None:
         return ()
-    return (value, value) if isinstance(value, int) else tuple(value)
+    return (value,) * dims if isinstance(value, int) else tuple(value)
 
 
 def _two(values: tuple, default: tuple, dims: int = 2) -> tuple:
@@ -333,7 +334,7 @@ _COUNT = {2: "two", 3: "three"}
 
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, dims: int = 2):
     """``max_pool2d_with_indices`` / ``max_pool3d_with_indices``: (output, indices)."""
-    shown = [_pair(v) for v in (kernel_size, stride, padding, dilation)]
+    shown = [_pair(v, dims) for v in (kernel_size, stride, padding, dilation)]
     kernel = _two(shown[0], None, dims)
     if kernel is None or len(shown[0]) not in (1, dims):
         raise RuntimeError(f"max_pool{dims}d: kernel_size must either be a single int, or a tuple of {_COUNT[dims]} "
@@ -530,7 +531,7 @@ AvgPool3DBackward0.second_order = AvgPool3DBackwardBackward0
 
 
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, dims: int = 2):
-    shown = [_pair(v) for v in (kernel_size, stride, padding)]
+    shown = [_pair(v, dims) for v in (kernel_size, stride, padding)]
     kernel = _two(shown[0], None, dims)
     if kernel is None or len(shown[0]) not in (1, dims):
         raise RuntimeError("avg_pool2d: kernel_size must either be a single int, or a tuple of two ints" if dims == 2
@@ -825,3 +826,184 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     """``F.adaptive_max_pool1d``: the largest element of each of ``output_size`` windows."""
     output, indices = adaptive_max_pool1d_with_indices(input, output_size)
     return (output, indices) if return_indices else output
+
+
+# -- max unpooling -------------------------------------------------------------------------------------------------
+class MaxUnpool2DBackward0(OpFunction):
+    """``max_unpool2d``: each input element written at its index of a zero plane of ``output_size``. Its
+    gradient reads the gradient back at the same indices (PyTorch's ``max_pool_double_backward``)."""
+
+    dims = 2
+    inputs = ("self",)
+    derivatives = {"self": ("max_pool_double_backward(grad, indices, 2)", r"\bar{y}\ \text{at the indices}")}
+
+    def forward(ctx, self, indices, shape):
+        ctx.save(indices=indices)
+        x = np.asarray(self._backend.to_numpy(self._data))
+        result = max_unpool_arrays(x, np.asarray(indices._backend.to_numpy(indices._data)), shape, ctx.dims)
+        return _back(self._backend, result, x, self._backend.device_of(self._data))
+
+    def backward(ctx, grad):
+        indices = np.asarray(ctx.backend.to_numpy(ctx.saved("indices")))
+        g = np.asarray(ctx.backend.to_numpy(grad))
+        return _back(ctx.backend, gather_planes(g, indices, ctx.dims), g, ctx.backend.device_of(grad))
+
+    def backward_graph(ctx, grad):
+        """``max_pool_double_backward`` as ATen writes it: ``grad.contiguous().view(planes..., -1)``, a gather
+        along the last dim at the indices viewed alike, then a view to the indices' shape."""
+        from gradviz.ops.indexing import gather
+        from gradviz.ops.shape import view
+
+        indices = ctx.saved_graph("indices")
+        size = tuple(indices.shape[:indices.ndim - ctx.dims]) + (-1,)
+        return view(gather(view(grad.contiguous(), *size), -1, view(indices, *size)), *indices.shape)
+
+
+class MaxUnpool3DBackward0(MaxUnpool2DBackward0):
+    """``max_unpool3d``: as the 2-d node, over three spatial dims."""
+
+    dims = 3
+    derivatives = {"self": ("max_pool_double_backward(grad, indices, 3)", r"\bar{y}\ \text{at the indices}")}
+
+
+def _unpool_output_size(input, kernel, stride, padding, output_size) -> list:
+    """``F._unpool_output_size``: the size max pooling came from, or ``output_size`` checked against it."""
+    dims = len(kernel)
+    default = [(input.shape[-dims + d] - 1) * stride[d] + kernel[d] - 2 * padding[d] for d in range(dims)]
+    if output_size is None:
+        result = default
+    else:
+        if len(output_size) == dims + 2:
+            output_size = output_size[2:]
+        if len(output_size) != dims:
+            raise ValueError(f"output_size should be a sequence containing {dims} or {dims + 2} elements, but it has a "
+                             f"length of '{len(output_size)}'")
+        for d in range(dims):
+            low, high = default[d] - stride[d], default[d] + stride[d]
+            if not low < output_size[d] < high:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {low} and {high})')
+        result = output_size
+    for d in range(dims):
+        if result[d] < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial dimensions, but got "
+                             f"output_size[{d}]={result[d]}")
+    return result
+
+
+def _max_unpool(input, indices, output_size, dims: int):
+    """ATen's ``max_unpool2d``/``max_unpool3d`` with its checks in its order: (output)."""
+    from gradviz._dtype import SCALAR_TYPE_NAMES
+
+    index_dtype = str(np.dtype(indices._backend.to_numpy(indices._data).dtype))
+    if index_dtype != "int64":
+        raise RuntimeError("elements in indices should be type int64" + (
+            f" but got: {SCALAR_TYPE_NAMES.get(index_dtype, index_dtype)}" if dims == 2 else ""))
+    if input.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"Input to max_unpooling{dims}d should be a {dims + 1}d or {dims + 2}d Tensor, but got a "
+                           f"tensor with {input.ndim} dimensions.")
+    if tuple(input.shape) != tuple(indices.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    for i in range(1, input.ndim):
+        if input.shape[i] <= 0:
+            where = "max_unpooling2d_forward_out_cpu(): " if dims == 2 else "max_unpooling3d(): "
+            raise RuntimeError(f"{where}Expected input to have non-zero size for non-batch dimensions, but got "
+                               f"{list(input.shape)} with dimension {i} being empty.")
+    shape = tuple(input.shape[:-dims]) + tuple(output_size)
+    index_array = np.asarray(indices._backend.to_numpy(indices._data))
+    wrong = (index_array < 0) | (index_array >= int(np.prod(output_size)))
+    if wrong.any():
+        raise RuntimeError(f"Found an invalid max index: {index_array[wrong].reshape(-1)[0]} (output volumes are of "
+                           f"size {'x'.join(str(size) for size in output_size)})")
+    node = MaxUnpool3DBackward0 if dims == 3 else MaxUnpool2DBackward0
+    return node.apply(input, indices, shape)
+
+
+def _unpool_arguments(kernel_size, stride, padding, dims: int) -> tuple:
+    kernel = (kernel_size,) * dims if isinstance(kernel_size, int) else tuple(kernel_size)
+    stride = kernel if stride is None else (stride,) * dims if isinstance(stride, int) else tuple(stride)
+    padding = (padding,) * dims if isinstance(padding, int) else tuple(padding)
+    return kernel, stride, padding
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """``F.max_unpool1d``: PyTorch's ``max_unpool2d`` of ``input.unsqueeze(-1)`` to ``(size, 1)``, then
+    ``squeeze(-1)``."""
+    from gradviz.ops.shape import squeeze, unsqueeze
+
+    kernel, stride, padding = _unpool_arguments(kernel_size, stride, padding, 1)
+    size = list(_unpool_output_size(input, kernel, stride, padding, output_size)) + [1]
+    return squeeze(_max_unpool(unsqueeze(input, -1), indices.unsqueeze(-1), size, 2), -1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """``F.max_unpool2d``: max pooling undone, each value put back where ``indices`` says, zeros elsewhere
+    (MaxUnpool2DBackward0)."""
+    kernel, stride, padding = _unpool_arguments(kernel_size, stride, padding, 2)
+    return _max_unpool(input, indices, _unpool_output_size(input, kernel, stride, padding, output_size), 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """``F.max_unpool3d``: 3-d max pooling undone (MaxUnpool3DBackward0)."""
+    kernel, stride, padding = _unpool_arguments(kernel_size, stride, padding, 3)
+    return _max_unpool(input, indices, _unpool_output_size(input, kernel, stride, padding, output_size), 3)
+
+
+# -- power-average pooling and local response normalization: PyTorch's compositions ------------------------------
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, dims: int):
+    """``F.lp_pool{1,2,3}d`` as PyTorch composes it: ``(sign(a)·relu(|a|)·window)^(1/p)`` of the average
+    pooling ``a`` of ``input^p`` (PowBackward0, AvgPool*, SignBackward0, AbsBackward0, ReluBackward0,
+    MulBackward0, PowBackward0); an infinite ``p`` is max pooling of ``|input|``."""
+    from gradviz.ops.unary import relu
+
+    max_pool = {1: max_pool1d, 2: max_pool2d, 3: max_pool3d}[dims]
+    avg_pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[dims]
+    window = kernel_size if dims == 1 else int(np.prod(_pair(kernel_size, dims)))
+    if isinstance(norm_type, (int, float)):
+        if norm_type == float("inf"):
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        if norm_type == -float("inf"):
+            return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if stride is not None:
+        out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (out.sign() * relu(out.abs())).mul(window).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``F.lp_pool1d``: the ``norm_type``-norm of each window."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``F.lp_pool2d``: the ``norm_type``-norm of each window."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``F.lp_pool3d``: the ``norm_type``-norm of each box."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+    """``F.local_response_norm`` as PyTorch composes it: ``input / (k + alpha·mean of input² over size
+    neighbouring channels)^beta``, the mean an average pooling over the zero-padded channels (2-d for a 3-d
+    input, 3-d over a view for more dims)."""
+    from gradviz.ops.padding import pad
+
+    dim = input.ndim
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = input.mul(input)
+    if dim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = tuple(input.shape)
+        div = pad(div.view(sizes[0], 1, sizes[1], sizes[2], -1), (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).view(sizes)
+    div = div.mul(alpha).add(k).pow(beta)
+    return input / div
