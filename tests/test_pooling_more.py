@@ -213,3 +213,161 @@ ERRORS = {
 @pytest.mark.parametrize("name", sorted(ERRORS))
 def test_errors_match_pytorch(name):
     assert_same_error(ERRORS[name])
+
+
+@pytest.mark.parametrize("function", [
+    lambda x: gv.nn.functional.max_pool3d(x, 2, 1, 1, dilation=(1, 2, 1), ceil_mode=True),
+    lambda x: gv.nn.functional.avg_pool3d(x, (2, 3, 3), 2, 1, ceil_mode=True, count_include_pad=False),
+    lambda x: gv.nn.functional.avg_pool3d(x, 2, divisor_override=3),
+    lambda x: gv.nn.functional.adaptive_avg_pool3d(x, (3, 2, 2)),
+    lambda x: gv.nn.functional.adaptive_max_pool3d(x, (3, 2, 2)),
+    lambda x: gv.nn.functional.adaptive_max_pool2d(x[0], (3, 2)),
+    lambda x: gv.nn.functional.adaptive_max_pool1d(x[0, 0], 3),
+    lambda x: gv.nn.functional.max_unpool3d(*gv.nn.functional.max_pool3d(x, 2, return_indices=True), 2,
+                                                     output_size=(2, 4, 5)),
+    lambda x: gv.nn.functional.max_unpool2d(*gv.nn.functional.max_pool2d(x[0], 2, return_indices=True), 2,
+                                                     output_size=(4, 5)),
+    lambda x: gv.nn.functional.max_unpool1d(*gv.nn.functional.max_pool1d(x[0, 0], 2, return_indices=True), 2),
+    lambda x: gv.nn.functional.lp_pool3d(x, 2, 2),
+    lambda x: gv.nn.functional.lp_pool2d(x[0], 3, (2, 1), 1),
+    lambda x: gv.nn.functional.lp_pool1d(x[0, 0], 1.5, 2),
+    lambda x: gv.nn.functional.unfold(x[0], (2, 3), dilation=(2, 1), padding=1, stride=(1, 2)),
+    lambda x: gv.nn.functional.fold(x.reshape(1, 8, 10), (3, 9), 2, stride=(1, 2), padding=(0, 1)),
+    lambda x: gv.nn.functional.local_response_norm(x[0], 3, 0.5, 0.75, 1.0),
+    lambda x: gv.nn.functional.local_response_norm(x, 2, 0.5),
+], ids=["max3d", "avg3d", "avg3d_divisor", "adaptive_avg3d", "adaptive_max3d", "adaptive_max2d", "adaptive_max1d",
+        "unpool3d", "unpool2d", "unpool1d", "lp3d", "lp2d", "lp1d", "unfold", "fold", "lrn4d", "lrn5d"])
+def test_gradcheck_and_gradgradcheck(function):
+    """Central differences in float64, to first and second order (the input keeps its elements apart, so
+    that no window's maximum is a tie a small step could flip)."""
+    x = gv.tensor(np.random.default_rng(0).permutation(80).reshape(2, 2, 4, 5) / 20.0 + 0.3, requires_grad=True)
+    assert gradcheck(function, (x,))
+    assert gradgradcheck(function, (x,))
+
+
+@st.composite
+def cases(draw):
+    kind = draw(st.sampled_from(["max3d", "avg3d", "adaptive_avg3d", "adaptive_max2d", "adaptive_max3d", "unfold",
+                                 "fold", "lp2d", "unpool2d"]))
+    dims = 2 if kind in ("adaptive_max2d", "unfold", "fold", "lp2d", "unpool2d") else 3
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(dims))
+    stride = tuple(draw(st.integers(1, 3)) for _ in range(dims))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(dims)) if kind in ("max3d", "unfold", "fold") else \
+        (1,) * dims
+    padding = tuple(draw(st.integers(0, k // 2)) for k in kernel) if kind != "lp2d" else (0,) * dims
+    size = tuple(d * (k - 1) + 1 + draw(st.integers(0, 4)) for k, d in zip(kernel, dilation))
+    return dict(kind=kind, kernel=kernel, stride=stride, dilation=dilation, padding=padding, size=size,
+                ceil_mode=draw(st.booleans()) and kind != "unpool2d", count_include_pad=draw(st.booleans()),
+                divisor=draw(st.sampled_from([None, None, 2])), out=tuple(draw(st.integers(1, 4)) for _ in range(dims)),
+                batch=draw(st.sampled_from([(), (2,)])), dtype=draw(st.sampled_from(["float32", "float64"])),
+                integers=draw(st.booleans()))
+
+
+def _run(lib, case, x):
+    F = lib.nn.functional
+    kind, extra = case["kind"], None
+    if kind == "max3d":
+        y, extra = F.max_pool3d(x, case["kernel"], case["stride"], case["padding"], case["dilation"], case["ceil_mode"],
+                                return_indices=True)
+    elif kind == "avg3d":
+        y = F.avg_pool3d(x, case["kernel"], case["stride"], case["padding"], case["ceil_mode"],
+                         case["count_include_pad"], case["divisor"])
+    elif kind == "adaptive_avg3d":
+        y = F.adaptive_avg_pool3d(x, case["out"])
+    elif kind.startswith("adaptive_max"):
+        y, extra = getattr(F, f"adaptive_max_pool{kind[-2:]}")(x, case["out"], return_indices=True)
+    elif kind == "unfold":
+        y = F.unfold(x, case["kernel"], case["dilation"], case["padding"], case["stride"])
+    elif kind == "fold":
+        y = F.fold(F.unfold(x, case["kernel"], case["dilation"], case["padding"], case["stride"]) * 1.5,
+                   case["size"], case["kernel"], case["dilation"], case["padding"], case["stride"])
+    elif kind == "lp2d":
+        y = F.lp_pool2d(x, 2, case["kernel"], case["stride"], case["ceil_mode"])
+    else:
+        pooled, indices = F.max_pool2d(x, case["kernel"], case["stride"], case["padding"], return_indices=True)
+        y = F.max_unpool2d(pooled, indices, case["kernel"], case["stride"], case["padding"], x.shape[-2:])
+    return y, (None if extra is None else extra.numpy())
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=cases(), seed=st.integers(0, 2**16))
+def test_any_case_matches_pytorch(case, seed):
+    rng = np.random.default_rng(seed)
+    channels = (2, 3) if case["kind"] == "unfold" else (2,)
+    data = rng.standard_normal(case["batch"] + channels + case["size"])
+    if case["integers"] and case["kind"] != "lp2d":  # many ties, which max pooling must resolve as PyTorch does
+        data = np.round(data)
+    data = data.astype(case["dtype"])
+    results = []
+    for lib in (torch, gv):
+        x = lib.tensor(data, requires_grad=True)
+        y, extra = _run(lib, case, x)
+        weights = rng.standard_normal(tuple(y.shape)).astype(case["dtype"]) if lib is torch else results[0][3]
+        (y * lib.tensor(weights)).sum().backward()
+        results.append((y.detach().numpy(), x.grad.numpy(), extra, weights, y.grad_fn.name()))
+    (y_t, g_t, e_t, _, name_t), (y_g, g_g, e_g, _, name_g) = results
+    assert name_g == name_t
+    tolerance = dict(rtol=1e-5, atol=1e-5) if case["dtype"] == "float32" else dict(rtol=1e-12, atol=1e-12)
+    assert y_g.shape == y_t.shape and y_g.dtype == y_t.dtype
+    np.testing.assert_allclose(y_g, y_t, **tolerance)
+    np.testing.assert_allclose(g_g, g_t, **tolerance)
+    if e_t is not None:
+        np.testing.assert_array_equal(e_g, e_t)
+
+
+@pytest.mark.parametrize("code", [CASES["max_pool3d"], CASES["avg_pool3d_ceil_no_pad_count"], CASES["adaptive_avg_pool3d"],
+                                  CASES["adaptive_max_pool2d"], CASES["max_unpool3d"], CASES["fold"], CASES["unfold"],
+                                  CASES["local_response_norm_4d"], SECOND_ORDER["max3d"], SECOND_ORDER["unfold"]],
+                         ids=["max3d", "avg3d", "adaptive_avg3d", "adaptive_max2d", "unpool3d", "fold", "unfold", "lrn",
+                              "max3d_second_order", "unfold_second_order"])
+def test_the_torch_backend_computes_the_same(code):
+    assert_same(code, backend="torch")
+
+
+@pytest.mark.parametrize("program, names", [
+    (lambda x: gv.nn.functional.max_pool3d(x, 2, 1, 1, ceil_mode=True), {"MaxPool3DWithIndicesBackward0"}),
+    (lambda x: gv.nn.functional.avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+     {"AvgPool3DBackward0"}),
+    (lambda x: gv.nn.functional.adaptive_avg_pool3d(x, (3, 2, 2)), {"AdaptiveAvgPool3DBackward0"}),
+    (lambda x: gv.nn.functional.adaptive_max_pool3d(x, (3, 2, 2)), {"AdaptiveMaxPool3DBackward0"}),
+    (lambda x: gv.nn.functional.adaptive_max_pool1d(x[0, 0], 2), {"AdaptiveMaxPool2DBackward0"}),
+    (lambda x: gv.nn.functional.max_unpool2d(*gv.nn.functional.max_pool2d(x[0], 2, return_indices=True), 2),
+     {"MaxUnpool2DBackward0", "MaxPool2DWithIndicesBackward0"}),
+    (lambda x: gv.nn.functional.fold(gv.nn.functional.unfold(x[0], 2, padding=1), (5, 4), 2, padding=1),
+     {"Col2ImBackward0", "Im2ColBackward0"}),
+    (lambda x: gv.nn.functional.local_response_norm(x, 3), {"AvgPool3DBackward0", "ConstantPadNdBackward0"}),
+    (lambda x: gv.autograd.grad(gv.nn.functional.max_pool3d(x, 2).pow(2).sum(), (x,), create_graph=True)[0] * x,
+     {"MaxPool3DWithIndicesBackwardBackward0"}),
+    (lambda x: gv.autograd.grad(gv.nn.functional.adaptive_max_pool2d(x[0], 2).pow(2).sum(), (x,),
+                                create_graph=True)[0] * x, {"AdaptiveMaxPool2DBackwardBackward0"}),
+    (lambda x: gv.autograd.grad(gv.nn.functional.unfold(x[0], 2).pow(2).sum(), (x,), create_graph=True)[0] * x,
+     {"Col2ImBackward0"}),
+], ids=["max3d", "avg3d", "adaptive_avg3d", "adaptive_max3d", "adaptive_max1d", "unpool", "fold", "lrn",
+        "max3d_second", "adaptive_max_second", "unfold_second"])
+def test_the_learner_formula_gives_what_backward_sent(program, names):
+    """The snapshot's formulas for the new nodes (``snapshot/window_formulas.py``), evaluated at every step of the
+    backward pass, give the gradient each step sent (as ``tests/test_formulas.py`` checks for every op)."""
+    from test_formulas import _checked_nodes
+
+    x = gv.tensor(np.random.default_rng(4).standard_normal((1, 2, 6, 5, 4)), requires_grad=True)
+    assert names <= _checked_nodes(program(x).sum())
+
+
+def test_a_3d_cnn_trains_to_pytorchs_losses():
+    losses = []
+    for lib in (torch, gv):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Conv3d(1, 4, 3, padding=1), lib.nn.ReLU(), lib.nn.MaxPool3d(2),
+                                  lib.nn.LocalResponseNorm(2), lib.nn.AvgPool3d(2, ceil_mode=True),
+                                  lib.nn.AdaptiveMaxPool3d(1), lib.nn.Flatten(), lib.nn.Linear(4, 3))
+        optimizer = lib.optim.Adam(model.parameters(), lr=0.01)
+        volumes, labels = lib.randn(3, 1, 6, 6, 6), lib.tensor([0, 1, 2])
+        run = []
+        for _ in range(4):
+            optimizer.zero_grad()
+            loss = lib.nn.functional.cross_entropy(model(volumes), labels)
+            loss.backward()
+            optimizer.step()
+            run.append(loss.item())
+        losses.append(run)
+    np.testing.assert_allclose(losses[1], losses[0], rtol=2e-5)
