@@ -78,6 +78,10 @@ CASES = {
     + weighted_backward("F.max_unpool3d(p, i, 2)"),
     "max_unpool_of_a_leaf": "p = torch.tensor([[[[1., 2.], [3., 4.]]]], requires_grad=True)\n"
     "i = torch.tensor([[[[0, 3], [9, 15]]]])\n" + weighted_backward("F.max_unpool2d(p, i, 2)"),
+    "max_unpool_repeated_index": "p = torch.tensor([[[[1., 2.], [3., 4.]]]], requires_grad=True)\n"
+    "i = torch.tensor([[[[0, 0], [5, 5]]]])\n" + weighted_backward("F.max_unpool2d(p, i, 2)"),
+    "max_unpool_of_overlapping_windows": leaf(1, 2, 5, 5) + "p, i = F.max_pool2d(x, 3, 1, 1, return_indices=True)\n"
+    + weighted_backward("F.max_unpool2d(p, i, 3, 1, 1)"),
     "lp_pool2d": leaf(2, 3, 6, 7) + weighted_backward("F.lp_pool2d(x, 2, 2)"),
     "lp_pool2d_stride_ceil": leaf(2, 3, 7, 7) + weighted_backward("F.lp_pool2d(x, 3, (3, 2), stride=2, ceil_mode=True)"),
     "lp_pool2d_inf": leaf(3, 6, 6) + weighted_backward("F.lp_pool2d(x, float('inf'), 2)")
@@ -190,6 +194,8 @@ ERRORS = {
     "unpool_index_shape": "F.max_unpool2d(torch.ones(1, 1, 2, 2), torch.zeros(1, 1, 2, 3, dtype=torch.long), 2)",
     "unpool_dims": "F.max_unpool2d(torch.ones(2, 2), torch.zeros(2, 2, dtype=torch.long), 2)",
     "unpool3d_index": "F.max_unpool3d(torch.ones(1, 1, 2, 2, 2), torch.zeros(1, 1, 2, 2, 2, dtype=torch.long) + 300, 2)",
+    "unpool3d_index_dtype": "F.max_unpool3d(torch.ones(1, 1, 2, 2, 2), torch.zeros(1, 1, 2, 2, 2, dtype=torch.int32), 2)",
+    "unpool3d_index_shape": "F.max_unpool3d(torch.ones(1, 1, 2, 2, 2), torch.zeros(1, 1, 2, 2, 1, dtype=torch.long), 2)",
     "unpool3d_dims": "F.max_unpool3d(torch.ones(2, 2, 2), torch.zeros(2, 2, 2, dtype=torch.long), 2)",
     "unpool1d_index": "F.max_unpool1d(torch.ones(1, 1, 2), torch.zeros(1, 1, 2, dtype=torch.long) + 9, 2)",
     "unfold_dims": "F.unfold(torch.ones(2, 5), 2)",
