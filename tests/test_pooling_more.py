@@ -60,6 +60,8 @@ CASES = {
     "adaptive_max_pool2d_nan": "x = torch.tensor([[[[1., float('nan'), 3., float('nan'), 0.], [float('nan'), 0., 2., "
     "1., 4.], [0., 1., 5., float('nan'), 1.]]]], requires_grad=True)\ny, i = F.adaptive_max_pool2d(x, 2, True)\n"
     "y.sum().backward()\n",
+    "adaptive_max_pool_to_nothing": leaf(2, 2, 5, 6, 7) + "y, i = F.adaptive_max_pool3d(x, (2, 0, 2), True)\n"
+    "z, j = F.adaptive_max_pool2d(x[0], (0, 3), True)\n",
     "adaptive_max_pool3d": leaf(2, 2, 5, 6, 7) + "y, i = F.adaptive_max_pool3d(x, (2, 4, 3), return_indices=True)\n"
     "(y * torch.arange(1.0, y.numel() + 1.0).reshape(y.shape)).sum().backward()\n",
     "adaptive_max_pool3d_unbatched": leaf(2, 3, 4, 5, dtype="float32") + weighted_backward(
@@ -178,6 +180,10 @@ ERRORS = {
     "adaptive_avg3d_dims": "F.adaptive_avg_pool3d(torch.ones(5, 5), 2)",
     "adaptive_avg3d_empty": "F.adaptive_avg_pool3d(torch.ones(1, 0, 5, 5), 2)",
     "adaptive_avg3d_size": "F.adaptive_avg_pool3d(torch.ones(1, 2, 5, 5), (2, 2))",
+    "adaptive_avg3d_negative": "F.adaptive_avg_pool3d(torch.ones(1, 1, 5, 5, 5), (-1, 2, 2))",
+    "adaptive_avg2d_negative": "F.adaptive_avg_pool2d(torch.ones(1, 1, 5, 5), (2, -3))",
+    "adaptive_avg_one_of_a_vector": "F.adaptive_avg_pool3d(torch.ones(5), 1)",
+    "adaptive_max3d_negative": "F.adaptive_max_pool3d(torch.ones(1, 1, 5, 5, 5), (-1, 2, 2))",
     "adaptive_max2d_dims": "F.adaptive_max_pool2d(torch.ones(5), 2)",
     "adaptive_max2d_empty": "F.adaptive_max_pool2d(torch.ones(1, 0, 5), 2)",
     "adaptive_max2d_size": "F.adaptive_max_pool2d(torch.ones(1, 1, 5, 5), (2, 2, 2))",

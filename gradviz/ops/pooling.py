@@ -625,10 +625,13 @@ def adaptive_max_arrays(x, out):
     dims = len(out)
     planes = _as_planes(x, dims)
     spatial = planes.shape[2:]
+    if 0 in out:  # no window: empty outputs
+        shape = x.shape[:-dims] + tuple(out)
+        return np.empty(shape, x.dtype), np.empty(shape, np.int64)
     positions = []
     for size, o in zip(spatial, out):
         starts, ends = _adaptive_bounds(size, o)
-        longest = int((ends - starts).max()) if o else 1
+        longest = int((ends - starts).max())
         positions.append(np.minimum(starts[:, None] + np.arange(longest), ends[:, None] - 1))
     read = []
     for a, position in enumerate(positions):
@@ -725,11 +728,15 @@ def _adaptive_avg_pool(input, output_size):
     """ATen's ``adaptive_avg_pool2d``/``3d``: an all-ones output is ``mean`` over the spatial dims, keepdim
     (MeanBackward1)."""
     dims = len(output_size)
-    _check_adaptive_input(input, f"adaptive_avg_pool{dims}d", dims)
-    if all(size == 1 for size in output_size):
+    if any(size < 0 for size in output_size):
+        shown = ", ".join(str(size) for size in output_size[:2]) + "".join(f",{size}" for size in output_size[2:])
+        raise RuntimeError(f"adaptive_avg_pool{dims}d: elements of output_size must be greater than or equal to 0 but "
+                           f"received {{{shown}}}")
+    if all(size == 1 for size in output_size):  # (before ATen checks the input's dims)
         from gradviz.ops.reduction import mean
 
         return mean(input, tuple(range(-1, -dims - 1, -1)), keepdim=True)
+    _check_adaptive_input(input, f"adaptive_avg_pool{dims}d", dims)
     node = AdaptiveAvgPool3DBackward0 if dims == 3 else AdaptiveAvgPool2DBackward0
     return node.apply(input, tuple(output_size))
 
@@ -777,6 +784,10 @@ def _adaptive_max_pool(input, output_size, dims: int):
     output_size = tuple(input.shape[-dims + i] if size is None else size for i, size in enumerate(output_size))
     if len(output_size) != dims:
         raise RuntimeError(f"{name}(): internal error: output_size.size() must be {dims}")
+    shape = tuple(input.shape[:-dims]) + output_size
+    if any(size < 0 for size in output_size):
+        negative = next(size for size in output_size if size < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: {list(shape)}")
     x = np.asarray(input._backend.to_numpy(input._data))
     values, indices = adaptive_max_arrays(x, output_size)
     device = input._backend.device_of(input._data)
