@@ -383,3 +383,47 @@ def test_a_3d_cnn_trains_to_pytorchs_losses():
             run.append(loss.item())
         losses.append(run)
     np.testing.assert_allclose(losses[1], losses[0], rtol=2e-5)
+
+
+def _torch_program():
+    F = torch.nn.functional
+    x = torch.tensor(np.random.default_rng(5).standard_normal((1, 2, 6, 5, 4)), requires_grad=True)
+    h = F.max_pool3d(x, 2, 1, 1, ceil_mode=True).sum() + F.avg_pool3d(x, (3, 2, 2), 2, 1, count_include_pad=False).sum()
+    h = h + F.adaptive_avg_pool3d(x, (2, 3, 2)).pow(2).sum() + F.adaptive_max_pool3d(x, (3, 2, 2)).pow(2).sum()
+    pooled, indices = F.max_pool2d(x[0], 2, return_indices=True)
+    h = h + F.max_unpool2d(pooled * 2, indices, 2, output_size=(5, 4)).pow(2).sum()
+    pooled, indices = F.max_pool3d(x, 2, return_indices=True)
+    h = h + F.max_unpool3d(pooled * 2, indices, 2, output_size=(6, 5, 4)).pow(2).sum()
+    h = h + F.fold(F.unfold(x[0], 2, padding=1) * 3, (5, 4), 2, padding=1).pow(2).sum()
+    return h + F.adaptive_max_pool1d(x[0, 0], 3).pow(2).sum() + F.local_response_norm(x, 3).sum()
+
+
+def test_the_learner_formula_reads_torchs_own_nodes():
+    """The same formula entries evaluated on torch's nodes (their saved values as torch shows them) give what
+    torch's backward sent, step by step. (The second-order nodes' entries run gradviz's own node backward, as
+    every ``_recorded_rules`` entry does, so they are checked on gradviz's nodes only.)"""
+    from gradviz.autograd.engine import backward_steps
+    from gradviz.snapshot.formula_table import TABLE
+    from gradviz.snapshot.formulas import gradient_sent
+    from gradviz.snapshot.model import to_numpy
+
+    checked, unknown = set(), set()
+    for step in backward_steps(_torch_program(), retain_graph=True, dry_run=True):
+        if step.name not in TABLE:
+            unknown.add(step.name)
+            continue
+        if step.is_accumulate:
+            continue
+        arriving = [None if g is None else to_numpy(g) for g in step.grad_outputs]
+        shapes = tuple(None if g is None else tuple(g.shape) for g in step.grad_inputs)
+        for slot, sent in enumerate(step.grad_inputs):
+            if sent is not None:
+                np.testing.assert_allclose(gradient_sent(step.node, slot, arriving, shapes), to_numpy(sent),
+                                           rtol=1e-9, atol=1e-12, err_msg=f"{step.name}, input {slot}")
+        checked.add(step.name)
+    assert not unknown, f"torch nodes without a learner formula: {sorted(unknown)}"
+    expected = {"MaxPool3DWithIndicesBackward0", "AvgPool3DBackward0", "AdaptiveAvgPool3DBackward0",
+                "AdaptiveMaxPool3DBackward0", "AdaptiveMaxPool2DBackward0", "MaxUnpool2DBackward0", "MaxUnpool3DBackward0",
+                "Im2ColBackward0",
+                "Col2ImBackward0"}
+    assert expected <= {name.replace("torch::autograd::", "") for name in checked}
