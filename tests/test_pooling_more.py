@@ -260,8 +260,8 @@ def test_gradcheck_and_gradgradcheck(function):
 @st.composite
 def cases(draw):
     kind = draw(st.sampled_from(["max3d", "avg3d", "adaptive_avg3d", "adaptive_max2d", "adaptive_max3d", "unfold",
-                                 "fold", "lp2d", "unpool2d"]))
-    dims = 2 if kind in ("adaptive_max2d", "unfold", "fold", "lp2d", "unpool2d") else 3
+                                 "fold", "lp2d", "unpool2d", "unpool3d", "lrn"]))
+    dims = 2 if kind in ("adaptive_max2d", "unfold", "fold", "lp2d", "unpool2d", "lrn") else 3
     kernel = tuple(draw(st.integers(1, 3)) for _ in range(dims))
     stride = tuple(draw(st.integers(1, 3)) for _ in range(dims))
     dilation = tuple(draw(st.integers(1, 2)) for _ in range(dims)) if kind in ("max3d", "unfold", "fold") else \
@@ -269,7 +269,7 @@ def cases(draw):
     padding = tuple(draw(st.integers(0, k // 2)) for k in kernel) if kind != "lp2d" else (0,) * dims
     size = tuple(d * (k - 1) + 1 + draw(st.integers(0, 4)) for k, d in zip(kernel, dilation))
     return dict(kind=kind, kernel=kernel, stride=stride, dilation=dilation, padding=padding, size=size,
-                ceil_mode=draw(st.booleans()) and kind != "unpool2d", count_include_pad=draw(st.booleans()),
+                ceil_mode=draw(st.booleans()) and not kind.startswith("unpool"), count_include_pad=draw(st.booleans()),
                 divisor=draw(st.sampled_from([None, None, 2])), out=tuple(draw(st.integers(1, 4)) for _ in range(dims)),
                 batch=draw(st.sampled_from([(), (2,)])), dtype=draw(st.sampled_from(["float32", "float64"])),
                 integers=draw(st.booleans()))
@@ -295,9 +295,13 @@ def _run(lib, case, x):
                    case["size"], case["kernel"], case["dilation"], case["padding"], case["stride"])
     elif kind == "lp2d":
         y = F.lp_pool2d(x, 2, case["kernel"], case["stride"], case["ceil_mode"])
+    elif kind == "lrn":  # over the channels of a 3-d (unbatched) or 4-d input
+        y = F.local_response_norm(x, case["kernel"][0] + case["stride"][0], 0.3, 0.75, 0.5 + case["padding"][0])
     else:
-        pooled, indices = F.max_pool2d(x, case["kernel"], case["stride"], case["padding"], return_indices=True)
-        y = F.max_unpool2d(pooled, indices, case["kernel"], case["stride"], case["padding"], x.shape[-2:])
+        dims = int(kind[-2])
+        pool, unpool = getattr(F, f"max_pool{dims}d"), getattr(F, f"max_unpool{dims}d")
+        pooled, indices = pool(x, case["kernel"], case["stride"], case["padding"], return_indices=True)
+        y = unpool(pooled, indices, case["kernel"], case["stride"], case["padding"], x.shape[-dims:])
     return y, (None if extra is None else extra.numpy())
 
 
