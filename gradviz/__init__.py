@@ -206,3 +206,6 @@ globals().update(_scatter_views.torch_functions())
 from gradviz.snapshot import scatter_formulas  # noqa: E402,F401  (their learner formulas, in the snapshot's table)
 # -- recurrent layers: torch.unsafe_chunk, torch.unsafe_split (ops/recurrent.py) ---------------------------------------
 from gradviz.ops.recurrent import unsafe_chunk, unsafe_split  # noqa: E402,F401
+# -- the rest of pooling's torch.* names (ops/pooling.py) -------------------------------------------------------------
+from gradviz.ops.pooling import adaptive_max_pool1d_with_indices as adaptive_max_pool1d  # noqa: E402
+from gradviz.ops.pooling import max_pool3d  # noqa: E402,F401

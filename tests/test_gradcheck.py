@@ -739,4 +739,27 @@ CASES.update({
         + F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.7),
         [values(1, 2, 2, 3), values(1, 2, 3, 3), values(1, 2, 3, 3)]),
     "SafeSoftmaxBackward0": (lambda x: SafeSoftmaxBackward0.apply(x, -1), [values(2, 3)]),
+# the rest of pooling, fold/unfold (ops/pooling.py, ops/fold.py); the second-order nodes through create_graph
+
+CASES.update({
+    "MaxPool3DWithIndicesBackward0": (lambda x: F.max_pool3d(x, 2, 1, 1, ceil_mode=True), [values(1, 2, 3, 4, 3)]),
+    "MaxPool3DWithIndicesBackwardBackward0": (_gradient_of_square(lambda x: F.max_pool3d(x, 2, 1)),
+                                              [values(1, 1, 3, 3, 3)]),
+    "AvgPool3DBackward0": (lambda x: F.avg_pool3d(x, 2, 1, 1, count_include_pad=False), [values(1, 2, 3, 4, 3)]),
+    "AvgPool3DBackwardBackward0": (_gradient_of_square(lambda x: F.avg_pool3d(x, 2, 1, 1)), [values(1, 1, 3, 3, 3)]),
+    "AdaptiveAvgPool3DBackward0": (lambda x: F.adaptive_avg_pool3d(x, (2, 3, 2)), [values(1, 2, 3, 4, 3)]),
+    "AdaptiveAvgPool3DBackwardBackward0": (_gradient_of_square(lambda x: F.adaptive_avg_pool3d(x, 2)),
+                                           [values(1, 1, 3, 3, 3)]),
+    "AdaptiveMaxPool2DBackward0": (lambda x: F.adaptive_max_pool2d(x, (3, 2)), [values(2, 2, 5, 4)]),
+    "AdaptiveMaxPool2DBackwardBackward0": (_gradient_of_square(lambda x: F.adaptive_max_pool2d(x, 3)),
+                                           [values(1, 2, 4, 5)]),
+    "AdaptiveMaxPool3DBackward0": (lambda x: F.adaptive_max_pool3d(x, (2, 3, 2)), [values(1, 2, 3, 4, 3)]),
+    "AdaptiveMaxPool3DBackwardBackward0": (_gradient_of_square(lambda x: F.adaptive_max_pool3d(x, 2)),
+                                           [values(1, 1, 3, 3, 3)]),
+    "MaxUnpool2DBackward0": (lambda x: F.max_unpool2d(x, gv.tensor([[[[0, 3], [9, 14]]], [[[5, 2], [8, 15]]]]), 2),
+                             [values(2, 1, 2, 2)]),
+    "MaxUnpool3DBackward0": (lambda x: F.max_unpool3d(x, gv.tensor([[[[[0, 7]], [[20, 31]]]]]), 2),
+                             [values(1, 1, 2, 1, 2)]),
+    "Im2ColBackward0": (lambda x: F.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), [values(1, 2, 4, 5)]),
+    "Col2ImBackward0": (lambda x: F.fold(x, (4, 5), (2, 3), padding=(1, 0), stride=(1, 2)), [values(1, 12, 10)]),
 })

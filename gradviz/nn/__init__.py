@@ -66,3 +66,11 @@ from gradviz.nn.transformer import (Transformer, TransformerDecoder, Transformer
 
 __all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerEncoderLayer", "TransformerDecoder",
             "TransformerDecoderLayer"]
+# -- the rest of pooling, fold/unfold and local response normalization ---------------------------------------------
+from gradviz.nn.modules import (AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d,  # noqa: E402
+                                AvgPool3d, Fold, LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d, MaxPool3d,
+                                MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Unfold)
+
+__all__ += ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d", "Fold", "Unfold",
+            "LocalResponseNorm"]

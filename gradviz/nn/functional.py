@@ -387,3 +387,15 @@ def multi_head_attention_forward(*args, **kwargs):
 
 
 __all__ += ["multi_head_attention_forward"]
+# -- the rest of pooling, fold/unfold and local response normalization (ops/pooling.py, ops/fold.py) ----------------
+from gradviz.ops.fold import fold, unfold  # noqa: E402
+from gradviz.ops.pooling import (adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool1d_with_indices,  # noqa: E402
+                                 adaptive_max_pool2d, adaptive_max_pool2d_with_indices, adaptive_max_pool3d,
+                                 adaptive_max_pool3d_with_indices, avg_pool3d, local_response_norm, lp_pool1d,
+                                 lp_pool2d, lp_pool3d, max_pool3d, max_pool3d_with_indices, max_unpool1d, max_unpool2d,
+                                 max_unpool3d)
+
+__all__ += ["max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+            "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
+            "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d",
+            "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "fold", "unfold", "local_response_norm"]

@@ -2207,3 +2207,168 @@ class ChannelShuffle(Module):
 
     def extra_repr(self) -> str:
         return f"groups={self.groups}"
+# -- the rest of pooling, fold/unfold and local response normalization (ops/pooling.py, ops/fold.py) ---------------
+class MaxPool3d(_MaxPoolNd):
+    """``F.max_pool3d`` with the box it was built with (stride: the box's, unless given)."""
+
+    def forward(self, input: Tensor):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
+                            return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """``F.avg_pool3d`` with the box it was built with (stride: the box's, unless given)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """``F.adaptive_avg_pool3d`` to the output size it was built with (None keeps a dim's size)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class _AdaptiveMaxPoolNd(_AdaptiveAvgPoolNd):
+    dims = 2
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor):
+        pool = {1: F.adaptive_max_pool1d, 2: F.adaptive_max_pool2d, 3: F.adaptive_max_pool3d}[self.dims]
+        return pool(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """``F.adaptive_max_pool1d`` to the output size it was built with."""
+
+    dims = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """``F.adaptive_max_pool2d`` to the output size it was built with (None keeps a dim's size)."""
+
+    dims = 2
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """``F.adaptive_max_pool3d`` to the output size it was built with (None keeps a dim's size)."""
+
+    dims = 3
+
+
+class _MaxUnpoolNd(Module):
+    dims = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = _ntuple(kernel_size, self.dims)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, self.dims)
+        self.padding = _ntuple(padding, self.dims)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        unpool = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}[self.dims]
+        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """``F.max_unpool1d`` with the window the pooling used."""
+
+    dims = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """``F.max_unpool2d`` with the window the pooling used."""
+
+    dims = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """``F.max_unpool3d`` with the box the pooling used."""
+
+    dims = 3
+
+
+class _LPPoolNd(Module):
+    dims = 2
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        pool = {1: F.lp_pool1d, 2: F.lp_pool2d, 3: F.lp_pool3d}[self.dims]
+        return pool(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """``F.lp_pool1d``: the ``norm_type``-norm of each window."""
+
+    dims = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """``F.lp_pool2d``: the ``norm_type``-norm of each window."""
+
+    dims = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """``F.lp_pool3d``: the ``norm_type``-norm of each box."""
+
+    dims = 3
+
+
+class Fold(Module):
+    """``F.fold``: columns added back into the blocks of an ``output_size`` image."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Unfold(Module):
+    """``F.unfold``: every block of the input as a column."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, stride={self.stride}"
+
+
+class LocalResponseNorm(Module):
+    """``F.local_response_norm``: each channel over a power of its neighbours' mean square."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
