@@ -55,6 +55,7 @@ CASES = {
         "F.interpolate(x, size=(2, 4, 3), mode='trilinear', align_corners=True)"),
     "area_1d": leaf(1, 2, 7) + weighted_backward("F.interpolate(x, size=3, mode='area')"),
     "area_2d_scale": leaf(1, 2, 6, 4) + weighted_backward("F.interpolate(x, scale_factor=0.5, mode='area')"),
+    "area_3d": leaf(1, 1, 4, 3, 2) + weighted_backward("F.interpolate(x, size=(2, 2, 1), mode='area')"),
     "pixel_shuffle": leaf(2, 8, 2, 3) + weighted_backward("F.pixel_shuffle(x, 2)") + "print(y)\n",
     "pixel_shuffle_unbatched": leaf(9, 2, 2) + weighted_backward("torch.pixel_shuffle(x, 3)"),
     "pixel_unshuffle": leaf(1, 2, 4, 6) + weighted_backward("F.pixel_unshuffle(x, 2)"),

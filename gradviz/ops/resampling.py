@@ -278,8 +278,7 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
     if mode == "area":
         from gradviz.ops import pooling
 
-        pool = {1: pooling.adaptive_avg_pool1d, 2: pooling.adaptive_avg_pool2d}.get(spatial) or \
-            getattr(pooling, "adaptive_avg_pool3d")
+        pool = {1: pooling.adaptive_avg_pool1d, 2: pooling.adaptive_avg_pool2d, 3: pooling.adaptive_avg_pool3d}[spatial]
         return pool(input, output_size)
     scales = tuple(None if scale_factors is None else float(s) for s in (scale_factors or (None,) * spatial))
     return UPSAMPLE_OPS[(mode, spatial)].apply(input, output_size, align_corners, scales)
