@@ -739,6 +739,7 @@ CASES.update({
         + F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.7),
         [values(1, 2, 2, 3), values(1, 2, 3, 3), values(1, 2, 3, 3)]),
     "SafeSoftmaxBackward0": (lambda x: SafeSoftmaxBackward0.apply(x, -1), [values(2, 3)]),
+})
 # the rest of pooling, fold/unfold (ops/pooling.py, ops/fold.py); the second-order nodes through create_graph
 
 CASES.update({
