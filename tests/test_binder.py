@@ -130,7 +130,8 @@ def test_every_lesson_runs_in_the_binder_environment(binder_run):
                                "05_dynamic_graphs", "06_devices", "07_real_pytorch",
                                "08_hooks_and_saved_tensors", "09_training_a_network",
                                "10_custom_functions", "11_higher_order", "12_forward_mode", "13_mini_batches",
-                               "14_backprop_through_time", "15_convolutions"]
+                               "14_backprop_through_time", "15_convolutions",
+                               "16_attention"]
     venv = str(binder_run["venv"])
     for stem, result in results.items():
         assert result["errors"] == [], f"{stem}: {result['errors']}"

@@ -25,7 +25,7 @@ LESSONS = ROOT / "lessons"
 STEMS = ["01_computational_graph", "02_chain_rule", "03_accumulation", "04_no_grad",
          "05_dynamic_graphs", "06_devices", "07_real_pytorch", "08_hooks_and_saved_tensors",
          "09_training_a_network", "10_custom_functions", "11_higher_order", "12_forward_mode",
-         "13_mini_batches", "14_backprop_through_time", "15_convolutions"]
+         "13_mini_batches", "14_backprop_through_time", "15_convolutions", "16_attention"]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
 CELL_TIMEOUT = 60
@@ -56,6 +56,8 @@ ANSWERS = {
     "l13-ex2-prediction": "(2 * (prediction_b - yb)).mean()",
     "l15-ex1-prediction": "[2.0, 4.0, 3.0]",
     "l15-ex2-prediction": "[0.0, 1.0, 1.0, 0.0]",
+    "l16-ex1-prediction": "weights.sum(0).unsqueeze(1).repeat(1, 2)",
+    "l16-ex2-prediction": "[0.0, 0.0]",
 }
 PREDICTION_LINE = re.compile(r"^prediction = None\b.*$", re.MULTILINE)
 
@@ -162,7 +164,8 @@ PREDICT_VIEWS = {"01_computational_graph": ["l01-ex1-predict-view"],
                  "11_higher_order": ["l11-ex1-view"],
                  "12_forward_mode": ["l12-ex2-view"],
                  "13_mini_batches": ["l13-step"],
-                 "15_convolutions": ["l15-view"]}
+                 "15_convolutions": ["l15-view"],
+                 "16_attention": ["l16-view"]}
 
 
 @pytest.mark.parametrize("stem", sorted(PREDICT_VIEWS))
@@ -660,3 +663,28 @@ def test_14_self_checks_accept_right_predictions(tmp_path):
     notebook, _ = execute("14_backprop_through_time", tmp_path, edit=_fill_predictions(answers))
     outputs = "".join(text(notebook, c.id) for c in notebook.cells if c.cell_type == "code")
     assert errors(notebook) == [] and outputs.count("✅ Correct! autograd agrees") == 2
+
+
+# -- lesson 16: attention ----------------------------------------------------------------------------------------
+def test_16_attention_by_hand_and_fused(executed):
+    notebook = executed("16_attention")
+    by_hand = text(notebook, "l16-by-hand")
+    assert "[0.3333, 0.3333, 0.3333]], grad_fn=<SoftmaxBackward0>)" in by_hand  # token 2 scores every key alike
+    assert "[3.0000, 4.0000]], grad_fn=<MmBackward0>)" in by_hand
+    assert "same as by hand: True" in text(notebook, "l16-fused")
+    fused = shipped_state(notebook, "l16-fused-view")
+    names = [node["name"] for node in fused["graph"]["nodes"]]
+    assert "ScaledDotProductFlashAttentionForCpuBackward0" in names and fused["trace"], names
+    rows = text(notebook, "l16-fused-grads").split("q.grad fused  :")
+    assert numbers(rows[0]) == numbers(rows[1]) and len(numbers(rows[1])) == 6
+
+
+def test_16_causal_mask_and_multi_head_attention(executed):
+    notebook = executed("16_attention")
+    assert "causal out = tensor([[1.0000, 2.0000]," in text(notebook, "l16-causal")  # token 0 sees only itself
+    assert "every query's gradient: tensor([[ 0.0000,  0.0000]," in text(notebook, "l16-ex2-check")
+    mha = text(notebook, "l16-mha")
+    assert "(out_proj): NonDynamicallyQuantizableLinear(in_features=4, out_features=4, bias=True)" in mha
+    assert "{'in_proj_weight': (12, 4), 'in_proj_bias': (12,), 'out_proj.weight': (4, 4), 'out_proj.bias': (4,)}" in mha
+    assert has_widget(notebook, "l16-mha")
+    assert "✅ Attention is a softmax-weighted average" in text(notebook, "l16-checks")
