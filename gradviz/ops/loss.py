@@ -75,7 +75,9 @@ class BinaryCrossEntropyWithLogitsBackward0(OpFunction):
             ctx._packed = {"pos_weight": None, "reduction": reduction, "self": saved_input(self),
                            "target": saved_input(target), "weight": None}
         backend = self._backend
-        x, t = promote(self, target)
+        x, t = self._data, target._data
+        if x.dtype is not t.dtype:  # promote's own answer for one dtype is the data as it is: no call for it
+            x, t = promote(self, target)
         if backend is numpy_backend and weight is None and pos_weight is None:
             loss = numpy_backend.bce_with_logits_reduced(x, t, reduction)  # the lines below, in one call
             if loss is not None:

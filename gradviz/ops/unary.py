@@ -60,14 +60,23 @@ def scalar_grads_as_arrays(node, grad):
     return tuple(None if g is None else g.__array__() for g in grads)
 
 
-def _on_scalar(ufunc, tensor, quiet: bool = False):
-    """``ufunc`` of a 0-d float32/float64 numpy tensor, as a 0-d array, called on its numpy scalar; else
-    None. A ufunc takes a numpy scalar by a shorter path than a 0-d array (about 60 % of the
-    instructions) into the same inner loop, so the bits are the same (tests/test_scalar_forward.py);
+def _on_float(ufunc, tensor, quiet: bool = False):
+    """``ufunc`` of a float32/float64 numpy tensor's data, as the backend's function computes it, with no
+    backend call or ``float_data`` in between (the lesson's ``tanh`` of a batch); else None. A 0-d tensor's
+    is called on its numpy scalar: a ufunc takes a numpy scalar by a shorter path than a 0-d array (about 60 %
+    of the instructions) into the same inner loop, so the bits are the same (tests/test_scalar_forward.py);
     scalar graphs (a micrograd-style neuron's tanh) run this for every unary op. ``quiet``: numpy's
     floating-point warnings off while it runs, as the backend's function has them (exp's overflow)."""
     x = tensor._data
-    if type(x) is _ndarray and not x.ndim and ((dtype := x.dtype) is _F32 or dtype is _F64):
+    if type(x) is _ndarray and ((dtype := x.dtype) is _F32 or dtype is _F64):
+        if x.ndim:
+            if not quiet:
+                return ufunc(x)  # an array for an array of one or more dimensions
+            token = _set(_IGNORE)
+            try:
+                return ufunc(x)
+            finally:
+                _reset(token)
         if not quiet:
             return ufunc(x[()]).__array__()  # np.asarray(out), for a numpy scalar: one call less
         token = _set(_IGNORE)
@@ -83,7 +92,7 @@ class ExpBackward0(OpFunction):
     derivatives = {"self": ("grad * result", r"\bar{y}\,e^{x}")}
 
     def forward(ctx, self):
-        out = _on_scalar(np.exp, self, quiet=True)
+        out = _on_float(np.exp, self, quiet=True)
         return self._backend.exp(float_data(self)) if out is None else out
 
     def backward(ctx, grad):
@@ -169,7 +178,7 @@ class TanhBackward0(OpFunction):
     derivatives = {"self": ("tanh_backward(grad, result)", r"\bar{y}\,(1 - y^{2})")}
 
     def forward(ctx, self):
-        out = _on_scalar(np.tanh, self)  # tanh never warns (tanh(±inf) = ±1): nothing to silence
+        out = _on_float(np.tanh, self)  # tanh never warns (tanh(±inf) = ±1): nothing to silence
         return self._backend.tanh(float_data(self)) if out is None else out
 
     def backward(ctx, grad):
@@ -363,7 +372,8 @@ def sigmoid(input):
 
 
 def relu(input):
-    if input.dtype is _dtype.bool:
+    dtype = input._data.dtype  # a float32/float64 numpy tensor is told apart with no call (``dtype`` is a property)
+    if dtype is not _F32 and dtype is not _F64 and input.dtype is _dtype.bool:
         raise RuntimeError("Boolean inputs not supported for relu")
     return ReluBackward0.apply(input)
 
