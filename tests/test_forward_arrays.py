@@ -8,7 +8,9 @@ entries, versions and errors as the computations they replace, no numpy warning,
 * ``_binary_operands`` reads shapes and dtypes once and checks a broadcast inline; Add/Sub/Mul/Div test
   0-d-ness before calling ``_scalar_result``: the ufunc's bits and the same ``metas`` for arrays (broadcast
   either way, mixed dtypes), PyTorch's error for shapes that do not broadcast.
-* ``tanh`` and ``exp`` of a float32/float64 array call the ufunc straight (``_on_float``): the backend's bits.
+* ``tanh`` and ``exp`` of a float32/float64 array call the ufunc straight (``_on_float``): the backend's bits;
+  ``relu`` of an array calls ``np.maximum`` unsilenced (it never warns, NaNs included).
+* ``numpy_backend.mm`` (MmBackward0's and AddmmBackward0's product) is ``matmul``'s 2-D product.
 * ``bce_with_logits_reduced`` computes ``-|x|`` with one ``copysign`` and the mean as a numpy scalar: the
   bits of the in-place kernel it replaces (NaN payloads included) and the general path's values (``softplus_neg``,
   ``sub``, ``mul``, ``add``, ``sum``, ``div``; only a NaN's sign can differ there, as it did before).
@@ -164,6 +166,14 @@ def test_unary_ops_on_arrays(dtype, shape, kind, needs, data):
         same(out._data, expected[name])
         if x.requires_grad:
             assert out.grad_fn._saved_result._data.tobytes() == out._data.tobytes()
+    if a.ndim and a.dtype.kind == "f":  # relu calls np.maximum unsilenced: it never raises, NaNs included
+        old = np.seterr(all="raise")
+        try:
+            with_nan = a.copy()
+            with_nan.reshape(-1)[0] = np.nan
+            same(gv.relu(gv.from_numpy(with_nan))._data, np.maximum(with_nan, 0))
+        finally:
+            np.seterr(**old)
     with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
         gv.relu(gv.from_numpy(a > 0))
 

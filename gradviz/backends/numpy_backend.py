@@ -386,6 +386,17 @@ def matmul(a, b):
             _reset(token)
 
 
+def mm(a, b):
+    """``matmul`` of two matrices (what MmBackward0 and AddmmBackward0 multiply: their dimensions are checked
+    before), without matmul's dimension tests."""
+    token = None if _get() is _IGNORE else _set(_IGNORE)
+    try:
+        return a.dot(b)
+    finally:
+        if token is not None:
+            _reset(token)
+
+
 def mm_grads(grad, mat2, mat1):
     """MmBackward0's two products, ``grad @ mat2.T`` and ``mat1.T @ grad`` (None where the saved matrix is None:
     that input needs no gradient), for 2-D arrays: what ``matmul`` of a ``permute``d matrix computes, under one

@@ -93,7 +93,8 @@ class MmBackward0(OpFunction):
             ctx.metas = ((a_shape, a_dtype), (b_shape, b_dtype))  # meta() of each, both being tensors
         if a_dtype is not b_dtype and a_dtype != b_dtype:
             raise mixed_dtypes("mm", self, mat2)
-        return self._backend.matmul(a, b)
+        backend = self._backend
+        return numpy_backend.mm(a, b) if backend is numpy_backend else backend.matmul(a, b)
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -162,7 +163,8 @@ class AddmmBackward0(OpFunction):
                                "mat2_sym_strides": mat2._backend.strides(b) if needs_mat2 else ()}
             ctx.metas = (meta(self), (a.shape, a.dtype), (b.shape, b.dtype))  # meta() of each
         backend = mat1._backend
-        product = backend.matmul(a, b)  # one dtype: mixed ones raised above
+        # one dtype: mixed ones raised above
+        product = numpy_backend.mm(a, b) if backend is numpy_backend else backend.matmul(a, b)
         bias = self._data
         return backend.add(product if alpha == 1 else backend.mul(product, alpha),
                            bias if beta == 1 else backend.mul(bias, beta))
