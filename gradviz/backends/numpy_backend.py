@@ -371,11 +371,30 @@ def argmax(a, axis):
     return _arr(np.argmax(a, axis=axis))
 
 
-@silent
 def matmul(a, b):
-    if a.ndim == 2 and b.ndim == 2:
-        return np.dot(a, b)  # the same product for matrices, with less per-call overhead than matmul
-    return _arr(np.matmul(a, b))
+    """``a @ b``, with numpy's floating-point warnings off (``np.dot`` warns of an overflow too; PyTorch says
+    nothing): quiet.py's ContextVar set, written out as in ``_elementwise`` (one frame less than ``silent``)."""
+    token = None if _get() is _IGNORE else _set(_IGNORE)
+    try:
+        if a.ndim == 2 and b.ndim == 2:
+            # the same product for matrices, with less per-call overhead than matmul; the method is np.dot
+            # (the same C function) without np.dot's Python-level dispatch
+            return a.dot(b)
+        return _arr(np.matmul(a, b))
+    finally:
+        if token is not None:
+            _reset(token)
+
+
+def mm(a, b):
+    """``matmul`` of two matrices (what MmBackward0 and AddmmBackward0 multiply: their dimensions are checked
+    before), without matmul's dimension tests."""
+    token = None if _get() is _IGNORE else _set(_IGNORE)
+    try:
+        return a.dot(b)
+    finally:
+        if token is not None:
+            _reset(token)
 
 
 def mm_grads(grad, mat2, mat1):
@@ -946,27 +965,35 @@ def qr(a, complete):
 _FLOAT_32_64 = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-@silent
 def bce_with_logits_reduced(x, t, reduction):
     """``(1 - t) x + log(1 + e^-x)`` summed (``reduction`` 2) or averaged (1), for two float32 or float64
     arrays of one shape (not 0-d) and dtype: the numpy operations that ``softplus_neg``, ``sub``, ``mul``, ``add``,
-    ``sum`` and ``div`` would run, in the same order (the same bits), under one silencing, in place where
-    the intermediate arrays allow. ``None`` for any other operands: the caller then takes those functions."""
-    if (x.dtype is not t.dtype or x.dtype not in _FLOAT_32_64 or x.shape != t.shape or not x.ndim
-            or reduction not in (1, 2)):
+    ``sum`` and ``div`` would run, in the same order (the same bits), with numpy's warnings off (quiet.py's
+    ContextVar, set here as in ``_elementwise``), in place where the intermediate arrays allow. ``None`` for any
+    other operands: the caller then takes those functions. Each numpy call on the lesson's 64 logits costs
+    several times its arithmetic, so the same values are reached in fewer calls where that changes no bit:
+    ``-|x|`` is one ``copysign`` (``negative(abs(x))``: the same bits, a NaN's payload included), and the mean
+    divides the sum as a numpy scalar (the same float division as ``np.true_divide``'s)."""
+    dtype = x.dtype
+    if (dtype is not t.dtype or (dtype is not _FLOAT_32_64[0] and dtype is not _FLOAT_32_64[1])
+            or reduction not in (1, 2) or not x.ndim or x.shape != t.shape):
         return None
-    softplus = np.negative(x)
-    np.maximum(softplus, 0.0, out=softplus)
-    tail = np.abs(x)
-    np.negative(tail, out=tail)
-    np.exp(tail, out=tail)
-    np.log1p(tail, out=tail)
-    np.add(softplus, tail, out=softplus)  # log(1 + e^-x), with no overflow for large |x|
-    loss = np.subtract(1.0, t)
-    np.multiply(loss, x, out=loss)
-    np.add(loss, softplus, out=loss)
-    total = np.add.reduce(loss, axis=None)
-    return _arr(total if reduction == 2 else np.true_divide(total, max(loss.size, 1)))
+    token = None if _get() is _IGNORE else _set(_IGNORE)
+    try:
+        softplus = np.negative(x)
+        np.maximum(softplus, 0.0, out=softplus)
+        tail = np.copysign(x, -1.0)  # -|x|
+        np.exp(tail, out=tail)
+        np.log1p(tail, out=tail)
+        np.add(softplus, tail, out=softplus)  # log(1 + e^-x), with no overflow for large |x|
+        loss = np.subtract(1.0, t)
+        np.multiply(loss, x, out=loss)
+        np.add(loss, softplus, out=loss)
+        total = np.add.reduce(loss, axis=None)  # a numpy scalar of the arrays' dtype
+        return (total if reduction == 2 else total / max(loss.size, 1)).__array__()
+    finally:
+        if token is not None:
+            _reset(token)
 
 
 def bce_with_logits_grad(grad, x, t, reduction):

@@ -21,7 +21,7 @@ from gradviz.grad_mode import _state as _grad_state, grad_off as _grad_off, orde
 from gradviz.grad_mode import INFERENCE_SAVED, check_not_inference, inference_tensors as _inference_tensors
 from gradviz.backends import numpy_backend
 from gradviz.backends.quiet import _IGNORE, _get, _reset, _set
-from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, suffix_broadcasts, sum_to_tensor,
+from gradviz.ops._util import (backend_of, broadcast_shapes, meta, promote, sum_to_tensor,
                                to_shape_and_dtype)
 from gradviz.tensor import Tensor, _is_operand
 from gradviz.ops.unary import _saved_scalar, scalar_grads_as_arrays  # the scalar forms' shared readers
@@ -102,52 +102,49 @@ _new_object = object.__new__
 _weakref = weakref.ref
 
 
-def _scalar_result(ctx, self, other, operation):
+def _scalar_result(ctx, x, other, operation):
     """``operation(x, y)`` as a 0-d array, computed on Python floats or numpy scalars (see above),
-    when ``self`` is a 0-d float32 or float64 numpy tensor and ``other`` a 0-d tensor of the same dtype
-    or a Python number; else None. Notes the operands' metas as ``_binary_operands`` does."""
-    if type(self) is Tensor:
-        x = self._data
-        if type(x) is _ndarray and not x.ndim:
-            dtype = x.dtype  # told apart by identity (a dict lookup hashes the dtype, which costs more)
-            if dtype is _F32:
-                metas, limit = _METAS_32, _F32_MAX
-            elif dtype is _F64:
-                metas, limit = _METAS_64, _F64_MAX
-            else:
-                return None
-            if type(other) is Tensor:
-                y = other._data
-                if type(y) is _ndarray and not y.ndim and y.dtype is dtype:
-                    if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call that keeps nothing)
-                        ctx.metas = metas[0]
-                    try:
-                        value = operation(float(x), float(y))
-                    except ZeroDivisionError:  # x / 0: numpy's inf or nan, below
-                        value = limit * 2.0
-                    if -limit <= value <= limit:
-                        return _array(value, dtype)
-                    y = y[()]
-                else:
-                    return None
-            elif type(other) is float or type(other) is int:
-                if ctx is not _NO_RECORD:
-                    ctx.metas = metas[1]
-                y = float(other)
-                if dtype is _F64:
-                    try:
-                        value = operation(float(x), y)
-                    except ZeroDivisionError:
-                        value = limit * 2.0
-                    if -limit <= value <= limit:
-                        return _array(value, dtype)
-            else:
-                return None
-            token = _set(_IGNORE)
-            out = operation(x[()], y)
-            _reset(token)
-            return out.__array__()  # np.asarray(out), for a numpy scalar: one call less
-    return None
+    when ``x`` (the data of ``self``, a plain Tensor: the caller has checked that it is a 0-d numpy array,
+    so that an array operand pays no call here) is float32 or float64 and ``other`` a 0-d tensor of the same
+    dtype or a Python number; else None. Notes the operands' metas as ``_binary_operands`` does."""
+    dtype = x.dtype  # told apart by identity (a dict lookup hashes the dtype, which costs more)
+    if dtype is _F32:
+        metas, limit = _METAS_32, _F32_MAX
+    elif dtype is _F64:
+        metas, limit = _METAS_64, _F64_MAX
+    else:
+        return None
+    if type(other) is Tensor:
+        y = other._data
+        if type(y) is _ndarray and not y.ndim and y.dtype is dtype:
+            if ctx is not _NO_RECORD:  # (its __setattr__ is a Python call that keeps nothing)
+                ctx.metas = metas[0]
+            try:
+                value = operation(float(x), float(y))
+            except ZeroDivisionError:  # x / 0: numpy's inf or nan, below
+                value = limit * 2.0
+            if -limit <= value <= limit:
+                return _array(value, dtype)
+            y = y[()]
+        else:
+            return None
+    elif type(other) is float or type(other) is int:
+        if ctx is not _NO_RECORD:
+            ctx.metas = metas[1]
+        y = float(other)
+        if dtype is _F64:
+            try:
+                value = operation(float(x), y)
+            except ZeroDivisionError:
+                value = limit * 2.0
+            if -limit <= value <= limit:
+                return _array(value, dtype)
+    else:
+        return None
+    token = _set(_IGNORE)
+    out = operation(x[()], y)
+    _reset(token)
+    return out.__array__()  # np.asarray(out), for a numpy scalar: one call less
 
 
 def scalar_pair_operator(cls, operation, lean, saves_operands: bool):
@@ -335,11 +332,16 @@ def _binary_operands(ctx, self, other) -> tuple:
     elif isinstance(self, Tensor) and isinstance(other, Tensor):
         self_data, other_data = self._data, other._data
         self_shape, other_shape = self_data.shape, other_data.shape
-        if self_shape != other_shape and not suffix_broadcasts(self_shape, other_shape):
-            broadcast_shapes(self_shape, other_shape)
+        if self_shape != other_shape:
+            # suffix_broadcasts, written out: the shorter shape the end of the longer (``(64, 16) + (16,)``)
+            # surely broadcasts; anything else gets broadcast_shapes' check (and PyTorch's error)
+            lead = len(self_shape) - len(other_shape)
+            if (self_shape[lead:] != other_shape) if lead >= 0 else (other_shape[-lead:] != self_shape):
+                broadcast_shapes(self_shape, other_shape)
+        self_dtype, other_dtype = self_data.dtype, other_data.dtype  # (read once: a getset call each)
         if ctx is not _NO_RECORD:
-            ctx.metas = (self_shape, self_data.dtype, other_shape, other_data.dtype)
-        if self_data.dtype == other_data.dtype:
+            ctx.metas = (self_shape, self_dtype, other_shape, other_dtype)
+        if self_dtype is other_dtype or self_dtype == other_dtype:
             return self._backend, self_data, other_data
         x, y = promote(self, other)
         return self._backend, x, y
@@ -389,8 +391,9 @@ class AddBackward0(OpFunction):
 
     def forward(ctx, self, other, alpha=1):
         ctx._packed = {"alpha": alpha}  # ctx.save(alpha=alpha), written out (nothing to check in a number)
-        if alpha == 1:
-            out = _scalar_result(ctx, self, other, _add)
+        # a 0-d float self (a scalar graph) first: the test written here, so that arrays pay no call for it
+        if alpha == 1 and type(self) is Tensor and type(x := self._data) is _ndarray and not x.ndim:
+            out = _scalar_result(ctx, x, other, _add)
             if out is not None:
                 return out
         backend, x, y = _binary_operands(ctx, self, other)
@@ -425,8 +428,9 @@ class SubBackward0(OpFunction):
 
     def forward(ctx, self, other, alpha=1):
         ctx._packed = {"alpha": alpha}  # ctx.save(alpha=alpha), written out (nothing to check in a number)
-        if alpha == 1:
-            out = _scalar_result(ctx, self, other, _subtract)
+        # a 0-d float self (a scalar graph) first: the test written here, so that arrays pay no call for it
+        if alpha == 1 and type(self) is Tensor and type(x := self._data) is _ndarray and not x.ndim:
+            out = _scalar_result(ctx, x, other, _subtract)
             if out is not None:
                 return out
         check_sub(self, other)
@@ -485,7 +489,9 @@ class MulBackward0(OpFunction):
     derivatives = {"self": ("grad * other", r"\bar{y}\cdot b"), "other": ("grad * self", r"\bar{y}\cdot a")}
 
     def forward(ctx, self, other):
-        out = _scalar_result(ctx, self, other, _multiply)
+        # a 0-d float self (a scalar graph) first, tested here (arrays pay no call for it), as in Add
+        out = _scalar_result(ctx, x, other, _multiply) if type(self) is Tensor and type(x := self._data) is _ndarray \
+            and not x.ndim else None
         if out is None:
             backend, x, y = _binary_operands(ctx, self, other)
             out = backend.mul(x, y)
@@ -549,7 +555,9 @@ class DivBackward0(OpFunction):
                    "other": ("-grad * self / (other * other)", r"-\bar{y}\,a / b^{2}")}
 
     def forward(ctx, self, other):
-        out = _scalar_result(ctx, self, other, _divide)
+        # a 0-d float self (a scalar graph) first, tested here (arrays pay no call for it), as in Add
+        out = _scalar_result(ctx, x, other, _divide) if type(self) is Tensor and type(x := self._data) is _ndarray \
+            and not x.ndim else None
         if out is None:
             backend, x, y = _binary_operands(ctx, self, other)
             if not _is_float(x if isinstance(self, Tensor) else y):

@@ -70,27 +70,31 @@ class MmBackward0(OpFunction):
 
     def forward(ctx, self, mat2):
         a, b = self._data, mat2._data
-        if a.shape[1] != b.shape[0]:
+        # each array attribute read once (``shape``, ``dtype`` are getset descriptors: a fresh tuple, a call each)
+        a_shape, b_shape = a.shape, b.shape
+        if a_shape[1] != b_shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} "
                                f"and {mat2.shape[0]}x{mat2.shape[1]})")
+        a_dtype, b_dtype = a.dtype, b.dtype
         needs = ctx.needs_input_grad
         if needs:  # recording (the no-op ctx's tuple is empty); a node's is (self's, mat2's)
             needs_self, needs_mat2 = needs
             if _inference_tensors:  # ctx.save checks that no inference tensor is saved
                 ctx.save(mat2=mat2 if needs_self else None, self=self if needs_mat2 else None,
-                         mat2_sym_sizes=tuple(b.shape), mat2_sym_strides=mat2._backend.strides(b) if needs_mat2 else (),
-                         self_sym_sizes=tuple(a.shape), self_sym_strides=self._backend.strides(a) if needs_self else ())
+                         mat2_sym_sizes=tuple(b_shape), mat2_sym_strides=mat2._backend.strides(b) if needs_mat2 else (),
+                         self_sym_sizes=tuple(a_shape), self_sym_strides=self._backend.strides(a) if needs_self else ())
             else:  # ctx.save(...) above, written out: the same entries in the same order (sizes_and_strides inlined)
                 ctx._packed = {"mat2": saved_input(mat2) if needs_self else None,
                                "self": saved_input(self) if needs_mat2 else None,
-                               "mat2_sym_sizes": tuple(b.shape),
+                               "mat2_sym_sizes": tuple(b_shape),
                                "mat2_sym_strides": mat2._backend.strides(b) if needs_mat2 else (),
-                               "self_sym_sizes": tuple(a.shape),
+                               "self_sym_sizes": tuple(a_shape),
                                "self_sym_strides": self._backend.strides(a) if needs_self else ()}
-            ctx.metas = ((a.shape, a.dtype), (b.shape, b.dtype))  # meta() of each, both being tensors
-        if a.dtype != b.dtype:
+            ctx.metas = ((a_shape, a_dtype), (b_shape, b_dtype))  # meta() of each, both being tensors
+        if a_dtype is not b_dtype and a_dtype != b_dtype:
             raise mixed_dtypes("mm", self, mat2)
-        return self._backend.matmul(a, b)
+        backend = self._backend
+        return numpy_backend.mm(a, b) if backend is numpy_backend else backend.matmul(a, b)
 
     def backward(ctx, grad):
         backend = ctx.backend
@@ -159,7 +163,8 @@ class AddmmBackward0(OpFunction):
                                "mat2_sym_strides": mat2._backend.strides(b) if needs_mat2 else ()}
             ctx.metas = (meta(self), (a.shape, a.dtype), (b.shape, b.dtype))  # meta() of each
         backend = mat1._backend
-        product = backend.matmul(a, b)  # one dtype: mixed ones raised above
+        # one dtype: mixed ones raised above
+        product = numpy_backend.mm(a, b) if backend is numpy_backend else backend.matmul(a, b)
         bias = self._data
         return backend.add(product if alpha == 1 else backend.mul(product, alpha),
                            bias if beta == 1 else backend.mul(bias, beta))

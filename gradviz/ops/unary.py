@@ -11,6 +11,7 @@ from gradviz.ops._util import float_data
 from gradviz.tensor import Tensor
 
 _ndarray, _asarray = np.ndarray, np.asarray
+_maximum = np.maximum
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _float32 = np.float32
 
@@ -60,14 +61,23 @@ def scalar_grads_as_arrays(node, grad):
     return tuple(None if g is None else g.__array__() for g in grads)
 
 
-def _on_scalar(ufunc, tensor, quiet: bool = False):
-    """``ufunc`` of a 0-d float32/float64 numpy tensor, as a 0-d array, called on its numpy scalar; else
-    None. A ufunc takes a numpy scalar by a shorter path than a 0-d array (about 60 % of the
-    instructions) into the same inner loop, so the bits are the same (tests/test_scalar_forward.py);
+def _on_float(ufunc, tensor, quiet: bool = False):
+    """``ufunc`` of a float32/float64 numpy tensor's data, as the backend's function computes it, with no
+    backend call or ``float_data`` in between (the lesson's ``tanh`` of a batch); else None. A 0-d tensor's
+    is called on its numpy scalar: a ufunc takes a numpy scalar by a shorter path than a 0-d array (about 60 %
+    of the instructions) into the same inner loop, so the bits are the same (tests/test_scalar_forward.py);
     scalar graphs (a micrograd-style neuron's tanh) run this for every unary op. ``quiet``: numpy's
     floating-point warnings off while it runs, as the backend's function has them (exp's overflow)."""
     x = tensor._data
-    if type(x) is _ndarray and not x.ndim and ((dtype := x.dtype) is _F32 or dtype is _F64):
+    if type(x) is _ndarray and ((dtype := x.dtype) is _F32 or dtype is _F64):
+        if x.ndim:
+            if not quiet:
+                return ufunc(x)  # an array for an array of one or more dimensions
+            token = _set(_IGNORE)
+            try:
+                return ufunc(x)
+            finally:
+                _reset(token)
         if not quiet:
             return ufunc(x[()]).__array__()  # np.asarray(out), for a numpy scalar: one call less
         token = _set(_IGNORE)
@@ -83,7 +93,7 @@ class ExpBackward0(OpFunction):
     derivatives = {"self": ("grad * result", r"\bar{y}\,e^{x}")}
 
     def forward(ctx, self):
-        out = _on_scalar(np.exp, self, quiet=True)
+        out = _on_float(np.exp, self, quiet=True)
         return self._backend.exp(float_data(self)) if out is None else out
 
     def backward(ctx, grad):
@@ -169,7 +179,7 @@ class TanhBackward0(OpFunction):
     derivatives = {"self": ("tanh_backward(grad, result)", r"\bar{y}\,(1 - y^{2})")}
 
     def forward(ctx, self):
-        out = _on_scalar(np.tanh, self)  # tanh never warns (tanh(±inf) = ±1): nothing to silence
+        out = _on_float(np.tanh, self)  # tanh never warns (tanh(±inf) = ±1): nothing to silence
         return self._backend.tanh(float_data(self)) if out is None else out
 
     def backward(ctx, grad):
@@ -226,7 +236,13 @@ class ReluBackward0(OpFunction):
     derivatives = {"self": ("threshold_backward(grad, result, 0)", r"\bar{y}\,[y > 0]")}
 
     def forward(ctx, self):
-        return self._backend.maximum(self._data, 0)
+        x = self._data
+        if type(x) is _ndarray and x.ndim:
+            # the backend's maximum without its silencing: numpy's maximum never warns (its loops clear the
+            # floating-point status a NaN comparison sets; tests/test_forward_arrays.py holds it with NaNs
+            # under ``np.seterr(all="raise")``), and with a number on one side keeps x's layout as PyTorch does
+            return _maximum(x, 0)
+        return self._backend.maximum(x, 0)
 
     def backward(ctx, grad):
         result = ctx.saved("result")
@@ -363,7 +379,8 @@ def sigmoid(input):
 
 
 def relu(input):
-    if input.dtype is _dtype.bool:
+    dtype = input._data.dtype  # a float32/float64 numpy tensor is told apart with no call (``dtype`` is a property)
+    if dtype is not _F32 and dtype is not _F64 and input.dtype is _dtype.bool:
         raise RuntimeError("Boolean inputs not supported for relu")
     return ReluBackward0.apply(input)
 
