@@ -981,8 +981,11 @@ def bce_with_logits_grad(grad, x, t, reduction):
         return None
     token = None if _get() is _IGNORE else _set(_IGNORE)
     try:
+        # the 0-d gradient as its numpy scalar: ``grad / n`` for 'mean' (each element's share) is then numpy's
+        # scalar division, the same IEEE division in the same dtype as the 0-d ufunc, at a fraction of its cost
+        grad = grad[()]
         if reduction == 1:
-            grad = np.true_divide(grad, x.size)  # each element's share of the mean
+            grad = grad / x.size
         exp_neg_abs = np.abs(x)
         np.negative(exp_neg_abs, out=exp_neg_abs)
         np.exp(exp_neg_abs, out=exp_neg_abs)  # e^-|x|: sigmoid's, never overflows
