@@ -146,6 +146,7 @@ _ndarray, _generic = np.ndarray, np.generic
 # writeable array), without np.asarray's argument parsing and dispatch (about 400 instructions a call)
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _float32, _float64 = np.float32, np.float64  # their scalar types
+_ONE_F32, _ONE_F64 = _float32(1), _float64(1)  # a scalar loss's starting gradient (make_grads)
 
 
 def _summed(held, grad):
@@ -1065,8 +1066,9 @@ def make_grads(outputs: list, grad_outputs: list, create_graph: bool = False) ->
             data = tensor._data
             if type(data) is _ndarray and data.shape == () and (data.dtype is _F32 or data.dtype is _F64):
                 # a scalar loss (the usual backward()): the backend's full((), 1, dtype) made from the dtype's
-                # own scalar, without np.full's Python-level work (several thousand instructions a call)
-                grads.append(data.dtype.type(1).__array__())
+                # own scalar, without np.full's Python-level work (several thousand instructions a call); the scalar
+                # is made once (np.float32(1) costs more than the array made of it)
+                grads.append((_ONE_F32 if data.dtype is _F32 else _ONE_F64).__array__())
                 continue
             if tensor.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
