@@ -459,19 +459,20 @@ class Tensor:
             # nothing to record and no promotion to check, so go straight to the backend. (Once
             # inference_mode has made a tensor, the general path checks each update against it.)
             data = self._data
-            if (type(data) is _ndarray and not data.ndim and type(other) is Tensor and alpha == 1
-                    and ((dtype := data.dtype) is _F32 or dtype is _F64) and type(value := other._data) is _ndarray
-                    and not value.ndim and value.dtype is dtype):
-                # a scalar parameter and a 0-d update of its dtype (``p -= lr * p.grad``): numpy's scalar
-                # arithmetic, the same IEEE operation as the ufunc on the two 0-d arrays below at a fraction of
-                # its cost (neither shape can mismatch, and nothing raises with numpy's warnings off). The
-                # dimension is asked first: an array parameter's update pays one attribute read for this.
-                token = _quiet_set(_QUIET)
-                data[()] = _UPDATE_OPERATORS[op_name](data[()], value[()])
-                _quiet_reset(token)
-                self._vc[0] += 1
-                return self
-            if (type(other) is Tensor and other._backend is backend and other._data.dtype == data.dtype
+            if (type(other) is Tensor and alpha == 1 and type(data) is _ndarray and type(value := other._data) is _ndarray
+                    and (dtype := data.dtype) is value.dtype):
+                # an update of the parameter's own dtype (``p -= lr * p.grad``), told with the fewest tests: the
+                # array's goes on to the backend's in-place ufunc below
+                if not data.ndim and not value.ndim and (dtype is _F32 or dtype is _F64):
+                    # a scalar parameter and a 0-d update: numpy's scalar arithmetic, the same IEEE operation as
+                    # the ufunc on the two 0-d arrays below at a fraction of its cost (neither shape can mismatch,
+                    # and nothing raises with numpy's warnings off)
+                    token = _quiet_set(_QUIET)
+                    data[()] = _UPDATE_OPERATORS[op_name](data[()], value[()])
+                    _quiet_reset(token)
+                    self._vc[0] += 1
+                    return self
+            elif (type(other) is Tensor and other._backend is backend and other._data.dtype == data.dtype
                     and (alpha == 1 or self.dtype.is_floating_point)):
                 value = other._data if alpha == 1 else backend.mul(other._data, alpha)
             elif type(other) is float and (data.dtype.kind == "f" if type(data) is np.ndarray
@@ -480,7 +481,7 @@ class Tensor:
             else:
                 value = None
             if value is not None:
-                if type(data) is np.ndarray and data.ndim == 0 and data.dtype.kind == "f":
+                if not data.ndim and type(data) is _ndarray and data.dtype.kind == "f":
                     # a 0-d float array (a scalar parameter; one element cannot overlap itself): numpy's
                     # operator and a store cost half of a ufunc call with out=, and compute the same
                     # number in the same dtype
@@ -494,14 +495,15 @@ class Tensor:
                         _quiet_reset(token)
                     self._vc[0] += 1
                     return self
-                if backend is _numpy_backend and type(data) is np.ndarray:
+                if backend is _numpy_backend and type(data) is _ndarray:
                     if 0 not in data.strides:  # no expanded view (backend.overlaps_itself, answered in C);
                         # else the general path below raises PyTorch's error
                         # the backend's in-place function (``iadd``: ``np.add(out, b, out=out)`` with numpy's
-                        # warnings off), written out: two calls less for each parameter of each step
+                        # warnings off), written out: two calls less for each parameter of each step (``out``
+                        # given by position: numpy parses no keywords)
                         token = _quiet_set(_QUIET)
                         try:
-                            _IN_PLACE_UFUNCS[op_name](data, value, out=data)
+                            _IN_PLACE_UFUNCS[op_name](data, value, data)
                         except ValueError:
                             _check_in_place_shapes(data.shape, other)
                             raise

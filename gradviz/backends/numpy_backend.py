@@ -353,6 +353,21 @@ def sum(a, axis, keepdims=False):
     return result if result.ndim < 2 else np.ascontiguousarray(result)
 
 
+def sum_leading(a):
+    """``sum(a, (0,))``, a bias's gradient summed over the batch (AddBackward0's ``sum_to``), without the ``silent``
+    wrapper's call: inside a silenced pass (the plain backward) one read of numpy's state, else one set. The same
+    reduction, the same result and layout as ``sum``'s."""
+    token = None if _get() is _IGNORE else _set(_IGNORE)
+    try:
+        result = np.add.reduce(a, 0)
+    finally:
+        if token is not None:
+            _reset(token)
+    if type(result) is not ndarray:
+        return np.asarray(result)
+    return result if result.ndim < 2 else np.ascontiguousarray(result)
+
+
 def amax(a, axis, keepdims=False):
     return _contiguous(np.maximum.reduce(a, axis=axis, keepdims=keepdims))
 
@@ -1008,8 +1023,11 @@ def bce_with_logits_grad(grad, x, t, reduction):
         return None
     token = None if _get() is _IGNORE else _set(_IGNORE)
     try:
+        # the 0-d gradient as its numpy scalar: ``grad / n`` for 'mean' (each element's share) is then numpy's
+        # scalar division, the same IEEE division in the same dtype as the 0-d ufunc, at a fraction of its cost
+        grad = grad[()]
         if reduction == 1:
-            grad = np.true_divide(grad, x.size)  # each element's share of the mean
+            grad = grad / x.size
         exp_neg_abs = np.abs(x)
         np.negative(exp_neg_abs, out=exp_neg_abs)
         np.exp(exp_neg_abs, out=exp_neg_abs)  # e^-|x|: sigmoid's, never overflows

@@ -363,6 +363,18 @@ def _binary_grads(ctx, first, second):
     return first, second
 
 
+def _bias_grad(ctx, grad):
+    """The second input's gradient of ``x + b`` with a bias ``b`` (one dim fewer than ``x``, all of its dims
+    ``x``'s last ones, one dtype throughout) on the numpy backend, or None for any other add: ``_binary_grads``'
+    ``sum_to`` of ``grad`` over its first dim, in one backend call (``numpy_backend.sum_leading``: the same
+    reduction, no wrappers or shape tests between). The first input's gradient is ``grad`` itself."""
+    self_shape, self_dtype, other_shape, other_dtype = ctx.metas
+    if (ctx.backend is numpy_backend and grad.dtype is self_dtype and other_dtype is self_dtype
+            and grad.shape == self_shape and len(other_shape) == len(self_shape) - 1 and self_shape[1:] == other_shape):
+        return numpy_backend.sum_leading(grad)
+    return None
+
+
 def _graph_grads(ctx, grad_self, grad_other):
     """The recorded form of ``_binary_grads`` (``create_graph=True``), in the order PyTorch records it:
     the second input's formula, then the first's (its generated code runs them in that order for
@@ -406,6 +418,10 @@ class AddBackward0(OpFunction):
         if alpha == 1 and type(grad) is _ndarray and grad.dtype is _SCALAR_NODE_DTYPE.get(id(ctx.metas)) \
                 and grad.shape == ():  # a 0-d node (scalar graph): _binary_grads has nothing to do
             return grad if needs[0] else None, grad if needs[1] else None
+        if alpha == 1 and type(grad) is _ndarray and needs[0] and needs[1]:
+            bias = _bias_grad(ctx, grad)
+            if bias is not None:
+                return grad, bias
         return _binary_grads(ctx, grad if needs[0] else None,
                              (grad if alpha == 1 else _times(ctx.backend, grad, alpha)) if needs[1] else None)
 
