@@ -2167,46 +2167,41 @@ class UpsamplingBilinear2d(Upsample):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
-class PixelShuffle(Module):
+class _Rearranging(Module):
+    """A module over a rearranging function with one integer setting, named ``setting``, printed as
+    ``setting=value``."""
+
+    setting = function = None
+
+    def __init__(self, value: int):
+        super().__init__()
+        setattr(self, self.setting, value)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, getattr(self, self.setting))
+
+    def extra_repr(self) -> str:
+        return f"{self.setting}={getattr(self, self.setting)}"
+
+
+class PixelShuffle(_Rearranging):
     """``(*, C·r², H, W) -> (*, C, H·r, W·r)``."""
 
-    def __init__(self, upscale_factor: int):
-        super().__init__()
-        self.upscale_factor = upscale_factor
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.pixel_shuffle(input, self.upscale_factor)
-
-    def extra_repr(self) -> str:
-        return f"upscale_factor={self.upscale_factor}"
+    setting, function = "upscale_factor", F.pixel_shuffle
 
 
-class PixelUnshuffle(Module):
+class PixelUnshuffle(_Rearranging):
     """``(*, C, H·r, W·r) -> (*, C·r², H, W)``."""
 
-    def __init__(self, downscale_factor: int):
-        super().__init__()
-        self.downscale_factor = downscale_factor
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.pixel_unshuffle(input, self.downscale_factor)
-
-    def extra_repr(self) -> str:
-        return f"downscale_factor={self.downscale_factor}"
+    setting, function = "downscale_factor", F.pixel_unshuffle
 
 
-class ChannelShuffle(Module):
+class ChannelShuffle(_Rearranging):
     """Interleaves the channels of ``groups`` groups."""
 
-    def __init__(self, groups: int):
-        super().__init__()
-        self.groups = groups
+    setting, function = "groups", F.channel_shuffle
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.channel_shuffle(input, self.groups)
 
-    def extra_repr(self) -> str:
-        return f"groups={self.groups}"
 # -- the rest of pooling, fold/unfold and local response normalization (ops/pooling.py, ops/fold.py) ---------------
 class MaxPool3d(_MaxPoolNd):
     """``F.max_pool3d`` with the box it was built with (stride: the box's, unless given)."""

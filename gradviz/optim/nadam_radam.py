@@ -34,6 +34,18 @@ def _decay(param, grad, group):
     return grad.add(param, alpha=weight_decay)
 
 
+def _begin(optimizer, param, group, **extra) -> tuple:
+    """``(state, grad, step)``: the state made on the first step (``step``, then ``extra``'s entries, then the two
+    moments: PyTorch's order), the gradient (negated under ``maximize``), the step counted."""
+    state = optimizer._state_of(param)
+    if not state:
+        state.update(step=tensor(0.0), **{name: make() for name, make in extra.items()}, exp_avg=zeros_like(param),
+                     exp_avg_sq=zeros_like(param))
+    grad = -param.grad if group["maximize"] else param.grad
+    state["step"] += 1
+    return state, grad, state["step"].item()
+
+
 def _moments(state, grad, beta1: float, beta2: float):
     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
     exp_avg.lerp_(grad, 1 - beta1)
@@ -56,13 +68,7 @@ class NAdam(Optimizer):
 
     def _update(self, param, group) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        state = self._state_of(param)
-        if not state:
-            state.update(step=tensor(0.0), mu_product=ones(()), exp_avg=zeros_like(param),
-                         exp_avg_sq=zeros_like(param))
-        grad = -param.grad if group["maximize"] else param.grad
-        state["step"] += 1
-        step = state["step"].item()
+        state, grad, step = _begin(self, param, group, mu_product=lambda: ones(()))
         bias_correction2 = 1 - beta2**step
         grad = _decay(param, grad, group)
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * group["momentum_decay"])))
@@ -89,12 +95,7 @@ class RAdam(Optimizer):
 
     def _update(self, param, group) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        state = self._state_of(param)
-        if not state:
-            state.update(step=tensor(0.0), exp_avg=zeros_like(param), exp_avg_sq=zeros_like(param))
-        grad = -param.grad if group["maximize"] else param.grad
-        state["step"] += 1
-        step = state["step"].item()
+        state, grad, step = _begin(self, param, group)
         grad = _decay(param, grad, group)
         exp_avg, exp_avg_sq = _moments(state, grad, beta1, beta2)
         bias_correction1 = 1 - beta1**step
