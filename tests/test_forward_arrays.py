@@ -161,7 +161,7 @@ def test_unary_ops_on_arrays(dtype, shape, kind, needs, data):
     floating = a if a.dtype.kind == "f" else a.astype(np.float32)
     with np.errstate(all="ignore"):
         expected = {"tanh": np.asarray(np.tanh(floating)), "exp": np.asarray(np.exp(floating)),
-                    "relu": np.asarray(np.maximum(a, 0))}
+                    "relu": np.asarray(np.maximum(0, a))}  # (0 first: -0.0 stays -0.0, as torch's clamp_min)
     for name, out in results.items():
         same(out._data, expected[name])
         if x.requires_grad:
@@ -171,7 +171,7 @@ def test_unary_ops_on_arrays(dtype, shape, kind, needs, data):
         try:
             with_nan = a.copy()
             with_nan.reshape(-1)[0] = np.nan
-            same(gv.relu(gv.from_numpy(with_nan))._data, np.maximum(with_nan, 0))
+            same(gv.relu(gv.from_numpy(with_nan))._data, np.maximum(0, with_nan))
         finally:
             np.seterr(**old)
     with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
@@ -287,3 +287,15 @@ def test_bce_and_activations_as_torch(torch):
     np.testing.assert_allclose(gv_losses, losses, rtol=1e-6)
     assert gv_relu.tobytes() == relu.tobytes()
     np.testing.assert_allclose(gv_tanh, tanh, rtol=2e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (4,), (2, 2)])
+def test_relu_keeps_negative_zero_as_torch(dtype, shape):
+    """PyTorch's relu is clamp_min: -0.0 is not below 0, so it stays -0.0 (numpy's maximum(x, 0) gives +0.0)."""
+    torch = pytest.importorskip("torch")
+    values = np.resize(np.array([-0.0, 0.0, -1.5, np.nan], dtype), shape)
+    ours = gv.relu(gv.tensor(values)).numpy()
+    theirs = torch.relu(torch.tensor(values)).numpy()
+    np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
+    np.testing.assert_array_equal(ours, theirs)

@@ -237,12 +237,14 @@ class ReluBackward0(OpFunction):
 
     def forward(ctx, self):
         x = self._data
-        if type(x) is _ndarray and x.ndim:
+        if type(x) is _ndarray:
             # the backend's maximum without its silencing: numpy's maximum never warns (its loops clear the
             # floating-point status a NaN comparison sets; tests/test_forward_arrays.py holds it with NaNs
-            # under ``np.seterr(all="raise")``), and with a number on one side keeps x's layout as PyTorch does
-            return _maximum(x, 0)
-        return self._backend.maximum(x, 0)
+            # under ``np.seterr(all="raise")``), and with a number on one side keeps x's layout as PyTorch does.
+            # 0 first: of two equal operands numpy returns the second, and PyTorch's relu (clamp_min) keeps -0.0
+            out = _maximum(0, x)
+            return out if x.ndim else out.__array__()
+        return self._backend.maximum(x, 0)  # (torch's maximum keeps -0.0 as it is)
 
     def backward(ctx, grad):
         result = ctx.saved("result")
