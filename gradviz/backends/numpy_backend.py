@@ -834,6 +834,21 @@ def cross(a, b, axis):
     return _arr(np.cross(a, b, axis=axis))
 
 
+@silent
+def lerp(start, end, weight):
+    """PyTorch's lerp kernel: ``start + w (end - start)`` where ``|w| < 0.5``, else ``end - (end - start)(1 - w)``
+    (each form exact at its own end), the product fused into the sum where PyTorch's kernels fuse multiply-adds
+    (its vectorized form: ``fma(w or w - 1, end - start, start or end)``). ``weight``: a number or an array."""
+    difference = end - start
+    small = np.abs(weight) < 0.5
+    if start.dtype in (np.float32, np.float64) and end.dtype == start.dtype and _float_kernels.KERNELS.fused:
+        fma = _float_kernels.fma64 if start.dtype == np.float64 else _float_kernels.fma32
+        return _arr(fma(np.where(small, weight, weight - 1), difference, np.where(small, start, end))
+                    .astype(start.dtype, copy=False))
+    return _arr(np.where(small, start + weight * difference, end - difference * (1 - weight)).astype(start.dtype,
+                                                                                                   copy=False))
+
+
 def _column_major(x):
     """``x`` laid out column by column in each matrix, as LAPACK writes its results: strides (1, m)
     for an m-row matrix, counted as PyTorch counts them (a dim of size 1 too)."""

@@ -149,6 +149,10 @@ def _tensor_like(value, other):
     return torch.as_tensor(value, dtype=other.dtype, device=other.device)
 
 
+def lerp(start, end, weight):
+    return torch.lerp(start, end, weight if not isinstance(weight, torch.Tensor) else weight.to(start.dtype))
+
+
 def maximum(a, b):
     return torch.maximum(a, _tensor_like(b, a))
 

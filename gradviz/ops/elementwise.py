@@ -477,7 +477,7 @@ class LerpBackward0(OpFunction):
     def forward(ctx, self, end, weight):
         backend, start, stop = _binary_operands(ctx, self, end)
         ctx.save(weight=weight)
-        return backend.add(start, backend.mul(backend.sub(stop, start), weight))
+        return backend.lerp(start, stop, weight)
 
     def backward(ctx, grad):
         backend, weight = ctx.backend, ctx.saved("weight")

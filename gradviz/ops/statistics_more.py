@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradviz import _dtype
+from gradviz.backends import numpy_backend
 from gradviz.autograd.function import OpFunction
 from gradviz.ops._util import meta, to_input, wrap_dim
 from gradviz.tensor import Tensor
@@ -37,9 +38,8 @@ class LerpBackward1(OpFunction):
         ctx.metas = (meta(self), meta(end), meta(weight))
         backend = self._backend
         start, stop, w = (np.asarray(backend.to_numpy(t._data)) for t in (self, end, weight))
-        with np.errstate(all="ignore"):  # PyTorch's kernel: the two forms that are exact at each end
-            values = np.where(np.abs(w) < 0.5, start + w * (stop - start), stop - (stop - start) * (1 - w))
-        return backend.array(values.astype(start.dtype), self.dtype, backend.device_of(self._data))
+        values = numpy_backend.lerp(start, stop, w.astype(start.dtype, copy=False))  # PyTorch's kernel
+        return backend.array(values, self.dtype, backend.device_of(self._data))
 
     def backward(ctx, grad):
         backend = ctx.backend
