@@ -2,10 +2,12 @@
 graphs and gradients with broadcasting among all three, in place, differentiated twice, and torch's errors."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
 
+import gradviz as gv  # noqa: E402
 from parity import assert_same, assert_same_error  # noqa: E402
 
 PROGRAMS = [
@@ -32,3 +34,19 @@ def test_lerp_with_a_tensor_weight_matches_torch(code):
 
 def test_lerp_weight_of_another_dtype_is_refused_as_torch_does():
     assert_same_error("torch.lerp(torch.ones(2), torch.ones(2), torch.ones(2, dtype=torch.float64))")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("weight", ["tensor", 0.3, 0.7])
+def test_lerp_bits_match_torch(dtype, weight):
+    """PyTorch's kernel: two forms, each exact at its end, with the product fused into the sum where its kernels
+    fuse multiply-adds (rounding once, not twice): bit for bit on random numbers, number and tensor weights."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    start, end = (rng.standard_normal(2000).astype(dtype) for _ in range(2))
+    weights = rng.uniform(-1, 2, 2000).astype(dtype) if weight == "tensor" else weight
+    results = []
+    for lib in (torch, gv):
+        w = lib.tensor(weights) if weight == "tensor" else weights
+        results.append(lib.lerp(lib.tensor(start), lib.tensor(end), w).numpy())
+    np.testing.assert_array_equal(results[1], results[0])
